@@ -1,0 +1,398 @@
+// One schema over the environment. Every setting of the gateway is read here and nowhere else.
+//
+// Precedence: the process environment, then the per-stage env file (config/dev.env or
+// config/prod.env, chosen by NODE_ENV), then the schema default. Every problem is reported at
+// once, naming the variable, so an operator fixes a bad deployment in one round.
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+export type Env = Record<string, string | undefined>;
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
+const strictSwitch = z.enum(['true', 'false'], {
+  error: (issue) =>
+    `must be exactly 'true' or 'false' (got ${issue.input === undefined ? 'nothing' : JSON.stringify(issue.input)})`,
+}).transform((v) => v === 'true');
+
+/** Lenient booleans for the other switches, as the contract says. */
+const flag = (fallback: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return fallback;
+      const s = v.trim().toLowerCase();
+      if (['true', '1', 'yes'].includes(s)) return true;
+      if (['false', '0', 'no'].includes(s)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no (got ${JSON.stringify(v)})` });
+      return z.NEVER;
+    });
+
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} (got ${JSON.stringify(v)})` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const httpUrl = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    try {
+      const u = new URL(v.trim());
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      if (u.username || u.password) throw new Error('credentials');
+      return u.href.replace(/\/$/, '');
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `must be an absolute http(s) URL without credentials (got ${JSON.stringify(v)})` });
+      return z.NEVER;
+    }
+  });
+
+const list = (fallback: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((v) =>
+      v === undefined || v.trim() === ''
+        ? fallback
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    );
+
+/** An HTTP header name a client could also send; kept lower-case for comparisons. */
+const headerName = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const name = v === undefined || v.trim() === '' ? fallback : v.trim();
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) {
+        ctx.addIssue({ code: 'custom', message: `must be an HTTP header name (got ${JSON.stringify(v)})` });
+        return z.NEVER;
+      }
+      return name.toLowerCase();
+    });
+
+/**
+ * IDP_TENANT_IDP_ALIASES: `<tenant_id>=<idp_alias>,...`. Empty turns tenant links off.
+ * Spec, login links rule 5: a malformed pair or a repeated tenant stops startup.
+ */
+export function parseTenantAliases(raw: string | undefined): { ok: true; map: Map<string, string> } | { ok: false; error: string } {
+  const map = new Map<string, string>();
+  if (raw === undefined || raw.trim() === '') return { ok: true, map };
+  const segment = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+  for (const part of raw.split(',')) {
+    const pair = part.trim();
+    const eq = pair.indexOf('=');
+    const tenant = eq > 0 ? pair.slice(0, eq).trim() : '';
+    const alias = eq > 0 ? pair.slice(eq + 1).trim() : '';
+    if (!tenant || !alias || !segment.test(tenant) || !segment.test(alias)) {
+      return { ok: false, error: `malformed pair ${JSON.stringify(pair)}: expected <tenant_id>=<idp_alias>` };
+    }
+    if (map.has(tenant)) return { ok: false, error: `tenant ${JSON.stringify(tenant)} appears twice` };
+    map.set(tenant, alias);
+  }
+  return { ok: true, map };
+}
+
+const tenantAliases = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const parsed = parseTenantAliases(v);
+    if (!parsed.ok) {
+      ctx.addIssue({ code: 'custom', message: parsed.error });
+      return z.NEVER;
+    }
+    return parsed.map;
+  });
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: int(8080, 0, 65535),
+  HOST: z.string().default('0.0.0.0'),
+  PUBLIC_URL: httpUrl,
+  UPSTREAM_URL: httpUrl,
+  UPSTREAM_TIMEOUT_MS: int(60_000, 100, 3_600_000),
+  UPSTREAM_CONNECT_TIMEOUT_MS: int(5_000, 50, 120_000),
+  UPSTREAM_MAX_SOCKETS: int(256, 1, 100_000),
+  REWRITE_MAX_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  HEADERS_TIMEOUT_MS: int(15_000, 1_000, 600_000),
+  REQUEST_TIMEOUT_MS: int(0, 0, 86_400_000),
+  IDLE_TIMEOUT_MS: int(65_000, 1_000, 3_600_000),
+  SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
+
+  OIDC_ISSUER_URL: httpUrl,
+  OIDC_CLIENT_ID: optionalText,
+  OIDC_CLIENT_SECRET: optionalText,
+  OIDC_SCOPES: z.string().default('openid profile email'),
+  SESSION_SECRET: list([]),
+  SESSION_ROLLING_SECONDS: int(24 * 3600, 60, 30 * 24 * 3600),
+  SESSION_ABSOLUTE_SECONDS: int(7 * 24 * 3600, 60, 365 * 24 * 3600),
+  TOKEN_REFRESH_MARGIN_SECONDS: int(30, 0, 3600),
+  OAUTH_ROLES_CLAIM: z.string().default('roles'),
+  OAUTH_ADMIN_ROLES: list(['PlatformSysAdmin']),
+  OAUTH_GROUPS_CLAIM: z.string().default('groups'),
+  TENANTS_CLAIM: z.string().default('tenants'),
+  ALLOWED_ORIGINS: list([]),
+
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: strictSwitch,
+  CHATUI_ENABLE_ADMIN_EXPORT: strictSwitch,
+
+  IDP_LOGIN_WELCOME_PAGE: flag(false),
+  SHOW_IDP_LOGIN: flag(false),
+  IDP_TENANT_IDP_ALIASES: tenantAliases,
+  IDP_ADMIN_URL: httpUrl,
+  IDP_ADMIN_CLIENT_ID: optionalText,
+  IDP_ADMIN_CLIENT_SECRET: optionalText,
+  IDP_PROVIDERS_FILE: optionalText,
+  IDP_CACHE_SECONDS: int(300, 1, 86_400),
+  TENANT_LOOKUP_RATE_LIMIT: int(0, 0, 1_000_000),
+  TENANT_LOOKUP_RATE_WINDOW_SECONDS: int(60, 1, 86_400),
+
+  WEBUI_AUTH_TRUSTED_EMAIL_HEADER: headerName('X-Forwarded-Email'),
+  WEBUI_AUTH_TRUSTED_NAME_HEADER: headerName('X-Forwarded-Name'),
+  WEBUI_AUTH_TRUSTED_ROLE_HEADER: headerName('X-Forwarded-Role'),
+  WEBUI_AUTH_TRUSTED_GROUPS_HEADER: headerName('X-Forwarded-Groups'),
+  ALLOW_UPSTREAM_API_KEYS: flag(false),
+
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  AUDIT_LOG_FILE: optionalText,
+  METRICS_PORT: int(0, 0, 65535),
+  DRIFT_CHECK_SECONDS: int(300, 0, 86_400),
+  GATEWAY_WORKERS: int(1, 1, 256),
+});
+
+type Parsed = z.output<typeof schema>;
+
+export interface Settings {
+  stage: 'development' | 'production' | 'test';
+  /** No UPSTREAM_URL outside production: `npm start` runs the self-contained sandbox. */
+  sandbox: boolean;
+  listen: { host: string; port: number; metricsPort: number };
+  publicUrl: string;
+  publicOrigin: string;
+  /** Origins allowed to open WebSockets: the public origin plus ALLOWED_ORIGINS. */
+  allowedOrigins: string[];
+  upstream: {
+    url: string;
+    timeoutMs: number;
+    connectTimeoutMs: number;
+    maxSockets: number;
+    rewriteMaxBytes: number;
+  };
+  server: { headersTimeoutMs: number; requestTimeoutMs: number; idleTimeoutMs: number; shutdownGraceMs: number; workers: number };
+  oidc: {
+    issuerUrl: string;
+    clientId: string;
+    clientSecret: string;
+    scopes: string;
+    sessionSecrets: string[];
+    rollingSeconds: number;
+    absoluteSeconds: number;
+    refreshMarginSeconds: number;
+    rolesClaim: string;
+    adminRoles: string[];
+    groupsClaim: string;
+    tenantsClaim: string;
+  };
+  policy: { bypassAdminAccessControl: boolean; enableAdminExport: boolean };
+  login: {
+    welcomePage: boolean;
+    showIdpLogin: boolean;
+    tenantAliases: ReadonlyMap<string, string>;
+    cacheSeconds: number;
+    tenantLookupRateLimit: number;
+    tenantLookupRateWindowSeconds: number;
+  };
+  catalog: { adminUrl?: string; clientId: string; clientSecret: string; providersFile?: string };
+  trustedHeaders: { email: string; name: string; role: string; groups: string };
+  allowUpstreamApiKeys: boolean;
+  log: { level: Parsed['LOG_LEVEL']; auditFile?: string };
+  driftCheckSeconds: number;
+}
+
+export class SettingsError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'SettingsError';
+  }
+}
+
+/** Reads `KEY=value` lines; `#` comments and blank lines are skipped, quotes are removed. */
+export function parseEnvFile(text: string): Env {
+  const env: Env = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trim().startsWith('#')) continue;
+    let value = m[2] ?? '';
+    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
+    env[m[1]!] = value;
+  }
+  return env;
+}
+
+export function stageFile(stage: string): string {
+  return join(here, stage === 'production' ? 'prod.env' : 'dev.env');
+}
+
+/** The environment as the gateway sees it: process values over the stage file's defaults. */
+export function effectiveEnv(processEnv: Env, options: { stageFiles?: boolean } = {}): Env {
+  const stage = processEnv.NODE_ENV === 'production' ? 'production' : 'development';
+  const file = stageFile(stage);
+  const fileEnv = options.stageFiles !== false && existsSync(file) ? parseEnvFile(readFileSync(file, 'utf8')) : {};
+  const merged: Env = { ...fileEnv };
+  for (const [k, v] of Object.entries(processEnv)) if (v !== undefined) merged[k] = v;
+  return merged;
+}
+
+const SECRETS = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET'];
+
+/** What must be present given the stage; checked on the raw values so that every problem is listed at once. */
+function requiredProblems(env: Env): string[] {
+  const problems: string[] = [];
+  const has = (name: string) => (env[name] ?? '').trim() !== '';
+  const production = env.NODE_ENV === 'production';
+  const sandbox = !production && !has('UPSTREAM_URL');
+  const need = (name: string, why: string) => {
+    if (!has(name)) problems.push(`${name}: required ${why}`);
+  };
+  if (!sandbox) {
+    need('UPSTREAM_URL', 'in production (the chat front-end, e.g. http://open-webui:8080)');
+    need('OIDC_ISSUER_URL', '(the realm, e.g. https://kc.example/realms/platform)');
+    need('OIDC_CLIENT_ID', "(the gateway's confidential client)");
+    need('OIDC_CLIENT_SECRET', "(the gateway's confidential client)");
+    need('SESSION_SECRET', '(at least 32 characters)');
+    if (production) need('PUBLIC_URL', 'in production (the address browsers use)');
+  }
+  const secrets = (env.SESSION_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  secrets.forEach((secret, i) => {
+    if (secret.length < 32) problems.push(`SESSION_SECRET: key ${i + 1} has ${secret.length} characters, at least 32 are required`);
+  });
+  const file = (env.IDP_PROVIDERS_FILE ?? '').trim();
+  if (file && !existsSync(file)) problems.push(`IDP_PROVIDERS_FILE: no such file ${JSON.stringify(file)}`);
+  if (env.OAUTH_ADMIN_ROLES !== undefined && env.OAUTH_ADMIN_ROLES.split(',').every((r) => !r.trim()) && env.OAUTH_ADMIN_ROLES.trim() !== '') {
+    problems.push('OAUTH_ADMIN_ROLES: at least one role is required');
+  }
+  return problems;
+}
+
+/**
+ * Validate and build the settings. Throws SettingsError listing every problem.
+ * `options.stageFiles: false` skips config/*.env (tests pass complete environments).
+ */
+export function loadSettings(processEnv: Env = process.env, options: { stageFiles?: boolean } = {}): Settings {
+  const env = effectiveEnv(processEnv, options);
+  const problems = requiredProblems(env);
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    for (const issue of result.error.issues) problems.push(`${String(issue.path[0] ?? '(environment)')}: ${issue.message}`);
+  }
+  if (problems.length || !result.success) throw new SettingsError(problems.sort());
+  const e = result.data;
+  const sandbox = e.NODE_ENV !== 'production' && !e.UPSTREAM_URL;
+
+  const publicUrl = e.PUBLIC_URL ?? `http://localhost:${e.PORT}`;
+  const publicOrigin = new URL(publicUrl).origin;
+  const adminUrl = e.IDP_ADMIN_URL ?? deriveAdminUrl(e.OIDC_ISSUER_URL);
+  return {
+    stage: e.NODE_ENV,
+    sandbox,
+    listen: { host: e.HOST, port: e.PORT, metricsPort: e.METRICS_PORT },
+    publicUrl,
+    publicOrigin,
+    allowedOrigins: [publicOrigin, ...e.ALLOWED_ORIGINS.map((o) => o.replace(/\/$/, ''))],
+    upstream: {
+      url: e.UPSTREAM_URL ?? '',
+      timeoutMs: e.UPSTREAM_TIMEOUT_MS,
+      connectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
+      maxSockets: e.UPSTREAM_MAX_SOCKETS,
+      rewriteMaxBytes: e.REWRITE_MAX_BYTES,
+    },
+    server: {
+      headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      idleTimeoutMs: e.IDLE_TIMEOUT_MS,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      workers: e.GATEWAY_WORKERS,
+    },
+    oidc: {
+      issuerUrl: e.OIDC_ISSUER_URL ?? '',
+      clientId: e.OIDC_CLIENT_ID ?? '',
+      clientSecret: e.OIDC_CLIENT_SECRET ?? '',
+      scopes: e.OIDC_SCOPES,
+      sessionSecrets: e.SESSION_SECRET,
+      rollingSeconds: e.SESSION_ROLLING_SECONDS,
+      absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
+      refreshMarginSeconds: e.TOKEN_REFRESH_MARGIN_SECONDS,
+      rolesClaim: e.OAUTH_ROLES_CLAIM,
+      adminRoles: e.OAUTH_ADMIN_ROLES,
+      groupsClaim: e.OAUTH_GROUPS_CLAIM,
+      tenantsClaim: e.TENANTS_CLAIM,
+    },
+    policy: { bypassAdminAccessControl: e.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL, enableAdminExport: e.CHATUI_ENABLE_ADMIN_EXPORT },
+    login: {
+      welcomePage: e.IDP_LOGIN_WELCOME_PAGE,
+      showIdpLogin: e.SHOW_IDP_LOGIN,
+      tenantAliases: e.IDP_TENANT_IDP_ALIASES,
+      cacheSeconds: e.IDP_CACHE_SECONDS,
+      tenantLookupRateLimit: e.TENANT_LOOKUP_RATE_LIMIT,
+      tenantLookupRateWindowSeconds: e.TENANT_LOOKUP_RATE_WINDOW_SECONDS,
+    },
+    catalog: {
+      adminUrl,
+      clientId: e.IDP_ADMIN_CLIENT_ID ?? e.OIDC_CLIENT_ID ?? '',
+      clientSecret: e.IDP_ADMIN_CLIENT_SECRET ?? e.OIDC_CLIENT_SECRET ?? '',
+      providersFile: e.IDP_PROVIDERS_FILE,
+    },
+    trustedHeaders: {
+      email: e.WEBUI_AUTH_TRUSTED_EMAIL_HEADER,
+      name: e.WEBUI_AUTH_TRUSTED_NAME_HEADER,
+      role: e.WEBUI_AUTH_TRUSTED_ROLE_HEADER,
+      groups: e.WEBUI_AUTH_TRUSTED_GROUPS_HEADER,
+    },
+    allowUpstreamApiKeys: e.ALLOW_UPSTREAM_API_KEYS,
+    log: { level: e.LOG_LEVEL, auditFile: e.AUDIT_LOG_FILE },
+    driftCheckSeconds: e.DRIFT_CHECK_SECONDS,
+  };
+}
+
+/** `.../realms/R` gives `.../admin/realms/R` (Keycloak's layout). */
+export function deriveAdminUrl(issuer: string | undefined): string | undefined {
+  if (!issuer) return undefined;
+  const m = /^(.*)\/realms\/([^/]+)\/?$/.exec(issuer);
+  return m ? `${m[1]}/admin/realms/${m[2]}` : undefined;
+}
+
+/** The effective settings as text, secrets redacted (for `npm run check-config` and startup logs). */
+export function describeSettings(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  const effective = effectiveEnv(env);
+  for (const key of Object.keys(schema.shape).sort()) {
+    const v = effective[key];
+    if (v === undefined) continue;
+    out[key] = SECRETS.includes(key) ? (v ? '[redacted]' : '') : v;
+  }
+  return out;
+}

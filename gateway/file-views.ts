@@ -1,0 +1,185 @@
+// Carries out the file decisions of policies/admin-scoping.ts against the upstream:
+//   - filter-own-files: the list, search and count answers hold only the caller's own files,
+//     whatever the upstream returned. When the upstream returned foreign files it is not set as
+//     the platform expects (drift): that is logged and counted, and the gateway rebuilds the
+//     caller's view by walking the upstream's list, so pages, totals and counts agree.
+//   - audit-file-access: an admin reading or deleting a file that is not theirs is written to
+//     the audit stream (rule A7 lets it happen; the platform wants to know).
+// Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
+// headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { FilesView } from '../policies/admin-scoping.js';
+import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../policies/file-scoping.js';
+import { UpstreamError, sendJson, type Upstream, type UpstreamResponse } from './upstream.js';
+import type { Observability } from './observability.js';
+
+/** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
+const REWRITE_KEEP = new Set(['authorization', 'cookie', 'x-api-key', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'accept-language']);
+
+export function rewriteHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = { accept: 'application/json' };
+  for (const [k, v] of Object.entries(headers)) if (REWRITE_KEEP.has(k) || trusted.has(k)) out[k] = v;
+  return out;
+}
+
+const MAX_WALK_PAGES = 2_000; // 100,000 files at 50 a page: past that, refuse rather than guess
+const NO_MATCH = 'No files found matching the pattern.';
+
+export class FileViews {
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly obs: Observability,
+  ) {}
+
+  /**
+   * Answer a list, search or count request with the caller's own files only.
+   * `search` is the canonical query string (with `?`), `callerId` the upstream user id.
+   */
+  async serveOwn(res: ServerResponse, view: FilesView, path: string, search: string, headers: Record<string, string | string[] | undefined>, callerId: string): Promise<void> {
+    try {
+      const params = new URLSearchParams(search);
+      if (view === 'list') return await this.list(res, path, params, headers, callerId);
+      if (view === 'search') return await this.search(res, path, params, headers, callerId);
+      return await this.count(res, headers, callerId);
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
+      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
+      this.obs.log.error({ err: { message: e.message }, view }, 'rewritten file route failed closed');
+      sendJson(res, e.status, { detail: e.kind === 'timeout' ? 'The chat front-end did not answer in time' : 'The chat front-end gave an answer the gateway cannot check' });
+    }
+  }
+
+  private async list(res: ServerResponse, path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string) {
+    const up = await this.upstream.call('GET', path + qs(params), headers);
+    if (up.status !== 200) return passError(res, up);
+    const list = parseFileList(parseJson(up));
+    if (!list) throw new UpstreamError('bad-body', 'file list is not {items, total}');
+    const { own, removed } = keepOwn(list.items, callerId);
+    // Nothing foreign on this page: the upstream scopes as the platform expects.
+    if (removed === 0) return sendRewritten(res, 200, { items: own, total: list.total });
+    this.drift('list', removed, callerId);
+    const all = await this.walkOwn(path, params, headers, callerId);
+    return sendRewritten(res, 200, pageOf(all, parsePage(params.get('page')) ?? 1));
+  }
+
+  private async search(res: ServerResponse, path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string) {
+    const up = await this.upstream.call('GET', path + qs(params), headers);
+    if (up.status === 404) return sendRewritten(res, 404, { detail: NO_MATCH });
+    if (up.status !== 200) return passError(res, up);
+    const found = parseFileArray(parseJson(up));
+    if (!found) throw new UpstreamError('bad-body', 'file search answer is not an array of files');
+    const { own, removed } = keepOwn(found, callerId);
+    if (removed === 0) return sendRewritten(res, 200, own);
+    this.drift('search', removed, callerId);
+    // Redo skip/limit over the caller's own matches only.
+    const skip = Number(params.get('skip') ?? 0) || 0;
+    const limit = Number(params.get('limit') ?? 100) || 100;
+    const walk = new URLSearchParams(params);
+    const mine: FileRecord[] = [];
+    for (let offset = 0, page = 0; page < MAX_WALK_PAGES; page++, offset += 1000) {
+      walk.set('skip', String(offset));
+      walk.set('limit', '1000');
+      const next = await this.upstream.call('GET', path + qs(walk), headers);
+      if (next.status === 404) break;
+      if (next.status !== 200) return passError(res, next);
+      const batch = parseFileArray(parseJson(next));
+      if (!batch) throw new UpstreamError('bad-body', 'file search answer is not an array of files');
+      mine.push(...keepOwn(batch, callerId).own);
+      if (batch.length < 1000) break;
+    }
+    const window = mine.slice(skip, skip + limit);
+    return window.length ? sendRewritten(res, 200, window) : sendRewritten(res, 404, { detail: NO_MATCH });
+  }
+
+  /** The count is what the caller can list: the upstream's own count when it agrees with the list. */
+  private async count(res: ServerResponse, headers: Record<string, string | string[] | undefined>, callerId: string) {
+    const [countRes, firstPage] = await Promise.all([
+      this.upstream.call('GET', '/api/v1/files/count', headers),
+      this.upstream.call('GET', '/api/v1/files/?page=1&content=false', headers),
+    ]);
+    if (countRes.status !== 200) return passError(res, countRes);
+    if (firstPage.status !== 200) return passError(res, firstPage);
+    const count = parseCount(parseJson(countRes));
+    const list = parseFileList(parseJson(firstPage));
+    if (count === undefined || !list) throw new UpstreamError('bad-body', 'file count or list has the wrong shape');
+    const { removed } = keepOwn(list.items, callerId);
+    if (removed === 0 && list.total === count) {
+      return sendRewritten(res, 200, count);
+    }
+    this.drift('count', removed, callerId);
+    const all = await this.walkOwn('/api/v1/files/', new URLSearchParams({ content: 'false' }), headers, callerId);
+    return sendRewritten(res, 200, all.length);
+  }
+
+  /** Every own file the upstream list yields, newest first, as the upstream orders them. */
+  private async walkOwn(path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string): Promise<FileRecord[]> {
+    const walk = new URLSearchParams(params);
+    const own: FileRecord[] = [];
+    for (let page = 1; page <= MAX_WALK_PAGES; page++) {
+      walk.set('page', String(page));
+      const up = await this.upstream.call('GET', path + qs(walk), headers);
+      if (up.status !== 200) throw new UpstreamError('bad-body', `file list page ${page} answered ${up.status}`);
+      const list = parseFileList(parseJson(up));
+      if (!list) throw new UpstreamError('bad-body', 'file list is not {items, total}');
+      own.push(...keepOwn(list.items, callerId).own);
+      if (list.items.length < LIST_PAGE_SIZE || page * LIST_PAGE_SIZE >= list.total) return own;
+    }
+    throw new UpstreamError('too-large', `more than ${MAX_WALK_PAGES} pages of files`);
+  }
+
+  private drift(view: FilesView, removed: number, callerId: string) {
+    if (removed > 0) {
+      this.obs.metrics.driftEvents.inc({ kind: `files-${view}` });
+      this.obs.log.error(
+        { view, removed, callerId },
+        'policy drift: the chat front-end returned files of other users although CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false; set BYPASS_ADMIN_ACCESS_CONTROL=false upstream',
+      );
+    }
+  }
+
+  /**
+   * Rule A7 audit: find the owner of the file an admin touches. For reads it runs beside the
+   * stream; a delete waits for it, because afterwards the record is gone.
+   */
+  async ownerOf(fileId: string, headers: Record<string, string | string[] | undefined>): Promise<string | undefined> {
+    if (fileId === '*') return '*';
+    try {
+      const up = await this.upstream.call('GET', `/api/v1/files/${fileId}`, headers);
+      if (up.status !== 200) return undefined;
+      const body = parseJson(up) as { user_id?: unknown } | undefined;
+      return typeof body?.user_id === 'string' ? body.user_id : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function qs(params: URLSearchParams): string {
+  const s = params.toString();
+  return s ? `?${s}` : '';
+}
+
+function parseJson(res: UpstreamResponse): unknown {
+  try {
+    return JSON.parse(res.body.toString('utf8'));
+  } catch {
+    throw new UpstreamError('bad-body', `upstream answered ${res.status} with a body that is not JSON`);
+  }
+}
+
+/** An upstream error answer carries no file data: pass its status and `{detail}` on. */
+function passError(res: ServerResponse, up: UpstreamResponse): void {
+  let detail = 'Upstream error';
+  try {
+    const body = JSON.parse(up.body.toString('utf8')) as { detail?: unknown };
+    if (body && typeof body === 'object' && 'detail' in body) detail = body.detail as string;
+  } catch {
+    /* a non-JSON error page is replaced by the generic detail */
+  }
+  const status = up.status >= 400 && up.status < 600 ? up.status : 502;
+  sendRewritten(res, status, { detail });
+}
+
+function sendRewritten(res: ServerResponse, status: number, body: unknown): void {
+  sendJson(res, status, body, { vary: 'Cookie, Authorization' });
+}

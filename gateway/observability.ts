@@ -1,0 +1,87 @@
+// One place for logs, the audit stream and metrics.
+//
+// Logs are structured JSON (pino). The audit stream is a separate logger (`name: "audit"`),
+// optionally written to its own file, for events a security reviewer reads: sign-ins, export
+// denials, admin access to files they do not own, tenant lookups. Tokens, cookies and secrets
+// are never logged: request headers are not logged at all, and the redact list covers the
+// fields that could carry them.
+import pino, { type Logger } from 'pino';
+import { Counter, Histogram, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface Observability {
+  log: Logger;
+  audit: Logger;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+export interface Metrics {
+  registry: Registry;
+  requests: Counter<'route_class' | 'status'>;
+  latency: Histogram<'route_class'>;
+  policyDecisions: Counter<'action' | 'rule'>;
+  driftEvents: Counter<'kind'>;
+  upstreamErrors: Counter<'kind'>;
+  cache: Counter<'cache' | 'result'>;
+  openWebSockets: Gauge;
+}
+
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'headers.cookie',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'secret',
+  'password',
+  '*.token',
+  '*.secret',
+  '*.password',
+];
+
+export function createObservability(options: { level: string; auditFile?: string; destination?: pino.DestinationStream }): Observability {
+  const base = { redact: { paths: REDACT, censor: '[redacted]' }, level: options.level };
+  const log = options.destination ? pino(base, options.destination) : pino(base);
+  const auditDestination = options.auditFile ? pino.destination({ dest: options.auditFile, sync: false, mkdir: true }) : undefined;
+  const audit = auditDestination
+    ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination)
+    : log.child({ name: 'audit' }, { level: 'info' });
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
+  const metrics: Metrics = {
+    registry,
+    requests: new Counter({ name: 'gateway_requests_total', help: 'Requests by route class and status', labelNames: ['route_class', 'status'], registers: [registry] }),
+    latency: new Histogram({
+      name: 'gateway_request_duration_seconds',
+      help: 'Time to response headers, by route class',
+      labelNames: ['route_class'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
+    policyDecisions: new Counter({ name: 'gateway_policy_decisions_total', help: 'Policy decisions taken', labelNames: ['action', 'rule'], registers: [registry] }),
+    driftEvents: new Counter({ name: 'gateway_policy_drift_total', help: 'Times the upstream was found set differently from the platform policy', labelNames: ['kind'], registers: [registry] }),
+    upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream failures by kind', labelNames: ['kind'], registers: [registry] }),
+    cache: new Counter({ name: 'gateway_cache_lookups_total', help: 'Cache lookups by cache and result', labelNames: ['cache', 'result'], registers: [registry] }),
+    openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),
+  };
+  return {
+    log,
+    audit,
+    metrics,
+    async close() {
+      if (auditDestination) {
+        auditDestination.flushSync?.();
+        auditDestination.end();
+      }
+    },
+  };
+}
+
+/** A silent set for tests and tools that do not want output. */
+export function silentObservability(): Observability {
+  return createObservability({ level: 'silent' });
+}

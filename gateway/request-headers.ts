@@ -1,0 +1,109 @@
+// Header hygiene on every forwarded request, HTTP and WebSocket alike. Done on `req.headers`
+// before the request is handed to the proxy, never in a `proxyReq` listener (that event does
+// not fire for `Expect: 100-continue`; reference/proxy-pitfalls.md).
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface TrustedHeaderNames {
+  email: string;
+  name: string;
+  role: string;
+  groups: string;
+}
+
+/** What the chat front-end is told about the caller. */
+export interface UpstreamIdentity {
+  email: string;
+  name: string;
+  role: 'admin' | 'user';
+  groups: string[];
+}
+
+// Hop-by-hop headers (RFC 9110 7.6.1) and the ones only a proxy in front of us could set.
+// X-Forwarded-* and Forwarded are dropped: the gateway is the edge and sets its own.
+const ALWAYS_DROP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-real-ip',
+  'x-original-url',
+  'x-rewrite-url',
+  'expect',
+]);
+
+/** `X_Forwarded_Email`, `x-forwarded-email` and `X-FORWARDED-EMAIL` are one header to Starlette. */
+export const normalizeHeaderName = (name: string) => name.toLowerCase().replace(/_/g, '-');
+
+/**
+ * Remove what a client must not send upstream: every copy of the trusted identity headers in
+ * any spelling, hop-by-hop headers, and whatever the client listed in `Connection:` (unless it is
+ * one of ours: a client must not be able to make a hop-by-hop rule drop the gateway's headers).
+ * Returns whether the request asked for a WebSocket upgrade.
+ */
+export function stripClientHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): { websocket: boolean } {
+  const websocket = String(headers.upgrade ?? '').toLowerCase() === 'websocket';
+  const listed = String(headers.connection ?? '')
+    .split(',')
+    .map((t) => normalizeHeaderName(t.trim()))
+    .filter(Boolean);
+  for (const name of Object.keys(headers)) {
+    const n = normalizeHeaderName(name);
+    if (trusted.has(n) || ALWAYS_DROP.has(n) || listed.includes(n)) delete headers[name];
+  }
+  if (websocket) {
+    headers.connection = 'Upgrade';
+    headers.upgrade = 'websocket';
+  }
+  return { websocket };
+}
+
+export function trustedHeaderSet(names: TrustedHeaderNames): ReadonlySet<string> {
+  return new Set([names.email, names.name, names.role, names.groups].map(normalizeHeaderName));
+}
+
+/** Header values must be visible ASCII; a name such as "José" is sent percent-encoded. */
+function headerValue(value: string): string {
+  const clean = value.replace(/[\r\n\0]/g, ' ').trim();
+  return /^[\x20-\x7e]*$/.test(clean) ? clean : encodeURIComponent(clean);
+}
+
+export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: UpstreamIdentity): void {
+  headers[names.email] = headerValue(who.email);
+  headers[names.name] = headerValue(who.name || who.email);
+  headers[names.role] = who.role;
+  headers[names.groups] = who.groups.map((g) => headerValue(g).replace(/,/g, ' ')).join(',');
+}
+
+export function setForwardedHeaders(headers: IncomingHttpHeaders, facts: { clientIp: string | undefined; publicUrl: URL; requestId: string }): void {
+  if (facts.clientIp) headers['x-forwarded-for'] = facts.clientIp;
+  headers['x-forwarded-proto'] = facts.publicUrl.protocol.replace(':', '');
+  headers['x-forwarded-host'] = facts.publicUrl.host;
+  headers['x-request-id'] = facts.requestId;
+}
+
+/** Does the client carry a credential of the chat front-end itself (its JWT or API key)? */
+export function hasUpstreamCredential(headers: IncomingHttpHeaders): boolean {
+  if (headers.authorization) return true;
+  if (headers['x-api-key']) return true;
+  const cookie = headers.cookie;
+  return typeof cookie === 'string' && /(?:^|;\s*)token=/.test(cookie);
+}
+
+/** `Authorization: Bearer sk-...` or `x-api-key: sk-...`: an API key of the chat front-end. */
+export function upstreamApiKey(headers: IncomingHttpHeaders): string | undefined {
+  const auth = headers.authorization;
+  const bearer = typeof auth === 'string' ? /^Bearer\s+(sk-[A-Za-z0-9_-]+)$/i.exec(auth.trim())?.[1] : undefined;
+  if (bearer) return bearer;
+  const key = headers['x-api-key'];
+  return typeof key === 'string' && /^sk-[A-Za-z0-9_-]+$/.test(key.trim()) ? key.trim() : undefined;
+}

@@ -1,0 +1,306 @@
+// The gateway, from socket to upstream, in the order a request meets it:
+//
+//   1. canonical target (gateway/canonical-path.ts): one form, or 400; method overrides refused
+//   2. routes the gateway answers itself (login pages, auth-providers API, /auth/*, health,
+//      metrics) go to the control app (Express); everything else stays on the data plane,
+//      which does not go through Express: it is the hot path
+//   3. header hygiene: client copies of the trusted headers and hop-by-hop headers removed
+//   4. identity: session cookie or realm bearer JWT (gateway/identity.ts); an upstream API key
+//      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
+//   5. trusted headers from that identity only, plus the upstream credential when the client
+//      brought none (gateway/upstream-identity.ts)
+//   6. the policy (policies/admin-scoping.ts): pass, deny, filter own files, or audit
+//   7. stream to the upstream (gateway/upstream.ts), or answer from a rewritten view
+//      (gateway/file-views.ts)
+// WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()` below, with an Origin check.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import express from 'express';
+import type { Settings } from '../config/settings.js';
+import { decide, type Decision } from '../policies/admin-scoping.js';
+import { canonicalize, METHOD_OVERRIDE_HEADERS } from './canonical-path.js';
+import { createUpstream, sendJson, UpstreamError, type Upstream } from './upstream.js';
+import { UpstreamAccounts } from './upstream-identity.js';
+import { FileViews, rewriteHeaders } from './file-views.js';
+import {
+  hasUpstreamCredential,
+  setForwardedHeaders,
+  setIdentityHeaders,
+  stripClientHeaders,
+  trustedHeaderSet,
+  upstreamApiKey,
+  type UpstreamIdentity,
+} from './request-headers.js';
+import { createAuthenticator, type Authenticator, type Identity } from './identity.js';
+import { createLoginRouting, localeOf, type LoginRouting } from './login-routing.js';
+import { createObservability, type Observability } from './observability.js';
+
+export const NOT_AUTHENTICATED = 'Not authenticated';
+
+export type RouteClass = 'control' | 'api' | 'public' | 'page';
+
+const API_PREFIXES = ['/api/', '/ws/', '/openai/', '/ollama/', '/oauth/', '/cache/'];
+const PUBLIC_PREFIXES = ['/static/', '/_app/', '/favicon/'];
+const PUBLIC_EXACT = new Set(['/health', '/manifest.json', '/favicon.png', '/favicon.ico', '/robots.txt']);
+const CONTROL_EXACT = new Set(['/healthz', '/readyz', '/metrics', '/auth', '/api/v1/auth-providers']);
+
+/** Which part of the gateway answers a canonical path. */
+export function classify(path: string): RouteClass {
+  if (CONTROL_EXACT.has(path) || path.startsWith('/auth/') || path.startsWith('/api/v1/auth-providers/')) return 'control';
+  const locale = localeOf(path);
+  if (locale) {
+    const rest = path.slice(locale.length + 1);
+    if (rest === '/auth' || rest.startsWith('/auth/')) return 'control';
+  }
+  if (API_PREFIXES.some((p) => path.startsWith(p)) || path === '/api' || path === '/ws') return 'api';
+  if (PUBLIC_EXACT.has(path) || PUBLIC_PREFIXES.some((p) => path.startsWith(p))) return 'public';
+  return 'page';
+}
+
+export interface GatewayOptions {
+  obs?: Observability;
+  authenticator?: Authenticator;
+  loginRouting?: LoginRouting;
+  /** extra routes on the control app (operations endpoints) */
+  extendControl?: (app: express.Express, parts: GatewayParts) => void;
+}
+
+export interface GatewayParts {
+  settings: Settings;
+  obs: Observability;
+  upstream: Upstream;
+  authenticator: Authenticator;
+  loginRouting: LoginRouting;
+}
+
+export interface Gateway extends GatewayParts {
+  server: http.Server;
+  control: express.Express;
+  listen(port?: number, host?: string): Promise<{ port: number; url: string }>;
+  close(): Promise<void>;
+}
+
+interface Caller {
+  admin: boolean;
+  /** upstream user id, resolved lazily (only the file policy needs it) */
+  upstreamUserId: () => Promise<string>;
+  label: string;
+}
+
+export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
+  const obs = options.obs ?? createObservability({ level: settings.log.level, auditFile: settings.log.auditFile });
+  const upstream = createUpstream({ ...settings.upstream }, obs);
+  const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs));
+  const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
+  const fileViews = new FileViews(upstream, obs);
+  const trusted = trustedHeaderSet(settings.trustedHeaders);
+  const publicUrl = new URL(settings.publicUrl);
+  const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting };
+
+  const control = express();
+  control.disable('x-powered-by');
+  control.set('trust proxy', false);
+  control.set('etag', false);
+  control.use(authenticator.router);
+  control.use(loginRouting.router);
+  options.extendControl?.(control, parts);
+  control.use((_req, res) => {
+    res.status(404).json({ detail: 'Not Found' });
+  });
+  control.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    obs.log.error({ err: { message: err.message, stack: err.stack } }, 'control route failed');
+    if (!res.headersSent) res.status(500).json({ detail: 'Internal error' });
+    else res.destroy();
+  });
+
+  const toUpstreamIdentity = (id: Identity): UpstreamIdentity => ({
+    email: id.email,
+    name: id.name,
+    role: id.admin ? 'admin' : 'user',
+    groups: id.groups,
+  });
+
+  /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
+  async function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Promise<Caller | null | undefined> {
+    const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
+    stripClientHeaders(req.headers, trusted);
+    const identity = await authenticator.authenticate(req, res);
+    if (identity) {
+      const who = toUpstreamIdentity(identity);
+      setIdentityHeaders(req.headers, settings.trustedHeaders, who);
+      const account = accounts.signIn(who);
+      if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await account).token}`;
+      return { admin: identity.admin, upstreamUserId: async () => (await account).userId, label: identity.email };
+    }
+    if (apiKey) {
+      // An upstream API key is not an identity of the gateway: the upstream says whose it is.
+      const account = await accounts.whoAmI(req.headers['x-api-key'] ? { 'x-api-key': apiKey } : { authorization: `Bearer ${apiKey}` });
+      if (!account) {
+        sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        return undefined;
+      }
+      return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
+    }
+    if (cls === 'public') return null;
+    if (cls === 'api') {
+      sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+      return undefined;
+    }
+    const location = await loginRouting.guard(path, req);
+    res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
+    res.end();
+    return undefined;
+  }
+
+  async function carryOut(decision: Decision, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean) {
+    obs.metrics.policyDecisions.inc({ action: decision.action, rule: decision.rule });
+    const proceed = () => {
+      if (expectContinue) res.writeContinue();
+      upstream.forward(req, res);
+    };
+    switch (decision.action) {
+      case 'deny':
+        obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
+        return sendJson(res, decision.status, { detail: decision.detail });
+      case 'filter-own-files': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const callerId = await caller.upstreamUserId();
+        return fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(req.headers, trusted), callerId);
+      }
+      case 'audit-file-access': {
+        if (!caller) return proceed();
+        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(req.headers, trusted))]).then(([me, owner]) => {
+          if (owner !== me) {
+            obs.audit.warn(
+              { event: 'admin-file-access', caller: caller.label, callerId: me, fileId: decision.fileId, owner: owner ?? 'unknown', operation: decision.operation, method: req.method, path },
+              'admin touched a file they do not own',
+            );
+          }
+        });
+        if (decision.operation === 'delete') await lookup.catch(() => {});
+        else lookup.catch(() => {});
+        return proceed();
+      }
+      case 'pass':
+        return proceed();
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const canonical = canonicalize(req.url);
+    if (!canonical.ok) return sendJson(res, 400, { detail: `Bad request: ${canonical.reason}` });
+    if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
+    const method = req.method ?? 'GET';
+    if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+    const { path, search, url } = canonical.target;
+    req.url = url;
+    const cls = classify(path);
+    if (cls === 'control') {
+      control(req as express.Request, res as express.Response);
+      return;
+    }
+    const expectContinue = /100-continue/i.test(String(req.headers.expect ?? ''));
+    const caller = await identify(req, res, cls, path);
+    if (caller === undefined) return;
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicUrl, requestId });
+    const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
+    await carryOut(decision, req, res, caller, path, search, expectContinue);
+  }
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const cls = req.url ? classifySafe(req.url) : 'page';
+      obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
+      obs.metrics.latency.observe({ route_class: cls }, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    handle(req, res).catch((err: unknown) => {
+      const e = err as Error;
+      if (e instanceof UpstreamError) {
+        obs.metrics.upstreamErrors.inc({ kind: e.kind });
+        obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
+        return sendJson(res, e.status, { detail: e.status === 504 ? 'The chat front-end did not answer in time' : 'The chat front-end is not reachable' });
+      }
+      obs.log.error({ err: { message: e?.message, stack: e?.stack } }, 'request failed');
+      sendJson(res, 500, { detail: 'Internal error' });
+    });
+  };
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const refuse = (status: number, reason: string) => {
+      if (socket.writable) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify({ detail: reason }).length}\r\n\r\n${JSON.stringify({ detail: reason })}`);
+      socket.destroy();
+    };
+    const canonical = canonicalize(req.url);
+    if (!canonical.ok) return refuse(400, 'Bad Request');
+    if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
+    req.url = canonical.target.url;
+    const origin = req.headers.origin;
+    stripClientHeaders(req.headers, trusted);
+    const identity = await authenticator.authenticate(req);
+    if (!identity) return refuse(401, NOT_AUTHENTICATED);
+    // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
+    if (identity.via === 'session' || origin !== undefined) {
+      if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
+    }
+    const who = toUpstreamIdentity(identity);
+    setIdentityHeaders(req.headers, settings.trustedHeaders, who);
+    if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await accounts.signIn(who)).token}`;
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicUrl, requestId: randomUUID() });
+    obs.metrics.openWebSockets.inc();
+    socket.once('close', () => obs.metrics.openWebSockets.dec());
+    upstream.forwardUpgrade(req, socket, head);
+  }
+
+  const server = http.createServer({ headersTimeout: settings.server.headersTimeoutMs, requestTimeout: settings.server.requestTimeoutMs, keepAliveTimeout: 5_000 }, onRequest);
+  // Judge before the client sends its body: a refused upload never gets `100 Continue`.
+  server.on('checkContinue', onRequest);
+  server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    upgrade(req, socket as Duplex, head).catch((err: Error) => {
+      obs.log.warn({ err: { message: err.message } }, 'websocket upgrade failed');
+      socket.destroy();
+    });
+  });
+  server.on('clientError', (err: Error & { code?: string }, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const body = JSON.stringify({ detail: status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request' });
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  });
+
+  return {
+    ...parts,
+    server,
+    control,
+    listen(port = settings.listen.port, host = settings.listen.host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          const addr = server.address();
+          const actual = typeof addr === 'object' && addr ? addr.port : port;
+          resolve({ port: actual, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${actual}` });
+        });
+      });
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), settings.server.shutdownGraceMs).unref();
+      });
+      upstream.close();
+      await authenticator.close();
+      await loginRouting.close();
+    },
+  };
+}
+
+function classifySafe(url: string): RouteClass {
+  const q = url.indexOf('?');
+  return classify(q === -1 ? url : url.slice(0, q));
+}

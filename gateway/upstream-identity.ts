@@ -1,0 +1,103 @@
+// Who the caller is at the chat front-end. The file policy filters on the upstream's own user id,
+// so the gateway learns it from the upstream itself, never from anything the client sends:
+//   - a verified identity is signed in by trusted headers (POST /api/v1/auths/signin); the answer
+//     carries the upstream token (supplied when the client brought none) and the user id;
+//   - an upstream API key (ALLOW_UPSTREAM_API_KEYS) is asked about through GET /api/v1/auths/.
+// Both are cached briefly per identity, one request in flight per key.
+import { createHash } from 'node:crypto';
+import type { Upstream } from './upstream.js';
+import { UpstreamError } from './upstream.js';
+import type { TrustedHeaderNames, UpstreamIdentity } from './request-headers.js';
+import { setIdentityHeaders } from './request-headers.js';
+import type { Metrics } from './observability.js';
+
+export interface UpstreamAccount {
+  userId: string;
+  role: string;
+  /** upstream session token (trusted-header sign-in only) */
+  token?: string;
+}
+
+interface Entry {
+  value: Promise<UpstreamAccount>;
+  expiresAt: number;
+}
+
+const SIGNIN_TTL_MS = 10 * 60_000;
+const WHOAMI_TTL_MS = 30_000;
+const MAX_ENTRIES = 50_000;
+
+export class UpstreamAccounts {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly names: TrustedHeaderNames,
+    private readonly metrics?: Metrics,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
+  signIn(who: UpstreamIdentity): Promise<UpstreamAccount> {
+    // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
+    const key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name]);
+    return this.cached(key, SIGNIN_TTL_MS, async () => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+      setIdentityHeaders(headers, this.names, who);
+      const res = await this.upstream.call('POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
+      const body = json(res.body) as { token?: unknown; id?: unknown; role?: unknown; expires_at?: unknown } | undefined;
+      if (res.status !== 200 || typeof body?.token !== 'string' || typeof body.id !== 'string') {
+        throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
+      }
+      return { userId: body.id, role: String(body.role ?? 'user'), token: body.token };
+    });
+  }
+
+  /** The upstream account behind an API key (or other upstream credential headers). */
+  whoAmI(credential: Record<string, string>): Promise<UpstreamAccount | undefined> {
+    const key = 'cred:' + createHash('sha256').update(JSON.stringify(credential)).digest('base64url');
+    return this.cached(key, WHOAMI_TTL_MS, async () => {
+      const res = await this.upstream.call('GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
+      const body = json(res.body) as { id?: unknown; role?: unknown } | undefined;
+      if (res.status === 401 || res.status === 403) return { userId: '', role: 'none' };
+      if (res.status !== 200 || typeof body?.id !== 'string') throw new UpstreamError('bad-body', `GET /api/v1/auths/ answered ${res.status}`);
+      return { userId: body.id, role: String(body.role ?? 'user') };
+    }).then((a) => (a.userId ? a : undefined));
+  }
+
+  /** Forget a sign-in (the upstream said the token is no longer good). */
+  forget(who: UpstreamIdentity): void {
+    this.entries.delete('id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name]));
+  }
+
+  private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Promise<UpstreamAccount> {
+    const hit = this.entries.get(key);
+    if (hit && hit.expiresAt > this.now()) {
+      this.metrics?.cache.inc({ cache: 'upstream-account', result: 'hit' });
+      return hit.value;
+    }
+    this.metrics?.cache.inc({ cache: 'upstream-account', result: 'miss' });
+    if (this.entries.size >= MAX_ENTRIES) this.evictExpired();
+    const value = load();
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+    // A failure is not cached: the next request tries again.
+    value.catch(() => {
+      if (this.entries.get(key)?.value === value) this.entries.delete(key);
+    });
+    return value;
+  }
+
+  private evictExpired(): void {
+    const now = this.now();
+    for (const [k, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(k);
+    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+  }
+}
+
+function json(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,172 @@
+// Every byte to and from the chat front-end goes through here: the streaming proxy for client
+// traffic (http-proxy-3 over one keep-alive agent) and `call()` for the gateway's own requests
+// (sign-in, rewritten routes, owner lookups, drift checks). Client bodies are piped, never
+// buffered; only `call()` buffers, and only up to a bound.
+import http, { type IncomingMessage, type ServerResponse, type IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
+import zlib from 'node:zlib';
+import { ProxyServer } from 'http-proxy-3';
+import type { Observability } from './observability.js';
+
+export interface UpstreamOptions {
+  url: string;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  maxSockets: number;
+  rewriteMaxBytes: number;
+  /** idle time allowed inside a streaming response before it is cut */
+  idleTimeoutMs?: number;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** decoded (gzip, deflate, br undone) */
+  body: Buffer;
+}
+
+export class UpstreamError extends Error {
+  constructor(
+    public readonly kind: 'unreachable' | 'timeout' | 'too-large' | 'bad-body' | 'reset',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
+  get status(): 502 | 504 {
+    return this.kind === 'timeout' ? 504 : 502;
+  }
+}
+
+export const UPSTREAM_DOWN = 'The chat front-end is not reachable';
+export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
+
+/** Send a small JSON answer (gateway-made: never cached). */
+export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'private, no-store',
+    ...extraHeaders,
+  });
+  res.end(res.req?.method === 'HEAD' ? undefined : text);
+}
+
+const kTimer = Symbol('upstream-timer');
+type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; timedOut?: boolean };
+
+export function createUpstream(options: UpstreamOptions, obs: Observability) {
+  const target = new URL(options.url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: 256, timeout: options.idleTimeoutMs ?? 300_000, scheduling: 'lifo' });
+  const proxy = new ProxyServer({
+    target: options.url,
+    agent,
+    xfwd: false, // the gateway sets X-Forwarded-* itself from what it trusts
+    changeOrigin: false,
+    ws: true,
+    proxyTimeout: options.idleTimeoutMs ?? 300_000,
+  });
+
+  // Time to response headers: an upstream slower than the timeout gets 504.
+  proxy.on('proxyReq', (proxyReq, req) => {
+    const tracked = req as Tracked;
+    tracked[kTimer] = setTimeout(() => {
+      tracked.timedOut = true;
+      proxyReq.destroy();
+    }, options.timeoutMs);
+  });
+  proxy.on('proxyRes', (_proxyRes, req) => clearTimeout((req as Tracked)[kTimer]));
+
+  const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {
+    const tracked = req as Tracked;
+    clearTimeout(tracked[kTimer]);
+    const timedOut = tracked.timedOut === true;
+    const kind = timedOut ? 'timeout' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
+    obs.metrics.upstreamErrors.inc({ kind });
+    obs.log.warn({ err: { message: err.message, code: err.code }, kind, method: req.method, url: req.url }, 'upstream request failed');
+    if (!(res as ServerResponse).writeHead) {
+      (res as Duplex).destroy();
+      return;
+    }
+    sendJson(res as ServerResponse, timedOut ? 504 : 502, { detail: timedOut ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
+  };
+  // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
+  proxy.on('econnreset', (_err, req) => clearTimeout((req as Tracked)[kTimer]));
+
+  return {
+    agent,
+    /** Stream a request whose url and headers the gateway has already set. */
+    forward(req: IncomingMessage, res: ServerResponse): void {
+      proxy.web(req, res, {}, (err) => onError(err as Error, req, res));
+    },
+    /** Proxy a WebSocket upgrade whose url and headers the gateway has already set. */
+    forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      proxy.ws(req, socket, head, {}, (err) => onError(err as Error, req, socket));
+    },
+    /**
+     * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
+     * Throws UpstreamError (502/504 material) on every failure.
+     */
+    call(method: string, path: string, headers: Record<string, string | string[] | undefined>, body?: string | Buffer): Promise<UpstreamResponse> {
+      return new Promise((resolve, reject) => {
+        const outgoing: Record<string, string | string[]> = { host: target.host };
+        for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;
+        outgoing['accept-encoding'] = 'identity';
+        if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
+        const req = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method, path, headers: outgoing, agent });
+        const timer = setTimeout(() => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT)), options.timeoutMs);
+        const fail = (err: Error & { code?: string }) => {
+          clearTimeout(timer);
+          if (err instanceof UpstreamError) return reject(err);
+          reject(new UpstreamError(err.code === 'ECONNREFUSED' ? 'unreachable' : 'reset', `${UPSTREAM_DOWN}: ${err.message}`));
+        };
+        req.on('error', fail);
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          const decoded = decoder(res.headers['content-encoding']);
+          if (!decoded) {
+            res.resume();
+            return fail(new UpstreamError('bad-body', `unsupported content-encoding ${String(res.headers['content-encoding'])}`));
+          }
+          const stream = decoded === 'identity' ? res : res.pipe(decoded);
+          stream.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > options.rewriteMaxBytes) {
+              req.destroy(new UpstreamError('too-large', `upstream body larger than ${options.rewriteMaxBytes} bytes`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));
+          stream.on('end', () => {
+            clearTimeout(timer);
+            resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
+          });
+          res.on('aborted', () => fail(new UpstreamError('reset', 'upstream closed mid-body')));
+        });
+        req.end(body);
+      });
+    },
+    close(): void {
+      proxy.close();
+      agent.destroy();
+    },
+  };
+}
+
+export type Upstream = ReturnType<typeof createUpstream>;
+
+function decoder(encoding: string | undefined): 'identity' | NodeJS.ReadWriteStream | undefined {
+  const e = (encoding ?? 'identity').trim().toLowerCase();
+  if (e === 'identity' || e === '') return 'identity';
+  if (e === 'gzip' || e === 'x-gzip') return zlib.createGunzip();
+  if (e === 'deflate') return zlib.createInflate();
+  if (e === 'br') return zlib.createBrotliDecompress();
+  return undefined;
+}
