@@ -1,0 +1,86 @@
+// The canonical form is the only path the policy judges and the only path forwarded.
+import { expect } from 'chai';
+import { canonicalize } from '../gateway/canonical-path.js';
+
+const ok = (raw: string) => {
+  const r = canonicalize(raw);
+  if (!r.ok) throw new Error(`${raw} refused: ${r.reason}`);
+  return r.target.url;
+};
+const refused = (raw: string) => {
+  const r = canonicalize(raw);
+  expect(r.ok, `${raw} should be refused`).to.equal(false);
+  return r.ok ? '' : r.reason;
+};
+
+describe('canonical request targets', () => {
+  it('keeps ordinary targets exactly as sent', () => {
+    for (const t of ['/', '/api/v1/files/', '/api/v1/files', '/api/v1/files/search?filename=*.pdf&limit=5', '/c/abc-123', '/static/app.js?v=1'])
+      expect(ok(t)).to.equal(t);
+  });
+
+  it('resolves every spelling of a protected path to one form', () => {
+    const variants = [
+      '/api/v1/chats/all/db',
+      '//api//v1///chats/all/db',
+      '/api/v1/x/../chats/all/db',
+      '/api/v1/x/%2e%2e/chats/all/db',
+      '/api/v1/x/%2E%2e/chats/all/db',
+      '/api/v1/./chats/./all/db',
+      '/api/v1/chats/all/%2e/db',
+      '/%61pi/v1/ch%61ts/all/db',
+      '/api/%76%31/chats/all/db',
+      '/api/v1/chats/all/db/x/..',
+    ];
+    for (const v of variants) expect(ok(v).replace(/\/$/, ''), v).to.equal('/api/v1/chats/all/db');
+  });
+
+  it('keeps the trailing slash, which separates two upstream routes', () => {
+    expect(ok('/api/v1/files/')).to.equal('/api/v1/files/');
+    expect(ok('/api/v1/files/.')).to.equal('/api/v1/files/');
+    expect(ok('/api/v1/files/x/..')).to.equal('/api/v1/files/');
+  });
+
+  it('normalizes escapes: unreserved decoded, others upper-case, unsafe raw characters escaped', () => {
+    expect(ok('/a/%7e%41')).to.equal('/a/~A');
+    expect(ok('/a/%3b%3f%25%20')).to.equal('/a/%3B%3F%25%20');
+    expect(ok('/a/%e2%82%ac')).to.equal('/a/%E2%82%AC');
+    expect(ok('/a/{x}|^"<>`')).to.equal('/a/%7Bx%7D%7C%5E%22%3C%3E%60');
+    expect(ok('/a/%21')).to.equal('/a/!');
+  });
+
+  it('refuses what has no single safe reading', () => {
+    expect(refused('/api/v1/chats%2Fall%2Fdb')).to.match(/encoded slash/);
+    expect(refused('/api/v1/chats%2fall/db')).to.match(/encoded slash/);
+    expect(refused('/api/v1/chats%5Call/db')).to.match(/encoded slash/);
+    expect(refused('/api/v1\\chats/all/db')).to.match(/backslash/);
+    expect(refused('/api/v1/chats/all;jsessionid=1/db')).to.match(/;/);
+    expect(refused('/api/v1/chats/all/db%00')).to.match(/NUL/);
+    expect(refused('/api/v1/chats/all/db%0a')).to.match(/control/);
+    expect(refused('/api/v1/%C0%AE%C0%AE/x')).to.match(/UTF-8/); // overlong '.'
+    expect(refused('/api/v1/%C0%AF')).to.match(/UTF-8/); // overlong '/'
+    expect(refused('/api/v1/%E2%82')).to.match(/UTF-8/); // truncated sequence
+    expect(refused('/api/v1/%ff')).to.match(/UTF-8/);
+    expect(refused('/api/v1/chats/all/db#x')).to.match(/fragment/);
+    expect(refused('/api/v1/%zz')).to.match(/percent-escape/);
+    expect(refused('/api/v1/%2')).to.match(/percent-escape/);
+    expect(refused('/..')).to.match(/above the root/);
+    expect(refused('/a/../../api/v1/chats/all/db')).to.match(/above the root/);
+    expect(refused('http://evil/api/v1/chats/all/db')).to.match(/path/);
+    expect(refused('*')).to.match(/path/);
+    expect(refused('/a b')).to.match(/space/);
+    expect(refused('/\u00e9')).to.match(/non-ASCII/);
+    expect(refused('/a?x=%00')).to.match(/NUL/);
+    expect(refused('/a?x=%g1')).to.match(/percent-escape/);
+    expect(refused('')).to.match(/path/);
+  });
+
+  it('is stable: canonical targets canonicalize to themselves and survive a URL parser', () => {
+    for (const t of ['/api/v1/x/%2e%2e/chats/all/db', '/a/%7e%21%3b%3f', '/a/{x}', '/a/%e2%82%ac/b/?q=%41%20b&c="x"', '//x//y/']) {
+      const once = ok(t);
+      expect(ok(once)).to.equal(once);
+      const u = new URL(once, 'http://h');
+      expect(u.pathname + u.search).to.equal(once);
+    }
+  });
+});

@@ -1,0 +1,108 @@
+// Invalid settings stop startup naming every bad variable; the stage files hold the defaults.
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadSettings, parseEnvFile, parseTenantAliases, SettingsError, deriveAdminUrl } from '../config/settings.js';
+
+const complete = {
+  UPSTREAM_URL: 'http://open-webui:8080',
+  OIDC_ISSUER_URL: 'https://kc.example/realms/platform',
+  OIDC_CLIENT_ID: 'chat-gateway',
+  OIDC_CLIENT_SECRET: 'secret',
+  SESSION_SECRET: 'a'.repeat(32),
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+  CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+};
+
+const problems = (env: Record<string, string | undefined>, stageFiles = false): string[] => {
+  try {
+    loadSettings(env, { stageFiles });
+  } catch (err) {
+    if (err instanceof SettingsError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+describe('settings', () => {
+  it('both stage files keep the two policy switches private', () => {
+    for (const file of ['config/dev.env', 'config/prod.env']) {
+      const env = parseEnvFile(readFileSync(file, 'utf8'));
+      expect(env.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL, file).to.equal('false');
+      expect(env.CHATUI_ENABLE_ADMIN_EXPORT, file).to.equal('false');
+    }
+    const dev = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined });
+    expect(dev.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+    const prod = loadSettings({ ...complete, NODE_ENV: 'production', PUBLIC_URL: 'https://chat.example' });
+    expect(prod.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+  });
+
+  it('the process environment overrides the stage file', () => {
+    const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true', CHATUI_ENABLE_ADMIN_EXPORT: 'true' });
+    expect(s.policy).to.deep.equal({ bypassAdminAccessControl: true, enableAdminExport: true });
+  });
+
+  it('accepts the CHATUI_* switches only as exactly true or false', () => {
+    for (const bad of ['TRUE', 'False', '1', '0', 'yes', '', ' true']) {
+      const p = problems({ ...complete, CHATUI_ENABLE_ADMIN_EXPORT: bad });
+      expect(p.join('\n'), JSON.stringify(bad)).to.match(/^CHATUI_ENABLE_ADMIN_EXPORT: must be exactly 'true' or 'false'/m);
+    }
+    expect(problems({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined })).to.have.length(1);
+  });
+
+  it('lists every problem at once, each naming its variable', () => {
+    const p = problems({
+      NODE_ENV: 'production',
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'TRUE',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'yes',
+      SESSION_SECRET: 'short',
+      IDP_TENANT_IDP_ALIASES: 'acme=a,acme=b',
+      PORT: 'eighty',
+      SHOW_IDP_LOGIN: 'maybe',
+      UPSTREAM_URL: 'ftp://x',
+    });
+    const names = p.map((line) => line.split(':')[0]);
+    for (const n of ['CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', 'CHATUI_ENABLE_ADMIN_EXPORT', 'SESSION_SECRET', 'IDP_TENANT_IDP_ALIASES', 'PORT', 'SHOW_IDP_LOGIN', 'UPSTREAM_URL', 'OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'PUBLIC_URL'])
+      expect(names, n).to.include(n);
+  });
+
+  it('lenient booleans accept true/false/1/0/yes/no in any case', () => {
+    for (const [v, want] of [['YES', true], ['1', true], ['No', false], ['0', false], ['true', true]] as const)
+      expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).login.showIdpLogin).to.equal(want);
+  });
+
+  it('runs the sandbox only without UPSTREAM_URL and outside production', () => {
+    expect(loadSettings({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }, { stageFiles: false }).sandbox).to.equal(true);
+    expect(loadSettings(complete, { stageFiles: false }).sandbox).to.equal(false);
+    expect(problems({ NODE_ENV: 'production', CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }).join()).to.match(/UPSTREAM_URL: required/);
+  });
+
+  it('parses tenant links: pairs, shared aliases, empty is off; malformed or repeated fails', () => {
+    const ok = parseTenantAliases('acme=acme-entra, globex=shared ,initech=shared');
+    expect(ok.ok && [...ok.map]).to.deep.equal([['acme', 'acme-entra'], ['globex', 'shared'], ['initech', 'shared']]);
+    const empty = parseTenantAliases('');
+    expect(empty.ok && empty.map.size).to.equal(0);
+    for (const bad of ['acme', 'acme=', '=x', 'a=b=c', 'acme=x,,globex=y', 'a b=c'])
+      expect(parseTenantAliases(bad).ok, bad).to.equal(false);
+    const twice = parseTenantAliases('acme=a,acme=a');
+    expect(twice.ok ? '' : twice.error).to.match(/acme.*twice/);
+  });
+
+  it('derives the Keycloak admin URL from the issuer', () => {
+    expect(deriveAdminUrl('https://kc.example/realms/platform')).to.equal('https://kc.example/admin/realms/platform');
+    expect(deriveAdminUrl('https://kc.example/auth/realms/p/')).to.equal('https://kc.example/auth/admin/realms/p');
+    expect(loadSettings(complete, { stageFiles: false }).catalog.adminUrl).to.equal('https://kc.example/admin/realms/platform');
+  });
+
+  it('npm start refuses to listen with invalid settings, naming the variable', function () {
+    this.timeout(20_000);
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], {
+      env: { PATH: process.env.PATH, ...complete, CHATUI_ENABLE_ADMIN_EXPORT: 'TRUE', PORT: '0' },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(run.status).to.equal(2);
+    expect(run.stderr).to.match(/CHATUI_ENABLE_ADMIN_EXPORT: must be exactly 'true' or 'false' \(got "TRUE"\)/);
+    expect(run.stdout).to.not.match(/listening/);
+  });
+});
