@@ -1,0 +1,99 @@
+// The policy table of the contract, row by row, for both switch values (pure decisions).
+import { expect } from 'chai';
+import { decide, EXPORT_DISABLED, type PolicySettings } from '../policies/admin-scoping.js';
+import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../policies/file-scoping.js';
+
+const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
+const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: true };
+const admin = { admin: true };
+const user = { admin: false };
+
+describe('admin-scoping policy', () => {
+  it('A6: the chat export and the raw database answer 401 for everyone while the export switch is off', () => {
+    for (const path of ['/api/v1/chats/all/db', '/api/v1/chats/all/db/', '/api/v1/utils/db/download', '/API/V1/Chats/All/DB'])
+      for (const method of ['GET', 'HEAD', 'POST', 'get'])
+        for (const caller of [admin, user]) {
+          const d = decide({ method, path }, off, caller);
+          expect(d, `${method} ${path}`).to.include({ action: 'deny', status: 401, detail: EXPORT_DISABLED });
+        }
+  });
+
+  it('A6: with the export switch on, the export passes as the upstream answers', () => {
+    expect(decide({ method: 'GET', path: '/api/v1/chats/all/db' }, on, admin).action).to.equal('pass');
+    expect(decide({ method: 'GET', path: '/api/v1/utils/db/download' }, on, admin).action).to.equal('pass');
+  });
+
+  it('ENABLE_ADMIN_CHAT_ACCESS is fixed false: browsing another user\'s chats is 401 with either switch', () => {
+    for (const s of [off, on]) expect(decide({ method: 'GET', path: '/api/v1/chats/list/user/u-1' }, s, admin).action).to.equal('deny');
+  });
+
+  it('A1: with the bypass off, list, search and count keep only the caller\'s files, for admins and users, GET and HEAD', () => {
+    for (const [path, view] of [['/api/v1/files/', 'list'], ['/api/v1/files', 'list'], ['/api/v1/files/search', 'search'], ['/api/v1/files/count', 'count'], ['/api/v1/FILES/Search/', 'search']] as const)
+      for (const method of ['GET', 'HEAD'])
+        for (const caller of [admin, user]) expect(decide({ method, path }, off, caller)).to.include({ action: 'filter-own-files', view });
+  });
+
+  it('A2: with the bypass on, list, search and count pass as the upstream answers', () => {
+    for (const path of ['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count']) expect(decide({ method: 'GET', path }, on, admin).action).to.equal('pass');
+  });
+
+  it('A7: per-file routes pass with either switch; an admin\'s access is audited', () => {
+    const routes = [
+      ['GET', '/api/v1/files/f-1', 'read'],
+      ['GET', '/api/v1/files/f-1/content', 'read'],
+      ['GET', '/api/v1/files/f-1/content/html', 'read'],
+      ['GET', '/api/v1/files/f-1/content/report.pdf', 'read'],
+      ['GET', '/api/v1/files/f-1/data/content', 'read'],
+      ['HEAD', '/api/v1/files/f-1/content', 'read'],
+      ['DELETE', '/api/v1/files/f-1', 'delete'],
+      ['POST', '/api/v1/files/f-1/data/content/update', 'write'],
+    ] as const;
+    for (const s of [off, on])
+      for (const [method, path, operation] of routes) {
+        expect(decide({ method, path }, s, admin), `${method} ${path}`).to.include({ action: 'audit-file-access', fileId: 'f-1', operation });
+        expect(decide({ method, path }, s, user).action).to.equal('pass');
+      }
+    expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, off, admin)).to.include({ action: 'audit-file-access', fileId: '*' });
+  });
+
+  it('A8: everything else passes untouched', () => {
+    for (const path of ['/api/v1/chats/all', '/api/v1/models', '/api/v1/knowledge/', '/ws/socket.io', '/', '/c/123', '/api/v1/chats/abc'])
+      expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+    expect(decide({ method: 'POST', path: '/api/v1/files/' }, off, admin).action).to.equal('pass'); // upload
+  });
+});
+
+describe('file scoping', () => {
+  const f = (id: string, user_id: string) => ({ id, user_id, filename: `${id}.txt` });
+
+  it('keeps only the caller\'s files and counts what it removed', () => {
+    const { own, removed } = keepOwn([f('1', 'me'), f('2', 'other'), f('3', 'me')], 'me');
+    expect(own.map((x) => x.id)).to.deep.equal(['1', '3']);
+    expect(removed).to.equal(1);
+  });
+
+  it('pages own files 50 at a time with the own total', () => {
+    const own = Array.from({ length: 120 }, (_, i) => f(String(i), 'me'));
+    expect(pageOf(own, 1).items).to.have.length(50);
+    expect(pageOf(own, 3)).to.deep.include({ total: 120 });
+    expect(pageOf(own, 3).items).to.have.length(20);
+    expect(pageOf(own, 4).items).to.have.length(0);
+  });
+
+  it('refuses bodies that are not the expected shape (fail closed)', () => {
+    expect(parseFileList({ items: [f('1', 'me')], total: 1 })).to.not.equal(undefined);
+    for (const bad of [null, [], { items: [] }, { items: [{ id: '1' }], total: 1 }, { items: [f('1', 'me')], total: '1' }, { items: 'x', total: 0 }])
+      expect(parseFileList(bad), JSON.stringify(bad)).to.equal(undefined);
+    expect(parseFileArray([f('1', 'me')])).to.have.length(1);
+    expect(parseFileArray([{ id: 1, user_id: 'me' }])).to.equal(undefined);
+    expect(parseFileArray({})).to.equal(undefined);
+    expect(parseCount(3)).to.equal(3);
+    for (const bad of [-1, 1.5, '3', null]) expect(parseCount(bad)).to.equal(undefined);
+  });
+
+  it('reads page numbers as Open WebUI does', () => {
+    expect(parsePage(null)).to.equal(1);
+    expect(parsePage('2')).to.equal(2);
+    for (const bad of ['0', '-1', 'x', '1.5']) expect(parsePage(bad)).to.equal(undefined);
+  });
+});
