@@ -131,6 +131,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       const who = toUpstreamIdentity(identity);
       setIdentityHeaders(req.headers, settings.trustedHeaders, who);
       const account = accounts.signIn(who);
+      account.catch(() => {}); // awaited below only when needed; a failure then answers 502/504
       if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await account).token}`;
       return { admin: identity.admin, upstreamUserId: async () => (await account).userId, label: identity.email };
     }
