@@ -1,0 +1,53 @@
+// Builds a gateway for tests: complete settings, captured logs, real sockets on 127.0.0.1.
+import { Writable } from 'node:stream';
+import { loadSettings, type Env, type Settings } from '../../config/settings.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/server.js';
+import { createObservability, type Observability } from '../../gateway/observability.js';
+
+export interface LogLine {
+  level: number;
+  msg?: string;
+  name?: string;
+  event?: string;
+  [k: string]: unknown;
+}
+
+/** An observability set whose log lines (audit stream included) land in `lines`. */
+export function capturingObservability(): Observability & { lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  return Object.assign(createObservability({ level: 'info', destination }), { lines });
+}
+
+export const baseEnv = (upstreamUrl: string, extra: Env = {}): Env => ({
+  UPSTREAM_URL: upstreamUrl,
+  OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform',
+  OIDC_CLIENT_ID: 'chat-gateway',
+  OIDC_CLIENT_SECRET: 'gateway-secret',
+  SESSION_SECRET: 'test-session-secret-0123456789abcdef',
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+  CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+  LOG_LEVEL: 'info',
+  ...extra,
+});
+
+export interface RunningGateway {
+  gateway: Gateway;
+  url: string;
+  settings: Settings;
+  obs: Observability & { lines: LogLine[] };
+  close(): Promise<void>;
+}
+
+export async function startGateway(env: Env, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const settings = loadSettings(env, { stageFiles: false });
+  const obs = capturingObservability();
+  const gateway = await createGateway(settings, { obs, ...options });
+  const { url } = await gateway.listen(0, '127.0.0.1');
+  return { gateway, url, settings, obs, close: () => gateway.close() };
+}
