@@ -1,0 +1,34 @@
+# The policy gateway, built from TypeScript (tsconfig.build.json -> dist/) and run as the
+# unprivileged `node` user. Used by docker-compose.yml (`build: .`).
+
+ARG NODE_IMAGE=node:22.22.0-bookworm-slim
+
+# ---- stage 1: compile -------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+# Sources; .dockerignore keeps node_modules, dist, tests, .git and local artefacts out.
+COPY . .
+RUN npm run build \
+ && test -f dist/gateway/main.js
+
+# ---- stage 2: runtime -------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# Per-stage defaults (config/dev.env, config/prod.env) ship as data. config/settings.ts looks
+# for them beside itself, i.e. dist/config/ once compiled; config/ keeps the source layout.
+COPY --from=build /app/config/*.env ./config/
+COPY --from=build /app/config/*.env ./dist/config/
+# Code and data stay root-owned and read-only for the process.
+USER node
+EXPOSE 8080
+# No curl in the slim image: Node's own fetch. PORT is the listening port (default 8080).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/gateway/main.js"]

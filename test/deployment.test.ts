@@ -1,0 +1,657 @@
+// The deployment files: docker-compose.yml (rendered by `docker-compose config`), the Keycloak
+// realm export and the Dockerfile. The compose checks need a Compose client (the Debian package
+// `docker-compose`, or the `docker compose` plugin); they are skipped, saying why, only when
+// neither is installed. No Docker engine is needed: `config` only renders the file.
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+// Parsed JSON/YAML documents: deliberately loose, every access is checked by an assertion.
+type Doc = any;
+
+const SWITCHES = ['CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', 'CHATUI_ENABLE_ADMIN_EXPORT'] as const;
+const HEADER_DEFAULTS: Record<string, string> = {
+  WEBUI_AUTH_TRUSTED_EMAIL_HEADER: 'X-Forwarded-Email',
+  WEBUI_AUTH_TRUSTED_NAME_HEADER: 'X-Forwarded-Name',
+  WEBUI_AUTH_TRUSTED_ROLE_HEADER: 'X-Forwarded-Role',
+  WEBUI_AUTH_TRUSTED_GROUPS_HEADER: 'X-Forwarded-Groups',
+};
+const TEST_SECRETS: Record<string, string> = {
+  OIDC_CLIENT_SECRET: 'test-oidc-client-secret',
+  SESSION_SECRET: 'test-session-secret-0123456789abcdef0123456789',
+  WEBUI_SECRET_KEY: 'test-webui-secret-key',
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compose client and YAML parsing
+
+interface ComposeTool {
+  bin: string;
+  pre: string[];
+  version: string;
+  json: boolean;
+}
+
+/** Only PATH and HOME: no CHATUI_* or secrets from the developer's or CI's shell may leak in. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+  if (process.env.HOME) env.HOME = process.env.HOME;
+  return env;
+}
+
+function detectCompose(): ComposeTool | null {
+  const candidates: Array<[string, string[]]> = [
+    ['docker-compose', []],
+    ['docker', ['compose']],
+  ];
+  for (const [bin, pre] of candidates) {
+    const r = spawnSync(bin, [...pre, 'version', '--short'], { encoding: 'utf8', env: cleanEnv(), timeout: 30_000 });
+    if (r.error || r.status !== 0) continue;
+    const version = r.stdout.trim().replace(/^v/, '');
+    const major = Number(version.split('.')[0]);
+    return { bin, pre, version, json: Number.isFinite(major) && major >= 2 };
+  }
+  return null;
+}
+
+type Parse = (text: string) => Doc;
+
+async function yamlParser(): Promise<{ name: string; parse: Parse } | null> {
+  for (const name of ['yaml', 'js-yaml']) {
+    try {
+      const mod: Doc = await import(name);
+      const fn = mod.parse ?? mod.load ?? mod.default?.parse ?? mod.default?.load;
+      if (typeof fn === 'function') return { name, parse: (text) => fn(text) };
+    } catch {
+      // not installed: try the next one
+    }
+  }
+  for (const py of ['python3', '/usr/bin/python3']) {
+    const probe = spawnSync(py, ['-c', 'import yaml'], { encoding: 'utf8', timeout: 30_000 });
+    if (probe.error || probe.status !== 0) continue;
+    return {
+      name: `${py} (PyYAML)`,
+      parse: (text) => {
+        const r = spawnSync(py, ['-c', 'import sys, json, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)'], {
+          input: text,
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        if (r.status !== 0) throw new Error(`PyYAML failed: ${r.stderr}`);
+        return JSON.parse(r.stdout);
+      },
+    };
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Env files
+
+function parseEnvLines(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trim().startsWith('#')) continue;
+    out.set(m[1]!, (m[2] ?? '').replace(/^(['"])(.*)\1$/, '$2'));
+  }
+  return out;
+}
+
+/** The stage file as found in the tree, or a stand-in with the two switches when it is absent. */
+function baseEnvText(stage: 'dev' | 'prod'): string {
+  const file = join(ROOT, 'config', `${stage}.env`);
+  if (existsSync(file)) return readFileSync(file, 'utf8');
+  return [
+    `NODE_ENV=${stage === 'prod' ? 'production' : 'development'}`,
+    'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false',
+    'CHATUI_ENABLE_ADMIN_EXPORT=false',
+    '',
+  ].join('\n');
+}
+
+/** A copy of `text` with `set` applied (replacing or appending lines) and `drop` removed. */
+function editEnv(text: string, set: Record<string, string>, drop: string[] = []): string {
+  const pending = new Map(Object.entries(set));
+  const lines: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line);
+    const key = m && !line.trim().startsWith('#') ? m[1]! : undefined;
+    if (key && drop.includes(key)) continue;
+    if (key && pending.has(key)) {
+      lines.push(`${key}=${pending.get(key)}`);
+      pending.delete(key);
+      continue;
+    }
+    lines.push(line);
+  }
+  for (const [k, v] of pending) lines.push(`${k}=${v}`);
+  return lines.join('\n') + '\n';
+}
+
+/** The dev env file plus test secrets where the file has none. */
+function devEnvWith(set: Record<string, string> = {}, drop: string[] = []): string {
+  const base = baseEnvText('dev');
+  const present = parseEnvLines(base);
+  const secrets = Object.fromEntries(Object.entries(TEST_SECRETS).filter(([k]) => !(present.get(k) ?? '').trim()));
+  return editEnv(base, { ...secrets, ...set }, drop);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendered compose documents
+
+function envOf(service: Doc): Record<string, string> {
+  const env = service?.environment ?? {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((entry: string) => {
+        const i = entry.indexOf('=');
+        return i < 0 ? [entry, ''] : [entry.slice(0, i), entry.slice(i + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]));
+}
+
+function networksOf(service: Doc): string[] {
+  const n = service?.networks;
+  if (!n) return ['default'];
+  return Array.isArray(n) ? n.map(String) : Object.keys(n);
+}
+
+function aliasesOf(service: Doc, network: string): string[] {
+  const n = service?.networks;
+  if (!n || Array.isArray(n)) return [];
+  return (n[network]?.aliases ?? []).map(String);
+}
+
+interface PortMapping {
+  hostIp?: string;
+  published?: string;
+  target: string;
+}
+
+function portsOf(service: Doc): PortMapping[] {
+  const ports: Doc[] = service?.ports ?? [];
+  return ports.map((p) => {
+    if (typeof p === 'object' && p !== null) {
+      const out: PortMapping = { target: String(p.target) };
+      if (p.published !== undefined && p.published !== null) out.published = String(p.published);
+      if (p.host_ip) out.hostIp = String(p.host_ip);
+      return out;
+    }
+    const parts = String(p).replace(/\/(tcp|udp)$/, '').split(':');
+    const target = parts.pop()!;
+    const out: PortMapping = { target };
+    const published = parts.pop();
+    if (published !== undefined) out.published = published;
+    const hostIp = parts.join(':');
+    if (hostIp) out.hostIp = hostIp;
+    return out;
+  });
+}
+
+function healthTest(service: Doc): string {
+  const t = service?.healthcheck?.test;
+  return Array.isArray(t) ? t.join(' ') : String(t ?? '');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('deployment: docker-compose.yml rendered by `docker-compose config`', function () {
+  this.timeout(120_000);
+
+  let tool: ComposeTool | null = null;
+  let parser: { name: string; parse: Parse } | null = null;
+  let work = '';
+  let project = '';
+  let counter = 0;
+  let dev: Doc;
+
+  function render(envText: string): { status: number | null; out: string; err: string } {
+    const envFile = join(work, `run-${++counter}.env`);
+    writeFileSync(envFile, envText);
+    const args = [...tool!.pre, '-f', join(project, 'docker-compose.yml'), '--env-file', envFile, 'config'];
+    if (tool!.json) args.push('--format', 'json');
+    const r = spawnSync(tool!.bin, args, { cwd: work, encoding: 'utf8', env: cleanEnv(), timeout: 60_000 });
+    if (r.error) throw r.error;
+    return { status: r.status, out: r.stdout, err: r.stderr };
+  }
+
+  function renderOk(envText: string): Doc {
+    const r = render(envText);
+    expect(r.status, `compose config failed:\n${r.err}${r.out}`).to.equal(0);
+    const doc = tool!.json ? JSON.parse(r.out) : parser!.parse(r.out);
+    expect(doc?.services, 'rendered document has services').to.be.an('object');
+    return doc;
+  }
+
+  before(async function () {
+    tool = detectCompose();
+    if (!tool) {
+      console.log(
+        '    [deployment] skipping the compose checks: neither `docker-compose` nor `docker compose` is installed ' +
+          '(Debian: apt-get install -y docker-compose)',
+      );
+      this.skip();
+    }
+    if (!tool.json) {
+      parser = await yamlParser();
+      if (!parser) {
+        throw new Error(
+          `${tool.bin} ${tool.version} prints YAML only and no YAML parser was found ` +
+            '(npm `yaml`/`js-yaml`, or python3 with PyYAML: apt-get install -y python3-yaml)',
+        );
+      }
+    }
+    // A private copy of the project layout the compose file refers to: the compose file itself
+    // and config/<stage>.env (its env_file). Keeps the check independent of concurrent edits.
+    work = mkdtempSync(join(tmpdir(), 'deployment-test-'));
+    project = join(work, 'project');
+    mkdirSync(join(project, 'config'), { recursive: true });
+    copyFileSync(join(ROOT, 'docker-compose.yml'), join(project, 'docker-compose.yml'));
+    for (const stage of ['dev', 'prod'] as const) writeFileSync(join(project, 'config', `${stage}.env`), baseEnvText(stage));
+    dev = renderOk(devEnvWith());
+  });
+
+  after(function () {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('renders the three services from the dev env file', function () {
+    expect(Object.keys(dev.services)).to.include.members(['keycloak', 'open-webui', 'gateway']);
+  });
+
+  it('publishes no port of open-webui', function () {
+    const ow = dev.services['open-webui'];
+    expect(ow.ports ?? [], 'open-webui ports').to.have.length(0);
+    expect(ow.network_mode, 'open-webui network_mode').to.equal(undefined);
+  });
+
+  it('puts open-webui on internal networks only, shared with the gateway and not with keycloak', function () {
+    const owNets = networksOf(dev.services['open-webui']);
+    expect(owNets).to.not.be.empty;
+    for (const n of owNets) {
+      expect(dev.networks?.[n]?.internal, `network ${n} of open-webui is internal`).to.equal(true);
+    }
+    const gwNets = networksOf(dev.services.gateway);
+    expect(owNets.some((n) => gwNets.includes(n)), 'gateway shares a network with open-webui').to.equal(true);
+    const kcNets = networksOf(dev.services.keycloak);
+    expect(owNets.filter((n) => kcNets.includes(n)), 'keycloak shares no network with open-webui').to.be.empty;
+  });
+
+  it('publishes the gateway on container port 8080 from a network with outside access', function () {
+    const gw = dev.services.gateway;
+    expect(portsOf(gw).map((p) => p.target)).to.include('8080');
+    const external = networksOf(gw).filter((n) => dev.networks?.[n]?.internal !== true);
+    expect(external, 'gateway is on a non-internal network').to.not.be.empty;
+    expect(envOf(gw).PORT ?? '8080').to.equal('8080');
+  });
+
+  for (const [bypass, exportSwitch] of [
+    ['true', 'false'],
+    ['false', 'true'],
+  ] as const) {
+    it(`hands both services the same switches (bypass=${bypass}, export=${exportSwitch})`, function () {
+      const doc = renderOk(
+        devEnvWith({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: bypass, CHATUI_ENABLE_ADMIN_EXPORT: exportSwitch }),
+      );
+      const ow = envOf(doc.services['open-webui']);
+      const gw = envOf(doc.services.gateway);
+      expect(ow.BYPASS_ADMIN_ACCESS_CONTROL).to.equal(bypass);
+      expect(gw.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL).to.equal(bypass);
+      expect(ow.ENABLE_ADMIN_EXPORT).to.equal(exportSwitch);
+      expect(gw.CHATUI_ENABLE_ADMIN_EXPORT).to.equal(exportSwitch);
+    });
+  }
+
+  it('takes the switches from the stage env file unchanged (dev: both private)', function () {
+    const file = parseEnvLines(baseEnvText('dev'));
+    const ow = envOf(dev.services['open-webui']);
+    const gw = envOf(dev.services.gateway);
+    expect(ow.BYPASS_ADMIN_ACCESS_CONTROL).to.equal(file.get('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL'));
+    expect(gw.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL).to.equal(file.get('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL'));
+    expect(ow.ENABLE_ADMIN_EXPORT).to.equal(file.get('CHATUI_ENABLE_ADMIN_EXPORT'));
+    expect(gw.CHATUI_ENABLE_ADMIN_EXPORT).to.equal(file.get('CHATUI_ENABLE_ADMIN_EXPORT'));
+  });
+
+  for (const name of SWITCHES) {
+    it(`fails to render when ${name} is missing from the env file`, function () {
+      const r = render(devEnvWith({}, [name]));
+      expect(r.status, `compose config must fail without ${name}`).to.not.equal(0);
+      expect(r.err + r.out).to.include(name);
+    });
+
+    it(`fails to render when ${name} is empty`, function () {
+      const r = render(devEnvWith({ [name]: '' }));
+      expect(r.status, `compose config must fail with an empty ${name}`).to.not.equal(0);
+    });
+  }
+
+  it('fixes ENABLE_ADMIN_CHAT_ACCESS (and sign-up, the login form) to false on open-webui', function () {
+    const ow = envOf(dev.services['open-webui']);
+    expect(ow.ENABLE_ADMIN_CHAT_ACCESS).to.match(/^false$/i);
+    expect(ow.ENABLE_SIGNUP).to.match(/^false$/i);
+    expect(ow.ENABLE_LOGIN_FORM).to.match(/^false$/i);
+    expect(ow.WEBUI_SECRET_KEY, 'WEBUI_SECRET_KEY').to.be.a('string').and.not.equal('');
+  });
+
+  it('gives open-webui and the gateway the same trusted header names (contract defaults)', function () {
+    const ow = envOf(dev.services['open-webui']);
+    const gw = envOf(dev.services.gateway);
+    const file = parseEnvLines(baseEnvText('dev'));
+    for (const [name, fallback] of Object.entries(HEADER_DEFAULTS)) {
+      expect(ow[name], `open-webui ${name}`).to.be.a('string').and.not.equal('');
+      expect(gw[name], `gateway ${name}`).to.equal(ow[name]);
+      if (!file.get(name)) expect(ow[name], name).to.equal(fallback);
+    }
+  });
+
+  it('keeps the trusted header names equal when the env file changes them', function () {
+    const doc = renderOk(devEnvWith({ WEBUI_AUTH_TRUSTED_EMAIL_HEADER: 'X-Test-Email' }));
+    expect(envOf(doc.services['open-webui']).WEBUI_AUTH_TRUSTED_EMAIL_HEADER).to.equal('X-Test-Email');
+    expect(envOf(doc.services.gateway).WEBUI_AUTH_TRUSTED_EMAIL_HEADER).to.equal('X-Test-Email');
+  });
+
+  it('pins every image to a version (no latest, no bare name)', function () {
+    for (const [name, svc] of Object.entries<Doc>(dev.services)) {
+      if (!svc.image) {
+        expect(svc.build, `${name} has an image or a build`).to.not.equal(undefined);
+        continue;
+      }
+      const image = String(svc.image);
+      if (image.includes('@sha256:')) continue;
+      const tag = /:([^:/]+)$/.exec(image)?.[1];
+      expect(tag, `${name} image ${image} has a tag`).to.be.a('string');
+      expect(tag, `${name} image tag`).to.not.match(/^(latest|main|dev|nightly|stable)$/i);
+      expect(tag, `${name} image tag is a full version`).to.match(/^v?\d+\.\d+\.\d+/);
+    }
+    expect(dev.services.keycloak.image).to.match(/^quay\.io\/keycloak\/keycloak:26\.\d+\.\d+$/);
+    expect(dev.services['open-webui'].image).to.match(/^ghcr\.io\/open-webui\/open-webui:v?\d+\.\d+\.\d+$/);
+  });
+
+  it('builds the gateway here, in production mode, with a /healthz healthcheck', function () {
+    const gw = dev.services.gateway;
+    expect(gw.build, 'gateway build').to.not.equal(undefined);
+    expect(healthTest(gw)).to.include('/healthz');
+    const env = envOf(gw);
+    expect(env.NODE_ENV).to.equal('production');
+    expect(env.UPSTREAM_URL).to.equal('http://open-webui:8080');
+    expect(env.OIDC_CLIENT_ID).to.equal('chat-gateway');
+    for (const name of ['OIDC_ISSUER_URL', 'OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'PUBLIC_URL']) {
+      expect(env[name], name).to.be.a('string').and.not.equal('');
+    }
+    for (const name of ['IDP_TENANT_IDP_ALIASES', 'IDP_LOGIN_WELCOME_PAGE', 'SHOW_IDP_LOGIN']) {
+      expect(env, name).to.have.property(name);
+    }
+    const deps = gw.depends_on;
+    const depNames = Array.isArray(deps) ? deps : Object.keys(deps ?? {});
+    expect(depNames).to.include.members(['keycloak', 'open-webui']);
+  });
+
+  it('fails to render without the secrets', function () {
+    for (const name of Object.keys(TEST_SECRETS)) {
+      const r = render(devEnvWith({ [name]: '' }));
+      expect(r.status, `compose config must fail with an empty ${name}`).to.not.equal(0);
+    }
+  });
+
+  it('gives browsers and the gateway one issuer URL that both can reach', function () {
+    const kc = dev.services.keycloak;
+    const kcEnv = envOf(kc);
+    const gwEnv = envOf(dev.services.gateway);
+    const hostname = new URL(kcEnv.KC_HOSTNAME!);
+    expect(gwEnv.OIDC_ISSUER_URL).to.equal(`${hostname.origin}/realms/platform`);
+    expect(hostname.hostname, 'not localhost: inside the gateway container that is the gateway').to.not.match(
+      /^(localhost|127\.0\.0\.1|\[::1\])$|\.localhost$/,
+    );
+    // The gateway resolves the public name to the keycloak container through a network alias ...
+    const shared = networksOf(kc).filter((n) => networksOf(dev.services.gateway).includes(n));
+    expect(shared.some((n) => aliasesOf(kc, n).includes(hostname.hostname)), 'alias on a shared network').to.equal(true);
+    // ... and reaches it on the same port browsers use.
+    const port = hostname.port || (hostname.protocol === 'https:' ? '443' : '80');
+    expect(kcEnv.KC_HTTP_PORT ?? '8080', 'keycloak listens on the public port').to.equal(port);
+    expect(portsOf(kc).some((p) => p.published === port && p.target === port), 'published port = public port').to.equal(
+      true,
+    );
+    expect(port).to.equal('8081');
+    // The client secret of the imported realm is the gateway's: the realm file names an
+    // environment placeholder that the keycloak service receives with the gateway's value.
+    const realm = JSON.parse(readFileSync(join(ROOT, 'deploy', 'keycloak', 'realm-platform.json'), 'utf8'));
+    const secret = String(realm.clients.find((c: Doc) => c.clientId === 'chat-gateway').secret);
+    const placeholder = /^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}$/.exec(secret);
+    expect(placeholder, 'realm client secret is an ${ENV} placeholder').to.not.equal(null);
+    expect(kcEnv[placeholder![1]!], `keycloak gets ${placeholder![1]}`).to.equal(gwEnv.OIDC_CLIENT_SECRET);
+  });
+
+  it('starts keycloak in dev mode importing the realm file', function () {
+    const kc = dev.services.keycloak;
+    const command = Array.isArray(kc.command) ? kc.command.join(' ') : String(kc.command);
+    expect(command).to.include('start-dev').and.include('--import-realm');
+    const volumes: Doc[] = kc.volumes ?? [];
+    const targets = volumes.map((v) => (typeof v === 'string' ? v.split(':')[1] : v.target));
+    expect(targets.some((t) => String(t).startsWith('/opt/keycloak/data/import/'))).to.equal(true);
+    const env = envOf(kc);
+    expect(env.KC_BOOTSTRAP_ADMIN_USERNAME).to.be.a('string').and.not.equal('');
+    expect(env.KC_BOOTSTRAP_ADMIN_PASSWORD).to.be.a('string').and.not.equal('');
+  });
+
+  it('keeps open-webui data on a named volume', function () {
+    const volumes: Doc[] = dev.services['open-webui'].volumes ?? [];
+    const data = volumes
+      .map((v) => (typeof v === 'string' ? { source: v.split(':')[0], target: v.split(':')[1], type: 'volume' } : v))
+      .find((v) => v.target === '/app/backend/data');
+    expect(data, '/app/backend/data volume').to.not.equal(undefined);
+    expect(Object.keys(dev.volumes ?? {})).to.include(data.source);
+  });
+});
+
+describe('deployment: stage env files', function () {
+  for (const stage of ['dev', 'prod']) {
+    it(`config/${stage}.env sets both switches to the private 'false'`, function () {
+      const file = join(ROOT, 'config', `${stage}.env`);
+      if (!existsSync(file)) this.skip();
+      const env = parseEnvLines(readFileSync(file, 'utf8'));
+      for (const name of SWITCHES) expect(env.get(name), `${stage}: ${name}`).to.equal('false');
+    });
+  }
+});
+
+describe('deployment: Keycloak realm export deploy/keycloak/realm-platform.json', function () {
+  const realmFile = join(ROOT, 'deploy', 'keycloak', 'realm-platform.json');
+  let realm: Doc;
+
+  before(function () {
+    realm = JSON.parse(readFileSync(realmFile, 'utf8'));
+  });
+
+  it('is the realm platform with the realm role PlatformSysAdmin and no PlatformAdmin', function () {
+    expect(realm.realm).to.equal('platform');
+    expect(realm.enabled).to.equal(true);
+    const roles: string[] = (realm.roles?.realm ?? []).map((r: Doc) => r.name);
+    expect(roles).to.include('PlatformSysAdmin');
+    expect(roles).to.not.include('PlatformAdmin');
+  });
+
+  function clientMappers(): Doc[] {
+    const fromClients = (realm.clients ?? []).flatMap((c: Doc) => c.protocolMappers ?? []);
+    const fromScopes = (realm.clientScopes ?? []).flatMap((s: Doc) => s.protocolMappers ?? []);
+    return [...fromClients, ...fromScopes];
+  }
+
+  function expectInAllTokens(m: Doc, what: string) {
+    for (const flag of ['id.token.claim', 'access.token.claim', 'userinfo.token.claim']) {
+      expect(m.config?.[flag], `${what}: ${flag}`).to.equal('true');
+    }
+  }
+
+  it('maps realm roles to a multivalued `roles` claim in ID token, access token and userinfo', function () {
+    const m = clientMappers().find((x) => x.config?.['claim.name'] === 'roles');
+    expect(m, 'a protocol mapper with claim.name roles').to.not.equal(undefined);
+    expect(m.protocolMapper).to.equal('oidc-usermodel-realm-role-mapper');
+    expect(m.config.multivalued).to.equal('true');
+    expectInAllTokens(m, 'roles');
+  });
+
+  it('maps group membership (short names) to `groups` and the tenants attribute to `tenants`', function () {
+    const groups = clientMappers().find((x) => x.config?.['claim.name'] === 'groups');
+    expect(groups?.protocolMapper).to.equal('oidc-group-membership-mapper');
+    expect(groups.config['full.path']).to.equal('false');
+    expectInAllTokens(groups, 'groups');
+    const tenants = clientMappers().find((x) => x.config?.['claim.name'] === 'tenants');
+    expect(tenants?.protocolMapper).to.equal('oidc-usermodel-attribute-mapper');
+    expect(tenants.config['user.attribute']).to.equal('tenants');
+    expect(tenants.config.multivalued).to.equal('true');
+    expectInAllTokens(tenants, 'tenants');
+  });
+
+  it('has the confidential client chat-gateway with standard flow and service account', function () {
+    const c = (realm.clients ?? []).find((x: Doc) => x.clientId === 'chat-gateway');
+    expect(c, 'client chat-gateway').to.not.equal(undefined);
+    expect(c.enabled).to.equal(true);
+    expect(c.publicClient).to.equal(false);
+    expect(c.bearerOnly ?? false).to.equal(false);
+    expect(c.clientAuthenticatorType).to.equal('client-secret');
+    expect(c.secret, 'client secret').to.be.a('string').and.not.equal('');
+    expect(c.standardFlowEnabled).to.equal(true);
+    expect(c.serviceAccountsEnabled).to.equal(true);
+    expect(c.redirectUris).to.include('http://localhost:8080/auth/callback');
+    expect(c.attributes?.['post.logout.redirect.uris']).to.equal('http://localhost:8080/*');
+  });
+
+  it("lets the client's service account view identity providers", function () {
+    const sa = (realm.users ?? []).find((u: Doc) => u.serviceAccountClientId === 'chat-gateway');
+    expect(sa, 'service-account user of chat-gateway').to.not.equal(undefined);
+    expect(sa.clientRoles?.['realm-management']).to.include('view-identity-providers');
+  });
+
+  it('brokers the five identity providers with their flags', function () {
+    const idps: Doc[] = realm.identityProviders ?? [];
+    const byAlias = (alias: string) => {
+      const p = idps.find((x) => x.alias === alias);
+      expect(p, `identity provider ${alias}`).to.not.equal(undefined);
+      return p;
+    };
+    for (const alias of ['acme-entra', 'globex-okta']) {
+      const p = byAlias(alias);
+      expect(p.providerId, alias).to.equal('oidc');
+      expect(p.enabled, alias).to.equal(true);
+      expect(p.linkOnly ?? false, alias).to.equal(false);
+      expect(p.hideOnLogin ?? false, alias).to.equal(false);
+    }
+    const hidden = byAlias('hidden-saml');
+    expect(hidden.enabled).to.equal(true);
+    expect(hidden.hideOnLogin).to.equal(true);
+    expect(hidden.linkOnly ?? false).to.equal(false);
+    const linkOnly = byAlias('partner-linkonly');
+    expect(linkOnly.enabled).to.equal(true);
+    expect(linkOnly.linkOnly).to.equal(true);
+    expect(byAlias('legacy-disabled').enabled).to.equal(false);
+    expect(new Set(idps.map((p) => p.alias)).size, 'aliases are unique').to.equal(idps.length);
+  });
+
+  it('has the demo users, with PlatformSysAdmin only for sysadmins and PlatformAdmin for nobody', function () {
+    const users: Doc[] = realm.users ?? [];
+    const user = (name: string) => {
+      const u = users.find((x) => x.username === name);
+      expect(u, `user ${name}`).to.not.equal(undefined);
+      return u;
+    };
+    const sysadmin = user('sysadmin');
+    expect(sysadmin.realmRoles).to.include('PlatformSysAdmin');
+    const pw = (sysadmin.credentials ?? []).find((c: Doc) => c.type === 'password');
+    expect(pw?.value, 'sysadmin password').to.be.a('string').and.not.equal('');
+    expect(pw.temporary).to.equal(false);
+    expect(user('alice').attributes?.tenants).to.deep.equal(['acme']);
+    expect(user('bob').attributes?.tenants).to.deep.equal(['globex']);
+    const tina = user('tina');
+    expect(tina.attributes?.tenants).to.deep.equal(['acme']);
+    expect(tina.realmRoles ?? []).to.not.include('PlatformSysAdmin');
+    for (const u of users) {
+      expect(u.realmRoles ?? [], `${u.username} realm roles`).to.not.include('PlatformAdmin');
+      expect(Object.values<string[]>(u.clientRoles ?? {}).flat(), `${u.username} client roles`).to.not.include(
+        'PlatformAdmin',
+      );
+    }
+    for (const g of realm.groups ?? []) {
+      expect(g.realmRoles ?? [], `group ${g.name}`).to.not.include('PlatformAdmin');
+    }
+  });
+
+  it('declares the tenants attribute in the user profile, editable by admins only', function () {
+    const providers: Doc[] = realm.components?.['org.keycloak.userprofile.UserProfileProvider'] ?? [];
+    const raw = providers[0]?.config?.['kc.user.profile.config']?.[0];
+    expect(raw, 'user profile config').to.be.a('string');
+    const profile = JSON.parse(raw);
+    const tenants = profile.attributes.find((a: Doc) => a.name === 'tenants');
+    expect(tenants?.multivalued).to.equal(true);
+    expect(tenants.permissions.edit).to.deep.equal(['admin']);
+  });
+});
+
+describe('deployment: Dockerfile and .dockerignore', function () {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  // Instructions with continuation lines joined and comments dropped.
+  const instructions = dockerfile
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const args = new Map<string, string>();
+  for (const l of instructions) {
+    const m = /^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)/i.exec(l);
+    if (m) args.set(m[1]!, m[2]!);
+  }
+  const expand = (s: string) => s.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, n: string) => args.get(n) ?? '');
+  const froms = instructions.filter((l) => /^FROM\s/i.test(l)).map((l) => expand(l.split(/\s+/)[1]!));
+  const lastFrom = instructions.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true);
+  const finalStage = instructions.slice(lastFrom);
+
+  it('is multi-stage on a pinned node 22 bookworm-slim base', function () {
+    expect(froms.length).to.be.at.least(2);
+    for (const image of froms) expect(image).to.match(/^node:22\.\d+\.\d+-bookworm-slim$/);
+  });
+
+  it('builds with npm ci + npm run build and installs only production dependencies at runtime', function () {
+    const buildStage = instructions.slice(0, lastFrom).join('\n');
+    expect(buildStage).to.match(/npm ci/).and.match(/npm run build/);
+    expect(finalStage.join('\n')).to.match(/npm ci[^\n]*--omit=dev/);
+    expect(finalStage.join('\n')).to.match(/COPY --from=\S+ \S*dist/);
+    expect(finalStage.join('\n')).to.match(/config\/\*\.env/);
+  });
+
+  it('runs as a non-root user, in production, with a /healthz healthcheck', function () {
+    const users = finalStage.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]);
+    expect(users, 'USER in the final stage').to.not.be.empty;
+    expect(users[users.length - 1]).to.not.match(/^(root|0)(:|$)/);
+    expect(finalStage.some((l) => /^ENV\s+NODE_ENV[= ]production/i.test(l))).to.equal(true);
+    const hc = finalStage.find((l) => /^HEALTHCHECK\s/i.test(l));
+    expect(hc, 'HEALTHCHECK').to.be.a('string');
+    expect(hc).to.include('/healthz').and.include('fetch');
+    expect(finalStage.some((l) => /^EXPOSE\s+8080\b/i.test(l))).to.equal(true);
+    const cmd = finalStage.filter((l) => /^CMD\s/i.test(l)).pop();
+    expect(cmd).to.equal('CMD ["node", "dist/gateway/main.js"]');
+  });
+
+  it('keeps node_modules, dist, tests and .git out of the build context', function () {
+    const ignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+      .split(/\r?\n/)
+      .map((l) => l.trim());
+    for (const entry of ['node_modules', 'dist', '.git']) expect(ignore, entry).to.include(entry);
+    expect(ignore.some((l) => /^(test$|test\/|\*\*\/\*\.test\.ts$)/.test(l)), 'test files').to.equal(true);
+    expect(ignore.some((l) => /^config/.test(l) || /\*\.env$/.test(l)), 'config/*.env stays in the context').to.equal(
+      false,
+    );
+  });
+
+  it('ships the stage env files the image copies', function () {
+    const envFiles = existsSync(join(ROOT, 'config')) ? readdirSync(join(ROOT, 'config')).filter((f) => f.endsWith('.env')) : [];
+    if (envFiles.length === 0) this.skip();
+    expect(envFiles).to.include.members(['dev.env', 'prod.env']);
+  });
+});
