@@ -254,7 +254,10 @@ export function parseEnvFile(text: string): Env {
 }
 
 export function stageFile(stage: string): string {
-  return join(here, stage === 'production' ? 'prod.env' : 'dev.env');
+  const name = stage === 'production' ? 'prod.env' : 'dev.env';
+  // Beside this module, or, when compiled to dist/config/, in the project's config/.
+  const candidates = [join(here, name), join(here, '..', '..', 'config', name)];
+  return candidates.find((f) => existsSync(f)) ?? candidates[0]!;
 }
 
 /** The environment as the gateway sees it: process values over the stage file's defaults. */
