@@ -241,7 +241,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
     req.url = canonical.target.url;
     const origin = req.headers.origin;
-    stripClientHeaders(req.headers, trusted);
+    if (!stripClientHeaders(req.headers, trusted).websocket) return refuse(400, 'Only WebSocket upgrades are accepted');
     const identity = await authenticator.authenticate(req);
     if (!identity) return refuse(401, NOT_AUTHENTICATED);
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
