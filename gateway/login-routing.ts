@@ -1,9 +1,48 @@
 // Spec area B: the anonymous auth-providers API, the login pages and the logged-out guard.
-// This file defines the seam the data plane depends on; the login-routing module fills it in.
+// The rules are in policies/login-routing.ts; this module does the I/O around them:
+//
+//   provider catalog   Keycloak's admin API (service-account token, paged full representations)
+//                      or IDP_PROVIDERS_FILE, behind one cache of IDP_CACHE_SECONDS (5 minutes)
+//                      shared by the list, the per-alias lookup and, through it, the tenant lookup
+//                      (links 4). One request in flight per key; when the source fails, the last
+//                      good answer is served (readiness says `stale`).
+//   API                GET /api/v1/auth-providers/, /{alias}, /tenants/{tenant_id}
+//   pages              /auth/login, /auth/login/{alias}, both also under /{locale}/ (login-pages.ts)
+//   guard              where a logged-out page visit goes (links 6 to 8), in process
+//
+// The tenant lookup answers alike, in body shape, headers and work done, for unknown, unmapped
+// and unusable tenants (links 3): every lookup first makes sure every mapped alias is resolved
+// (from the cache, or one fetch per alias per cache period shared by all callers), then reads
+// one entry. What a mapping costs therefore does not depend on which tenant is asked. Rule 12
+// (tenant ids can be probed) is met by an optional per-client rate limit: see README "Login routing".
 import type { IncomingMessage } from 'node:http';
-import { Router } from 'express';
+import { readFile, stat } from 'node:fs/promises';
+import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
+import {
+  DIRECT_LOGIN_ALIAS,
+  splitGuardPath,
+  isUsableForLinks,
+  buttonList,
+  listNeedsCatalog,
+  providerEntry,
+  providerListResponse,
+  safeReturnTo,
+  type IdentityProvider,
+} from '../policies/login-routing.js';
+import {
+  PAGE_HEADERS,
+  loginPath,
+  pageLocale,
+  renderCatalogDown,
+  renderLinkUnavailable,
+  renderProviderList,
+  renderProviderPage,
+  renderWelcome,
+  startHref,
+  type PageLocale,
+} from './login-pages.js';
 
 export interface LoginRouting {
   /** /api/v1/auth-providers/..., /auth/login..., /{locale}/auth/login... */
@@ -22,15 +61,742 @@ export function localeOf(path: string): string | undefined {
   return LOCALE.test(first) ? first : undefined;
 }
 
-/** Placeholder until login routing lands: every logged-out page goes to the login page. */
-export async function createLoginRouting(_settings: Settings, _obs: Observability): Promise<LoginRouting> {
-  return {
-    router: Router(),
-    guard: async (path) => {
-      const locale = localeOf(path);
-      return locale ? `/${locale}/auth/login` : '/auth/login';
+export interface LoginRoutingOptions {
+  /** Clock for the cache, the service-account token and the rate limit (ms). Default Date.now. */
+  now?: () => number;
+  /** HTTP client for Keycloak. Default: the global fetch. */
+  fetch?: typeof globalThis.fetch;
+  /** Time limit of one Keycloak request. Default 5000 ms. */
+  timeoutMs?: number;
+  /** After a failed fetch, how long the last good answer (or the failure) is served before asking again. Default 15000 ms. */
+  retryMs?: number;
+  /** Fill the cache at start (list unless the welcome page is on, every mapped alias). Default true. */
+  warm?: boolean;
+  /** Bound on cached keys (per-alias lookups take any alias). Default 10000. */
+  maxEntries?: number;
+  /** Keycloak requests at once while resolving the mapped aliases. Default 8. */
+  concurrency?: number;
+}
+
+export interface LoginRoutingImpl extends LoginRouting {
+  catalog: ProviderCatalog;
+  /** Settles when the start-up fill is done (tests wait for it before counting calls). */
+  warmed: Promise<void>;
+  /** The tenant lookup (links 2 and 3), as the API and the guard use it. */
+  resolveTenant(tenant: string): Promise<TenantResolution>;
+}
+
+export type TenantOutcome = 'linked' | 'unmapped' | 'unusable' | 'unavailable';
+export interface TenantResolution {
+  alias: string | null;
+  outcome: TenantOutcome;
+}
+
+/** The catalog could not be read and there is no earlier answer. */
+export class CatalogUnavailableError extends Error {
+  override name = 'CatalogUnavailableError';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sources                                                                                     */
+
+export interface CatalogSource {
+  readonly kind: 'keycloak' | 'file' | 'none';
+  /** Every identity provider of the realm, full representations. */
+  list(): Promise<IdentityProvider[]>;
+  /** One provider by alias; null when absent (404). */
+  get(alias: string): Promise<IdentityProvider | null>;
+}
+
+function asProvider(value: unknown, where: string): IdentityProvider {
+  if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { alias?: unknown }).alias !== 'string') {
+    throw new CatalogUnavailableError(`${where}: not an identity provider representation`);
+  }
+  const p = value as IdentityProvider;
+  if (p.config !== undefined && (typeof p.config !== 'object' || p.config === null)) throw new CatalogUnavailableError(`${where}: config is not a map`);
+  return p;
+}
+
+function asProviderArray(value: unknown, where: string): IdentityProvider[] {
+  if (!Array.isArray(value)) throw new CatalogUnavailableError(`${where}: expected a JSON array`);
+  return value.map((v, i) => asProvider(v, `${where}[${i}]`));
+}
+
+/** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
+export function tokenUrlFor(adminUrl: string): string {
+  const m = /^(.*)\/admin\/realms\/([^/]+)\/?$/.exec(adminUrl);
+  if (!m) throw new Error(`IDP_ADMIN_URL must look like <keycloak>/admin/realms/<realm> (got ${JSON.stringify(adminUrl)})`);
+  return `${m[1]}/realms/${m[2]}/protocol/openid-connect/token`;
+}
+
+const PAGE_SIZE = 100;
+const MAX_PAGES = 1000;
+
+/**
+ * Keycloak's Admin REST API with a service account (reference/keycloak.md): a client-credentials
+ * token (client id and secret in HTTP Basic) reused until 30 s before it expires; the list paged
+ * with first/max (recent versions cap an unset max at 100) in the full representation.
+ */
+export class KeycloakAdminSource implements CatalogSource {
+  readonly kind = 'keycloak' as const;
+  private token: { value: string; reuseUntil: number } | undefined;
+  private tokenInflight: Promise<string> | undefined;
+  private readonly tokenUrl: string;
+
+  constructor(
+    private readonly adminUrl: string,
+    private readonly clientId: string,
+    private readonly clientSecret: string,
+    private readonly http: typeof globalThis.fetch,
+    private readonly timeoutMs: number,
+    private readonly now: () => number,
+    private readonly closing: AbortSignal,
+  ) {
+    this.adminUrl = adminUrl.replace(/\/+$/, '');
+    this.tokenUrl = tokenUrlFor(this.adminUrl);
+  }
+
+  private signal(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing]);
+  }
+
+  private async request(url: string, init: RequestInit): Promise<globalThis.Response> {
+    try {
+      return await this.http(url, { ...init, redirect: 'error', signal: this.signal() });
+    } catch (err) {
+      const e = err as Error;
+      const why = e.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : e.message;
+      throw new CatalogUnavailableError(`Keycloak request failed: ${why}`);
+    }
+  }
+
+  private async json(res: globalThis.Response, what: string): Promise<unknown> {
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw new CatalogUnavailableError(`${what}: body not read (${(err as Error).message})`);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new CatalogUnavailableError(`${what}: answer is not JSON`);
+    }
+  }
+
+  private async fetchToken(): Promise<string> {
+    const started = this.now();
+    const basic = Buffer.from(`${encodeURIComponent(this.clientId)}:${encodeURIComponent(this.clientSecret)}`).toString('base64');
+    const res = await this.request(this.tokenUrl, {
+      method: 'POST',
+      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: 'grant_type=client_credentials',
+    });
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new CatalogUnavailableError(`service-account token refused: HTTP ${res.status}`);
+    }
+    const body = (await this.json(res, 'service-account token')) as { access_token?: unknown; expires_in?: unknown };
+    if (typeof body.access_token !== 'string' || body.access_token === '') throw new CatalogUnavailableError('service-account token: no access_token');
+    const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in * 1000 : 60_000;
+    // Reuse until 30 s before expiry (or half the lifetime of a very short token).
+    this.token = { value: body.access_token, reuseUntil: started + lifetime - Math.min(30_000, lifetime / 2) };
+    return body.access_token;
+  }
+
+  private accessToken(): Promise<string> {
+    if (this.token && this.now() < this.token.reuseUntil) return Promise.resolve(this.token.value);
+    this.tokenInflight ??= this.fetchToken().finally(() => {
+      this.tokenInflight = undefined;
+    });
+    return this.tokenInflight;
+  }
+
+  /** GET under the admin URL; a 401 (token revoked or expired early) gets one new token and one retry. */
+  private async adminGet(path: string): Promise<globalThis.Response> {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.accessToken();
+      const res = await this.request(`${this.adminUrl}${path}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+      if (res.status === 401 && attempt === 0) {
+        await res.body?.cancel().catch(() => {});
+        if (this.token?.value === token) this.token = undefined;
+        continue;
+      }
+      return res;
+    }
+  }
+
+  async list(): Promise<IdentityProvider[]> {
+    const all: IdentityProvider[] = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const first = page * PAGE_SIZE;
+      const res = await this.adminGet(`/identity-provider/instances?first=${first}&max=${PAGE_SIZE}&briefRepresentation=false`);
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new CatalogUnavailableError(`identity provider list: HTTP ${res.status}`);
+      }
+      const batch = asProviderArray(await this.json(res, 'identity provider list'), 'identity provider list');
+      all.push(...batch);
+      if (batch.length < PAGE_SIZE) return all;
+    }
+    throw new CatalogUnavailableError(`identity provider list: more than ${MAX_PAGES * PAGE_SIZE} providers`);
+  }
+
+  async get(alias: string): Promise<IdentityProvider | null> {
+    const res = await this.adminGet(`/identity-provider/instances/${encodeURIComponent(alias)}`);
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return null;
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new CatalogUnavailableError(`identity provider ${JSON.stringify(alias)}: HTTP ${res.status}`);
+    }
+    const p = asProvider(await this.json(res, `identity provider ${JSON.stringify(alias)}`), `identity provider ${JSON.stringify(alias)}`);
+    return p.alias === alias ? p : null;
+  }
+}
+
+/** IDP_PROVIDERS_FILE: a JSON array of the same representations, re-read when it changes. */
+export class FileSource implements CatalogSource {
+  readonly kind = 'file' as const;
+  private loaded: { stamp: string; providers: IdentityProvider[] } | undefined;
+
+  constructor(private readonly path: string) {}
+
+  private async load(): Promise<IdentityProvider[]> {
+    let stamp: string;
+    try {
+      const s = await stat(this.path);
+      stamp = `${s.mtimeMs}:${s.size}:${s.ino}`;
+    } catch (err) {
+      throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
+    }
+    if (this.loaded?.stamp === stamp) return this.loaded.providers;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(this.path, 'utf8')) as unknown;
+    } catch (err) {
+      throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
+    }
+    const providers = asProviderArray(parsed, 'IDP_PROVIDERS_FILE');
+    this.loaded = { stamp, providers };
+    return providers;
+  }
+
+  list(): Promise<IdentityProvider[]> {
+    return this.load();
+  }
+
+  async get(alias: string): Promise<IdentityProvider | null> {
+    return (await this.load()).find((p) => p.alias === alias) ?? null;
+  }
+}
+
+/** Neither IDP_PROVIDERS_FILE nor an admin URL: an empty realm. */
+class NoSource implements CatalogSource {
+  readonly kind = 'none' as const;
+  async list(): Promise<IdentityProvider[]> {
+    return [];
+  }
+  async get(): Promise<IdentityProvider | null> {
+    return null;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The cache                                                                                   */
+
+type CatalogState = 'unknown' | 'fresh' | 'stale' | 'unavailable';
+
+/** What readiness reports: has the source answered, and is an old answer being served? */
+class CatalogHealth {
+  lastSuccessAt: number | undefined;
+  lastFailureAt: number | undefined;
+  lastError: string | undefined;
+  private readonly staleKeys = new Set<string>();
+  staleSince: number | undefined;
+
+  constructor(private readonly now: () => number) {}
+
+  success(key: string): void {
+    this.lastSuccessAt = this.now();
+    this.staleKeys.delete(key);
+    if (this.staleKeys.size === 0) this.staleSince = undefined;
+  }
+
+  failure(key: string, err: Error, servingStale: boolean): void {
+    this.lastFailureAt = this.now();
+    this.lastError = err.message;
+    if (servingStale) {
+      this.staleKeys.add(key);
+      this.staleSince ??= this.now();
+    }
+  }
+
+  state(): CatalogState {
+    if (this.lastSuccessAt === undefined) return this.lastFailureAt === undefined ? 'unknown' : 'unavailable';
+    if (this.staleKeys.size > 0 || (this.lastFailureAt !== undefined && this.lastFailureAt >= this.lastSuccessAt)) return 'stale';
+    return 'fresh';
+  }
+}
+
+interface CacheEntry {
+  value: unknown;
+  fetchedAt: number;
+  /** Set after a failed refresh: serve `value` without asking again until then. */
+  retryAt?: number;
+}
+
+/**
+ * Time-bounded cache with one load in flight per key and stale-on-error. A key is fresh for
+ * `ttlMs`; after that the next caller loads it and every concurrent caller waits for that one
+ * load (no stampede). A failed load leaves the last good value in place and serves it for
+ * `retryMs` before trying again; with no good value the failure itself is remembered as long.
+ */
+export class SingleFlightCache {
+  private readonly values = new Map<string, CacheEntry>();
+  private readonly failures = new Map<string, { error: Error; until: number }>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly o: {
+      ttlMs: number;
+      retryMs: number;
+      maxEntries: number;
+      now: () => number;
+      health: CatalogHealth;
+      onLookup: (cache: string, result: 'hit' | 'miss' | 'coalesced' | 'stale' | 'error') => void;
+      onFailure: (key: string, err: Error, servingStale: boolean) => void;
+      /** keys never evicted for room */
+      pinned: (key: string) => boolean;
     },
-    ready: () => ({ ok: true, detail: 'not configured' }),
-    close: async () => {},
+  ) {}
+
+  get<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
+    const t = this.o.now();
+    const entry = this.values.get(key);
+    if (entry && t - entry.fetchedAt < this.o.ttlMs) {
+      this.o.onLookup(cache, 'hit');
+      return Promise.resolve(entry.value as T);
+    }
+    if (entry?.retryAt !== undefined && t < entry.retryAt) {
+      this.o.onLookup(cache, 'stale');
+      return Promise.resolve(entry.value as T);
+    }
+    const failed = this.failures.get(key);
+    if (!entry && failed && t < failed.until) {
+      this.o.onLookup(cache, 'error');
+      return Promise.reject(failed.error);
+    }
+    const running = this.inflight.get(key);
+    if (running) {
+      this.o.onLookup(cache, 'coalesced');
+      return running as Promise<T>;
+    }
+    this.o.onLookup(cache, 'miss');
+    const p = Promise.resolve()
+      .then(load)
+      .then(
+        (value) => {
+          this.store(key, value);
+          this.failures.delete(key);
+          this.o.health.success(key);
+          return value;
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          const last = this.values.get(key);
+          this.o.health.failure(key, error, !!last);
+          this.o.onFailure(key, error, !!last);
+          if (last) {
+            last.retryAt = this.o.now() + this.o.retryMs;
+            this.o.onLookup(cache, 'stale');
+            return last.value as T;
+          }
+          if (this.failures.size >= this.o.maxEntries) this.failures.clear();
+          this.failures.set(key, { error, until: this.o.now() + this.o.retryMs });
+          throw error;
+        },
+      )
+      .finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private store(key: string, value: unknown): void {
+    if (!this.values.has(key) && this.values.size >= this.o.maxEntries) {
+      for (const k of this.values.keys()) {
+        if (!this.o.pinned(k)) {
+          this.values.delete(k);
+          break;
+        }
+      }
+    }
+    this.values.delete(key); // re-insert: insertion order is age order
+    this.values.set(key, { value, fetchedAt: this.o.now() });
+  }
+
+  get size(): number {
+    return this.values.size;
+  }
+}
+
+const LIST_KEY = 'list';
+const aliasKey = (alias: string) => `alias:${alias}`;
+
+/** The identity provider catalog behind the one cache. */
+export class ProviderCatalog {
+  readonly health: CatalogHealth;
+  private readonly cache: SingleFlightCache;
+
+  constructor(
+    readonly source: CatalogSource,
+    o: { ttlMs: number; retryMs: number; maxEntries: number; now: () => number; pinnedAliases: ReadonlySet<string> },
+    obs: Observability,
+  ) {
+    this.health = new CatalogHealth(o.now);
+    this.cache = new SingleFlightCache({
+      ...o,
+      health: this.health,
+      onLookup: (cache, result) => obs.metrics.cache.inc({ cache, result }),
+      onFailure: (key, err, servingStale) =>
+        obs.log.warn(
+          { source: source.kind, key, err: { message: err.message }, serving: servingStale ? 'last good answer' : 'nothing' },
+          'identity provider catalog could not be read',
+        ),
+      pinned: (key) => key === LIST_KEY || (key.startsWith('alias:') && o.pinnedAliases.has(key.slice(6))),
+    });
+  }
+
+  /** Every provider of the realm (the button list filters them, B1 and B5). */
+  list(): Promise<IdentityProvider[]> {
+    return this.cache.get('idp-list', LIST_KEY, () => this.source.list());
+  }
+
+  /** One provider by alias, hidden or not (B4); null when the realm has no such alias. */
+  provider(alias: string): Promise<IdentityProvider | null> {
+    return this.cache.get('idp-alias', aliasKey(alias), () => this.source.get(alias));
+  }
+
+  get cachedKeys(): number {
+    return this.cache.size;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Rate limit (links 12)                                                                       */
+
+/**
+ * Fixed-window counter per client: at most `limit` tenant lookups (API and guard) per window.
+ * `limit` 0 turns it off. IPv6 clients are counted per /64, the block one subscriber holds.
+ */
+export class RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  get enabled(): boolean {
+    return this.limit > 0;
+  }
+
+  /** Count one lookup; `retryAfter` (seconds) when over the limit. */
+  take(client: string): { ok: true } | { ok: false; retryAfter: number } {
+    if (!this.enabled) return { ok: true };
+    const t = this.now();
+    if (t - this.lastSweep >= this.windowMs || this.windows.size > 100_000) {
+      for (const [k, w] of this.windows) if (t - w.start >= this.windowMs) this.windows.delete(k);
+      this.lastSweep = t;
+    }
+    let w = this.windows.get(client);
+    if (!w || t - w.start >= this.windowMs) {
+      w = { start: t, count: 0 };
+      this.windows.set(client, w);
+    }
+    w.count++;
+    if (w.count <= this.limit) return { ok: true };
+    return { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + this.windowMs - t) / 1000)) };
+  }
+}
+
+/** The rate-limit key of a connection: the IPv4 address, or the /64 of an IPv6 address. */
+export function clientKey(address: string | undefined): string {
+  if (!address) return 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(':')) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t] : h;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (g || '0').toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The module                                                                                  */
+
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+});
+
+const CATALOG_DOWN = 'The identity provider catalog is not reachable';
+
+function sendJson(res: Response, status: number, body: unknown, extra: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.status(status).set({ ...JSON_HEADERS, ...extra, 'content-length': String(Buffer.byteLength(text)) });
+  res.end(res.req.method === 'HEAD' ? undefined : text);
+}
+
+function sendPage(res: Response, status: number, html: string): void {
+  res.status(status).set({ ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(html)) });
+  res.end(res.req.method === 'HEAD' ? undefined : html);
+}
+
+/** An alias as a path gives it: printable, bounded. Anything else names no provider. */
+function plausibleAlias(alias: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return alias.length > 0 && alias.length <= 255 && !/[\u0000-\u001f\u007f/\\]/.test(alias);
+}
+
+function firstQuery(value: unknown): unknown {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export async function createLoginRouting(settings: Settings, obs: Observability, options: LoginRoutingOptions = {}): Promise<LoginRoutingImpl> {
+  const now = options.now ?? Date.now;
+  const closing = new AbortController();
+  const login = settings.login;
+  const mappedAliases = [...new Set(login.tenantAliases.values())].sort();
+  const pinnedAliases = new Set(mappedAliases);
+  const concurrency = Math.max(1, options.concurrency ?? 8);
+
+  let source: CatalogSource;
+  if (settings.catalog.providersFile) source = new FileSource(settings.catalog.providersFile);
+  else if (settings.catalog.adminUrl) {
+    source = new KeycloakAdminSource(
+      settings.catalog.adminUrl,
+      settings.catalog.clientId,
+      settings.catalog.clientSecret,
+      options.fetch ?? globalThis.fetch,
+      options.timeoutMs ?? 5_000,
+      now,
+      closing.signal,
+    );
+  } else source = new NoSource();
+
+  const catalog = new ProviderCatalog(
+    source,
+    { ttlMs: login.cacheSeconds * 1000, retryMs: options.retryMs ?? 15_000, maxEntries: options.maxEntries ?? 10_000, now, pinnedAliases },
+    obs,
+  );
+  const limiter = new RateLimiter(login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds * 1000, now);
+
+  /** Every mapped alias resolved (cached, or fetched once for all callers), failures as Errors. */
+  async function resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>> {
+    const out = new Map<string, IdentityProvider | null | Error>();
+    let next = 0;
+    const worker = async () => {
+      while (next < mappedAliases.length) {
+        const alias = mappedAliases[next++]!;
+        try {
+          out.set(alias, await catalog.provider(alias));
+        } catch (err) {
+          out.set(alias, err as Error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, mappedAliases.length) }, worker));
+    return out;
+  }
+
+  /**
+   * Links 2 and 3: the mapping only, never the realm's idea of tenants; the alias only while its
+   * provider is usable. The same work is done whatever the tenant (see the top of the file).
+   */
+  async function resolveTenant(tenant: string): Promise<TenantResolution> {
+    const mapped = login.tenantAliases.get(tenant);
+    const resolved = await resolveMapped();
+    if (mapped === undefined) return { alias: null, outcome: 'unmapped' };
+    const provider = resolved.get(mapped);
+    if (provider instanceof Error) return { alias: null, outcome: 'unavailable' };
+    return isUsableForLinks(provider) ? { alias: mapped, outcome: 'linked' } : { alias: null, outcome: 'unusable' };
+  }
+
+  function auditLookup(via: 'api' | 'guard', tenant: string, outcome: TenantOutcome | 'rate-limited', client: string): void {
+    obs.audit.info({ event: 'tenant-lookup', via, tenant: tenant.slice(0, 128), outcome, client }, 'tenant login lookup');
+  }
+
+  async function warm(): Promise<void> {
+    const jobs: Promise<unknown>[] = [resolveMapped()];
+    if (listNeedsCatalog(login)) jobs.push(catalog.list().catch(() => undefined));
+    await Promise.all(jobs);
+  }
+
+  const router = Router();
+
+  // GET /api/v1/auth-providers/ (B1, B2; versioning 2). With the welcome switch on, the realm is not asked.
+  router.get('/api/v1/auth-providers', async (_req, res) => {
+    if (!listNeedsCatalog(login)) return sendJson(res, 200, providerListResponse(login));
+    let providers: IdentityProvider[];
+    try {
+      providers = await catalog.list();
+    } catch {
+      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': '15' });
+    }
+    sendJson(res, 200, providerListResponse(login, providers));
+  });
+
+  // GET /api/v1/auth-providers/tenants/{tenant_id} (links 2, 3): always 200, one body shape,
+  // the same headers whatever the outcome. Over the rate limit: 429, whatever the tenant.
+  router.get('/api/v1/auth-providers/tenants/:tenant', async (req, res) => {
+    const tenant = String(req.params.tenant);
+    const client = clientKey(req.socket.remoteAddress);
+    const allowed = limiter.take(client);
+    if (!allowed.ok) {
+      auditLookup('api', tenant, 'rate-limited', client);
+      return sendJson(res, 429, { detail: 'Too many requests' }, { 'retry-after': String(allowed.retryAfter) });
+    }
+    const { alias, outcome } = await resolveTenant(tenant);
+    auditLookup('api', tenant, outcome, client);
+    sendJson(res, 200, { alias });
+  });
+
+  // GET /api/v1/auth-providers/{alias} (B4): the provider while enabled and not link-only, hidden or not.
+  router.get('/api/v1/auth-providers/:alias', async (req, res) => {
+    const alias = String(req.params.alias);
+    if (!plausibleAlias(alias)) return sendJson(res, 200, null);
+    let provider: IdentityProvider | null;
+    try {
+      provider = await catalog.provider(alias);
+    } catch {
+      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': '15' });
+    }
+    sendJson(res, 200, isUsableForLinks(provider) ? providerEntry(provider) : null);
+  });
+
+  /** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */
+  const localeParam = (req: Request): PageLocale | undefined => {
+    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+    if (prefix !== undefined && !LOCALE.test(prefix)) return undefined;
+    return pageLocale(prefix);
+  };
+  const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
+  const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
+
+  // /auth/login: one button per provider (B1), or the welcome page (B3).
+  const loginPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req);
+    if (login.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: login.showIdpLogin }));
+    let providers: IdentityProvider[];
+    try {
+      providers = await catalog.list();
+    } catch {
+      return sendPage(res, 503, renderCatalogDown({ locale, returnTo, retryHref: selfHref(req) }));
+    }
+    sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: login.showIdpLogin }));
+  };
+
+  // /auth/login/{alias}: one button, found through the per-alias lookup (links 1).
+  const providerPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req);
+    const alias = String(req.params.alias);
+    let provider: IdentityProvider | null = null;
+    if (plausibleAlias(alias) && alias !== DIRECT_LOGIN_ALIAS) {
+      try {
+        provider = await catalog.provider(alias);
+      } catch {
+        return sendPage(res, 503, renderCatalogDown({ locale, returnTo, retryHref: selfHref(req) }));
+      }
+    }
+    if (!isUsableForLinks(provider)) return sendPage(res, 404, renderLinkUnavailable({ locale, returnTo }));
+    sendPage(res, 200, renderProviderPage({ locale, returnTo, provider: providerEntry(provider) }));
+  };
+
+  router.get('/auth/login', loginPage);
+  router.get('/:locale/auth/login', loginPage);
+  router.get('/auth/login/:alias', providerPage);
+  router.get('/:locale/auth/login/:alias', providerPage);
+
+  /**
+   * Links 6 to 8, in process: the tenant named by the path, looked up like the API does. A
+   * usable link goes to /auth/start with the alias (the sign-in module answers with the 302 to
+   * the realm carrying kc_idp_hint and idp_hint); redirects only, so the tenant page never
+   * enters the browser history (links 7). Anything else ends on /auth/login, locale kept (links 8).
+   */
+  async function guard(path: string, req: IncomingMessage): Promise<string> {
+    const split = splitGuardPath(path);
+    // The locale of the login page: a tag in front of more segments, or a lone segment that is
+    // a language the pages speak (`/de`); a lone `/zzz` is a tenant candidate, not a locale.
+    const lone = path.split('/').filter(Boolean);
+    const locale = split.locale ?? (lone.length === 1 && /^(en|de)(-|$)/i.test(lone[0]!) && LOCALE.test(lone[0]!) ? lone[0] : undefined);
+    const q = req.url?.indexOf('?') ?? -1;
+    const search = q >= 0 && req.url ? req.url.slice(q) : '';
+    const asked = path === '/' ? undefined : safeReturnTo(path + search);
+    const toLogin = () => loginPath(pageLocale(locale)) + (asked ? `?${new URLSearchParams({ returnTo: asked })}` : '');
+    const { tenant, rest } = split;
+    if (tenant === undefined) return toLogin();
+    const client = clientKey(req.socket.remoteAddress);
+    const allowed = limiter.take(client);
+    if (!allowed.ok) {
+      auditLookup('guard', tenant, 'rate-limited', client);
+      return toLogin();
+    }
+    const { alias, outcome } = await resolveTenant(tenant);
+    auditLookup('guard', tenant, outcome, client);
+    if (alias === null) return toLogin();
+    // The chat front-end follows the active tenant, not the URL (links 10): come back to what
+    // follows the tenant segment, or to the start page.
+    const returnTo = safeReturnTo(rest + search) ?? '/';
+    return startHref({ idp: alias, tenant, returnTo, locale: split.locale });
+  }
+
+  const warmed = options.warm === false ? Promise.resolve() : warm().catch(() => undefined);
+
+  function ready(): { ok: boolean; detail: string } {
+    const state = catalog.health.state();
+    const from = source.kind === 'keycloak' ? 'Keycloak admin API' : source.kind === 'file' ? 'IDP_PROVIDERS_FILE' : 'no source configured';
+    // Asked while unhealthy: try again in the background (the cache keeps this to one fetch per retry period).
+    if (state === 'stale' || state === 'unavailable') void warm().catch(() => undefined);
+    switch (state) {
+      case 'unknown':
+        return { ok: true, detail: `identity provider catalog (${from}): not read yet` };
+      case 'fresh':
+        return { ok: true, detail: `identity provider catalog (${from}): fresh` };
+      case 'stale': {
+        const since = catalog.health.staleSince ?? catalog.health.lastFailureAt;
+        return {
+          ok: true,
+          detail: `identity provider catalog (${from}): stale, serving the last good answer${since ? ` since ${new Date(since).toISOString()}` : ''} (${catalog.health.lastError})`,
+        };
+      }
+      case 'unavailable':
+        return { ok: false, detail: `identity provider catalog (${from}): unavailable (${catalog.health.lastError})` };
+    }
+  }
+
+  return {
+    router,
+    guard,
+    ready,
+    catalog,
+    warmed,
+    resolveTenant,
+    async close() {
+      closing.abort();
+    },
   };
 }

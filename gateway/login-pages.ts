@@ -1,0 +1,226 @@
+// The login pages of spec area B, rendered on the server: small, accessible, no external assets
+// (inline CSS only, no script), English and German texts. Everything printed is escaped.
+//
+//   /auth/login, /{locale}/auth/login                  one button per provider, or the welcome page
+//   /auth/login/{alias}, /{locale}/auth/login/{alias}  one button, or "this link is not available"
+//
+// A button is a link to /auth/start?idp=<alias>&returnTo=<path>[&locale=<tag>]: the sign-in
+// module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
+// links to /auth/start without idp (no hint: the realm's own username and password form).
+import type { ProviderEntry } from '../policies/login-routing.js';
+
+export type Lang = 'en' | 'de';
+
+interface Texts {
+  signInTitle: string;
+  chooseProvider: string;
+  signInWith: (name: string) => string;
+  signIn: string;
+  noProviders: string;
+  welcomeTitle: string;
+  welcomeText: string;
+  adminLogin: string;
+  linkUnavailableTitle: string;
+  linkUnavailableText: string;
+  toGenericPage: string;
+  catalogDownTitle: string;
+  catalogDownText: string;
+  tryAgain: string;
+  providersLabel: string;
+}
+
+const TEXTS: Record<Lang, Texts> = {
+  en: {
+    signInTitle: 'Sign in',
+    chooseProvider: 'Choose how you want to sign in.',
+    signInWith: (name) => `Sign in with ${name}`,
+    signIn: 'Sign in',
+    noProviders: 'No sign-in provider is offered here.',
+    welcomeTitle: 'Welcome',
+    welcomeText: 'Please sign in through the login link your organisation gave you.',
+    adminLogin: 'Administrator login',
+    linkUnavailableTitle: 'This sign-in link is not available',
+    linkUnavailableText: 'The link may be mistyped, or its sign-in provider has been switched off. Ask your organisation for the current link.',
+    toGenericPage: 'Go to the sign-in page',
+    catalogDownTitle: 'Sign-in is temporarily unavailable',
+    catalogDownText: 'The list of sign-in providers cannot be loaded right now. Please try again in a few minutes.',
+    tryAgain: 'Try again',
+    providersLabel: 'Sign-in providers',
+  },
+  de: {
+    signInTitle: 'Anmelden',
+    chooseProvider: 'Wählen Sie, wie Sie sich anmelden möchten.',
+    signInWith: (name) => `Anmelden mit ${name}`,
+    signIn: 'Anmelden',
+    noProviders: 'Hier wird kein Anmeldeanbieter angeboten.',
+    welcomeTitle: 'Willkommen',
+    welcomeText: 'Bitte melden Sie sich über den Anmeldelink an, den Sie von Ihrer Organisation erhalten haben.',
+    adminLogin: 'Anmeldung für Administratoren',
+    linkUnavailableTitle: 'Dieser Anmeldelink ist nicht verfügbar',
+    linkUnavailableText:
+      'Der Link ist vielleicht falsch geschrieben, oder sein Anmeldeanbieter wurde abgeschaltet. Fragen Sie Ihre Organisation nach dem aktuellen Link.',
+    toGenericPage: 'Zur Anmeldeseite',
+    catalogDownTitle: 'Die Anmeldung ist vorübergehend nicht möglich',
+    catalogDownText: 'Die Liste der Anmeldeanbieter kann gerade nicht geladen werden. Bitte versuchen Sie es in einigen Minuten erneut.',
+    tryAgain: 'Erneut versuchen',
+    providersLabel: 'Anmeldeanbieter',
+  },
+};
+
+/** The page's locale: the path prefix as given (`de-CH`), the texts of its language, English otherwise. */
+export interface PageLocale {
+  /** The prefix of the page's path, kept in every link the page prints. */
+  prefix?: string;
+  lang: Lang;
+  /** `<html lang>`: the prefix when its texts are shown, else `en`. */
+  htmlLang: string;
+}
+
+export function pageLocale(prefix: string | undefined): PageLocale {
+  const base = prefix?.split('-')[0]?.toLowerCase();
+  const lang: Lang = base === 'de' ? 'de' : 'en';
+  return { prefix, lang, htmlLang: lang === 'de' ? prefix! : 'en' };
+}
+
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** Headers of every login page: no framing, no script, no outside resources, not cached. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+});
+
+/** Where a page's links lead, the locale prefix kept. */
+export function loginPath(locale: PageLocale, alias?: string): string {
+  const base = locale.prefix ? `/${locale.prefix}/auth/login` : '/auth/login';
+  return alias === undefined ? base : `${base}/${encodeURIComponent(alias)}`;
+}
+
+/** `/auth/start?idp=&returnTo=&tenant=&locale=`; no `idp` for direct login (no hint is sent). */
+export function startHref(opts: { idp?: string; returnTo?: string; tenant?: string; locale?: string }): string {
+  const q = new URLSearchParams();
+  if (opts.idp !== undefined) q.set('idp', opts.idp);
+  if (opts.tenant !== undefined) q.set('tenant', opts.tenant);
+  if (opts.returnTo !== undefined) q.set('returnTo', opts.returnTo);
+  if (opts.locale !== undefined) q.set('locale', opts.locale);
+  const s = q.toString();
+  return s ? `/auth/start?${s}` : '/auth/start';
+}
+
+const STYLE = `
+*,*::before,*::after{box-sizing:border-box}
+html{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;line-height:1.5;color:#1b1f24;background:#f4f5f7}
+body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;padding:1rem}
+main{background:#fff;width:100%;max-width:26rem;padding:2rem;border-radius:.75rem;box-shadow:0 1px 3px rgba(0,0,0,.12)}
+h1{font-size:1.5rem;margin:0 0 .75rem}
+p{margin:0 0 1rem}
+ul{list-style:none;margin:0;padding:0}
+li+li{margin-top:.75rem}
+a.button{display:block;text-align:center;padding:.75rem 1rem;border-radius:.5rem;background:#1d4ed8;color:#fff;text-decoration:none;font-weight:600}
+a.button:hover{background:#1e40af}
+a:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+.small{font-size:.875rem;margin-top:1.5rem}
+.small a{color:#1d4ed8}
+@media (prefers-color-scheme:dark){html{background:#111418;color:#e6e8eb}main{background:#1b1f24}.small a{color:#93c5fd}}
+`;
+
+function page(locale: PageLocale, title: string, body: string, pageId: string): string {
+  return `<!DOCTYPE html>
+<html lang="${escapeHtml(locale.htmlLang)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main id="${pageId}" aria-labelledby="page-title">
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+function button(href: string, label: string, alias: string | undefined): string {
+  const data = alias === undefined ? '' : ` data-alias="${escapeHtml(alias)}"`;
+  return `<a class="button" href="${escapeHtml(href)}"${data}>${escapeHtml(label)}</a>`;
+}
+
+export interface LoginPageModel {
+  locale: PageLocale;
+  /** Where the browser should end up after signing in (already checked by safeReturnTo). */
+  returnTo?: string;
+}
+
+/** Switch off (B1): one button per provider. The direct-login entry, when present, is the small link. */
+export function renderProviderList(model: LoginPageModel & { providers: ProviderEntry[]; directLogin: boolean }): string {
+  const t = TEXTS[model.locale.lang];
+  const locale = model.locale.prefix;
+  const items = model.providers.map(
+    (p) => `<li>${button(startHref({ idp: p.alias, returnTo: model.returnTo, locale }), t.signInWith(p.display_name), p.alias)}</li>`,
+  );
+  let list: string;
+  if (items.length > 0) {
+    list = `<p>${escapeHtml(t.chooseProvider)}</p>\n<ul aria-label="${escapeHtml(t.providersLabel)}">\n${items.join('\n')}\n</ul>`;
+  } else if (model.directLogin) {
+    list = `<p>${escapeHtml(t.noProviders)}</p>`;
+  } else {
+    // No provider and no direct-login entry: the realm's own page is the only way in.
+    list = `<ul aria-label="${escapeHtml(t.providersLabel)}">\n<li>${button(startHref({ returnTo: model.returnTo, locale }), t.signIn, undefined)}</li>\n</ul>`;
+  }
+  const direct = model.directLogin ? `\n<p class="small"><a id="direct-login" href="${escapeHtml(startHref({ returnTo: model.returnTo, locale }))}">${escapeHtml(t.adminLogin)}</a></p>` : '';
+  return page(model.locale, t.signInTitle, `<h1 id="page-title">${escapeHtml(t.signInTitle)}</h1>\n${list}${direct}`, 'login-page');
+}
+
+/** Switch on (B3): the welcome message, and the small administrator link with the direct-login entry. */
+export function renderWelcome(model: LoginPageModel & { directLogin: boolean }): string {
+  const t = TEXTS[model.locale.lang];
+  const direct = model.directLogin
+    ? `\n<p class="small"><a id="direct-login" href="${escapeHtml(startHref({ returnTo: model.returnTo, locale: model.locale.prefix }))}">${escapeHtml(t.adminLogin)}</a></p>`
+    : '';
+  return page(model.locale, t.welcomeTitle, `<h1 id="page-title">${escapeHtml(t.welcomeTitle)}</h1>\n<p id="welcome-text">${escapeHtml(t.welcomeText)}</p>${direct}`, 'welcome-page');
+}
+
+/** Links 1: the per-provider page, one button. */
+export function renderProviderPage(model: LoginPageModel & { provider: ProviderEntry }): string {
+  const t = TEXTS[model.locale.lang];
+  const p = model.provider;
+  const href = startHref({ idp: p.alias, returnTo: model.returnTo, locale: model.locale.prefix });
+  return page(
+    model.locale,
+    t.signInWith(p.display_name),
+    `<h1 id="page-title">${escapeHtml(t.signInTitle)}</h1>\n<ul aria-label="${escapeHtml(t.providersLabel)}">\n<li>${button(href, t.signInWith(p.display_name), p.alias)}</li>\n</ul>`,
+    'provider-page',
+  );
+}
+
+/** Links 1, an alias that is absent, disabled or link-only: say so, and offer the generic page. */
+export function renderLinkUnavailable(model: LoginPageModel): string {
+  const t = TEXTS[model.locale.lang];
+  const generic = loginPath(model.locale) + (model.returnTo ? `?${new URLSearchParams({ returnTo: model.returnTo })}` : '');
+  return page(
+    model.locale,
+    t.linkUnavailableTitle,
+    `<h1 id="page-title">${escapeHtml(t.linkUnavailableTitle)}</h1>\n<p>${escapeHtml(t.linkUnavailableText)}</p>\n<p><a id="generic-login" class="button" href="${escapeHtml(generic)}">${escapeHtml(t.toGenericPage)}</a></p>`,
+    'link-unavailable',
+  );
+}
+
+/** The provider catalog could not be read and there is no earlier answer to serve. */
+export function renderCatalogDown(model: LoginPageModel & { retryHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(
+    model.locale,
+    t.catalogDownTitle,
+    `<h1 id="page-title">${escapeHtml(t.catalogDownTitle)}</h1>\n<p role="alert">${escapeHtml(t.catalogDownText)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
+    'catalog-down',
+  );
+}

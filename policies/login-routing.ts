@@ -1,0 +1,164 @@
+// Spec area B, the rules without I/O: which identity providers a visitor is offered, what the
+// provider list answers, and which tenant a logged-out page visit names.
+//
+// "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
+// per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
+// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login-routing.ts.
+
+/** The parts of a Keycloak IdentityProviderRepresentation (full form) the rules read. */
+export interface IdentityProvider {
+  alias: string;
+  displayName?: string;
+  enabled?: boolean;
+  linkOnly?: boolean;
+  /** Keycloak 26+: the hide flag, top level. */
+  hideOnLogin?: boolean;
+  /** Before 26 the hide flag was `config.hideOnLoginPage: "true"`. */
+  config?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+/** What the API hands out about a provider: the contract's `{"alias", "display_name"}`. */
+export interface ProviderEntry {
+  alias: string;
+  display_name: string;
+}
+
+export interface ProviderListResponse {
+  welcome_page: boolean;
+  providers: ProviderEntry[];
+}
+
+export interface ListSettings {
+  /** IDP_LOGIN_WELCOME_PAGE */
+  welcomePage: boolean;
+  /** SHOW_IDP_LOGIN */
+  showIdpLogin: boolean;
+}
+
+/** SHOW_IDP_LOGIN's synthetic entry: sign in at the realm itself (username and password). */
+export const DIRECT_LOGIN_ALIAS = 'direct-login';
+export const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
+
+/** Tenant ids and aliases as IDP_TENANT_IDP_ALIASES accepts them (config/settings.ts). */
+export const ID_SYNTAX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** A language tag in the first path segment: `/de/...`, `/de-CH/...` (contract: `{locale}`). */
+export const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
+
+/**
+ * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not
+ * link-only. A link-only alias in `kc_idp_hint` ends on a Keycloak error page, a disabled one on
+ * the generic login page, so neither may be offered. The hide flag does not matter here (B5).
+ */
+export function isUsableForLinks(p: IdentityProvider | null | undefined): p is IdentityProvider {
+  return !!p && p.enabled === true && p.linkOnly !== true;
+}
+
+/**
+ * Hidden on the login page (B5): the pre-26 key `config.hideOnLoginPage` as the spec says, and
+ * Keycloak 26's top-level `hideOnLogin` (26.0.0 moves the key there and deletes the config
+ * key), so a hidden provider stays hidden whichever version the realm runs.
+ */
+export function isHiddenOnLoginPage(p: IdentityProvider): boolean {
+  return p.hideOnLogin === true || p.config?.hideOnLoginPage === 'true';
+}
+
+/** The entry the API prints; the display name falls back to the alias, as Keycloak's page does. */
+export function providerEntry(p: IdentityProvider): ProviderEntry {
+  const name = typeof p.displayName === 'string' ? p.displayName.trim() : '';
+  return { alias: p.alias, display_name: name || p.alias };
+}
+
+function guiOrder(p: IdentityProvider): number {
+  const n = Number(p.config?.guiOrder);
+  return p.config?.guiOrder !== undefined && p.config.guiOrder.trim() !== '' && Number.isFinite(n) ? n : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * The button list of the generic login page (B1): enabled, not link-only, not hidden (B5).
+ * Ordered like Keycloak's own login page: by `config.guiOrder`, then as the realm lists them.
+ * The synthetic direct-login alias is reserved: a realm provider of that name is left out.
+ */
+export function buttonList(providers: readonly IdentityProvider[]): ProviderEntry[] {
+  return providers
+    .map((p, i) => ({ p, i }))
+    .filter(({ p }) => isUsableForLinks(p) && !isHiddenOnLoginPage(p) && p.alias !== DIRECT_LOGIN_ALIAS)
+    .sort((a, b) => guiOrder(a.p) - guiOrder(b.p) || a.i - b.i)
+    .map(({ p }) => providerEntry(p));
+}
+
+/**
+ * GET /api/v1/auth-providers/ (versioning 2: an object, no longer a bare list).
+ * - Switch off (B1): welcome_page false and the button list. `providers` is needed.
+ * - Switch on (B2): welcome_page true; providers holds at most the direct-login entry. The
+ *   identity provider server is not queried: call this without `providers`.
+ * SHOW_IDP_LOGIN adds the synthetic direct-login entry in both cases (contract: "add the
+ * synthetic direct-login entry"); with the switch on it is the only possible entry.
+ */
+export function providerListResponse(settings: ListSettings, providers?: readonly IdentityProvider[]): ProviderListResponse {
+  const direct = settings.showIdpLogin ? [{ ...DIRECT_LOGIN_ENTRY }] : [];
+  if (settings.welcomePage) return { welcome_page: true, providers: direct };
+  if (!providers) throw new Error('providerListResponse: the provider list is needed while the welcome page is off');
+  return { welcome_page: false, providers: [...buttonList(providers), ...direct] };
+}
+
+/** Does the list need the identity provider server? Not with the welcome switch on (B2). */
+export function listNeedsCatalog(settings: ListSettings): boolean {
+  return !settings.welcomePage;
+}
+
+/** How a logged-out page visit reads: optional locale, then the tenant candidate, then the rest. */
+export interface GuardPath {
+  /** A language tag in front of more segments: `/de/acme` gives `de`. */
+  locale?: string;
+  /** The tenant the path names, if its first segment (after the locale) can be a tenant id. */
+  tenant?: string;
+  /** What follows the tenant segment, as a path (`/acme/c/1` gives `/c/1`; nothing gives `/`). */
+  rest: string;
+}
+
+/**
+ * Links 6: the first path segment after an optional locale names the tenant. `/acme/chat` and
+ * `/de/acme` give `acme`. A lone segment is the tenant even when it looks like a language tag
+ * (`/ibm`): nothing follows it that could be. Paths under /auth/ name none ("outside /auth/"),
+ * nor does a segment that cannot be a tenant id (ID_SYNTAX).
+ */
+export function splitGuardPath(path: string): GuardPath {
+  const segments = path.split('/').filter((s) => s !== '');
+  const trailing = path.length > 1 && path.endsWith('/');
+  let i = 0;
+  let locale: string | undefined;
+  if (segments.length > 1 && LOCALE_SYNTAX.test(segments[0]!)) {
+    locale = segments[0]!;
+    i = 1;
+  }
+  const candidate = segments[i];
+  const restSegments = segments.slice(i + 1);
+  const rest = restSegments.length ? `/${restSegments.join('/')}${trailing ? '/' : ''}` : '/';
+  if (candidate === undefined || candidate === 'auth' || segments[0] === 'auth') return { locale, rest };
+  let tenant: string;
+  try {
+    tenant = decodeURIComponent(candidate);
+  } catch {
+    return { locale, rest };
+  }
+  return ID_SYNTAX.test(tenant) && tenant.length <= 200 ? { locale, tenant, rest } : { locale, rest };
+}
+
+/** The tenant a logged-out visit of `path` names (links 6), or undefined. */
+export function guardTarget(path: string): string | undefined {
+  return splitGuardPath(path).tenant;
+}
+
+/**
+ * A `returnTo` that stays on this site: a path starting with one `/`, no backslash, no control
+ * characters, bounded. Anything else is dropped (open-redirect guard).
+ */
+export function safeReturnTo(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return undefined;
+  if (value[0] !== '/' || value[1] === '/' || value[1] === '\\') return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (/[\\\u0000-\u001f\u007f]/.test(value)) return undefined;
+  return value;
+}
