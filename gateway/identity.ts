@@ -1,10 +1,21 @@
-// Who a request comes from, as the gateway verified it. The sign-in module fills this in:
-// OIDC sessions (express-openid-connect cookies) and realm bearer JWTs.
-// This file defines the seam the data plane depends on.
+// Who a request comes from, as the gateway verified it: an OIDC session (the express-openid-connect
+// cookie, code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This file defines the seam the
+// data plane depends on and implements it.
+//
+//   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback and
+//     /auth/logout. The login keeps a small session (gateway/session.ts): the user's identity
+//     computed once at login, the refresh token and the access token's expiry; no ID or access token.
+//   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
+//     issuer's JWKS; otherwise the session cookie is decrypted (cached by value) and refreshed at
+//     the token endpoint shortly before the access token expires. A refused refresh ends the session.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Router } from 'express';
+import { randomBytes } from 'node:crypto';
+import express, { Router, type Request, type Response, type NextFunction } from 'express';
+import { auth } from 'express-openid-connect';
+import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
+import { epoch, isSessionData, readSessionCookie, SessionCodec, TtlCache, withoutGatewayCookies, type SessionData, type SessionHeader, type SessionUser } from './session.js';
 
 export interface Identity {
   sub: string;
@@ -27,6 +38,9 @@ export interface Authenticator {
   /**
    * The verified identity of a request, or undefined. May refresh the session's tokens and then
    * sets the renewed cookie on `res`; `res` is absent for WebSocket upgrades.
+   * The gateway's own credentials are consumed here: a realm-issued bearer JWT and the session
+   * cookies are removed from `req.headers`, so they never reach the chat front-end (which could not
+   * use them, and would take a realm JWT in `Authorization` for its own credential).
    */
   authenticate(req: IncomingMessage, res?: ServerResponse): Promise<Identity | undefined>;
   /** For /readyz: can the identity provider be reached? */
@@ -34,12 +48,502 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-/** Placeholder until sign-in lands: nobody is authenticated. */
-export async function createAuthenticator(_settings: Settings, _obs: Observability): Promise<Authenticator> {
+interface Discovery {
+  issuer: string;
+  token_endpoint: string;
+  jwks_uri: string;
+  userinfo_endpoint?: string;
+  revocation_endpoint?: string;
+}
+
+interface Entry {
+  value: string;
+  header: SessionHeader;
+  data: SessionData;
+  /** the cookie that replaced this one (refresh or rolling touch), for requests still sending this one */
+  next?: Entry;
+}
+
+type Refreshed = { kind: 'ok'; entry: Entry } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
+
+/** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const CLOCK_TOLERANCE_S = 5;
+const HTTP_TIMEOUT_MS = 5_000;
+const DISCOVERY_TTL_MS = 10 * 60_000;
+const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const NOT_AUTHENTICATED = 'Not authenticated';
+
+const trimSlash = (s: string) => s.replace(/\/+$/, '');
+
+/** A claim by name, or by dotted path (`realm_access.roles`); a literal dotted name wins. */
+export function claimAt(claims: Record<string, unknown> | undefined, path: string): unknown {
+  if (!claims) return undefined;
+  if (path in claims) return claims[path];
+  let v: unknown = claims;
+  for (const part of path.split('.')) {
+    if (!v || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/** An array of strings, or a comma-separated string. */
+export function stringList(v: unknown): string[] {
+  const raw = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : [];
+  return raw.filter((x): x is string => typeof x === 'string').map((s) => s.trim()).filter(Boolean);
+}
+
+const union = (...lists: string[][]) => [...new Set(lists.flat())];
+const firstString = (...vs: unknown[]) => vs.find((v): v is string => typeof v === 'string' && v.trim() !== '')?.trim();
+
+/**
+ * The user from verified claims. Roles: OAUTH_ROLES_CLAIM in the ID token, userinfo and access
+ * token, plus the access token's `realm_access.roles` (where Keycloak puts realm roles by default).
+ * No email: not an identity (the chat front-end keys its users by email).
+ */
+export function userFromClaims(settings: Settings, sources: { id?: JWTPayload; userinfo?: Record<string, unknown>; access?: JWTPayload }): SessionUser | { error: string } {
+  const { id, userinfo, access } = sources;
+  const all = [id, userinfo, access].filter((c): c is Record<string, unknown> => !!c);
+  const subs = new Set(all.map((c) => c.sub).filter((s) => typeof s === 'string'));
+  if (subs.size !== 1) return { error: subs.size ? 'the tokens name different subjects' : 'no subject' };
+  const email = firstString(...all.map((c) => c.email));
+  if (!email) return { error: 'no email claim' };
+  const o = settings.oidc;
   return {
-    router: Router(),
-    authenticate: async () => undefined,
-    ready: async () => ({ ok: true, detail: 'sign-in not configured' }),
-    close: async () => {},
+    sub: [...subs][0] as string,
+    email,
+    name: firstString(...all.map((c) => c.name), ...all.map((c) => c.preferred_username)) ?? email,
+    roles: union(...all.map((c) => stringList(claimAt(c, o.rolesClaim))), stringList(claimAt(access, 'realm_access.roles'))),
+    groups: union(...all.map((c) => stringList(claimAt(c, o.groupsClaim)))),
+    tenants: union(...all.map((c) => stringList(claimAt(c, o.tenantsClaim)))),
+  };
+}
+
+export const defaultTenant = (u: SessionUser): string | null => u.tenants[0] ?? null;
+
+/** `returnTo` may only be a local path: `/x`, never `//host`, `/\host`, `scheme:`, control characters. */
+export function safeReturnTo(value: unknown): string {
+  if (typeof value !== 'string' || value.length > 2048 || !value.startsWith('/') || value.startsWith('//')) return '/';
+  if (/[\\\x00-\x20\x7f]/.test(value)) return '/';
+  try {
+    const base = 'http://gateway.invalid';
+    const u = new URL(value, base);
+    if (u.origin !== base) return '/';
+    const local = u.pathname + u.search + u.hash;
+    return local.startsWith('//') || /^\/auth(\/|$)/.test(u.pathname) ? '/' : local;
+  } catch {
+    return '/';
+  }
+}
+
+const kCookies = Symbol('gateway-set-cookie');
+
+/**
+ * Add Set-Cookie lines that survive later `setHeader('set-cookie', ...)` calls: the proxy copies the
+ * upstream's Set-Cookie with setHeader, which would otherwise drop the renewed session cookie.
+ */
+function addSetCookie(res: ServerResponse, lines: string[]): void {
+  const r = res as ServerResponse & { [kCookies]?: string[] };
+  if (!r[kCookies]) {
+    const ours: string[] = (r[kCookies] = []);
+    const original = res.setHeader;
+    res.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
+      if (name.toLowerCase() !== 'set-cookie') return original.call(this, name, value);
+      const theirs = (Array.isArray(value) ? value : [value]).map(String).filter((l) => !ours.includes(l));
+      return original.call(this, name, [...ours, ...theirs]);
+    } as typeof res.setHeader;
+  }
+  r[kCookies]!.push(...lines);
+  const existing = res.getHeader('set-cookie');
+  res.setHeader('set-cookie', existing === undefined ? [] : Array.isArray(existing) ? existing : [String(existing)]);
+}
+
+export async function createAuthenticator(settings: Settings, obs: Observability): Promise<Authenticator> {
+  const o = settings.oidc;
+  if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) {
+    obs.log.warn('sign-in is not configured (OIDC_ISSUER_URL, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, SESSION_SECRET): nobody is authenticated');
+    const router = Router();
+    router.use((req, res, next) => (LOCAL_ROUTES.test(req.path) ? void res.status(503).json({ detail: 'Sign-in is not configured' }) : next()));
+    return { router, authenticate: async () => undefined, ready: async () => ({ ok: false, detail: 'sign-in not configured' }), close: async () => {} };
+  }
+  const issuer = trimSlash(o.issuerUrl);
+  const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
+  const sessions = new TtlCache<string, Entry>(20_000, 5 * 60_000);
+  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, 5 * 60_000);
+  const revoked = new TtlCache<string, true>(100_000, o.absoluteSeconds * 1000);
+  const refreshing = new Map<string, Promise<Refreshed>>();
+
+  // ---- the identity provider: discovery, JWKS, token endpoint -------------------------------
+
+  let discovered: { at: number; value: Promise<Discovery> } | undefined;
+  let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
+
+  async function fetchDiscovery(timeoutMs: number): Promise<Discovery> {
+    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
+    const d = (await res.json()) as Partial<Discovery>;
+    if (typeof d.issuer !== 'string' || trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
+    if (typeof d.token_endpoint !== 'string' || typeof d.jwks_uri !== 'string') throw new Error('discovery lacks token_endpoint or jwks_uri');
+    return d as Discovery;
+  }
+
+  function discovery(): Promise<Discovery> {
+    const now = Date.now();
+    if (!discovered || now - discovered.at > DISCOVERY_TTL_MS) {
+      const value = fetchDiscovery(HTTP_TIMEOUT_MS);
+      const entry = { at: now, value };
+      discovered = entry;
+      // A failure is remembered for a few seconds only.
+      value.catch(() => {
+        if (discovered === entry) entry.at = now - DISCOVERY_TTL_MS + 5_000;
+      });
+    }
+    return discovered.value;
+  }
+
+  async function keySet() {
+    const d = await discovery();
+    if (jwks?.uri !== d.jwks_uri) {
+      // Cached; an unknown `kid` refetches (at most every 30 s): key rotation works without a restart.
+      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: 30_000, cacheMaxAge: DISCOVERY_TTL_MS }) };
+    }
+    return { d, set: jwks.set };
+  }
+
+  /**
+   * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
+   * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
+   * the client id OR `azp` equal to it is accepted. ID and refresh tokens (`typ` ID, Refresh) are not.
+   */
+  async function verifyRealmJwt(token: string): Promise<JWTPayload> {
+    const { d, set } = await keySet();
+    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] });
+    const aud = typeof payload.aud === 'string' ? [payload.aud] : payload.aud ?? [];
+    if (!aud.includes(o.clientId) && payload.azp !== o.clientId) throw new Error('token is not meant for this client');
+    if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
+    return payload;
+  }
+
+  async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
+    const basic = Buffer.from(`${encodeURIComponent(o.clientId)}:${encodeURIComponent(o.clientSecret)}`).toString('base64');
+    return fetch(endpoint, {
+      method: 'POST',
+      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams(form).toString(),
+      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+    });
+  }
+
+  async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
+    const d = await discovery();
+    if (!d.userinfo_endpoint) return undefined;
+    const res = await fetch(d.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : undefined;
+  }
+
+  /** The user behind freshly issued tokens (login or refresh). The ID token came from the token endpoint. */
+  async function userOfTokens(idToken: string | undefined, accessToken: string | undefined): Promise<SessionUser> {
+    // The ID token comes straight from the token endpoint (client-authenticated): its claims are
+    // checked, its signature is not required (OIDC Core 3.1.3.7); the access token is fully verified.
+    const id = idToken ? decodeJwt(idToken) : undefined;
+    if (id && (typeof id.iss !== 'string' || trimSlash(id.iss) !== issuer || !(typeof id.aud === 'string' ? [id.aud] : id.aud ?? []).includes(o.clientId))) {
+      throw new Error('ID token of another issuer or client');
+    }
+    const access = accessToken && JWT_SHAPE.test(accessToken) ? await verifyRealmJwt(accessToken) : undefined;
+    let user = userFromClaims(settings, { id, access });
+    if ('error' in user && user.error === 'no email claim' && accessToken) user = userFromClaims(settings, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
+    if ('error' in user) throw Object.assign(new Error(`sign-in refused: ${user.error}`), { status: 403 });
+    return user;
+  }
+
+  // ---- sessions ------------------------------------------------------------------------------
+
+  function entryOf(data: SessionData, iat: number, now = epoch()): Entry {
+    const header = { iat, uat: now, exp: codec.expiry(iat, now) };
+    return { value: codec.encrypt(data, header), header, data };
+  }
+
+  async function refresh(entry: Entry): Promise<Refreshed> {
+    const { data } = entry;
+    if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
+    let res: globalThis.Response;
+    let d: Discovery;
+    try {
+      d = await discovery();
+      res = await tokenRequest(d.token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token });
+    } catch (err) {
+      return { kind: 'unavailable', reason: (err as Error).message };
+    }
+    const body = (await res.json().catch(() => ({}))) as { access_token?: string; id_token?: string; refresh_token?: string; expires_in?: number; error?: string };
+    if (res.status >= 500 || res.status === 429) return { kind: 'unavailable', reason: `token endpoint answered ${res.status}` };
+    if (res.status !== 200 || typeof body.access_token !== 'string') return { kind: 'ended', reason: `refresh refused: ${res.status} ${body.error ?? ''}`.trim() };
+    try {
+      const user = await userOfTokens(body.id_token, body.access_token);
+      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
+      const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
+      const active = data.active_tenant && user.tenants.includes(data.active_tenant) ? data.active_tenant : defaultTenant(user);
+      return { kind: 'ok', entry: entryOf({ ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt }, entry.header.iat) };
+    } catch (err) {
+      return { kind: 'ended', reason: (err as Error).message };
+    }
+  }
+
+  function refreshOnce(entry: Entry): Promise<Refreshed> {
+    let p = refreshing.get(entry.data.id);
+    if (!p) {
+      p = refresh(entry).finally(() => refreshing.delete(entry.data.id));
+      refreshing.set(entry.data.id, p);
+    }
+    return p;
+  }
+
+  function endSession(data: SessionData, header: SessionHeader, why: string): void {
+    revoked.set(data.id, true, Math.max(1, header.exp - epoch()) * 1000);
+    obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason: why }, 'session ended');
+  }
+
+  const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
+    ...u,
+    admin: u.roles.some((r) => o.adminRoles.includes(r)),
+    activeTenant,
+    via,
+  });
+
+  /** The live session entry of a request (refreshed or touched as needed), or undefined. */
+  async function sessionEntry(found: { value: string; names: string[] }, res?: ServerResponse): Promise<Entry | undefined> {
+    const now = epoch();
+    let entry = sessions.get(found.value);
+    obs.metrics.cache.inc({ cache: 'session', result: entry ? 'hit' : 'miss' });
+    if (!entry) {
+      const dec = codec.decrypt(found.value);
+      if (!dec || !isSessionData(dec.data)) {
+        if (res) addSetCookie(res, found.names.map((n) => codec.clearLine(n)));
+        return undefined;
+      }
+      entry = { value: found.value, header: dec.header, data: dec.data };
+      sessions.set(found.value, entry);
+    }
+    for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
+    const clear = () => {
+      if (res) addSetCookie(res, found.names.map((n) => codec.clearLine(n)));
+      return undefined;
+    };
+    if (!codec.alive(entry.header, now) || revoked.get(entry.data.id)) return clear();
+    let current = entry;
+    if (entry.data.expires_at - now <= o.refreshMarginSeconds) {
+      const r = await refreshOnce(entry);
+      if (r.kind === 'ok') {
+        entry.next ??= r.entry;
+        current = entry.next;
+        sessions.set(current.value, current);
+      } else if (r.kind === 'ended') {
+        if (!revoked.get(entry.data.id)) endSession(entry.data, entry.header, r.reason);
+        sessions.delete(found.value);
+        return clear();
+      } else {
+        // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
+        obs.log.warn({ reason: r.reason, sub: entry.data.user.sub }, 'token refresh unavailable');
+        if (entry.data.expires_at <= now) return undefined;
+      }
+    } else if (now - entry.header.uat > o.rollingSeconds / 2) {
+      entry.next ??= entryOf(entry.data, entry.header.iat, now);
+      current = entry.next;
+      sessions.set(current.value, current);
+    }
+    if (res && current.value !== found.value) addSetCookie(res, codec.setCookieLines(current.value, current.header.exp, found.names));
+    return current;
+  }
+
+  function realmBearer(authorization: string | string[] | undefined): string | undefined {
+    const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
+    const token = m?.[1];
+    if (!token || !JWT_SHAPE.test(token)) return undefined;
+    try {
+      const iss = decodeJwt(token).iss;
+      return typeof iss === 'string' && trimSlash(iss) === issuer ? token : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function bearerIdentity(token: string): Promise<Identity | undefined> {
+    const hit = bearers.get(token);
+    if (hit) return hit.exp > epoch() - CLOCK_TOLERANCE_S ? hit.identity : undefined;
+    try {
+      const payload = await verifyRealmJwt(token);
+      const user = userFromClaims(settings, { access: payload });
+      if ('error' in user) {
+        obs.log.info({ reason: user.error, sub: payload.sub }, 'bearer token is not an identity');
+        return undefined;
+      }
+      const identity = identityOf(user, defaultTenant(user), 'bearer');
+      bearers.set(token, { identity, exp: payload.exp! });
+      return identity;
+    } catch (err) {
+      obs.log.info({ reason: (err as Error).message }, 'bearer token refused');
+      return undefined;
+    }
+  }
+
+  async function authenticate(req: IncomingMessage, res?: ServerResponse): Promise<Identity | undefined> {
+    const headers = req.headers;
+    let identity: Identity | undefined;
+    const bearer = realmBearer(headers.authorization);
+    if (bearer) {
+      delete headers.authorization;
+      identity = await bearerIdentity(bearer);
+    }
+    const cookie = headers.cookie;
+    if (typeof cookie === 'string' && /appSession|auth_verification/.test(cookie)) {
+      const rest = withoutGatewayCookies(cookie);
+      if (rest) headers.cookie = rest;
+      else delete headers.cookie;
+      const found = identity ? undefined : readSessionCookie(cookie);
+      const entry = found ? await sessionEntry(found, res) : undefined;
+      if (entry) identity = identityOf(entry.data.user, entry.data.active_tenant, 'session');
+    }
+    return identity;
+  }
+
+  // ---- control routes ------------------------------------------------------------------------
+
+  const oidc = auth({
+    issuerBaseURL: issuer,
+    baseURL: settings.publicUrl,
+    clientID: o.clientId,
+    clientSecret: o.clientSecret,
+    clientAuthMethod: 'client_secret_basic',
+    secret: o.sessionSecrets,
+    authRequired: false,
+    idpLogout: true,
+    auth0Logout: false,
+    enableTelemetry: false,
+    httpTimeout: HTTP_TIMEOUT_MS,
+    routes: { login: false, logout: false, callback: '/auth/callback', postLogoutRedirect: '/auth/login' },
+    authorizationParams: { response_type: 'code', scope: o.scopes },
+    session: { rolling: true, rollingDuration: o.rollingSeconds, absoluteDuration: o.absoluteSeconds, cookie: { sameSite: 'Lax' } },
+    getLoginState: (_req, options) => ({ returnTo: options.returnTo, tenant: (options as { tenant?: string }).tenant }),
+    // Keep only what the gateway needs: the identity, the refresh token, the access token's expiry.
+    afterCallback: async (_req, _res, session, state) => {
+      const user = await userOfTokens(session.id_token, session.access_token);
+      const linked = typeof state.tenant === 'string' ? state.tenant : undefined;
+      const member = linked !== undefined && user.tenants.includes(linked);
+      const data: SessionData = {
+        v: 1,
+        id: randomBytes(16).toString('base64url'),
+        user,
+        active_tenant: member ? linked! : defaultTenant(user),
+        refresh_token: typeof session.refresh_token === 'string' ? session.refresh_token : null,
+        expires_at: typeof session.expires_at === 'number' ? session.expires_at : epoch(),
+      };
+      const admin = user.roles.some((r) => o.adminRoles.includes(r));
+      obs.audit.info({ event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null }, 'signed in');
+      return data as unknown as typeof session;
+    },
+  });
+
+  const router = Router();
+  router.use((req, res, next) => {
+    // `/{locale}/auth/start` and friends are the same routes.
+    const m = /^\/[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*(\/auth\/(?:start|logout|session)(?:\/.*)?)$/i.exec(req.path);
+    if (m) req.url = m[1]! + req.url.slice(req.path.length);
+    if (/^\/auth\/(start|callback|logout)\/?$/.test(req.path)) return oidc(req, res, next);
+    next();
+  });
+
+  router.get('/auth/start', (req, res) => {
+    const idp = typeof req.query.idp === 'string' && TENANT_ID.test(req.query.idp) ? req.query.idp : undefined;
+    const tenant = typeof req.query.tenant === 'string' && TENANT_ID.test(req.query.tenant) ? req.query.tenant : undefined;
+    res.set('cache-control', 'no-store');
+    void res.oidc.login({ returnTo: safeReturnTo(req.query.returnTo), tenant, authorizationParams: idp ? { kc_idp_hint: idp, idp_hint: idp } : {} } as Parameters<typeof res.oidc.login>[0]);
+  });
+
+  router.get('/auth/logout', (req, res) => {
+    const r = req as unknown as { appSession?: Partial<SessionData> | null };
+    const data = r.appSession;
+    if (isSessionData(data)) {
+      revoked.set(data.id, true);
+      obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email }, 'signed out');
+      if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
+    }
+    r.appSession = undefined; // clears every appSession cookie on the way out
+    res.set('cache-control', 'no-store');
+    // No id_token_hint (the ID token is not kept): Keycloak accepts client_id with post_logout_redirect_uri.
+    void res.oidc.logout({ returnTo: '/auth/login', logoutParams: { client_id: o.clientId } });
+  });
+
+  const sessionBody = (id: Identity | undefined) =>
+    id
+      ? { authenticated: true, user: { sub: id.sub, email: id.email, name: id.name, roles: id.roles, admin: id.admin }, tenants: id.tenants, active_tenant: id.activeTenant }
+      : { authenticated: false };
+
+  router.get('/auth/session', async (req, res) => {
+    res.set('cache-control', 'private, no-store');
+    res.json(sessionBody(await authenticate(req, res)));
+  });
+
+  router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
+    res.set('cache-control', 'private, no-store');
+    const origin = req.headers.origin;
+    if (origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
+    if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
+    const found = readSessionCookie(req.headers.cookie);
+    const entry = found ? await sessionEntry(found, res) : undefined;
+    if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
+    const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
+    if (typeof tenant !== 'string' || !TENANT_ID.test(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
+    if (!entry.data.user.tenants.includes(tenant)) {
+      obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
+      return void res.status(403).json({ detail: 'Not a member of this tenant' });
+    }
+    const next = entryOf({ ...entry.data, active_tenant: tenant }, entry.header.iat);
+    entry.next = next;
+    sessions.set(next.value, next);
+    addSetCookie(res, codec.setCookieLines(next.value, next.header.exp, found.names));
+    res.json(sessionBody(identityOf(next.data.user, tenant, 'session')));
+  });
+
+  router.use((err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
+    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
+    if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
+    obs.log.warn({ err: { message: err.message, error: err.error } }, 'sign-in failed');
+    const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
+    res.status(status).json({ detail, error: err.error });
+  });
+
+  async function revokeRefreshToken(token: string): Promise<void> {
+    try {
+      const d = await discovery();
+      if (d.revocation_endpoint) await tokenRequest(d.revocation_endpoint, { token, token_type_hint: 'refresh_token' });
+    } catch (err) {
+      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
+    }
+  }
+
+  let probe: { at: number; result: Promise<{ ok: boolean; detail: string }> } | undefined;
+
+  return {
+    router,
+    authenticate,
+    ready() {
+      const now = Date.now();
+      if (!probe || now - probe.at > 5_000) {
+        probe = {
+          at: now,
+          result: fetchDiscovery(2_000).then(
+            () => ({ ok: true, detail: `identity provider ${issuer} reachable` }),
+            (err: Error) => ({ ok: false, detail: `identity provider ${issuer}: ${err.message}` }),
+          ),
+        };
+      }
+      return probe.result;
+    },
+    async close() {
+      sessions.clear();
+      bearers.clear();
+    },
   };
 }

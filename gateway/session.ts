@@ -1,0 +1,242 @@
+// The gateway's session cookie, in express-openid-connect's own format, so that the control
+// routes (which run express-openid-connect) and the data plane (which never does) read and write
+// the same cookie:
+//   - name `appSession`, or `appSession.0`, `.1`, ... when the value would pass 4 KB;
+//   - value: JWE compact serialization, `dir` + `A256GCM`, the key being HKDF-SHA256(secret,
+//     salt empty, info "JWE CEK", 32 bytes) of each SESSION_SECRET (the first encrypts, all decrypt);
+//   - protected header `{alg, enc, iat, uat, exp}` (seconds): iat = login, uat = last update,
+//     exp = min(uat + rolling, iat + absolute); a reader also checks the current durations.
+// See node_modules/express-openid-connect/lib/{appSession,crypto}.js (3.4).
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+export const SESSION_COOKIE = 'appSession';
+const MAX_COOKIE_SIZE = 4096;
+
+/** What the gateway keeps in the session (set at login by afterCallback, renewed on refresh). */
+export interface SessionUser {
+  sub: string;
+  email: string;
+  name: string;
+  roles: string[];
+  groups: string[];
+  tenants: string[];
+}
+
+export interface SessionData {
+  v: 1;
+  /** the gateway's own random session id (logout revocation, single-flight refresh) */
+  id: string;
+  user: SessionUser;
+  active_tenant: string | null;
+  refresh_token: string | null;
+  /** access token expiry, epoch seconds */
+  expires_at: number;
+}
+
+export interface SessionHeader {
+  iat: number;
+  uat: number;
+  exp: number;
+}
+
+export interface CookieOptions {
+  secure: boolean;
+  rollingSeconds: number;
+  absoluteSeconds: number;
+}
+
+export const epoch = () => Math.floor(Date.now() / 1000);
+
+const b64u = (buf: Buffer) => buf.toString('base64url');
+
+export function isSessionData(x: unknown): x is SessionData {
+  const s = x as SessionData;
+  return (
+    !!s &&
+    typeof s === 'object' &&
+    s.v === 1 &&
+    typeof s.id === 'string' &&
+    typeof s.expires_at === 'number' &&
+    (s.refresh_token === null || typeof s.refresh_token === 'string') &&
+    (s.active_tenant === null || typeof s.active_tenant === 'string') &&
+    !!s.user &&
+    typeof s.user.sub === 'string' &&
+    typeof s.user.email === 'string' &&
+    typeof s.user.name === 'string' &&
+    Array.isArray(s.user.roles) &&
+    Array.isArray(s.user.groups) &&
+    Array.isArray(s.user.tenants)
+  );
+}
+
+export class SessionCodec {
+  private readonly keys: Buffer[];
+
+  constructor(secrets: string[], private readonly options: CookieOptions) {
+    if (!secrets.length) throw new Error('SESSION_SECRET is required');
+    this.keys = secrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'JWE CEK', 32)));
+  }
+
+  /** exp as express-openid-connect computes it (rolling sessions with an absolute cap). */
+  expiry(iat: number, uat: number): number {
+    return Math.min(uat + this.options.rollingSeconds, iat + this.options.absoluteSeconds);
+  }
+
+  /** Is a session with this header still alive now (as express-openid-connect would judge it)? */
+  alive(h: SessionHeader, now = epoch()): boolean {
+    return h.exp > now && h.uat + this.options.rollingSeconds > now && h.iat + this.options.absoluteSeconds > now;
+  }
+
+  encrypt(data: SessionData, header: SessionHeader): string {
+    const protectedHeader = b64u(Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', ...header })));
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
+    cipher.setAAD(Buffer.from(protectedHeader, 'ascii'));
+    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
+    return `${protectedHeader}..${b64u(iv)}.${b64u(ciphertext)}.${b64u(cipher.getAuthTag())}`;
+  }
+
+  /** Undefined for anything that is not a session this gateway wrote (any key of the rotation). */
+  decrypt(jwe: string): { header: SessionHeader; data: unknown } | undefined {
+    const parts = jwe.split('.');
+    if (parts.length !== 5 || parts[1] !== '') return undefined;
+    const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
+    let header: { alg?: unknown; enc?: unknown; iat?: unknown; uat?: unknown; exp?: unknown; crit?: unknown; zip?: unknown };
+    try {
+      header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    if (header.alg !== 'dir' || header.enc !== 'A256GCM' || header.crit !== undefined || header.zip !== undefined) return undefined;
+    if (typeof header.iat !== 'number' || typeof header.uat !== 'number' || typeof header.exp !== 'number') return undefined;
+    const iv = Buffer.from(ivText, 'base64url');
+    const tag = Buffer.from(tagText, 'base64url');
+    if (iv.length !== 12 || tag.length !== 16) return undefined;
+    const ciphertext = Buffer.from(ctText, 'base64url');
+    for (const key of this.keys) {
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
+        decipher.setAAD(Buffer.from(h, 'ascii'));
+        decipher.setAuthTag(tag);
+        const plain = Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+        return { header: { iat: header.iat, uat: header.uat, exp: header.exp }, data: JSON.parse(plain) };
+      } catch {
+        // next key of the rotation
+      }
+    }
+    return undefined;
+  }
+
+  private attributes(expires: Date): string {
+    return `; Path=/; Expires=${expires.toUTCString()}; HttpOnly${this.options.secure ? '; Secure' : ''}; SameSite=Lax`;
+  }
+
+  /**
+   * Set-Cookie lines carrying `value`: one cookie, or chunks as express-openid-connect cuts them;
+   * `present` (cookie names the request carried) that the new form does not overwrite are cleared.
+   */
+  setCookieLines(value: string, exp: number, present: string[]): string[] {
+    const attrs = this.attributes(new Date(exp * 1000));
+    const chunkSize = MAX_COOKIE_SIZE - `${SESSION_COOKIE}.0=${this.attributes(new Date())}`.length;
+    const lines: string[] = [];
+    const written = new Set<string>();
+    if (value.length <= chunkSize) {
+      lines.push(`${SESSION_COOKIE}=${value}${attrs}`);
+      written.add(SESSION_COOKIE);
+    } else {
+      for (let i = 0; i * chunkSize < value.length; i++) {
+        lines.push(`${SESSION_COOKIE}.${i}=${value.slice(i * chunkSize, (i + 1) * chunkSize)}${attrs}`);
+        written.add(`${SESSION_COOKIE}.${i}`);
+      }
+    }
+    for (const name of present) if (!written.has(name)) lines.push(this.clearLine(name));
+    return lines;
+  }
+
+  clearLine(name: string): string {
+    return `${name}=${this.attributes(new Date(0))}`;
+  }
+}
+
+const SESSION_NAME = /^appSession(?:\.(\d+))?$/;
+const GATEWAY_COOKIE = /^(?:appSession(?:\.\d+)?|_?auth_verification)$/;
+
+/** The session cookie of a Cookie header (joined chunks) and the names it came in. */
+export function readSessionCookie(cookieHeader: string | undefined): { value: string; names: string[] } | undefined {
+  if (!cookieHeader || !cookieHeader.includes(SESSION_COOKIE)) return undefined;
+  let whole: string | undefined;
+  const chunks: Array<[number, string]> = [];
+  const names: string[] = [];
+  for (const pair of cookieHeader.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq < 0) continue;
+    const name = pair.slice(0, eq).trim();
+    const m = SESSION_NAME.exec(name);
+    if (!m) continue;
+    const value = pair.slice(eq + 1).trim();
+    names.push(name);
+    if (m[1] === undefined) whole ??= value;
+    else chunks.push([Number(m[1]), value]);
+  }
+  if (whole) return { value: whole, names };
+  if (!chunks.length) return undefined;
+  chunks.sort((a, b) => a[0] - b[0]);
+  return { value: chunks.map((c) => c[1]).join(''), names };
+}
+
+/** The Cookie header without the gateway's own cookies (they never go to the chat front-end). */
+export function withoutGatewayCookies(cookieHeader: string): string {
+  return cookieHeader
+    .split(';')
+    .filter((pair) => {
+      const eq = pair.indexOf('=');
+      return !GATEWAY_COOKIE.test((eq < 0 ? pair : pair.slice(0, eq)).trim());
+    })
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .join('; ');
+}
+
+/** A small LRU with a time-to-live: repeated requests with one cookie or token cost a map lookup. */
+export class TtlCache<K, V> {
+  private readonly map = new Map<K, { value: V; expiresAt: number }>();
+
+  constructor(
+    private readonly max: number,
+    private readonly ttlMs: number,
+  ) {}
+
+  get(key: K, now = Date.now()): V | undefined {
+    const e = this.map.get(key);
+    if (!e) return undefined;
+    if (e.expiresAt <= now) {
+      this.map.delete(key);
+      return undefined;
+    }
+    // most recently used last
+    this.map.delete(key);
+    this.map.set(key, e);
+    return e.value;
+  }
+
+  set(key: K, value: V, ttlMs = this.ttlMs, now = Date.now()): void {
+    this.map.delete(key);
+    if (this.map.size >= this.max) {
+      const oldest = this.map.keys().next();
+      if (!oldest.done) this.map.delete(oldest.value);
+    }
+    this.map.set(key, { value, expiresAt: now + ttlMs });
+  }
+
+  delete(key: K): void {
+    this.map.delete(key);
+  }
+
+  clear(): void {
+    this.map.clear();
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}

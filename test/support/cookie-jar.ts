@@ -1,0 +1,170 @@
+// A tiny browser for the gateway's sign-in tests: a cookie jar (per host:port, path-matched,
+// expiring) and `browse()`, one HTTP exchange over a real socket that never follows redirects.
+import { CookieJar as IdpCookieJar, loginThroughIdp } from './idp.js';
+
+export interface Exchange {
+  status: number;
+  headers: Headers;
+  /** absolute */
+  location: string | undefined;
+  /** the raw Set-Cookie lines of this answer */
+  setCookies: string[];
+  text: string;
+  json<T = unknown>(): T;
+}
+
+export class Jar {
+  private readonly cookies = new Map<string, { value: string; path: string; expires?: number }>();
+
+  constructor(readonly origin: string) {}
+
+  store(lines: string[]): void {
+    for (const line of lines) {
+      const [pair, ...attrs] = line.split(';');
+      const eq = pair!.indexOf('=');
+      if (eq <= 0) continue;
+      const name = pair!.slice(0, eq).trim();
+      let path = '/';
+      let expires: number | undefined;
+      for (const attr of attrs) {
+        const [k, ...v] = attr.split('=');
+        const key = k!.trim().toLowerCase();
+        const val = v.join('=').trim();
+        if (key === 'path') path = val || '/';
+        else if (key === 'max-age') expires = Date.now() + Number(val) * 1000;
+        else if (key === 'expires' && expires === undefined) expires = Date.parse(val);
+      }
+      if (expires !== undefined && expires <= Date.now()) this.cookies.delete(name);
+      else this.cookies.set(name, { value: pair!.slice(eq + 1).trim(), path, expires });
+    }
+  }
+
+  header(path = '/'): string {
+    const out: string[] = [];
+    for (const [name, c] of this.cookies) {
+      if (c.expires !== undefined && c.expires <= Date.now()) continue;
+      if (path === c.path || path.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`)) out.push(`${name}=${c.value}`);
+    }
+    return out.join('; ');
+  }
+
+  get(name: string): string | undefined {
+    return this.cookies.get(name)?.value;
+  }
+
+  names(): string[] {
+    return [...this.cookies.keys()];
+  }
+
+  /** A copy (e.g. to replay an old cookie later). */
+  clone(): Jar {
+    const j = new Jar(this.origin);
+    for (const [k, v] of this.cookies) j.cookies.set(k, { ...v });
+    return j;
+  }
+}
+
+export async function browse(jar: Jar | undefined, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Exchange> {
+  const target = new URL(url, jar?.origin);
+  const headers: Record<string, string> = { ...init.headers };
+  const cookie = jar?.header(target.pathname);
+  if (cookie && headers.cookie === undefined) headers.cookie = cookie;
+  const res = await fetch(target, { method: init.method ?? 'GET', headers, body: init.body, redirect: 'manual' });
+  const setCookies = res.headers.getSetCookie();
+  jar?.store(setCookies);
+  const text = await res.text();
+  const location = res.headers.get('location');
+  return {
+    status: res.status,
+    headers: res.headers,
+    location: location ? new URL(location, target).href : undefined,
+    setCookies,
+    text,
+    json: <T>() => JSON.parse(text) as T,
+  };
+}
+
+/**
+ * A full code-flow login through the gateway: /auth/start (its query given), the IdP's login form,
+ * then the gateway's /auth/callback. Returns the jar holding the session and every exchange.
+ */
+export async function signIn(gatewayUrl: string, username: string, startQuery = '', jar = new Jar(gatewayUrl)) {
+  const start = await browse(jar, `/auth/start${startQuery ? `?${startQuery}` : ''}`);
+  if (start.status !== 302 || !start.location) throw new Error(`signIn: /auth/start answered ${start.status}: ${start.text}`);
+  const idpJar = new IdpCookieJar();
+  const { callbackUrl } = await loginThroughIdp(start.location, username, undefined, idpJar);
+  const callback = await browse(jar, callbackUrl);
+  if (callback.status !== 302) throw new Error(`signIn: callback answered ${callback.status}: ${callback.text}`);
+  return { jar, start, callback, idpJar, authorizeUrl: new URL(start.location) };
+}
+
+// ---- the sign-in test world: the realm, the chat front-end stand-in and the gateway -----------
+
+import { createServer } from 'node:net';
+import { loadSettings, type Env, type Settings } from '../../config/settings.js';
+import { createGateway, type Gateway } from '../../gateway/server.js';
+import { silentObservability, type Observability } from '../../gateway/observability.js';
+import { startIdp, type TestIdp } from './idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from './open-webui.js';
+
+export const CLIENT_ID = 'chat-gateway';
+export const CLIENT_SECRET = 'gateway-client-secret';
+export const SESSION_SECRET = 'sign-in-test-session-secret-0123456789abcdef';
+
+export interface World {
+  idp: TestIdp;
+  upstream: OpenWebUIStandIn;
+  gateway: Gateway;
+  settings: Settings;
+  /** the gateway, also its PUBLIC_URL */
+  url: string;
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; obs?: Observability } = {}): Promise<World> {
+  const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'], ...options.upstream });
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const idp = await startIdp({
+    clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }],
+    accessTokenTtl: options.accessTokenTtl ?? 300,
+  });
+  const settings = loadSettings(
+    {
+      NODE_ENV: 'test',
+      UPSTREAM_URL: upstream.url,
+      PUBLIC_URL: url,
+      OIDC_ISSUER_URL: idp.issuer,
+      OIDC_CLIENT_ID: CLIENT_ID,
+      OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      SESSION_SECRET,
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
+      LOG_LEVEL: 'silent',
+      ...options.env,
+    },
+    { stageFiles: false },
+  );
+  const gateway = await createGateway(settings, { obs: options.obs ?? silentObservability() });
+  await gateway.listen(port, '127.0.0.1');
+  return {
+    idp,
+    upstream,
+    gateway,
+    settings,
+    url,
+    async close() {
+      await gateway.close();
+      await Promise.all([idp.close(), upstream.close()]);
+    },
+  };
+}
