@@ -4,7 +4,7 @@
 //   /auth/login, /{locale}/auth/login                  one button per provider, or the welcome page
 //   /auth/login/{alias}, /{locale}/auth/login/{alias}  one button, or "this link is not available"
 //
-// A button is a link to /auth/start?idp=<alias>&returnTo=<path>[&locale=<tag>]: the sign-in
+// A button is a link to [/{locale}]/auth/start?idp=<alias>&returnTo=<path>: the sign-in
 // module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
 // links to /auth/start without idp (no hint: the realm's own username and password form).
 import type { ProviderEntry } from '../policies/login-routing.js';
@@ -102,15 +102,18 @@ export function loginPath(locale: PageLocale, alias?: string): string {
   return alias === undefined ? base : `${base}/${encodeURIComponent(alias)}`;
 }
 
-/** `/auth/start?idp=&returnTo=&tenant=&locale=`; no `idp` for direct login (no hint is sent). */
+/**
+ * `/auth/start?idp=&tenant=&returnTo=`, under `/{locale}` when the page has one (the sign-in
+ * module serves `/{locale}/auth/start` as the same route). No `idp` for direct login: no hint.
+ */
 export function startHref(opts: { idp?: string; returnTo?: string; tenant?: string; locale?: string }): string {
   const q = new URLSearchParams();
   if (opts.idp !== undefined) q.set('idp', opts.idp);
   if (opts.tenant !== undefined) q.set('tenant', opts.tenant);
   if (opts.returnTo !== undefined) q.set('returnTo', opts.returnTo);
-  if (opts.locale !== undefined) q.set('locale', opts.locale);
   const s = q.toString();
-  return s ? `/auth/start?${s}` : '/auth/start';
+  const path = opts.locale ? `/${opts.locale}/auth/start` : '/auth/start';
+  return s ? `${path}?${s}` : path;
 }
 
 const STYLE = `

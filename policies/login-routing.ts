@@ -143,7 +143,7 @@ export function splitGuardPath(path: string): GuardPath {
   } catch {
     return { locale, rest };
   }
-  return ID_SYNTAX.test(tenant) && tenant.length <= 200 ? { locale, tenant, rest } : { locale, rest };
+  return ID_SYNTAX.test(tenant) && tenant.length <= 128 ? { locale, tenant, rest } : { locale, rest };
 }
 
 /** The tenant a logged-out visit of `path` names (links 6), or undefined. */

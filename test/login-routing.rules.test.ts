@@ -1,0 +1,254 @@
+// Spec area B without I/O: the provider rules, the list response, the guard's reading of a path,
+// and IDP_TENANT_IDP_ALIASES at startup (links rule 5).
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import {
+  DIRECT_LOGIN_ALIAS,
+  buttonList,
+  guardTarget,
+  isHiddenOnLoginPage,
+  isUsableForLinks,
+  providerEntry,
+  providerListResponse,
+  safeReturnTo,
+  splitGuardPath,
+  type IdentityProvider,
+} from '../policies/login-routing.js';
+import { clientKey, RateLimiter, tokenUrlFor } from '../gateway/login-routing.js';
+import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
+import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
+import { demoIdentityProviders, demoTenantAliases } from './support/demo-realm.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+const idp = (alias: string, extra: Partial<IdentityProvider> = {}): IdentityProvider => ({ alias, displayName: alias.toUpperCase(), enabled: true, linkOnly: false, ...extra });
+
+describe('login routing rules (policies/login-routing.ts)', () => {
+  describe('usable for links: enabled and not link-only', () => {
+    it('accepts an enabled provider, hidden or not (B4, B5)', () => {
+      expect(isUsableForLinks(idp('a'))).to.equal(true);
+      expect(isUsableForLinks(idp('a', { hideOnLogin: true }))).to.equal(true);
+      expect(isUsableForLinks(idp('a', { config: { hideOnLoginPage: 'true' } }))).to.equal(true);
+    });
+    it('refuses disabled, link-only, absent and half-described providers', () => {
+      expect(isUsableForLinks(idp('a', { enabled: false }))).to.equal(false);
+      expect(isUsableForLinks(idp('a', { linkOnly: true }))).to.equal(false);
+      expect(isUsableForLinks(null)).to.equal(false);
+      expect(isUsableForLinks(undefined)).to.equal(false);
+      // no `enabled` at all: not usable (the catalog asks for full representations, never the brief form)
+      expect(isUsableForLinks({ alias: 'a' })).to.equal(false);
+    });
+  });
+
+  describe('hidden on the login page: both Keycloak generations', () => {
+    it('reads the pre-26 config key as the spec says (B5)', () => {
+      expect(isHiddenOnLoginPage(idp('a', { config: { hideOnLoginPage: 'true' } }))).to.equal(true);
+      expect(isHiddenOnLoginPage(idp('a', { config: { hideOnLoginPage: 'false' } }))).to.equal(false);
+    });
+    it("reads Keycloak 26's top-level hideOnLogin", () => {
+      expect(isHiddenOnLoginPage(idp('a', { hideOnLogin: true }))).to.equal(true);
+      expect(isHiddenOnLoginPage(idp('a', { hideOnLogin: false, config: {} }))).to.equal(false);
+    });
+    it('is not hidden without either', () => {
+      expect(isHiddenOnLoginPage(idp('a'))).to.equal(false);
+    });
+  });
+
+  describe('the button list (B1, B5)', () => {
+    it('keeps the enabled, not link-only, not hidden providers of the demo realm', () => {
+      expect(buttonList(demoIdentityProviders).map((p) => p.alias)).to.deep.equal(['acme-entra', 'globex-okta']);
+    });
+    it('orders by config.guiOrder, then as listed', () => {
+      const list = [idp('c', { config: { guiOrder: '2' } }), idp('b'), idp('a', { config: { guiOrder: '1' } }), idp('d')];
+      expect(buttonList(list).map((p) => p.alias)).to.deep.equal(['a', 'c', 'b', 'd']);
+    });
+    it('never lets a realm provider pose as the synthetic direct-login entry', () => {
+      expect(buttonList([idp(DIRECT_LOGIN_ALIAS)])).to.deep.equal([]);
+    });
+    it('prints alias and display_name only, the name falling back to the alias', () => {
+      expect(providerEntry(demoIdentityProviders[0]!)).to.deep.equal({ alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' });
+      expect(providerEntry({ alias: 'x', enabled: true })).to.deep.equal({ alias: 'x', display_name: 'x' });
+      expect(providerEntry({ alias: 'x', displayName: '  ', enabled: true })).to.deep.equal({ alias: 'x', display_name: 'x' });
+    });
+  });
+
+  describe('the provider list response (B1, B2, versioning 2)', () => {
+    const direct = { alias: 'direct-login', display_name: 'Administrator login' };
+    const buttons = [
+      { alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' },
+      { alias: 'globex-okta', display_name: 'Globex (Okta)' },
+    ];
+    it('switch off: welcome_page false and the buttons', () => {
+      expect(providerListResponse({ welcomePage: false, showIdpLogin: false }, demoIdentityProviders)).to.deep.equal({ welcome_page: false, providers: buttons });
+    });
+    it('switch off with SHOW_IDP_LOGIN: the buttons and the direct-login entry', () => {
+      expect(providerListResponse({ welcomePage: false, showIdpLogin: true }, demoIdentityProviders)).to.deep.equal({ welcome_page: false, providers: [...buttons, direct] });
+    });
+    it('switch on: no providers, without needing the catalog', () => {
+      expect(providerListResponse({ welcomePage: true, showIdpLogin: false })).to.deep.equal({ welcome_page: true, providers: [] });
+    });
+    it('switch on with SHOW_IDP_LOGIN: only the direct-login entry, whatever the realm holds', () => {
+      expect(providerListResponse({ welcomePage: true, showIdpLogin: true }, demoIdentityProviders)).to.deep.equal({ welcome_page: true, providers: [direct] });
+    });
+    it('refuses to build the switch-off answer without the catalog', () => {
+      expect(() => providerListResponse({ welcomePage: false, showIdpLogin: false })).to.throw(/needed/);
+    });
+  });
+
+  describe('the tenant a logged-out page names (links 6)', () => {
+    const cases: Array<[string, string | undefined, string]> = [
+      ['/acme', 'acme', '/'],
+      ['/acme/', 'acme', '/'],
+      ['/acme/c/123', 'acme', '/c/123'],
+      ['/de/acme', 'acme', '/'],
+      ['/de-CH/acme/workspace/', 'acme', '/workspace/'],
+      ['/en/acme-eu.1', 'acme-eu.1', '/'],
+      ['/ibm', 'ibm', '/'], // a lone segment is the tenant, even when it looks like a language tag
+      ['/de', 'de', '/'],
+      ['/', undefined, '/'],
+      ['/auth/login', undefined, '/login'],
+      ['/de/auth/login', undefined, '/login'],
+      ['/%7Eacme', undefined, '/'], // not a tenant id
+      ['/-acme', undefined, '/'],
+      [`/${'a'.repeat(129)}`, undefined, '/'],
+    ];
+    for (const [path, tenant, rest] of cases) {
+      it(`${path} names ${tenant ?? 'no tenant'}`, () => {
+        expect(guardTarget(path)).to.equal(tenant);
+        expect(splitGuardPath(path).rest).to.equal(rest);
+      });
+    }
+    it('keeps the locale only in front of more segments', () => {
+      expect(splitGuardPath('/de/acme').locale).to.equal('de');
+      expect(splitGuardPath('/de').locale).to.equal(undefined);
+    });
+  });
+
+  describe('returnTo stays on this site', () => {
+    it('accepts local paths', () => {
+      expect(safeReturnTo('/')).to.equal('/');
+      expect(safeReturnTo('/c/1?x=2')).to.equal('/c/1?x=2');
+    });
+    for (const bad of ['//evil.example', '/\\evil.example', 'https://evil.example', 'evil', '', '/a\nb', `/${'a'.repeat(3000)}`, ['/a'], 5]) {
+      it(`drops ${JSON.stringify(bad).slice(0, 40)}`, () => expect(safeReturnTo(bad)).to.equal(undefined));
+    }
+  });
+
+  describe('page helpers', () => {
+    it('escapes markup', () => {
+      expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).to.equal('&#60;a href=&#34;x&#34; onclick=&#39;y&#39;&#62;&#38;&#60;/a&#62;');
+    });
+    it('builds /auth/start links: hint only with an alias, the locale as a path prefix', () => {
+      expect(startHref({ idp: 'acme-entra', returnTo: '/c/1' })).to.equal('/auth/start?idp=acme-entra&returnTo=%2Fc%2F1');
+      expect(startHref({ idp: 'acme-entra', tenant: 'acme', locale: 'de' })).to.equal('/de/auth/start?idp=acme-entra&tenant=acme');
+      expect(startHref({})).to.equal('/auth/start');
+    });
+    it('speaks German for de and its regions, English otherwise', () => {
+      expect(pageLocale('de')).to.deep.equal({ prefix: 'de', lang: 'de', htmlLang: 'de' });
+      expect(pageLocale('de-CH')).to.deep.equal({ prefix: 'de-CH', lang: 'de', htmlLang: 'de-CH' });
+      expect(pageLocale('fr')).to.deep.equal({ prefix: 'fr', lang: 'en', htmlLang: 'en' });
+      expect(pageLocale(undefined)).to.deep.equal({ prefix: undefined, lang: 'en', htmlLang: 'en' });
+    });
+  });
+
+  describe('rate limit keys and windows (links 12)', () => {
+    it('keys IPv4 by address and IPv6 by /64', () => {
+      expect(clientKey('10.1.2.3')).to.equal('10.1.2.3');
+      expect(clientKey('::ffff:10.1.2.3')).to.equal('10.1.2.3');
+      expect(clientKey('2001:db8:1:2:aaaa::1')).to.equal('2001:db8:1:2::/64');
+      expect(clientKey('2001:db8:1:2:bbbb:cccc:dddd:eeee')).to.equal('2001:db8:1:2::/64');
+      expect(clientKey('2001:db8::1')).to.equal('2001:db8:0:0::/64');
+      expect(clientKey('::1')).to.equal('0:0:0:0::/64');
+      expect(clientKey(undefined)).to.equal('unknown');
+    });
+    it('counts per window and says when to come back', () => {
+      let t = 0;
+      const rl = new RateLimiter(2, 60_000, () => t);
+      expect(rl.take('a').ok).to.equal(true);
+      expect(rl.take('a').ok).to.equal(true);
+      expect(rl.take('a')).to.deep.equal({ ok: false, retryAfter: 60 });
+      expect(rl.take('b').ok).to.equal(true);
+      t = 59_500;
+      expect(rl.take('a')).to.deep.equal({ ok: false, retryAfter: 1 });
+      t = 60_000;
+      expect(rl.take('a').ok).to.equal(true);
+    });
+    it('is off at 0', () => {
+      const rl = new RateLimiter(0, 60_000, () => 0);
+      for (let i = 0; i < 1000; i++) expect(rl.take('a').ok).to.equal(true);
+    });
+  });
+
+  it('derives the service-account token endpoint from the admin URL', () => {
+    expect(tokenUrlFor('https://kc.example/admin/realms/platform')).to.equal('https://kc.example/realms/platform/protocol/openid-connect/token');
+    expect(tokenUrlFor('https://kc.example/auth/admin/realms/p/')).to.equal('https://kc.example/auth/realms/p/protocol/openid-connect/token');
+    expect(() => tokenUrlFor('https://kc.example/realms/platform')).to.throw(/admin\/realms/);
+  });
+});
+
+describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
+  const env = (value: string | undefined) => ({
+    UPSTREAM_URL: 'http://127.0.0.1:9',
+    OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform',
+    OIDC_CLIENT_ID: 'chat-gateway',
+    OIDC_CLIENT_SECRET: 'gateway-secret',
+    SESSION_SECRET: 'test-session-secret-0123456789abcdef',
+    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+    CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+    IDP_TENANT_IDP_ALIASES: value,
+  });
+
+  it('reads the demo mapping; several tenants may share one alias', () => {
+    const parsed = parseTenantAliases(`${demoTenantAliases}, acme-eu = acme-entra`);
+    expect(parsed.ok).to.equal(true);
+    if (!parsed.ok) return;
+    expect([...parsed.map]).to.deep.equal([
+      ['acme', 'acme-entra'],
+      ['globex', 'globex-okta'],
+      ['initech', 'partner-linkonly'],
+      ['acme-eu', 'acme-entra'],
+    ]);
+  });
+
+  it('an empty value (or none) is valid and turns tenant links off', () => {
+    for (const v of [undefined, '', '   ']) {
+      const parsed = parseTenantAliases(v);
+      expect(parsed.ok && parsed.map.size).to.equal(0);
+      expect(loadSettings(env(v), { stageFiles: false }).login.tenantAliases.size).to.equal(0);
+    }
+  });
+
+  const malformed = ['acme', 'acme=', '=acme-entra', 'acme=acme-entra,globex', 'acme==x', 'acme=a=b', 'ac me=x', 'acme=x y', 'acme=x,,globex=y', 'acme=x,', '-acme=x', 'acme=%41'];
+  for (const value of malformed) {
+    it(`fails on the malformed pair in ${JSON.stringify(value)}`, () => {
+      expect(parseTenantAliases(value).ok).to.equal(false);
+      expect(() => loadSettings(env(value), { stageFiles: false }))
+        .to.throw(SettingsError)
+        .with.property('message')
+        .that.matches(/IDP_TENANT_IDP_ALIASES: malformed pair/);
+    });
+  }
+
+  it('fails on a tenant that appears twice, even with the same alias', () => {
+    for (const value of ['acme=a,acme=b', 'acme=a,globex=g,acme=a']) {
+      const parsed = parseTenantAliases(value);
+      expect(parsed).to.deep.equal({ ok: false, error: 'tenant "acme" appears twice' });
+      expect(() => loadSettings(env(value), { stageFiles: false })).to.throw(/IDP_TENANT_IDP_ALIASES: tenant "acme" appears twice/);
+    }
+  });
+
+  it('stops `npm start` before listening, naming the variable', function () {
+    this.timeout(20_000);
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], {
+      cwd: root,
+      env: { PATH: process.env.PATH, ...env('acme=acme-entra,acme=globex-okta'), NODE_ENV: 'production', PUBLIC_URL: 'http://localhost:8080', PORT: '0' },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(run.status).to.equal(2);
+    expect(run.stderr).to.match(/IDP_TENANT_IDP_ALIASES: tenant "acme" appears twice/);
+    expect(run.stdout).not.to.match(/listening/);
+  });
+});
