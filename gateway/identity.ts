@@ -457,8 +457,10 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   router.get('/auth/start', (req, res) => {
     const idp = typeof req.query.idp === 'string' && TENANT_ID.test(req.query.idp) ? req.query.idp : undefined;
     const tenant = typeof req.query.tenant === 'string' && TENANT_ID.test(req.query.tenant) ? req.query.tenant : undefined;
+    const locale = typeof req.query.locale === 'string' && /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i.test(req.query.locale) ? req.query.locale : undefined;
+    const authorizationParams = { ...(idp ? { kc_idp_hint: idp, idp_hint: idp } : {}), ...(locale ? { ui_locales: locale } : {}) };
     res.set('cache-control', 'no-store');
-    void res.oidc.login({ returnTo: safeReturnTo(req.query.returnTo), tenant, authorizationParams: idp ? { kc_idp_hint: idp, idp_hint: idp } : {} } as Parameters<typeof res.oidc.login>[0]);
+    void res.oidc.login({ returnTo: safeReturnTo(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
   });
 
   router.get('/auth/logout', (req, res) => {

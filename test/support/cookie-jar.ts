@@ -101,9 +101,14 @@ export async function signIn(gatewayUrl: string, username: string, startQuery = 
 // ---- the sign-in test world: the realm, the chat front-end stand-in and the gateway -----------
 
 import { createServer } from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { demoIdentityProviders } from './demo-realm.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/server.js';
-import { silentObservability, type Observability } from '../../gateway/observability.js';
+import type { Observability } from '../../gateway/observability.js';
+import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from './idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from './open-webui.js';
 
@@ -116,6 +121,8 @@ export interface World {
   upstream: OpenWebUIStandIn;
   gateway: Gateway;
   settings: Settings;
+  /** log and audit lines of the gateway */
+  obs: Observability & { lines: LogLine[] };
   /** the gateway, also its PUBLIC_URL */
   url: string;
   close(): Promise<void>;
@@ -129,7 +136,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; obs?: Observability } = {}): Promise<World> {
+export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions } = {}): Promise<World> {
   const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'], ...options.upstream });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -137,8 +144,11 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
     clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }],
     accessTokenTtl: options.accessTokenTtl ?? 300,
   });
+  const providersFile = join(mkdtempSync(join(tmpdir(), 'sign-in-')), 'providers.json');
+  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
   const settings = loadSettings(
     {
+      IDP_PROVIDERS_FILE: providersFile,
       NODE_ENV: 'test',
       UPSTREAM_URL: upstream.url,
       PUBLIC_URL: url,
@@ -149,18 +159,20 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
       CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
       CHATUI_ENABLE_ADMIN_EXPORT: 'false',
       IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
-      LOG_LEVEL: 'silent',
+      LOG_LEVEL: 'info',
       ...options.env,
     },
     { stageFiles: false },
   );
-  const gateway = await createGateway(settings, { obs: options.obs ?? silentObservability() });
+  const obs = capturingObservability();
+  const gateway = await createGateway(settings, { obs });
   await gateway.listen(port, '127.0.0.1');
   return {
     idp,
     upstream,
     gateway,
     settings,
+    obs,
     url,
     async close() {
       await gateway.close();
