@@ -104,7 +104,7 @@ import { createServer } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { demoIdentityProviders } from './demo-realm.js';
+import { demoIdentityProviders, type DemoAccount } from './demo-realm.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/server.js';
 import type { Observability } from '../../gateway/observability.js';
@@ -136,13 +136,14 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions } = {}): Promise<World> {
+export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
   const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'], ...options.upstream });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({
     clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }],
     accessTokenTtl: options.accessTokenTtl ?? 300,
+    accounts: options.accounts,
   });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'sign-in-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
