@@ -159,7 +159,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
         providerId: 'oidc',
         enabled: true,
         linkOnly: i % 50 === 49,
-        config: i === 120 ? { hideOnLoginPage: 'true' } : {},
+        config: (i === 120 ? { hideOnLoginPage: 'true' } : {}) as Record<string, string>,
       }));
       const r = await rig({ kc: { providers } });
       try {
