@@ -38,8 +38,11 @@ export class FileViews {
   async serveOwn(res: ServerResponse, view: FilesView, path: string, search: string, headers: Record<string, string | string[] | undefined>, callerId: string): Promise<void> {
     try {
       const params = new URLSearchParams(search);
-      if (view === 'list') return await this.list(res, path, params, headers, callerId);
-      if (view === 'search') return await this.search(res, path, params, headers, callerId);
+      // The view the policy judged, fetched at the upstream's own route: `/API/v1/Files/` or
+      // `/api/v1/files` (no slash), which the policy also filters, would reach the upstream's SPA
+      // fallback or its slash redirect instead, and fail closed as a 502 for a client's spelling.
+      if (view === 'list') return await this.list(res, '/api/v1/files/', params, headers, callerId);
+      if (view === 'search') return await this.search(res, '/api/v1/files/search', params, headers, callerId);
       return await this.count(res, headers, callerId);
     } catch (err) {
       const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));

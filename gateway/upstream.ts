@@ -80,7 +80,14 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       proxyReq.destroy();
     }, options.timeoutMs);
   });
-  proxy.on('proxyRes', (_proxyRes, req) => clearTimeout((req as Tracked)[kTimer]));
+  proxy.on('proxyRes', (proxyRes, req, res) => {
+    clearTimeout((req as Tracked)[kTimer]);
+    // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
+    // client's own `Connection: close` (removed from req.headers before forwarding) must still be
+    // honoured: left alone, http-proxy-3 answers `Connection: keep-alive` and the socket stays open.
+    for (const h of ['connection', 'keep-alive', 'proxy-connection']) delete proxyRes.headers[h];
+    proxyRes.headers.connection = (res as ServerResponse).shouldKeepAlive === false ? 'close' : 'keep-alive';
+  });
 
   const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {
     const tracked = req as Tracked;
