@@ -12,10 +12,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
-import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
-import { epoch, isSessionData, readSessionCookie, SessionCodec, TtlCache, withoutGatewayCookies, type SessionData, type SessionHeader, type SessionUser } from './session.js';
+import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 
 export interface Identity {
   sub: string;
@@ -55,16 +55,6 @@ interface Discovery {
   userinfo_endpoint?: string;
   revocation_endpoint?: string;
 }
-
-interface Entry {
-  value: string;
-  header: SessionHeader;
-  data: SessionData;
-  /** the cookie that replaced this one (refresh or rolling touch), for requests still sending this one */
-  next?: Entry;
-}
-
-type Refreshed = { kind: 'ok'; entry: Entry } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
 
 /** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
@@ -139,28 +129,6 @@ export function safeReturnTo(value: unknown): string {
   }
 }
 
-const kCookies = Symbol('gateway-set-cookie');
-
-/**
- * Add Set-Cookie lines that survive later `setHeader('set-cookie', ...)` calls: the proxy copies the
- * upstream's Set-Cookie with setHeader, which would otherwise drop the renewed session cookie.
- */
-function addSetCookie(res: ServerResponse, lines: string[]): void {
-  const r = res as ServerResponse & { [kCookies]?: string[] };
-  if (!r[kCookies]) {
-    const ours: string[] = (r[kCookies] = []);
-    const original = res.setHeader;
-    res.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
-      if (name.toLowerCase() !== 'set-cookie') return original.call(this, name, value);
-      const theirs = (Array.isArray(value) ? value : [value]).map(String).filter((l) => !ours.includes(l));
-      return original.call(this, name, [...ours, ...theirs]);
-    } as typeof res.setHeader;
-  }
-  r[kCookies]!.push(...lines);
-  const existing = res.getHeader('set-cookie');
-  res.setHeader('set-cookie', existing === undefined ? [] : Array.isArray(existing) ? existing : [String(existing)]);
-}
-
 export async function createAuthenticator(settings: Settings, obs: Observability): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) {
@@ -171,10 +139,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   }
   const issuer = trimSlash(o.issuerUrl);
   const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
-  const sessions = new TtlCache<string, Entry>(20_000, 5 * 60_000);
   const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, 5 * 60_000);
-  const revoked = new TtlCache<string, true>(100_000, o.absoluteSeconds * 1000);
-  const refreshing = new Map<string, Promise<Refreshed>>();
 
   // ---- the identity provider: discovery, JWKS, token endpoint -------------------------------
 
@@ -261,19 +226,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  function entryOf(data: SessionData, iat: number, now = epoch()): Entry {
-    const header = { iat, uat: now, exp: codec.expiry(iat, now) };
-    return { value: codec.encrypt(data, header), header, data };
-  }
-
-  async function refresh(entry: Entry): Promise<Refreshed> {
-    const { data } = entry;
+  async function refresh(data: SessionData): Promise<RefreshResult> {
     if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
     let res: globalThis.Response;
-    let d: Discovery;
     try {
-      d = await discovery();
-      res = await tokenRequest(d.token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token });
+      res = await tokenRequest((await discovery()).token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token });
     } catch (err) {
       return { kind: 'unavailable', reason: (err as Error).message };
     }
@@ -285,25 +242,21 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
       const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
       const active = data.active_tenant && user.tenants.includes(data.active_tenant) ? data.active_tenant : defaultTenant(user);
-      return { kind: 'ok', entry: entryOf({ ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt }, entry.header.iat) };
+      return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
     } catch (err) {
-      return { kind: 'ended', reason: (err as Error).message };
+      // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
+      const e = err as Error;
+      const transient = e instanceof joseErrors.JWKSTimeout || ['TypeError', 'AbortError', 'TimeoutError'].includes(e.name);
+      return { kind: transient ? 'unavailable' : 'ended', reason: e.message };
     }
   }
 
-  function refreshOnce(entry: Entry): Promise<Refreshed> {
-    let p = refreshing.get(entry.data.id);
-    if (!p) {
-      p = refresh(entry).finally(() => refreshing.delete(entry.data.id));
-      refreshing.set(entry.data.id, p);
-    }
-    return p;
-  }
-
-  function endSession(data: SessionData, header: SessionHeader, why: string): void {
-    revoked.set(data.id, true, Math.max(1, header.exp - epoch()) * 1000);
-    obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason: why }, 'session ended');
-  }
+  const store = new SessionStore(codec, o, {
+    refresh,
+    ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
+    unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
+    lookup: (hit) => obs.metrics.cache.inc({ cache: 'session', result: hit ? 'hit' : 'miss' }),
+  });
 
   const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
     ...u,
@@ -311,51 +264,6 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     activeTenant,
     via,
   });
-
-  /** The live session entry of a request (refreshed or touched as needed), or undefined. */
-  async function sessionEntry(found: { value: string; names: string[] }, res?: ServerResponse): Promise<Entry | undefined> {
-    const now = epoch();
-    let entry = sessions.get(found.value);
-    obs.metrics.cache.inc({ cache: 'session', result: entry ? 'hit' : 'miss' });
-    if (!entry) {
-      const dec = codec.decrypt(found.value);
-      if (!dec || !isSessionData(dec.data)) {
-        if (res) addSetCookie(res, found.names.map((n) => codec.clearLine(n)));
-        return undefined;
-      }
-      entry = { value: found.value, header: dec.header, data: dec.data };
-      sessions.set(found.value, entry);
-    }
-    for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
-    const clear = () => {
-      if (res) addSetCookie(res, found.names.map((n) => codec.clearLine(n)));
-      return undefined;
-    };
-    if (!codec.alive(entry.header, now) || revoked.get(entry.data.id)) return clear();
-    let current = entry;
-    if (entry.data.expires_at - now <= o.refreshMarginSeconds) {
-      const r = await refreshOnce(entry);
-      if (r.kind === 'ok') {
-        entry.next ??= r.entry;
-        current = entry.next;
-        sessions.set(current.value, current);
-      } else if (r.kind === 'ended') {
-        if (!revoked.get(entry.data.id)) endSession(entry.data, entry.header, r.reason);
-        sessions.delete(found.value);
-        return clear();
-      } else {
-        // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
-        obs.log.warn({ reason: r.reason, sub: entry.data.user.sub }, 'token refresh unavailable');
-        if (entry.data.expires_at <= now) return undefined;
-      }
-    } else if (now - entry.header.uat > o.rollingSeconds / 2) {
-      entry.next ??= entryOf(entry.data, entry.header.iat, now);
-      current = entry.next;
-      sessions.set(current.value, current);
-    }
-    if (res && current.value !== found.value) addSetCookie(res, codec.setCookieLines(current.value, current.header.exp, found.names));
-    return current;
-  }
 
   function realmBearer(authorization: string | string[] | undefined): string | undefined {
     const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
@@ -402,7 +310,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (rest) headers.cookie = rest;
       else delete headers.cookie;
       const found = identity ? undefined : readSessionCookie(cookie);
-      const entry = found ? await sessionEntry(found, res) : undefined;
+      const entry = found ? await store.live(found, res) : undefined;
       if (entry) identity = identityOf(entry.data.user, entry.data.active_tenant, 'session');
     }
     return identity;
@@ -467,7 +375,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const r = req as unknown as { appSession?: Partial<SessionData> | null };
     const data = r.appSession;
     if (isSessionData(data)) {
-      revoked.set(data.id, true);
+      store.revoke(data.id);
       obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email }, 'signed out');
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }
@@ -493,7 +401,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     if (origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
     if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
     const found = readSessionCookie(req.headers.cookie);
-    const entry = found ? await sessionEntry(found, res) : undefined;
+    const entry = found ? await store.live(found, res) : undefined;
     if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
     const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
     if (typeof tenant !== 'string' || !TENANT_ID.test(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
@@ -501,17 +409,16 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
       return void res.status(403).json({ detail: 'Not a member of this tenant' });
     }
-    const next = entryOf({ ...entry.data, active_tenant: tenant }, entry.header.iat);
-    entry.next = next;
-    sessions.set(next.value, next);
-    addSetCookie(res, codec.setCookieLines(next.value, next.header.exp, found.names));
+    const next = store.replace(entry, { ...entry.data, active_tenant: tenant }, found.names, res);
     res.json(sessionBody(identityOf(next.data.user, tenant, 'session')));
   });
 
-  router.use((err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
+  router.use(async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
     const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
     if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
-    obs.log.warn({ err: { message: err.message, error: err.error } }, 'sign-in failed');
+    obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
+    // A callback replayed (Back button) by a browser that is signed in: nothing to do.
+    if (req.path.startsWith('/auth/callback') && (await authenticate(req).catch(() => undefined))) return void res.redirect('/');
     const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
     res.status(status).json({ detail, error: err.error });
   });
@@ -544,7 +451,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       return probe.result;
     },
     async close() {
-      sessions.clear();
+      store.clear();
       bearers.clear();
     },
   };

@@ -7,7 +7,11 @@
 //   - protected header `{alg, enc, iat, uat, exp}` (seconds): iat = login, uat = last update,
 //     exp = min(uat + rolling, iat + absolute); a reader also checks the current durations.
 // See node_modules/express-openid-connect/lib/{appSession,crypto}.js (3.4).
+// `SessionStore` is the data plane's side: decrypted sessions cached by cookie value, the access
+// token refreshed (one request per session at a time) shortly before it expires, ended sessions
+// remembered so that a copy of their cookie is refused too.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -197,6 +201,28 @@ export function withoutGatewayCookies(cookieHeader: string): string {
     .join('; ');
 }
 
+const kCookies = Symbol('gateway-set-cookie');
+
+/**
+ * Add Set-Cookie lines that survive later `setHeader('set-cookie', ...)` calls: the proxy copies the
+ * upstream's Set-Cookie with setHeader, which would otherwise drop the renewed session cookie.
+ */
+export function addSetCookie(res: ServerResponse, lines: string[]): void {
+  const r = res as ServerResponse & { [kCookies]?: string[] };
+  if (!r[kCookies]) {
+    const ours: string[] = (r[kCookies] = []);
+    const original = res.setHeader;
+    res.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
+      if (name.toLowerCase() !== 'set-cookie') return original.call(this, name, value);
+      const theirs = (Array.isArray(value) ? value : [value]).map(String).filter((l) => !ours.includes(l));
+      return original.call(this, name, [...ours, ...theirs]);
+    } as typeof res.setHeader;
+  }
+  r[kCookies]!.push(...lines);
+  const existing = res.getHeader('set-cookie');
+  res.setHeader('set-cookie', existing === undefined ? [] : Array.isArray(existing) ? existing : [String(existing)]);
+}
+
 /** A small LRU with a time-to-live: repeated requests with one cookie or token cost a map lookup. */
 export class TtlCache<K, V> {
   private readonly map = new Map<K, { value: V; expiresAt: number }>();
@@ -238,5 +264,120 @@ export class TtlCache<K, V> {
 
   get size(): number {
     return this.map.size;
+  }
+}
+
+export type RefreshResult = { kind: 'ok'; data: SessionData } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
+
+export interface SessionEntry {
+  value: string;
+  header: SessionHeader;
+  data: SessionData;
+  /** the cookie that replaced this one (refresh, rolling touch, tenant switch), for requests still sending this one */
+  next?: SessionEntry;
+}
+
+export interface SessionHooks {
+  /** Ask the identity provider for new tokens; the result is the renewed session data. */
+  refresh(data: SessionData): Promise<RefreshResult>;
+  ended(data: SessionData, reason: string): void;
+  unavailable(data: SessionData, reason: string): void;
+  lookup?(hit: boolean): void;
+}
+
+export class SessionStore {
+  private readonly entries = new TtlCache<string, SessionEntry>(20_000, 5 * 60_000);
+  private readonly revoked: TtlCache<string, true>;
+  private readonly refreshing = new Map<string, Promise<RefreshResult>>();
+
+  constructor(
+    readonly codec: SessionCodec,
+    private readonly options: { refreshMarginSeconds: number; rollingSeconds: number; absoluteSeconds: number },
+    private readonly hooks: SessionHooks,
+  ) {
+    this.revoked = new TtlCache<string, true>(100_000, options.absoluteSeconds * 1000);
+  }
+
+  /** A new cookie for `data`, keeping the login time `iat`. */
+  entryOf(data: SessionData, iat: number, now = epoch()): SessionEntry {
+    const header = { iat, uat: now, exp: this.codec.expiry(iat, now) };
+    return { value: this.codec.encrypt(data, header), header, data };
+  }
+
+  /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused. */
+  revoke(id: string, seconds = this.options.absoluteSeconds): void {
+    this.revoked.set(id, true, Math.max(1, seconds) * 1000);
+  }
+
+  /**
+   * The live session of a request's cookie, refreshed or touched as needed, or undefined.
+   * With `res`, a renewed cookie is set on it, and a dead one cleared.
+   */
+  async live(found: { value: string; names: string[] }, res?: ServerResponse): Promise<SessionEntry | undefined> {
+    const now = epoch();
+    const clear = () => {
+      if (res) addSetCookie(res, found.names.map((n) => this.codec.clearLine(n)));
+      return undefined;
+    };
+    let entry = this.entries.get(found.value);
+    this.hooks.lookup?.(entry !== undefined);
+    if (!entry) {
+      const dec = this.codec.decrypt(found.value);
+      if (!dec || !isSessionData(dec.data)) return clear();
+      entry = { value: found.value, header: dec.header, data: dec.data };
+      this.entries.set(found.value, entry);
+    }
+    for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
+    if (!this.codec.alive(entry.header, now) || this.revoked.get(entry.data.id)) return clear();
+    let current = entry;
+    const { data } = entry;
+    // Without a refresh token the session lasts as long as its access token.
+    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now)) {
+      const r = await this.refreshOnce(data);
+      if (r.kind === 'ok') {
+        entry.next ??= this.entryOf(r.data, entry.header.iat);
+        current = entry.next;
+        this.entries.set(current.value, current);
+      } else if (r.kind === 'ended') {
+        if (!this.revoked.get(data.id)) {
+          this.revoke(data.id, entry.header.exp - now);
+          this.hooks.ended(data, r.reason);
+        }
+        this.entries.delete(found.value);
+        return clear();
+      } else {
+        // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
+        this.hooks.unavailable(data, r.reason);
+        if (data.expires_at <= now) return undefined;
+      }
+    } else if (now - entry.header.uat > this.options.rollingSeconds / 2) {
+      entry.next ??= this.entryOf(data, entry.header.iat, now);
+      current = entry.next;
+      this.entries.set(current.value, current);
+    }
+    if (res && current.value !== found.value) addSetCookie(res, this.codec.setCookieLines(current.value, current.header.exp, found.names));
+    return current;
+  }
+
+  /** Replace a live session's data (tenant switch) and set the new cookie. */
+  replace(entry: SessionEntry, data: SessionData, names: string[], res: ServerResponse): SessionEntry {
+    const next = this.entryOf(data, entry.header.iat);
+    entry.next = next;
+    this.entries.set(next.value, next);
+    addSetCookie(res, this.codec.setCookieLines(next.value, next.header.exp, names));
+    return next;
+  }
+
+  private refreshOnce(data: SessionData): Promise<RefreshResult> {
+    let p = this.refreshing.get(data.id);
+    if (!p) {
+      p = this.hooks.refresh(data).finally(() => this.refreshing.delete(data.id));
+      this.refreshing.set(data.id, p);
+    }
+    return p;
+  }
+
+  clear(): void {
+    this.entries.clear();
   }
 }
