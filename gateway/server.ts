@@ -35,6 +35,7 @@ import {
 import { createAuthenticator, type Authenticator, type Identity } from './identity.js';
 import { createLoginRouting, localeOf, type LoginRouting } from './login-routing.js';
 import { createObservability, type Observability } from './observability.js';
+import { WebSocketTracker } from './websockets.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
 
@@ -212,13 +213,20 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     await carryOut(decision, req, res, caller, path, search, expectContinue);
   }
 
+  const websockets = new WebSocketTracker();
+  let closing = false;
+
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
+    if (closing) res.setHeader('connection', 'close');
     res.once('finish', () => {
       const cls = req.url ? classifySafe(req.url) : 'page';
       obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
       obs.metrics.latency.observe({ route_class: cls }, Number(process.hrtime.bigint() - started) / 1e9);
+      // Shutting down: a keep-alive connection whose last response is done goes now.
+      if (closing) setImmediate(() => server.closeIdleConnections());
     });
+    res.once('close', () => logRequest(obs, req, res, started));
     handle(req, res).catch((err: unknown) => {
       const e = err as Error;
       if (e instanceof UpstreamError) {
@@ -236,6 +244,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify({ detail: reason }).length}\r\n\r\n${JSON.stringify({ detail: reason })}`);
       socket.destroy();
     };
+    if (closing) return refuse(503, 'Shutting down');
     const canonical = canonicalize(req.url);
     if (!canonical.ok) return refuse(400, 'Bad Request');
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
@@ -254,6 +263,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicUrl, requestId: randomUUID() });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
+    websockets.track(socket);
     upstream.forwardUpgrade(req, socket, head);
   }
 
@@ -289,16 +299,43 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       });
     },
     async close() {
+      closing = true;
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), settings.server.shutdownGraceMs).unref();
+        websockets.closeAll();
+        setTimeout(() => {
+          server.closeAllConnections();
+          websockets.destroyAll();
+        }, settings.server.shutdownGraceMs).unref();
       });
       upstream.close();
       await authenticator.close();
       await loginRouting.close();
     },
   };
+}
+
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * One line per request: method, canonical path (never the query, which can carry an
+ * authorization code), status, duration, request id, route class. Never headers or cookies.
+ */
+function logRequest(obs: Observability, req: IncomingMessage, res: ServerResponse, started: bigint): void {
+  const path = (req.url ?? '').split('?')[0]!.slice(0, 512);
+  const line = {
+    requestId: res.getHeader('x-request-id'),
+    method: req.method,
+    path,
+    status: res.statusCode,
+    ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
+    routeClass: req.url ? classifySafe(req.url) : 'page',
+    ...(res.writableFinished ? {} : { aborted: true }),
+  };
+  // Probes and scrapes every few seconds would drown the rest.
+  if (QUIET_PATHS.has(path)) obs.log.debug(line, 'request');
+  else obs.log.info(line, 'request');
 }
 
 function classifySafe(url: string): RouteClass {
