@@ -51,7 +51,7 @@ export function createObservability(options: { level: string; auditFile?: string
     : log.child({ name: 'audit' }, { level: 'info' });
 
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics: Metrics = {
     registry,
     requests: new Counter({ name: 'gateway_requests_total', help: 'Requests by route class and status', labelNames: ['route_class', 'status'], registers: [registry] }),

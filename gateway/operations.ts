@@ -1,0 +1,249 @@
+// What operators poll and scrape: liveness, readiness, metrics, and the policy drift check.
+//
+//   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
+//   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
+//                  policyDrift}}. Not ready when the chat front-end, the identity provider or
+//                  the provider catalog is down; a stale catalog (served from the last good
+//                  answer) and policy drift are reported but stay ready.
+//   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
+//
+// Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
+// true by default upstream). The gateway enforces the platform's values whatever the upstream
+// says, but an upstream set differently is a deployment mistake worth a warning (log line,
+// gateway_policy_drift_total{kind}, readiness detail): at start and every DRIFT_CHECK_SECONDS.
+// The bypass flag is not reported by /api/config and cannot be checked this way.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Settings } from '../config/settings.js';
+import { createGateway, type Gateway, type GatewayOptions, type GatewayParts } from './server.js';
+
+export interface Check {
+  ok: boolean;
+  detail: string;
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check };
+}
+
+export interface Operations {
+  /** Mount /healthz, /readyz and (without METRICS_PORT) /metrics on the gateway's control app. */
+  mount(app: express.Express): void;
+  /** The drift check (now and every DRIFT_CHECK_SECONDS) and, with METRICS_PORT, its listener. */
+  start(): Promise<{ metricsUrl?: string }>;
+  stop(): Promise<void>;
+  readiness(): Promise<Readiness>;
+  /** One drift check now (also what the timer runs). */
+  checkDrift(): Promise<Check>;
+}
+
+const UPSTREAM_PROBE_MS = 3_000;
+/** Readiness is anonymous: callers share one probe per second, so it cannot be used to flood the upstream. */
+const READINESS_CACHE_MS = 1_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function createOperations(parts: GatewayParts): Operations {
+  const { settings, obs, upstream, authenticator, loginRouting } = parts;
+  const separateMetrics = settings.listen.metricsPort > 0;
+  let drift: Check = {
+    ok: true,
+    detail: settings.driftCheckSeconds > 0 ? 'not checked yet' : 'drift check off (DRIFT_CHECK_SECONDS=0)',
+  };
+  let timer: NodeJS.Timeout | undefined;
+  let metricsServer: http.Server | undefined;
+  let cached: { at: number; value: Promise<Readiness> } | undefined;
+
+  async function upstreamCheck(): Promise<Check> {
+    const started = Date.now();
+    try {
+      const res = await withTimeout(upstream.call('GET', '/health', { accept: 'application/json' }), UPSTREAM_PROBE_MS, 'the chat front-end');
+      if (res.status !== 200) return { ok: false, detail: `chat front-end: GET /health answered ${res.status}` };
+      return { ok: true, detail: `chat front-end reachable (GET /health ${Date.now() - started} ms)` };
+    } catch (err) {
+      return { ok: false, detail: `chat front-end not reachable: ${(err as Error).message}` };
+    }
+  }
+
+  async function identityCheck(): Promise<Check> {
+    try {
+      return await withTimeout(authenticator.ready(), UPSTREAM_PROBE_MS, 'the identity provider');
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+  }
+
+  async function probe(): Promise<Readiness> {
+    const [up, idp] = await Promise.all([upstreamCheck(), identityCheck()]);
+    let catalog: Check;
+    try {
+      catalog = loginRouting.ready();
+    } catch (err) {
+      catalog = { ok: false, detail: `provider catalog: ${(err as Error).message}` };
+    }
+    return { ready: up.ok && idp.ok && catalog.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift } };
+  }
+
+  function readiness(): Promise<Readiness> {
+    const now = Date.now();
+    if (!cached || now - cached.at > READINESS_CACHE_MS) cached = { at: now, value: probe() };
+    return cached.value;
+  }
+
+  async function checkDrift(): Promise<Check> {
+    const enforced = { enable_admin_export: settings.policy.enableAdminExport, enable_admin_chat_access: false };
+    try {
+      const res = await upstream.call('GET', '/api/config', { accept: 'application/json' });
+      if (res.status !== 200) throw new Error(`GET /api/config answered ${res.status}`);
+      const features = (JSON.parse(res.body.toString('utf8')) as { features?: Record<string, unknown> }).features ?? {};
+      const differences: string[] = [];
+      for (const [kind, want] of Object.entries(enforced)) {
+        const have = features[kind];
+        if (typeof have !== 'boolean') continue; // not reported: nothing to compare
+        if (have !== want) {
+          differences.push(`${kind.toUpperCase()} is ${have} upstream, the gateway enforces ${want}`);
+          obs.metrics.driftEvents.inc({ kind });
+        }
+      }
+      if (differences.length) {
+        const detail = `policy drift: ${differences.join('; ')}`;
+        obs.log.warn({ event: 'policy-drift', differences }, `${detail}. The gateway keeps enforcing its own values; set the chat front-end to match.`);
+        drift = { ok: false, detail };
+      } else {
+        if (!drift.ok) obs.log.info({ event: 'policy-drift-cleared' }, 'policy drift cleared: the chat front-end matches the gateway');
+        drift = { ok: true, detail: `chat front-end matches: ENABLE_ADMIN_EXPORT=${enforced.enable_admin_export}, ENABLE_ADMIN_CHAT_ACCESS=false` };
+      }
+    } catch (err) {
+      const message = (err as Error).message;
+      obs.log.warn({ event: 'policy-drift-check-failed', reason: message }, 'could not read the chat front-end settings for the drift check');
+      drift = { ok: false, detail: `drift check failed: ${message}` };
+    }
+    return drift;
+  }
+
+  const healthz: express.RequestHandler = (_req, res) => {
+    res.set('cache-control', 'no-store').json({ status: 'ok' });
+  };
+  const readyz: express.RequestHandler = (_req, res, next) => {
+    readiness().then((r) => res.status(r.ready ? 200 : 503).set('cache-control', 'no-store').json(r), next);
+  };
+  const metrics: express.RequestHandler = (_req, res, next) => {
+    obs.metrics.registry.metrics().then((text) => res.set('content-type', obs.metrics.registry.contentType).set('cache-control', 'no-store').send(text), next);
+  };
+
+  return {
+    mount(app) {
+      app.get('/healthz', healthz);
+      app.get('/readyz', readyz);
+      if (!separateMetrics) app.get('/metrics', metrics);
+    },
+    async start() {
+      if (settings.driftCheckSeconds > 0) {
+        void checkDrift();
+        timer = setInterval(() => void checkDrift(), settings.driftCheckSeconds * 1000);
+        timer.unref();
+      }
+      if (!separateMetrics) return {};
+      const app = express();
+      app.disable('x-powered-by');
+      app.set('etag', false);
+      app.get('/healthz', healthz);
+      app.get('/readyz', readyz);
+      app.get('/metrics', metrics);
+      app.use((_req, res) => void res.status(404).json({ detail: 'Not Found' }));
+      metricsServer = http.createServer(app);
+      const host = settings.listen.host;
+      await new Promise<void>((resolve, reject) => {
+        metricsServer!.once('error', reject);
+        metricsServer!.listen(settings.listen.metricsPort, host, () => resolve());
+      });
+      const port = (metricsServer.address() as AddressInfo).port;
+      const metricsUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+      obs.log.info({ metricsUrl }, 'metrics and health listening on their own port');
+      return { metricsUrl };
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      const server = metricsServer;
+      metricsServer = undefined;
+      if (server) {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      }
+    },
+    readiness,
+    checkDrift,
+  };
+}
+
+export interface OperatedGateway extends Gateway {
+  ops: Operations;
+  /** Listen, then start the drift check and the metrics listener. */
+  start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
+}
+
+/** The gateway with its operations endpoints: what `npm start` runs, in production and in the sandbox. */
+export async function createOperatedGateway(settings: Settings, options: GatewayOptions = {}): Promise<OperatedGateway> {
+  let ops: Operations | undefined;
+  const gateway = await createGateway(settings, {
+    ...options,
+    extendControl(app, parts) {
+      ops = createOperations(parts);
+      ops.mount(app);
+      options.extendControl?.(app, parts);
+    },
+  });
+  const operations = ops!;
+  const close = gateway.close.bind(gateway);
+  return Object.assign(gateway, {
+    ops: operations,
+    async start(port?: number, host?: string) {
+      const listening = await gateway.listen(port, host);
+      const { metricsUrl } = await operations.start();
+      return { ...listening, ...(metricsUrl ? { metricsUrl } : {}) };
+    },
+    async close() {
+      await operations.stop();
+      await close();
+    },
+  });
+}
+
+/**
+ * SIGTERM and SIGINT: run `close` (the gateway's stops accepting, lets in-flight requests and
+ * streams finish up to SHUTDOWN_GRACE_MS and closes WebSockets), then exit 0, or 1 when closing
+ * failed. Past the grace period everything still open is cut, so this always ends.
+ */
+export function exitOnSignals(log: { info(o: object, msg: string): void; error(o: object, msg: string): void }, close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    // npm passes the terminal's Ctrl-C on as well: a repeated signal is the same request.
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    close().then(
+      () => {
+        log.info({}, 'stopped');
+        process.exit(0);
+      },
+      (err: Error) => {
+        log.error({ err: { message: err.message } }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
