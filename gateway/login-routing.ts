@@ -351,8 +351,9 @@ interface CacheEntry {
 /**
  * Time-bounded cache with one load in flight per key and stale-on-error. A key is fresh for
  * `ttlMs`; after that the next caller loads it and every concurrent caller waits for that one
- * load (no stampede). A failed load leaves the last good value in place and serves it for
- * `retryMs` before trying again; with no good value the failure itself is remembered as long.
+ * load (no stampede). A failed load leaves the last good value in place: it is served at once
+ * from then on, and every `retryMs` one background load tries the source again. With no good
+ * value the failure itself is remembered for `retryMs`, so callers do not queue on a dead source.
  */
 export class SingleFlightCache {
   private readonly values = new Map<string, CacheEntry>();
@@ -380,7 +381,10 @@ export class SingleFlightCache {
       this.o.onLookup(cache, 'hit');
       return Promise.resolve(entry.value as T);
     }
-    if (entry?.retryAt !== undefined && t < entry.retryAt) {
+    if (entry?.retryAt !== undefined) {
+      // The source failed the last time: keep serving the last good answer without waiting,
+      // and after the retry period ask again in the background (one load at a time).
+      if (t >= entry.retryAt && !this.inflight.has(key)) this.start(cache, key, load).catch(() => undefined);
       this.o.onLookup(cache, 'stale');
       return Promise.resolve(entry.value as T);
     }
@@ -395,6 +399,11 @@ export class SingleFlightCache {
       return running as Promise<T>;
     }
     this.o.onLookup(cache, 'miss');
+    return this.start(cache, key, load);
+  }
+
+  /** One load of `key`; concurrent callers share it through `inflight`. */
+  private start<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
     const p = Promise.resolve()
       .then(load)
       .then(
@@ -440,6 +449,11 @@ export class SingleFlightCache {
   get size(): number {
     return this.values.size;
   }
+
+  /** No load in flight. */
+  idle(): boolean {
+    return this.inflight.size === 0;
+  }
 }
 
 const LIST_KEY = 'list';
@@ -481,6 +495,11 @@ export class ProviderCatalog {
 
   get cachedKeys(): number {
     return this.cache.size;
+  }
+
+  /** No request to the source in flight. */
+  idle(): boolean {
+    return this.cache.idle();
   }
 }
 
@@ -599,6 +618,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     { ttlMs: login.cacheSeconds * 1000, retryMs: options.retryMs ?? 15_000, maxEntries: options.maxEntries ?? 10_000, now, pinnedAliases },
     obs,
   );
+  const retryAfter = String(Math.max(1, Math.ceil((options.retryMs ?? 15_000) / 1000)));
   const limiter = new RateLimiter(login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds * 1000, now);
 
   /** Every mapped alias resolved (cached, or fetched once for all callers), failures as Errors. */
@@ -651,7 +671,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     try {
       providers = await catalog.list();
     } catch {
-      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': '15' });
+      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': retryAfter });
     }
     sendJson(res, 200, providerListResponse(login, providers));
   });
@@ -674,12 +694,13 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   // GET /api/v1/auth-providers/{alias} (B4): the provider while enabled and not link-only, hidden or not.
   router.get('/api/v1/auth-providers/:alias', async (req, res) => {
     const alias = String(req.params.alias);
-    if (!plausibleAlias(alias)) return sendJson(res, 200, null);
+    // `direct-login` is SHOW_IDP_LOGIN's synthetic entry, not a realm provider: nothing to link to.
+    if (!plausibleAlias(alias) || alias === DIRECT_LOGIN_ALIAS) return sendJson(res, 200, null);
     let provider: IdentityProvider | null;
     try {
       provider = await catalog.provider(alias);
     } catch {
-      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': '15' });
+      return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': retryAfter });
     }
     sendJson(res, 200, isUsableForLinks(provider) ? providerEntry(provider) : null);
   });

@@ -88,6 +88,15 @@ function stableHeaders(res: request.Response): Record<string, string> {
   return h;
 }
 
+/** Wait until `check` holds (background refreshes finish on real sockets). */
+async function eventually(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function hrefs(html: string): string[] {
   return [...html.matchAll(/<a\b[^>]*\bhref="([^"]*)"/g)].map((m) => m[1]!.replace(/&#38;/g, '&'));
 }
@@ -439,13 +448,25 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
           expect(Date.now() - started).to.be.below(250);
           expect(calls(r.kc)).to.deep.equal(asked);
 
-          // Keycloak is back: after the retry period the next request refreshes, readiness is fresh.
+          // After the retry period, still failing: answers come at once, one background attempt per key.
+          r.clock.t += 15_000;
+          const again = Date.now();
+          expect((await r.get('/api/v1/auth-providers/').expect(200)).body).to.deep.equal(list);
+          expect((await r.get('/api/v1/auth-providers/tenants/acme').expect(200)).body).to.deep.equal(tenant);
+          expect(Date.now() - again).to.be.below(250);
+          await eventually(() => r.routing.catalog.idle());
+          if (fault !== 'down') expect(calls(r.kc)).not.to.deep.equal(asked);
+
+          // Keycloak is back: after the retry period the next request starts the refresh, and
+          // the new answer and a fresh readiness follow.
           await r.kc.setFault(null);
           r.clock.t += 15_000;
           r.kc.providers.find((p) => p.alias === 'globex-okta')!.displayName = 'Globex (renamed)';
-          expect((await r.get('/api/v1/auth-providers/').expect(200)).body.providers[1]).to.deep.equal({ alias: 'globex-okta', display_name: 'Globex (renamed)' });
+          await r.get('/api/v1/auth-providers/').expect(200);
           await r.get('/api/v1/auth-providers/tenants/acme').expect(200);
           await r.get('/api/v1/auth-providers/acme-entra').expect(200);
+          await eventually(async () => (await r.get('/api/v1/auth-providers/')).body.providers[1]?.display_name === 'Globex (renamed)');
+          await eventually(() => r.routing.ready().detail.endsWith('fresh'));
           expect(r.routing.ready()).to.deep.equal({ ok: true, detail: 'identity provider catalog (Keycloak admin API): fresh' });
         } finally {
           await r.close();
@@ -482,8 +503,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
         await r.kc.setFault(null);
         r.clock.t += 1_000;
         r.routing.ready(); // kicks a background refresh
-        for (let i = 0; i < 50 && !r.routing.ready().ok; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-        expect(r.routing.ready()).to.deep.include({ ok: true });
+        await eventually(() => r.routing.ready().ok);
       } finally {
         await r.close();
       }
