@@ -1,7 +1,228 @@
-// The sandbox behind `npm start` when no UPSTREAM_URL is set. Filled in by the sandbox work.
-import type { Settings } from '../config/settings.js';
+// The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production):
+// the real gateway in front of
+//   - the Open WebUI stand-in (test/support/open-webui.ts), seeded with one user per demo
+//     account, their files and chats (sandbox/seed.ts), its switches set like the gateway's,
+//     as the compose deployment does;
+//   - an OpenID provider dressed as the Keycloak realm `platform` (test/support/idp.ts, the real
+//     oidc-provider package), with the demo accounts and a client for the gateway;
+//   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
+//     tenant links (IDP_TENANT_IDP_ALIASES).
+// Nothing is written outside one temporary directory, removed on exit. main.ts imports this
+// module only in sandbox mode: production never loads it or the stand-ins.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { createOperatedGateway, exitOnSignals, type OperatedGateway } from '../gateway/operations.js';
+import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from '../test/support/demo-realm.js';
+import type { TestIdp } from '../test/support/idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../test/support/open-webui.js';
+import { sandboxSeed, seededFileNames } from './seed.js';
 
-export async function startSandbox(_settings: Settings): Promise<void> {
-  process.stderr.write('The sandbox is not built yet: set UPSTREAM_URL and the OIDC settings.\n');
+export const SANDBOX_CLIENT_ID = 'chat-gateway';
+
+export interface Sandbox {
+  /** where the browser goes: the gateway's PUBLIC_URL */
+  url: string;
+  gateway: OperatedGateway;
+  upstream: OpenWebUIStandIn;
+  idp: TestIdp;
+  settings: Settings;
+  banner: string;
+  close(): Promise<void>;
+}
+
+export interface SandboxOptions {
+  /** environment to read; default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** print the banner on stdout (default true) */
+  print?: boolean;
+  /** stop everything and exit on SIGTERM/SIGINT (default true) */
+  signals?: boolean;
+}
+
+async function freePort(host: string): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.listen(0, host, resolve);
+  });
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`\nThe sandbox did not start: ${message}\n`);
   process.exit(2);
+}
+
+async function loadIdp(): Promise<typeof import('../test/support/idp.js')> {
+  try {
+    return await import('../test/support/idp.js');
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    if (e.code === 'ERR_MODULE_NOT_FOUND') {
+      fail(
+        `a development dependency is missing (${e.message.split('\n')[0]}).\n` +
+          'The sandbox runs an embedded OpenID provider (the oidc-provider package, a dev dependency): run `npm install`\n' +
+          '(not `npm ci --omit=dev`), or set UPSTREAM_URL and the OIDC_* settings to run the gateway against real services.',
+      );
+    }
+    throw err;
+  }
+}
+
+/**
+ * Start the stand-ins and the gateway. `base` are the settings `npm start` validated (sandbox
+ * mode); the gateway's own settings are built here, pointing at the stand-ins.
+ */
+export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
+  const env = options.env ?? process.env;
+  const host = env.HOST?.trim() || '127.0.0.1'; // demo passwords: not on every interface unless asked
+  const port = base.listen.port === 0 ? await freePort(host === '0.0.0.0' ? '127.0.0.1' : host) : base.listen.port;
+  const publicUrl = env.PUBLIC_URL?.trim() ? base.publicUrl : `http://localhost:${port}`;
+  const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
+  if (!Number.isInteger(idpPort) || idpPort < 0 || idpPort > 65535) fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
+
+  const { startIdp } = await loadIdp();
+  const dir = mkdtempSync(join(tmpdir(), 'chat-gateway-sandbox-'));
+  const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
+  const cleanup = async () => {
+    for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
+  };
+
+  try {
+    const seed = sandboxSeed();
+    const upstream = await startOpenWebUI({
+      ...seed,
+      secretKey: randomBytes(24).toString('base64url'),
+      // Set like the gateway, as docker-compose.yml does: no drift to warn about.
+      bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
+      enableAdminExport: base.policy.enableAdminExport,
+      enableAdminChatAccess: false,
+      trustedHeaders: base.trustedHeaders,
+    });
+    cleanups.push(() => upstream.close());
+
+    const clientSecret = randomBytes(24).toString('base64url');
+    let idp: TestIdp;
+    try {
+      idp = await startIdp({
+        port: idpPort,
+        clients: [
+          {
+            client_id: SANDBOX_CLIENT_ID,
+            client_secret: clientSecret,
+            redirect_uris: [`${publicUrl}/auth/callback`],
+            post_logout_redirect_uris: [`${publicUrl}/auth/login`, `${publicUrl}/`],
+          },
+        ],
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
+      throw err;
+    }
+    cleanups.push(() => idp.close());
+
+    const providersFile = env.IDP_PROVIDERS_FILE?.trim() || join(dir, 'providers.json');
+    if (!env.IDP_PROVIDERS_FILE?.trim()) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
+
+    let settings: Settings;
+    try {
+      settings = loadSettings({
+        ...env,
+        HOST: host,
+        PORT: String(port),
+        PUBLIC_URL: publicUrl,
+        UPSTREAM_URL: upstream.url,
+        OIDC_ISSUER_URL: idp.issuer,
+        OIDC_CLIENT_ID: SANDBOX_CLIENT_ID,
+        OIDC_CLIENT_SECRET: clientSecret,
+        SESSION_SECRET: randomBytes(32).toString('base64url'),
+        IDP_PROVIDERS_FILE: providersFile,
+        IDP_TENANT_IDP_ALIASES: env.IDP_TENANT_IDP_ALIASES ?? demoTenantAliases,
+        // Audit lines (sign-ins, tenant lookups, denials) still show; LOG_LEVEL=info adds every request.
+        LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+      });
+    } catch (err) {
+      if (err instanceof SettingsError) fail(err.message);
+      throw err;
+    }
+
+    const gateway = await createOperatedGateway(settings);
+    cleanups.push(() => gateway.close().then(() => gateway.obs.close()));
+    try {
+      await gateway.start(port, host);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
+      throw err;
+    }
+
+    const banner = renderBanner(settings, { idp, upstream, listenHost: host });
+    if (options.print !== false) process.stdout.write(banner);
+    const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp, settings, banner, close: cleanup };
+    if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
+    return sandbox;
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** What a tenant link does with the catalog (spec links rule 3: only usable providers). */
+function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string {
+  const p = catalog.find((x) => x.alias === alias);
+  if (!p) return `tenant link to "${alias}", not in the catalog: the login page`;
+  if (!p.enabled) return `tenant link to "${alias}" (disabled): the login page`;
+  if (p.linkOnly) return `tenant link to "${alias}" (link-only): the login page`;
+  return `tenant link: straight to provider "${alias}"`;
+}
+
+function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string }): string {
+  const u = settings.publicUrl;
+  const on = (v: boolean) => (v ? 'true' : 'false');
+  const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
+  const tenants = [...settings.login.tenantAliases.entries()];
+  let catalog: KeycloakIdentityProvider[] = [];
+  try {
+    catalog = JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[];
+  } catch {
+    /* the gateway says what is wrong with it */
+  }
+  const lines = [
+    '',
+    'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
+    '',
+    `  Sandbox ready: ${u}/`,
+    '',
+    `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
+    `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
+    `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.idp.issuer}`,
+    `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
+    '',
+    '  Demo logins (username / password), each owning 2 files and 1 chat:',
+    ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),
+    '',
+    '  Click through:',
+    `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
+    ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
+    '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
+    '    login form, naming the provider hint it received. Sign in there with a demo login.',
+    `    ${u}/api/v1/files/        as sysadmin: only sysadmin's own files (the gateway filters the list)`,
+    `    ${u}/api/v1/chats/all/db  the full chat export: 401 for everyone while the export is off`,
+    `    ${u}/auth/session         who you are;  ${u}/auth/logout  sign out`,
+    `    ${u}/readyz  ${u}/metrics  operations`,
+    '',
+    `  Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
+    '    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start   admins see everyone\'s files',
+    '    CHATUI_ENABLE_ADMIN_EXPORT=true npm start           admins may download the full chat export',
+    '    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true npm start',
+    `  Files seeded for sysadmin: ${seededFileNames(demoAccounts[0]!).join(', ')}. Logs: JSON lines below (LOG_LEVEL=info shows every request).`,
+    '  Stop with Ctrl-C.',
+    '',
+  ];
+  return lines.join('\n') + '\n';
 }
