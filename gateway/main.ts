@@ -1,7 +1,9 @@
 // `npm start`: validate the settings, then run the gateway (or, with no UPSTREAM_URL outside
 // production, the self-contained sandbox). Invalid settings stop here, before listening.
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import cluster from 'node:cluster';
 import { createGateway } from './server.js';
+import { superviseWorkers } from './cluster.js';
 
 function settingsOrExit(): Settings {
   try {
@@ -21,6 +23,9 @@ if (settings.sandbox) {
   // Loaded only here: production never imports the sandbox or its stand-ins.
   const { startSandbox } = await import('../sandbox/main.js');
   await startSandbox(settings);
+} else if (settings.server.workers > 1 && cluster.isPrimary) {
+  // GATEWAY_WORKERS: this process only supervises; each worker runs the branch below.
+  superviseWorkers(settings);
 } else {
   const gateway = await createGateway(settings);
   const { url } = await gateway.listen();

@@ -1,0 +1,61 @@
+// GATEWAY_WORKERS > 1: the primary process forks that many workers (node:cluster), each of which
+// runs the whole gateway on the shared listening socket; the primary hands out connections
+// round-robin and does nothing else. It only supervises:
+//   - a worker that dies unexpectedly is replaced (after a pause when it died young, so a worker
+//     that cannot start does not spin the CPU);
+//   - SIGTERM or SIGINT is passed to every worker, which finishes its in-flight requests as a
+//     single gateway does; workers still there after the grace period are killed; the primary
+//     then exits 0 (1 when a worker had to be killed).
+// Each worker keeps its own caches (sessions, upstream sign-ins, provider catalog) and its own
+// metrics registry: /metrics shows the worker that answered.
+import cluster, { type Worker } from 'node:cluster';
+import pino from 'pino';
+import type { Settings } from '../config/settings.js';
+
+const YOUNG_MS = 5_000;
+const MAX_PAUSE_MS = 30_000;
+
+export function superviseWorkers(settings: Settings): void {
+  const log = pino({ level: settings.log.level, name: 'primary' });
+  const count = settings.server.workers;
+  let stopping = false;
+  let pause = 0;
+  const startedAt = new Map<Worker, number>();
+
+  const fork = () => {
+    const worker = cluster.fork();
+    startedAt.set(worker, Date.now());
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const lived = Date.now() - (startedAt.get(worker) ?? 0);
+    startedAt.delete(worker);
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    pause = lived < YOUNG_MS ? Math.min(MAX_PAUSE_MS, Math.max(500, pause * 2)) : 0;
+    log.error({ pid: worker.process.pid, code, signal, livedMs: lived, restartInMs: pause }, 'gateway worker died; starting a new one');
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, pause).unref();
+  });
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    log.info({ signal, workers: workers.length }, 'shutting down: passing the signal to the workers');
+    if (workers.length === 0) process.exit(0);
+    for (const w of workers) w.process.kill('SIGTERM');
+    setTimeout(() => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+      process.exit(1);
+    }, settings.server.shutdownGraceMs + 5_000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  for (let i = 0; i < count; i++) fork();
+  log.info({ workers: count, pid: process.pid }, 'gateway primary supervising workers');
+}
