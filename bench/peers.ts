@@ -1,0 +1,244 @@
+// What stands in front of the bench upstream, each as its own process so that its CPU and
+// memory are its own:
+//   upstream  bench/upstream.ts (node:http + ws)
+//   bare      bench/bare-proxy.ts: http-proxy-3 with a keep-alive agent, nothing else (our floor)
+//   nginx     Debian's nginx with a generated config: upstream keepalive 64, HTTP/1.1 with
+//             `Connection ""` (or `upgrade` for WebSockets), no buffering (SSE, large bodies),
+//             N worker processes; skipped with a notice when `nginx` is not on PATH
+//   gateway   gateway/main.ts itself, through bench/gateway-process.ts, with GATEWAY_WORKERS
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, logPath, spawnChild, type Child } from './proc.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const node = process.execPath;
+
+/**
+ * How the node peers are run. Compiled (the default): bench/tsconfig.json is compiled with tsc
+ * into a fresh folder under .tmp/ (inside the repository, so node_modules resolves) and run with
+ * plain node, as the image runs dist/gateway/main.js: no tsx loader in the CPU or memory figures.
+ * BENCH_TSX=1 runs the sources through tsx instead (no build; memory figures then include tsx).
+ */
+export interface Runner {
+  /** node arguments that run a source file, e.g. `bench/upstream.ts` */
+  args(source: string): string[];
+  kind: 'compiled' | 'tsx';
+  /** tsc's complaints, when it emitted anyway */
+  warnings?: string;
+  /** the build folder (removed at the end of the run) */
+  dir?: string;
+}
+
+export async function prepareRunner(): Promise<Runner> {
+  if (process.env.BENCH_TSX === '1') {
+    return { kind: 'tsx', args: (source) => ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, source)] };
+  }
+  mkdirSync(join(root, '.tmp'), { recursive: true });
+  const out = mkdtempSync(join(root, '.tmp', 'bench-build-'));
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const p = spawn(node, [tsc, '-p', join(root, 'bench/tsconfig.json'), '--outDir', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c));
+    p.stderr.on('data', (c: Buffer) => (stderr += c));
+    p.once('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+  if (!existsSync(join(out, 'gateway/main.js')) || !existsSync(join(out, 'bench/gateway-process.js'))) {
+    throw new Error(`tsc did not build the gateway for the bench:\n${r.stdout}${r.stderr}`);
+  }
+  writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
+  return {
+    kind: 'compiled',
+    args: (source) => [join(out, source.replace(/\.ts$/, '.js'))],
+    ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}),
+    dir: out,
+  };
+}
+
+export interface Peer {
+  name: string;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  child: Child;
+  pids(): number[];
+  stop(): Promise<void>;
+}
+
+const portLine = (line: string) => {
+  const m = /^\{"port":(\d+)\}$/.exec(line.trim());
+  return m ? Number(m[1]) : undefined;
+};
+
+function peer(name: string, port: number, child: Child): Peer {
+  return { name, url: `http://127.0.0.1:${port}`, child, pids: () => child.pids(), stop: () => child.stop() };
+}
+
+export async function startUpstream(logDir: string, run: Runner): Promise<Peer> {
+  const { child, info } = await spawnChild('upstream', node, run.args('bench/upstream.ts'), {
+    env: { ...process.env, BENCH_UPSTREAM_CHILD: '1' },
+    ready: portLine,
+    logFile: logPath(logDir, 'upstream'),
+  });
+  return peer('upstream', info, child);
+}
+
+export async function startBare(logDir: string, run: Runner, target: string): Promise<Peer> {
+  const { child, info } = await spawnChild('bare', node, run.args('bench/bare-proxy.ts'), {
+    env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_TARGET: target },
+    ready: portLine,
+    logFile: logPath(logDir, 'bare'),
+  });
+  return peer('bare http-proxy-3', info, child);
+}
+
+export function nginxPath(): string | undefined {
+  try {
+    return execFileSync('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { encoding: 'utf8' }).trim().split('\n')[0] || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function nginxVersion(bin: string): string {
+  const r = spawnSync(bin, ['-v'], { encoding: 'utf8' });
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().replace(/^nginx version: /, '');
+}
+
+export interface NginxOptions {
+  workers: number;
+  upstreamPort: number;
+  /** served as a static file at /api/v1/auth-providers/ (the cached-answer comparison) */
+  staticAuthProviders: string;
+}
+
+export function nginxConfig(dir: string, port: number, o: NginxOptions): string {
+  return `# generated by bench/peers.ts
+worker_processes ${o.workers};
+worker_rlimit_nofile 20000;
+daemon off;
+master_process on;
+error_log stderr notice;
+pid ${dir}/nginx.pid;
+
+events {
+  worker_connections 16384;
+}
+
+http {
+  access_log off;
+  default_type application/octet-stream;
+  sendfile on;
+  tcp_nodelay on;
+  keepalive_timeout 65s;
+  keepalive_requests 1000000;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+
+  upstream chat {
+    server 127.0.0.1:${o.upstreamPort};
+    keepalive 64;
+  }
+
+  # "" keeps the upstream connection alive; a WebSocket handshake asks for the upgrade
+  map $http_upgrade $connection_upgrade {
+    default upgrade;
+    ''      '';
+  }
+
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 0;
+
+    location / {
+      proxy_pass http://chat;
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      # streaming both ways: server-sent events and large bodies are not held back
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 300s;
+      proxy_send_timeout 300s;
+    }
+
+    location = /api/v1/auth-providers/ {
+      root ${dir}/static;
+      default_type application/json;
+      try_files /auth-providers.json =404;
+    }
+  }
+}
+`;
+}
+
+export async function startNginx(logDir: string, bin: string, o: NginxOptions): Promise<Peer> {
+  const dir = join(logDir, `nginx-${o.workers}w`);
+  for (const d of ['', 'static', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
+    mkdirSync(join(dir, d), { recursive: true });
+    chmodSync(join(dir, d), 0o755); // workers run as nobody when the bench runs as root
+  }
+  writeFileSync(join(dir, 'static/auth-providers.json'), o.staticAuthProviders, { mode: 0o644 });
+  const port = await freePort();
+  writeFileSync(join(dir, 'nginx.conf'), nginxConfig(dir, port, o));
+  let started = 0;
+  const { child } = await spawnChild(`nginx-${o.workers}w`, bin, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], {
+    ready: (line) => (/start worker process/.test(line) && ++started >= o.workers ? true : undefined),
+    logFile: logPath(logDir, `nginx-${o.workers}w`),
+  });
+  return peer(o.workers === 1 ? 'nginx' : `nginx x${o.workers}`, port, child);
+}
+
+export interface GatewayOptions {
+  workers: number;
+  port: number;
+  upstreamUrl: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** extra node flags, e.g. --cpu-prof --cpu-prof-dir=DIR (BENCH_GATEWAY_NODE_FLAGS) */
+  nodeFlags?: string[];
+  env?: Record<string, string>;
+}
+
+export async function startGateway(logDir: string, run: Runner, o: GatewayOptions): Promise<Peer> {
+  const port = o.port;
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    UPSTREAM_URL: o.upstreamUrl,
+    OIDC_ISSUER_URL: o.issuer,
+    OIDC_CLIENT_ID: o.clientId,
+    OIDC_CLIENT_SECRET: o.clientSecret,
+    SESSION_SECRET: 'bench-session-secret-0123456789abcdef0123456789',
+    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+    CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+    ALLOW_UPSTREAM_API_KEYS: 'true',
+    LOG_LEVEL: 'info',
+    GATEWAY_WORKERS: String(o.workers),
+    SHUTDOWN_GRACE_MS: '500',
+    DRIFT_CHECK_SECONDS: '0',
+    ...o.env,
+  };
+  let listening = 0;
+  const name = o.workers === 1 ? 'gateway' : `gateway x${o.workers}`;
+  const { child } = await spawnChild(name, node, [...(o.nodeFlags ?? []), ...run.args('bench/gateway-process.ts')], {
+    env,
+    ready: (line) => (line.includes('"gateway listening"') && ++listening >= o.workers ? true : undefined),
+    timeoutMs: 30_000,
+    logFile: logPath(logDir, name),
+  });
+  return peer(name, port, child);
+}

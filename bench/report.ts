@@ -1,0 +1,160 @@
+// The bench's table and the targets of issue 6, judged on ratios measured in the same run.
+export interface Row {
+  scenario: string;
+  peer: string;
+  unit: 'req/s' | 'MB/s' | 'events/s' | 'echo/s';
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** peak resident memory of the peer's processes during this row, MB; null for direct */
+  peakRssMB: number | null;
+  errors: number;
+  count: number;
+  note?: string;
+  vsNginx?: number | null;
+  vsDirect?: number | null;
+  /** the targets judged on this row: "id: yes|no" */
+  target?: string;
+}
+
+export interface Target {
+  id: string;
+  scenario: string;
+  goal: string;
+  measured: string;
+  /** null: not measured in this run (peer absent, scenario not selected) */
+  met: boolean | null;
+}
+
+export interface Results {
+  date: string;
+  mode: 'smoke' | 'full';
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; nginx: string | null; loadGenerator: string };
+  gatewayCredential: string;
+  /** the node peers ran compiled (as the image runs the gateway) or through tsx */
+  peersRunAs: string;
+  parameters: Record<string, number>;
+  notices: string[];
+  rows: Row[];
+  targets: Target[];
+  seconds: number;
+}
+
+const isGateway = (peer: string) => peer.startsWith('gateway');
+const isNginx = (peer: string) => peer.startsWith('nginx');
+
+export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: boolean }): Target[] {
+  const find = (scenario: string, peer: string) => rows.find((r) => r.scenario === scenario && r.peer === peer);
+  const ok = (r: Row | undefined): r is Row => r !== undefined && r.errors === 0 && r.count > 0;
+  // Ratios of each row to nginx (the same worker count) and to direct, in its scenario.
+  for (const r of rows) {
+    const nginx = r.scenario === 'small-workers' ? rows.find((x) => x.scenario === r.scenario && x.peer.startsWith('nginx x')) : r.scenario === 'auth-providers' ? find(r.scenario, 'nginx (static file)') : find(r.scenario, 'nginx');
+    const direct = find(r.scenario, 'direct');
+    r.vsNginx = ok(nginx) && nginx !== r ? r.rate / nginx.rate : null;
+    r.vsDirect = ok(direct) && direct !== r ? r.rate / direct.rate : null;
+  }
+  const targets: Target[] = [];
+  const ratio = (id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, min: number) => {
+    const met = ok(gw) && ok(ref) ? gw.rate / ref.rate >= min : null;
+    targets.push({
+      id,
+      scenario,
+      goal: `>= ${min}x ${refName} (${gw?.unit ?? ''})`,
+      measured: ok(gw) && ok(ref) ? `${(gw.rate / ref.rate).toFixed(2)}x (${gw.rate.toFixed(0)} vs ${ref.rate.toFixed(0)})` : notMeasured(gw, ref),
+      met: gw && !ok(gw) ? false : met,
+    });
+  };
+  const added = (id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, field: 'p50Ms' | 'p99Ms', max: number) => {
+    const d = ok(gw) && ok(ref) ? gw[field] - ref[field] : undefined;
+    targets.push({
+      id,
+      scenario,
+      goal: `added ${field.slice(0, 3)} <= ${max} ms vs ${refName}`,
+      measured: d !== undefined ? `+${d.toFixed(2)} ms (${gw![field].toFixed(2)} vs ${ref![field].toFixed(2)})` : notMeasured(gw, ref),
+      met: gw && !ok(gw) ? false : d === undefined ? null : d <= max,
+    });
+  };
+  const gw = (s: string) => find(s, 'gateway');
+
+  ratio('pass-through vs floor', 'small', gw('small'), find('small', 'bare http-proxy-3'), 'bare http-proxy-3', 0.9);
+  ratio('pass-through vs nginx', 'small', gw('small'), find('small', 'nginx'), 'nginx (1 worker)', 0.4);
+  added('pass-through p50', 'small-latency', gw('small-latency'), find('small-latency', 'direct'), 'direct', 'p50Ms', 1);
+  added('pass-through p99', 'small-latency', gw('small-latency'), find('small-latency', 'direct'), 'direct', 'p99Ms', 5);
+  const multi = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'));
+  const nginxMulti = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'));
+  ratio('workers vs nginx', 'small-workers', multi, nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
+  added('files rewrite p50', 'files-page', gw('files-page'), find('files-page', 'gateway (pass-through)'), 'the same page passed through', 'p50Ms', 5);
+  for (const s of ['upload', 'download']) {
+    const g = gw(s);
+    const limit = o.smoke ? 150 : 150;
+    targets.push({ id: `${s} RSS`, scenario: s, goal: `gateway peak RSS < ${limit} MB`, measured: g?.peakRssMB != null ? `${g.peakRssMB.toFixed(0)} MB` : 'not measured', met: g?.peakRssMB != null && ok(g) ? g.peakRssMB < limit : g ? false : null });
+    ratio(`${s} throughput`, s, g, find(s, 'nginx'), 'nginx', 0.7);
+  }
+  const sse = gw('sse');
+  targets.push({ id: 'sse p99', scenario: 'sse', goal: 'event upstream -> client p99 <= 5 ms', measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse), met: sse ? ok(sse) && sse.p99Ms <= 5 : null });
+  const ws = gw('websocket');
+  const held = ws?.note ? Number(/^(\d+)\//.exec(ws.note)?.[1] ?? 0) : 0;
+  targets.push({ id: 'websocket held', scenario: 'websocket', goal: `${o.wsConnections} idle connections held`, measured: ws ? `${held}/${o.wsConnections}` : 'not measured', met: ws ? held === o.wsConnections : null });
+  added('websocket echo p50', 'websocket', ws, find('websocket', 'direct'), 'direct', 'p50Ms', 1);
+  ratio('auth-providers vs static', 'auth-providers', gw('auth-providers'), find('auth-providers', 'nginx (static file)'), 'nginx serving a static file', 0.5);
+
+  for (const r of rows) {
+    if (!isGateway(r.peer)) continue;
+    const mine = targets.filter((t) => t.scenario === r.scenario && (r.peer === 'gateway' ? true : r.peer.startsWith('gateway x')) && !(r.peer === 'gateway (pass-through)'));
+    if (r.peer === 'gateway (pass-through)') continue;
+    if (mine.length) r.target = mine.map((t) => `${t.met === null ? '?' : t.met ? 'yes' : 'NO'}`).join(' ');
+  }
+  return targets;
+}
+
+function notMeasured(gw: Row | undefined, ref: Row | undefined): string {
+  if (!gw) return 'not measured';
+  if (!ref) return 'no reference row';
+  const bad = [gw, ref].find((r) => r.errors > 0 || r.count === 0);
+  return bad ? `${bad.peer} failed: ${bad.errors} errors${bad.note ? ` (${bad.note})` : ''}` : 'not measured';
+}
+
+const num = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
+
+export function tableLines(r: Results): string[] {
+  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'vs nginx', 'vs direct', 'target met'];
+  const body = r.rows.map((x) => [
+    x.scenario,
+    x.peer,
+    num(x.rate, x.unit === 'MB/s' ? 0 : 0),
+    x.unit,
+    num(x.p50Ms),
+    num(x.p99Ms),
+    num(x.peakRssMB, 0),
+    num(x.vsNginx),
+    num(x.vsDirect),
+    (x.target ?? '') + (x.errors ? ` (${x.errors} errors)` : ''),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 8 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 8 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
+}
+
+export function targetLines(r: Results): string[] {
+  const header = ['target', 'goal', 'measured', 'met'];
+  const body = r.targets.map((t) => [t.id, t.goal, t.measured, t.met === null ? 'not measured' : t.met ? 'yes' : 'NO']);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)];
+}
+
+export function printTable(r: Results): void {
+  const out = [
+    '',
+    `Benchmark ${r.mode} run, ${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, node ${r.machine.node}, ${r.machine.nginx ?? 'no nginx'}, load from ${r.machine.loadGenerator}`,
+    `Gateway credential: ${r.gatewayCredential}; node peers run ${r.peersRunAs === 'compiled' ? 'compiled with tsc (as the image runs them)' : 'through tsx'}`,
+    ...r.notices.map((n) => `NOTICE: ${n}`),
+    '',
+    ...tableLines(r),
+    '',
+    ...targetLines(r),
+    ...(r.mode === 'smoke' ? ['', 'Smoke run: proves the harness works; its numbers are not a measurement.'] : []),
+    '',
+  ];
+  process.stdout.write(out.join('\n'));
+}

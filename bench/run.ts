@@ -1,0 +1,265 @@
+// `npm run bench`: the gateway against no proxy (direct), a bare http-proxy-3 proxy (the floor of
+// our stack) and nginx (the peer users would otherwise pick), in one run, on one machine, so
+// the ratios are fair even when absolute numbers are noisy. See bench/README.md.
+//
+//   npm run bench                    full run (~4 minutes): prints the table, writes bench/results.json
+//   npm run bench -- --smoke         a few seconds (BENCH_SMOKE=1 too): proves the harness, not speed
+//   npm run bench -- --only=small    one scenario (comma-separated list), e.g. while profiling
+//   BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- --only=small
+//   BENCH_LOADGEN=autocannon         use autocannon even where wrk is installed
+//   BENCH_AUTH=api-key|bearer        force the gateway's credential (default: bearer when it works)
+//   BENCH_OUT=path                   where the JSON goes (default bench/results.json)
+//   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
+//   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { mkdtempSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import http from 'node:http';
+import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
+import { startUpstream, startBare, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
+import { BENCH_API_KEY } from './upstream.js';
+import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePort } from './proc.js';
+import { evaluateTargets, printTable, type Row, type Results } from './report.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const smoke = args.includes('--smoke') || process.env.BENCH_SMOKE === '1';
+const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').filter(Boolean);
+const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
+const WORKERS = Math.max(2, cpus().length);
+
+/** Sizes and durations: full run for people, smoke for CI. */
+const P = smoke
+  ? { seconds: 0.3, warmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
+  : { seconds: 8, warmup: 2, latencySeconds: 5, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
+
+export const SCENARIOS = ['small', 'small-latency', 'small-workers', 'files-page', 'upload', 'download', 'sse', 'websocket', 'auth-providers'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+/** Things to undo at the end besides the child processes (the IdP, the build folder). */
+const cleanups: Array<() => unknown> = [];
+async function stopAll(): Promise<void> {
+  await stopChildren();
+  for (const c of cleanups.splice(0)) await Promise.resolve(c()).catch(() => {});
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const selected = SCENARIOS.filter((s) => !only || only.includes(s));
+  if (only) for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: no scenario ${s} (have: ${SCENARIOS.join(', ')})`);
+  if (smoke && process.env.BENCH_LOADGEN !== 'wrk') process.env.BENCH_LOADGEN = 'autocannon'; // wrk cannot run for less than 1 s
+  const logDir = mkdtempSync(join(tmpdir(), 'bench-'));
+  chmodSync(logDir, 0o755);
+  const say = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
+  say(`bench: ${smoke ? 'smoke' : 'full'} run, scenarios ${selected.join(', ')}; load from ${loadGenerator()}; logs in ${logDir}`);
+  const notices: string[] = [];
+  const building = prepareRunner(); // tsc runs while the realm starts
+
+  // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
+  // discovery document and JWKS once; a session costs one code-flow login per gateway.
+  const needMulti = selected.includes('small-workers');
+  const [gatewayPort, multiPort] = [await freePort(), await freePort()];
+  const clientId = 'bench-gateway';
+  const clientSecret = 'bench-gateway-secret';
+  const { startIdp, loginThroughIdp, CookieJar } = await import('../test/support/idp.js');
+  const idp = await startIdp({
+    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) }],
+    accessTokenTtl: 3600,
+  });
+  cleanups.push(() => idp.close());
+  const runner = await building;
+  cleanups.push(() => runner.dir && rmSync(runner.dir, { recursive: true, force: true }));
+  if (runner.warnings) notices.push(`tsc reported errors but emitted; the run uses what it emitted:\n${runner.warnings.slice(0, 2000)}`);
+  const { demoIdentityProviders } = await import('../test/support/demo-realm.js');
+  const providersFile = join(logDir, 'providers.json');
+  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
+
+  say('bench: built; realm up');
+  const upstream = await startUpstream(logDir, runner);
+  const nginxBin = nginxPath();
+  if (!nginxBin) notices.push('nginx is not on PATH: the nginx rows are skipped (Debian: apt-get install nginx)');
+  const upstreamPort = Number(new URL(upstream.url).port);
+  const gatewayOptions = {
+    upstreamUrl: upstream.url,
+    issuer: idp.issuer,
+    clientId,
+    clientSecret,
+    nodeFlags: (process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    env: { IDP_PROVIDERS_FILE: providersFile, SHOW_IDP_LOGIN: 'true' },
+  };
+  const nginxOptions = { upstreamPort, staticAuthProviders: '{}' };
+  const [bare, nginx, gateway, nginxMulti, gatewayMulti] = await Promise.all([
+    startBare(logDir, runner, upstream.url),
+    nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1 }) : undefined,
+    startGateway(logDir, runner, { ...gatewayOptions, port: gatewayPort, workers: 1 }),
+    nginxBin && needMulti ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: WORKERS }) : undefined,
+    needMulti ? startGateway(logDir, runner, { ...gatewayOptions, port: multiPort, workers: WORKERS }) : undefined,
+  ]);
+  // nginx serves, as a static file, exactly what the gateway answers from its cache.
+  say('bench: peers up');
+  const providersAnswer = await fetch(`${gateway.url}/api/v1/auth-providers/`).then((r) => r.text());
+  for (const n of [nginx, nginxMulti]) if (n) writeFileSync(join(logDir, `nginx-${n === nginx ? 1 : WORKERS}w/static/auth-providers.json`), providersAnswer, { mode: 0o644 });
+
+  // The gateway's credential, in order of preference: a session cookie from a real code-flow
+  // login (what browsers send), a realm bearer JWT, an upstream API key (ALLOW_UPSTREAM_API_KEYS).
+  const credentials: Array<{ kind: string; headers: () => Promise<Record<string, string>> }> = [
+    {
+      kind: 'session cookie (code-flow login of alice at the test IdP)',
+      headers: async () => {
+        const jar = new CookieJar();
+        const startUrl = `${gateway.url}/auth/start`;
+        const start = await fetch(startUrl, { redirect: 'manual' });
+        jar.store(startUrl, start.headers.getSetCookie());
+        const location = start.headers.get('location');
+        if (start.status !== 302 || !location) throw new Error(`/auth/start answered ${start.status}`);
+        const { callbackUrl } = await loginThroughIdp(new URL(location, startUrl).href, 'alice');
+        const callback = await fetch(callbackUrl, { redirect: 'manual', headers: { cookie: jar.header(callbackUrl) } });
+        jar.store(callbackUrl, callback.headers.getSetCookie());
+        if (callback.status !== 302) throw new Error(`/auth/callback answered ${callback.status}`);
+        // Origin: a cookie-borne WebSocket must come from the gateway's own origin.
+        return { cookie: jar.header(`${gateway.url}/`), origin: gateway.url };
+      },
+    },
+    { kind: 'realm bearer JWT (alice, verified against the IdP JWKS)', headers: async () => ({ authorization: `Bearer ${await idp.accessTokenFor('alice', clientId)}` }) },
+    { kind: 'upstream API key (ALLOW_UPSTREAM_API_KEYS=true)', headers: async () => ({ authorization: `Bearer ${BENCH_API_KEY}` }) },
+  ];
+  const forced = process.env.BENCH_AUTH; // session | bearer | api-key
+  const usable: Array<{ kind: string; headers: Record<string, string> }> = [];
+  for (const c of credentials) {
+    if (forced && !c.kind.toLowerCase().includes(forced.replace('api-key', 'api key'))) continue;
+    try {
+      const headers = await c.headers();
+      const got = await status(`${gateway.url}/api/v1/bench/small`, headers);
+      if (got === 200) usable.push({ kind: c.kind, headers });
+      else notices.push(`the gateway refused the ${c.kind} (${got})`);
+    } catch (e) {
+      notices.push(`no ${c.kind}: ${(e as Error).message}`);
+    }
+  }
+  const auth = usable[0];
+  if (!auth) throw new Error(`the gateway accepts none of the bench's credentials: ${notices.join('; ')}`);
+  const bearer = usable.find((u) => u.kind.startsWith('realm bearer'));
+  say(`bench: gateway credential: ${auth.kind}`);
+
+  const rows: Row[] = [];
+  const peersOf = (withMulti = false) =>
+    [
+      { peer: undefined as Peer | undefined, name: 'direct', url: upstream.url },
+      { peer: bare, name: bare.name, url: bare.url },
+      ...(nginx ? [{ peer: nginx, name: nginx.name, url: nginx.url }] : []),
+      { peer: gateway, name: gateway.name, url: gateway.url },
+      ...(withMulti && nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
+      ...(withMulti && gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
+    ];
+
+  /** Run one measurement against one peer, with its peak RSS, and keep the row. */
+  async function measure(scenario: Scenario, name: string, peer: Peer | undefined, unit: Row['unit'], fn: () => Promise<Measured>) {
+    const rss = peer ? watchRss(() => peer.pids()) : undefined;
+    let m: Measured;
+    try {
+      m = await fn();
+    } catch (e) {
+      m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, note: (e as Error).message };
+    }
+    if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
+    const row: Row = { scenario, peer: name, unit, rate: m.rate, p50Ms: m.p50, p99Ms: m.p99, peakRssMB: rss ? rss.stop() : null, errors: m.errors, count: m.count, ...(m.note ? { note: m.note } : {}) };
+    rows.push(row);
+    say(`  ${scenario.padEnd(15)} ${name.padEnd(24)} ${row.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(row.p50Ms)}  p99 ${fmt(row.p99Ms)}  rss ${row.peakRssMB?.toFixed(0) ?? '-'} MB${row.errors ? `  errors ${row.errors}` : ''}${row.note ? `  (${row.note})` : ''}`);
+    await sleep(smoke ? 50 : 500); // let the previous peer's sockets settle
+  }
+
+  const h = auth.headers;
+  for (const scenario of selected) {
+    say(`bench: ${scenario}`);
+    switch (scenario) {
+      case 'small':
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+        // The other credential a client may bring, when the main one is the session cookie.
+        if (bearer && bearer !== auth)
+          await measure(scenario, 'gateway (bearer JWT)', gateway, 'req/s', () => httpLoad({ url: `${gateway.url}/api/v1/bench/small`, headers: bearer.headers, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+        break;
+      case 'small-latency':
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
+        break;
+      case 'small-workers':
+        for (const p of peersOf(true).filter((x) => x.name === 'direct' || x.peer === nginxMulti || x.peer === gatewayMulti))
+          await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: P.connections * 2, seconds: P.seconds, warmupSeconds: P.warmup }));
+        break;
+      case 'files-page':
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/files/`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
+        // The same bytes at a path no policy rewrites: what the rewrite adds over passing through.
+        await measure(scenario, 'gateway (pass-through)', gateway, 'req/s', () => httpLoad({ url: `${gateway.url}/api/v1/bench/files-page`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
+        break;
+      case 'upload':
+      case 'download': {
+        const path = scenario === 'upload' ? '/api/v1/bench/upload' : '/api/v1/bench/download';
+        const timeout = smoke ? 20_000 : 120_000;
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'MB/s', () => transfer(`${p.url}${path}`, h, scenario, P.transferBytes, timeout));
+        break;
+      }
+      case 'sse':
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'events/s', () => sseLoad(`${p.url}/api/v1/bench/sse`, h, P.sseStreams, P.sseSeconds, 20));
+        break;
+      case 'websocket':
+        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'echo/s', () => wsLoad(`${p.url.replace('http:', 'ws:')}/ws/bench/echo`, h, P.wsConnections, P.wsHold, P.wsEchoes));
+        break;
+      case 'auth-providers': {
+        const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url }];
+        for (const p of targets) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+        break;
+      }
+    }
+  }
+
+  const targets = evaluateTargets(rows, { wsConnections: P.wsConnections, smoke });
+  const results: Results = {
+    date: new Date().toISOString(),
+    mode: smoke ? 'smoke' : 'full',
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, nginx: nginxBin ? nginxVersion(nginxBin) : null, loadGenerator: process.env.BENCH_LOADGEN === 'autocannon' ? 'autocannon' : loadGenerator() },
+    gatewayCredential: auth.kind,
+    peersRunAs: runner.kind,
+    parameters: { ...P, workers: WORKERS },
+    notices,
+    rows,
+    targets,
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
+  say('bench: stopping the peers');
+  await stopAll();
+  say('bench: stopped');
+  printTable(results);
+  writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
+  say(`bench: wrote ${outFile} (${results.seconds} s)`);
+  if (process.env.BENCH_KEEP_LOGS === '1') say(`bench: logs kept in ${logDir}`);
+  else rmSync(logDir, { recursive: true, force: true });
+}
+
+function status(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { headers, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', () => resolve(0));
+    req.setTimeout(5_000, () => req.destroy());
+  });
+}
+
+const fmt = (ms: number) => (Number.isFinite(ms) ? `${ms.toFixed(2)} ms` : '-');
+
+process.once('exit', killAllSync);
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping the peers\n`);
+    stopAll().finally(() => process.exit(130));
+  });
+
+main().then(
+  () => process.exit(0),
+  async (err: Error) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);
