@@ -3,11 +3,19 @@
 // data plane depends on and implements it.
 //
 //   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback and
-//     /auth/logout. The login keeps a small session (gateway/session.ts): the user's identity
-//     computed once at login, the refresh token and the access token's expiry; no ID or access token.
+//     /auth/logout. `afterCallback` trims the session (gateway/session.ts) to the user's identity
+//     computed once at login, the refresh token and the access token's expiry: no ID token, no
+//     access token, so the cookie stays one cookie (about 1.7 to 2.4 KB with Keycloak's refresh token).
+//     Logout therefore sends Keycloak `client_id` + `post_logout_redirect_uri` instead of
+//     `id_token_hint` (Keycloak then asks the user to confirm), and revokes the refresh token.
 //   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
 //     issuer's JWKS; otherwise the session cookie is decrypted (cached by value) and refreshed at
-//     the token endpoint shortly before the access token expires. A refused refresh ends the session.
+//     the token endpoint shortly before the access token expires (TOKEN_REFRESH_MARGIN_SECONDS),
+//     also renewing the user's roles, groups and tenants. A refused refresh (4xx) ends the session;
+//     an unreachable realm does not, but an expired access token is then not honoured.
+//   Per process: the session cache, single-flight refresh and the set of ended sessions (logout,
+//     refused refresh). With several workers a copy of an ended session's cookie can live on in
+//     another worker until its next refresh, which the realm refuses.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
@@ -291,7 +299,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       bearers.set(token, { identity, exp: payload.exp! });
       return identity;
     } catch (err) {
-      obs.log.info({ reason: (err as Error).message }, 'bearer token refused');
+      obs.log.debug({ reason: (err as Error).message }, 'bearer token refused');
       return undefined;
     }
   }
