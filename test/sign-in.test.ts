@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { auth } from 'express-openid-connect';
-import { CookieJar as IdpCookieJar, logoutThroughIdp } from './support/idp.js';
+import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from './support/idp.js';
 import { demoAccounts } from './support/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import type { RecordedRequest } from './support/open-webui.js';
@@ -421,5 +421,40 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const fresh = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` } });
       expect(fresh.status).to.equal(200);
     });
+  });
+});
+
+describe('sign-in: claims configuration', function () {
+  this.timeout(20_000);
+  let w: World;
+  // an account the realm knows without an email address
+  const accounts = [...demoAccounts, { ...account('alice'), sub: '5f1c2a9e-0b1d-4c3e-9a41-6d2f7e8a0099', username: 'nomail', password: 'nomail-pass', email: '' }];
+
+  before(async () => {
+    w = await startWorld({ accounts, env: { OAUTH_ROLES_CLAIM: 'realm_access.roles', OAUTH_ADMIN_ROLES: 'SomeOtherRole, PlatformSysAdmin', OAUTH_GROUPS_CLAIM: 'tenants', TENANTS_CLAIM: 'groups' } });
+  });
+  after(async () => {
+    await w?.close();
+  });
+
+  it('dotted OAUTH_ROLES_CLAIM (realm_access.roles, in the access token only), a list of admin roles, other claim names', async () => {
+    const { jar } = await signIn(w.url, 'sysadmin');
+    const s = (await browse(jar, '/auth/session')).json<{ user: { roles: string[]; admin: boolean }; tenants: string[] }>();
+    expect(s.user).to.deep.include({ roles: ['PlatformSysAdmin'], admin: true });
+    expect(s.tenants).to.deep.equal([]); // TENANTS_CLAIM=groups, and sysadmin is in no group
+    await browse(jar, '/api/v1/auths/');
+    const seen = w.upstream.requests.filter((r) => r.url === '/api/v1/auths/').pop()!;
+    expect(seen.headers).to.include({ 'x-forwarded-role': 'admin', 'x-forwarded-groups': 'acme' }); // OAUTH_GROUPS_CLAIM=tenants
+  });
+
+  it('a login without an email address is refused (403) and leaves no session', async () => {
+    const jar = new Jar(w.url);
+    const start = await browse(jar, '/auth/start');
+    const { callbackUrl } = await loginThroughIdp(start.location!, 'nomail', 'nomail-pass');
+    const callback = await browse(jar, callbackUrl);
+    expect(callback.status).to.equal(403);
+    expect(callback.json<{ detail: string }>().detail).to.match(/no email/);
+    expect(jar.get('appSession')).to.equal(undefined);
+    expect((await browse(jar, '/api/v1/auths/')).status).to.equal(401);
   });
 });
