@@ -68,6 +68,14 @@ describe('sign-in: bearer tokens', function () {
     expect(r.forwarded[0]!.headers).to.include({ 'x-forwarded-email': sysadmin.email, 'x-forwarded-role': 'admin' });
   });
 
+  it('PlatformAdmin is never an admin role, even if a token carried it; PlatformSysAdmin in roles is', async () => {
+    const tenantAdmin = await call(await w.idp.signJwt(claimsOf(alice, { roles: ['PlatformAdmin'], realm_access: { roles: ['PlatformAdmin'] } })));
+    expect(tenantAdmin.status).to.equal(200);
+    expect(tenantAdmin.forwarded[0]!.headers['x-forwarded-role']).to.equal('user');
+    const sys = await call(await w.idp.signJwt(claimsOf(sysadmin, { realm_access: undefined })));
+    expect(sys.forwarded[0]!.headers['x-forwarded-role']).to.equal('admin');
+  });
+
   it('the published key is used only with the algorithm it is published for (RS256)', async () => {
     expect((await call(await w.idp.signJwt(claimsOf(alice), { alg: 'RS256' }))).status).to.equal(200);
     for (const alg of ['RS384', 'RS512', 'PS256']) {
