@@ -5,7 +5,8 @@
 //                      or IDP_PROVIDERS_FILE, behind one cache of IDP_CACHE_SECONDS (5 minutes)
 //                      shared by the list, the per-alias lookup and, through it, the tenant lookup
 //                      (links 4). One request in flight per key; when the source fails, the last
-//                      good answer is served (readiness says `stale`).
+//                      good answer is served at once and the source retried in the background
+//                      (readiness says `stale`).
 //   API                GET /api/v1/auth-providers/, /{alias}, /tenants/{tenant_id}
 //   pages              /auth/login, /auth/login/{alias}, both also under /{locale}/ (login-pages.ts)
 //   guard              where a logged-out page visit goes (links 6 to 8), in process
