@@ -45,6 +45,8 @@ const API_PREFIXES = ['/api/', '/ws/', '/openai/', '/ollama/', '/oauth/', '/cach
 const PUBLIC_PREFIXES = ['/static/', '/_app/', '/favicon/'];
 const PUBLIC_EXACT = new Set(['/health', '/manifest.json', '/favicon.png', '/favicon.ico', '/robots.txt']);
 const CONTROL_EXACT = new Set(['/healthz', '/readyz', '/metrics', '/auth', '/api/v1/auth-providers']);
+/** Methods whose forwarded request carries no body framing of its own (see `handle`). */
+const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 /** Which part of the gateway answers a canonical path. */
 export function classify(path: string): RouteClass {
@@ -198,6 +200,13 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
     const method = req.method ?? 'GET';
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+    // Request smuggling: Node sends GET, HEAD, DELETE and OPTIONS upstream without chunked framing
+    // (http-proxy-3 even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
+    // them would reach Open WebUI as raw bytes after a bodiless request: a second request nobody judged.
+    // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 6.1), which Node accepts: refused too.
+    if (req.headers['transfer-encoding'] !== undefined && (UNFRAMED_BODY_METHODS.has(method) || req.httpVersion === '1.0')) {
+      return sendJson(res, 400, { detail: `Bad request: a chunked body is not accepted on ${method} HTTP/${req.httpVersion}` }, { connection: 'close' });
+    }
     const { path, search, url } = canonical.target;
     req.url = url;
     const cls = classify(path);
@@ -216,8 +225,16 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const websockets = new WebSocketTracker();
   let closing = false;
 
+  /** Per client socket: answers still being written, and the latest request (for `clientError`). */
+  const answering = new WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>();
+
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
+    let entry = answering.get(req.socket);
+    if (!entry) answering.set(req.socket, (entry = { open: 0, req, res }));
+    Object.assign(entry, { open: entry.open + 1, req, res });
+    const answered = entry;
+    res.once('close', () => void answered.open--);
     if (closing) res.setHeader('connection', 'close');
     res.once('finish', () => {
       const cls = req.url ? classifySafe(req.url) : 'page';
@@ -278,7 +295,14 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     });
   });
   server.on('clientError', (err: Error & { code?: string }, socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const entry = answering.get(socket);
+    const open = entry?.open ?? 0;
+    // Bytes after a `Connection: close` request: ignored; its answer finishes, then the socket closes.
+    if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : socket.destroy();
+    // A 400 only when it answers the faulty request itself: never while an earlier request is being
+    // answered on this socket (the client would take it for that answer, or find it inside its body).
+    const ownBody = open === 1 && !entry!.req.complete && !entry!.res.headersSent;
+    if (err.code === 'ECONNRESET' || !socket.writable || (open > 0 && !ownBody)) return socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const body = JSON.stringify({ detail: status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request' });
     socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
