@@ -2,7 +2,7 @@
 // production, the self-contained sandbox). Invalid settings stop here, before listening.
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import cluster from 'node:cluster';
-import { createGateway } from './server.js';
+import { createOperatedGateway, exitOnSignals } from './operations.js';
 import { superviseWorkers } from './cluster.js';
 
 function settingsOrExit(): Settings {
@@ -20,26 +20,23 @@ function settingsOrExit(): Settings {
 const settings = settingsOrExit();
 
 if (settings.sandbox) {
-  // Loaded only here: production never imports the sandbox or its stand-ins.
-  const { startSandbox } = await import('../sandbox/main.js');
-  await startSandbox(settings);
+  // Loaded only here: production never imports the sandbox or its stand-ins. The specifier is
+  // not a literal so that the production build (tsconfig.build.json) does not compile them.
+  const sandboxModule = '../sandbox/main.js';
+  type SandboxModule = { startSandbox(settings: Settings): Promise<unknown> };
+  const sandbox = (await import(sandboxModule).catch((err: Error & { code?: string }) => {
+    if (err.code !== 'ERR_MODULE_NOT_FOUND' || !err.message.includes('sandbox')) throw err;
+    process.stderr.write('No UPSTREAM_URL: the sandbox runs from the source tree only (`npm start`). Set UPSTREAM_URL and the OIDC_* settings.\n');
+    process.exit(2);
+  })) as SandboxModule;
+  await sandbox.startSandbox(settings);
 } else if (settings.server.workers > 1 && cluster.isPrimary) {
   // GATEWAY_WORKERS: this process only supervises; each worker runs the branch below.
   superviseWorkers(settings);
 } else {
-  const gateway = await createGateway(settings);
-  const { url } = await gateway.listen();
-  gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url }, 'gateway listening');
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    gateway.obs.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    gateway.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // With /healthz, /readyz, /metrics (or METRICS_PORT) and the policy drift check.
+  const gateway = await createOperatedGateway(settings);
+  const { url, metricsUrl } = await gateway.start();
+  gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url, metricsUrl }, 'gateway listening');
+  exitOnSignals(gateway.obs.log, () => gateway.close().then(() => gateway.obs.close()));
 }

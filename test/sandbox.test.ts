@@ -1,0 +1,230 @@
+// `npm start` on a fresh clone: no UPSTREAM_URL, so the sandbox. Spawned for real, driven over
+// HTTP like a newcomer's browser: provider buttons, a tenant link, the IdP's login form, the own
+// files of the sysadmin, the 401 on the export; and again with the bypass switched on.
+import { expect } from 'chai';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loginThroughIdp, CookieJar as IdpJar } from './support/idp.js';
+import { browse, Jar } from './support/cookie-jar.js';
+import { demoAccounts } from './support/demo-realm.js';
+import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `npm start` in its own process group, with only PATH and HOME from this environment. */
+async function npmStart(env: Record<string, string> = {}): Promise<Running> {
+  const [port, idpPort] = [await freePort(), await freePort()];
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    detached: true,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), SANDBOX_IDP_PORT: String(idpPort), ...env },
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const pgid = child.pid!;
+  const stop = async () => {
+    // Ctrl-C in a terminal: SIGINT to the whole group. Everything must stop by itself.
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGINT');
+    const deadline = Date.now() + 8_000;
+    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (groupAlive(pgid)) {
+      process.kill(-pgid, 'SIGKILL');
+      throw new Error(`the sandbox did not stop on SIGINT:\n${output}`);
+    }
+  };
+  try {
+    const url = await new Promise<string>((ok, fail) => {
+      const timer = setInterval(() => {
+        const m = /Sandbox ready: (http:\/\/\S+?)\/?\s/.exec(output);
+        if (m) {
+          clearInterval(timer);
+          ok(m[1]!);
+        }
+      }, 50);
+      child.once('exit', (code) => {
+        clearInterval(timer);
+        fail(new Error(`npm start exited with ${code} before the banner:\n${output}`));
+      });
+      setTimeout(() => {
+        clearInterval(timer);
+        fail(new Error(`no banner after 20 s:\n${output}`));
+      }, 20_000);
+    });
+    return { child, url, output: () => output, stop };
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+}
+
+async function signInAs(url: string, username: string): Promise<Jar> {
+  const jar = new Jar(url);
+  const start = await browse(jar, `${url}/auth/start?returnTo=%2F`);
+  expect(start.status, start.text).to.equal(302);
+  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new IdpJar());
+  const callback = await browse(jar, callbackUrl);
+  expect(callback.status, callback.text).to.equal(302);
+  return jar;
+}
+
+interface FileList {
+  items: Array<{ id: string; user_id: string; filename: string }>;
+  total: number;
+}
+
+describe('sandbox: `npm start` without UPSTREAM_URL', function () {
+  this.timeout(30_000);
+  let sandbox: Running;
+
+  before(async () => {
+    sandbox = await npmStart();
+  });
+  after(async () => {
+    await sandbox?.stop();
+  });
+
+  it('prints the address, every demo login, the tenant links and how to flip the switches', () => {
+    const out = sandbox.output();
+    expect(sandbox.url).to.match(/^http:\/\/localhost:\d+$/);
+    for (const a of demoAccounts) expect(out).to.include(`${a.username} / ${a.password}`);
+    expect(out).to.include(`${sandbox.url}/acme`);
+    expect(out).to.include(`${sandbox.url}/globex`);
+    expect(out).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start');
+    expect(out).to.include('CHATUI_ENABLE_ADMIN_EXPORT=true npm start');
+  });
+
+  it('the provider buttons and the tenant link of the demo realm', async () => {
+    const list = await browse(undefined, `${sandbox.url}/api/v1/auth-providers/`);
+    expect(list.json()).to.deep.equal({
+      welcome_page: false,
+      providers: [
+        { alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' },
+        { alias: 'globex-okta', display_name: 'Globex (Okta)' },
+      ],
+    });
+    const page = await browse(undefined, `${sandbox.url}/auth/login`);
+    expect(page.status).to.equal(200);
+    expect(page.text).to.include('Acme (Microsoft Entra ID)').and.to.include('Globex (Okta)');
+    // A logged-out visit of the tenant's address goes to its provider; the embedded IdP shows the hint.
+    const link = await browse(undefined, `${sandbox.url}/acme`);
+    expect(link.status).to.equal(302);
+    const start = await browse(new Jar(sandbox.url), link.location!);
+    expect(start.status).to.equal(302);
+    expect(new URL(start.location!).searchParams.get('kc_idp_hint')).to.equal('acme-entra');
+    const jar = new IdpJar();
+    let at = start.location!;
+    let html = '';
+    for (let i = 0; i < 5 && !html; i++) {
+      const res = await fetch(at, { redirect: 'manual', headers: { cookie: jar.header(at) } });
+      jar.store(at, res.headers.getSetCookie());
+      if (res.status >= 300 && res.status < 400) at = new URL(res.headers.get('location')!, at).href;
+      else html = await res.text();
+    }
+    expect(html).to.match(/id="idp-hint" data-hint="acme-entra"/);
+  });
+
+  it('the sysadmin signs in through the IdP form and sees only their own files; the export is 401', async () => {
+    const jar = await signInAs(sandbox.url, 'sysadmin');
+    const session = (await browse(jar, `${sandbox.url}/auth/session`)).json<{ authenticated: boolean; user: { admin: boolean } }>();
+    expect(session).to.deep.include({ authenticated: true });
+    expect(session.user.admin).to.equal(true);
+    const files = await browse(jar, `${sandbox.url}/api/v1/files/`);
+    expect(files.status).to.equal(200);
+    const body = files.json<FileList>();
+    const sysadmin = demoAccounts.find((a) => a.username === 'sysadmin')!;
+    expect(body.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(sysadmin).sort());
+    expect(body.total).to.equal(2);
+    const exportRes = await browse(jar, `${sandbox.url}/api/v1/chats/all/db`);
+    expect(exportRes.status).to.equal(401);
+    // a plain user as well
+    const alice = await signInAs(sandbox.url, 'alice');
+    const own = (await browse(alice, `${sandbox.url}/api/v1/files/`)).json<FileList>();
+    expect(own.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(demoAccounts.find((a) => a.username === 'alice')!).sort());
+  });
+
+  it('operations endpoints answer; the stand-in is set like the gateway, so no drift', async () => {
+    const ready = await browse(undefined, `${sandbox.url}/readyz`);
+    expect(ready.status, ready.text).to.equal(200);
+    const body = ready.json<{ ready: boolean; checks: Record<string, { ok: boolean; detail: string }> }>();
+    expect(body.ready).to.equal(true);
+    expect(body.checks.policyDrift!.ok).to.equal(true);
+    expect((await browse(undefined, `${sandbox.url}/metrics`)).text).to.include('gateway_requests_total');
+  });
+});
+
+describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function () {
+  this.timeout(30_000);
+  let sandbox: Running;
+
+  before(async () => {
+    sandbox = await npmStart({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true' });
+  });
+  after(async () => {
+    await sandbox?.stop();
+  });
+
+  it('the banner says so, and the sysadmin sees everyone\'s files; the export stays 401', async () => {
+    expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    const jar = await signInAs(sandbox.url, 'sysadmin');
+    const body = (await browse(jar, `${sandbox.url}/api/v1/files/`)).json<FileList>();
+    const all = sandboxSeed().files;
+    expect(body.total).to.equal(all.length);
+    expect(body.items.map((f) => f.id).sort()).to.deep.equal(all.map((f) => f.id).sort());
+    expect((await browse(jar, `${sandbox.url}/api/v1/chats/all/db`)).status).to.equal(401);
+    // a plain user still sees only their own
+    const bob = await signInAs(sandbox.url, 'bob');
+    const own = (await browse(bob, `${sandbox.url}/api/v1/files/`)).json<FileList>();
+    expect(own.items.every((f) => f.user_id === 'user-bob')).to.equal(true);
+    expect(own.total).to.equal(2);
+  });
+});
+
+describe('sandbox: kept apart from production', function () {
+  this.timeout(30_000);
+
+  it('the production build compiles no sandbox or test code', () => {
+    const r = spawnSync(process.execPath, [resolve(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--listFilesOnly'], { cwd: ROOT, encoding: 'utf8' });
+    const ours = r.stdout.split('\n').filter((f) => f.startsWith(ROOT) && !f.includes('/node_modules/'));
+    expect(ours.length, r.stderr).to.be.greaterThan(5);
+    expect(ours.filter((f) => f.includes('/sandbox/') || f.includes('/test/'))).to.deep.equal([]);
+  });
+
+  it('NODE_ENV=production without UPSTREAM_URL is an error, not the sandbox', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production' },
+      timeout: 20_000,
+    });
+    expect(r.status).to.equal(2);
+    expect(r.stderr).to.include('UPSTREAM_URL: required in production');
+    expect(r.stdout + r.stderr).to.not.include('Sandbox ready');
+  });
+});
