@@ -425,6 +425,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
     if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
     obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
+    if (req.path.startsWith('/auth/callback')) obs.audit.warn({ event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
     // A callback replayed (Back button) by a browser that is signed in: nothing to do.
     if (req.path.startsWith('/auth/callback') && (await authenticate(req).catch(() => undefined))) return void res.redirect('/');
     const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
