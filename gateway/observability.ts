@@ -40,6 +40,19 @@ const REDACT = [
   '*.token',
   '*.secret',
   '*.password',
+  'authorization',
+  'cookie',
+  'client_secret',
+  'clientSecret',
+  '*.authorization',
+  '*.cookie',
+  '*.access_token',
+  '*.refresh_token',
+  '*.id_token',
+  '*.client_secret',
+  '*.clientSecret',
+  '*.sessionSecrets',
+  'res.headers["set-cookie"]',
 ];
 
 export function createObservability(options: { level: string; auditFile?: string; destination?: pino.DestinationStream }): Observability {
