@@ -23,7 +23,7 @@ describe('sign-in audit events', function () {
     const jar = new Jar(w.url);
     const res = await browse(jar, `${w.url}/auth/callback?code=forged&state=forged`);
     expect(res.status).to.equal(400);
-    expect(res.body).to.not.match(/at .*\.(js|ts):\d+/);
+    expect(res.text).to.not.match(/at .*\.(js|ts):\d+/);
     const failed = audit().filter((l) => l.event === 'sign-in-failed');
     expect(failed).to.have.length.greaterThan(0);
     const text = JSON.stringify(w.obs.lines);
