@@ -21,6 +21,8 @@ export interface Measured {
   /** failed requests: non-2xx, socket errors, timeouts, broken streams */
   errors: number;
   count: number;
+  /** units of work done, for CPU per unit: requests, MB, events, echoes */
+  units: number;
   note?: string;
 }
 
@@ -58,8 +60,10 @@ export interface HttpLoadOptions {
 
 export async function httpLoad(o: HttpLoadOptions): Promise<Measured> {
   const run = loadGenerator() === 'wrk' ? wrk : cannon;
-  if (o.warmupSeconds > 0) await run({ ...o, seconds: o.warmupSeconds });
-  return run(o);
+  const warm = o.warmupSeconds > 0 ? await run({ ...o, seconds: o.warmupSeconds }) : undefined;
+  const m = await run(o);
+  // The peer's CPU is read around warm-up and run alike: its work is counted alike.
+  return { ...m, units: m.units + (warm?.units ?? 0) };
 }
 
 // wrk reports through a Lua `done` hook: exact counts and microsecond percentiles as JSON.
@@ -96,7 +100,7 @@ async function wrk(o: HttpLoadOptions): Promise<Measured> {
   if (!line) throw new Error(`wrk gave no result: ${out.slice(0, 500)}`);
   const r = JSON.parse(line[1]!) as Record<string, number>;
   const errors = r.connect! + r.read! + r.write! + r.status! + r.timeout!;
-  return { rate: r.requests! / (r.duration_us! / 1e6), p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, errors, count: r.requests! };
+  return { rate: r.requests! / (r.duration_us! / 1e6), p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, errors, count: r.requests! - errors, units: r.requests! };
 }
 
 async function cannon(o: HttpLoadOptions): Promise<Measured> {
@@ -118,7 +122,7 @@ async function cannon(o: HttpLoadOptions): Promise<Measured> {
   clearTimeout(stopper);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   errors += result.errors + result.timeouts;
-  return { rate: (latencies.length + errors) / seconds, ...summarize(latencies), errors, count: latencies.length };
+  return { rate: (latencies.length + errors) / seconds, ...summarize(latencies), errors, count: latencies.length, units: latencies.length + errors };
 }
 
 /** One streamed transfer of `bytes` (upload: POST body; download: GET). Rate in MB/s (1 MB = 2^20 bytes). */
@@ -166,7 +170,7 @@ export async function transfer(url: string, headers: Record<string, string>, dir
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const ms = seconds * 1000;
-  return { rate: moved / 1048576 / seconds, p50: ms, p99: ms, errors: moved === bytes ? 0 : 1, count: 1, ...(moved === bytes ? {} : { note: `moved ${moved} of ${bytes} bytes` }) };
+  return { rate: moved / 1048576 / seconds, p50: ms, p99: ms, errors: moved === bytes ? 0 : 1, count: 1, units: moved / 1048576, ...(moved === bytes ? {} : { note: `moved ${moved} of ${bytes} bytes` }) };
 }
 
 /**
@@ -220,7 +224,7 @@ export async function sseLoad(url: string, headers: Record<string, string>, stre
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   const measured = latencies.slice(0, count);
   for (const req of requests) req.destroy();
-  return { rate: count / elapsed, ...summarize(measured), errors, count };
+  return { rate: count / elapsed, ...summarize(measured), errors, count, units: count };
 }
 
 /**
@@ -301,6 +305,7 @@ export async function wsLoad(url: string, headers: Record<string, string>, conne
     ...summarize(latencies),
     errors: failed + (connections - failed - held),
     count: latencies.length,
+    units: latencies.length,
     held,
     note: `${held}/${connections} held${firstError ? `; ${firstError}` : ''}${closedEarly ? `; ${closedEarly} closed early` : ''}`,
   };

@@ -86,7 +86,8 @@ export async function startUpstream(logDir: string, run: Runner): Promise<Peer> 
 }
 
 export async function startBare(logDir: string, run: Runner, target: string): Promise<Peer> {
-  const { child, info } = await spawnChild('bare', node, run.args('bench/bare-proxy.ts'), {
+  const flags = (process.env.BENCH_BARE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const { child, info } = await spawnChild('bare', node, [...flags, ...run.args('bench/bare-proxy.ts')], {
     env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_TARGET: target },
     ready: portLine,
     logFile: logPath(logDir, 'bare'),

@@ -1,7 +1,7 @@
 // Child processes of the bench and what /proc says about them. Every child is started here,
 // remembered, and stopped by its own pid (and its descendants' pids, which are read from /proc
 // before the signal) at the end, on an error, or on Ctrl-C.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -188,3 +188,26 @@ export async function freePort(): Promise<number> {
 }
 
 export const logPath = (dir: string, name: string) => join(dir, `${name.replace(/[^a-z0-9-]+/gi, '-')}.log`);
+
+/** CPU time (user + system) of a set of processes so far, in ms, from /proc/<pid>/stat (10 ms ticks). */
+export function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      /* exited */
+    }
+  }
+  return ticks * (1000 / CLK_TCK);
+}
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();

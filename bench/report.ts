@@ -8,8 +8,12 @@ export interface Row {
   p99Ms: number;
   /** peak resident memory of the peer's processes during this row, MB; null for direct */
   peakRssMB: number | null;
+  /** the peer's own CPU time (user + system, all its processes) per unit of work, microseconds */
+  cpuUsPerUnit?: number | null;
   errors: number;
   count: number;
+  /** measurements taken (interleaved with the other peers); the row is their median */
+  rounds?: number;
   note?: string;
   vsNginx?: number | null;
   vsDirect?: number | null;
@@ -117,7 +121,7 @@ function notMeasured(gw: Row | undefined, ref: Row | undefined): string {
 const num = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
 
 export function tableLines(r: Results): string[] {
-  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'vs nginx', 'vs direct', 'target met'];
+  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'vs nginx', 'vs direct', 'target met'];
   const body = r.rows.map((x) => [
     x.scenario,
     x.peer,
@@ -126,13 +130,14 @@ export function tableLines(r: Results): string[] {
     num(x.p50Ms),
     num(x.p99Ms),
     num(x.peakRssMB, 0),
+    num(x.cpuUsPerUnit, 0),
     num(x.vsNginx),
     num(x.vsDirect),
     (x.target ?? '') + (x.errors ? ` (${x.errors} errors)` : ''),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 8 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 8 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 9 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 9 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
 }
 
 export function targetLines(r: Results): string[] {

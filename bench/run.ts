@@ -5,7 +5,9 @@
 //   npm run bench                    full run (~4 minutes): prints the table, writes bench/results.json
 //   npm run bench -- --smoke         a few seconds (BENCH_SMOKE=1 too): proves the harness, not speed
 //   npm run bench -- --only=small    one scenario (comma-separated list), e.g. while profiling
+//   npm run bench -- --peers=gateway only the targets whose name starts so (comma-separated)
 //   BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- --only=small
+//   BENCH_BARE_NODE_FLAGS="--cpu-prof ..."  the same for the bare http-proxy-3 peer
 //   BENCH_LOADGEN=autocannon         use autocannon even where wrk is installed
 //   BENCH_AUTH=api-key|bearer        force the gateway's credential (default: bearer when it works)
 //   BENCH_OUT=path                   where the JSON goes (default bench/results.json)
@@ -19,20 +21,22 @@ import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
 import { startUpstream, startBare, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
-import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePort } from './proc.js';
+import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePort, cpuMs } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const smoke = args.includes('--smoke') || process.env.BENCH_SMOKE === '1';
 const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').filter(Boolean);
+/** --peers=gateway,bare: measure only the targets whose name starts with one of these (profiling) */
+const peerFilter = args.find((a) => a.startsWith('--peers='))?.slice('--peers='.length).split(',').filter(Boolean);
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
 const WORKERS = Math.max(2, cpus().length);
 
 /** Sizes and durations: full run for people, smoke for CI. */
 const P = smoke
-  ? { seconds: 0.3, warmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
-  : { seconds: 8, warmup: 2, latencySeconds: 5, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
+  ? { rounds: 1, seconds: 0.3, warmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
+  : { rounds: 3, seconds: 3, warmup: 1, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
 
 export const SCENARIOS = ['small', 'small-latency', 'small-workers', 'files-page', 'upload', 'download', 'sse', 'websocket', 'auth-providers'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -143,70 +147,113 @@ async function main(): Promise<void> {
   say(`bench: gateway credential: ${auth.kind}`);
 
   const rows: Row[] = [];
-  const peersOf = (withMulti = false) =>
-    [
-      { peer: undefined as Peer | undefined, name: 'direct', url: upstream.url },
-      { peer: bare, name: bare.name, url: bare.url },
-      ...(nginx ? [{ peer: nginx, name: nginx.name, url: nginx.url }] : []),
-      { peer: gateway, name: gateway.name, url: gateway.url },
-      ...(withMulti && nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
-      ...(withMulti && gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
-    ];
+  interface Target {
+    name: string;
+    peer: Peer | undefined;
+    url: string;
+    headers?: Record<string, string>;
+  }
+  const peersOf = (): Target[] => [
+    // direct: the upstream's own RSS and CPU, the cost of a node:http server answering
+    { peer: upstream, name: 'direct', url: upstream.url },
+    { peer: bare, name: bare.name, url: bare.url },
+    ...(nginx ? [{ peer: nginx, name: nginx.name, url: nginx.url }] : []),
+    { peer: gateway, name: gateway.name, url: gateway.url },
+  ];
 
-  /** Run one measurement against one peer, with its peak RSS, and keep the row. */
-  async function measure(scenario: Scenario, name: string, peer: Peer | undefined, unit: Row['unit'], fn: () => Promise<Measured>) {
-    const rss = peer ? watchRss(() => peer.pids()) : undefined;
-    let m: Measured;
-    try {
-      m = await fn();
-    } catch (e) {
-      m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, note: (e as Error).message };
+  /**
+   * Measure every target `rounds` times, interleaved (A B C, B C A, C A B...), so that a burst of
+   * load from elsewhere on the machine hits all of them alike; each target's row is the median
+   * round (rate, p50 and p99 each), its peak RSS the largest, its CPU the peer's own user+system
+   * time per unit of work.
+   */
+  async function compare(scenario: Scenario, unit: Row['unit'], all: Target[], fn: (t: Target) => Promise<Measured>, rounds: number, cpuPerUnit = true) {
+    const targets = peerFilter ? all.filter((t) => peerFilter.some((f) => t.name.startsWith(f))) : all;
+    const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null }>>();
+    for (let r = 0; r < rounds; r++) {
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[(i + r) % targets.length]!;
+        const rss = t.peer ? watchRss(() => t.peer!.pids()) : undefined;
+        const cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
+        let m: Measured;
+        try {
+          m = await fn(t);
+        } catch (e) {
+          m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, units: 0, note: (e as Error).message };
+        }
+        if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
+        const sample = { ...m, rss: rss ? rss.stop() : null, cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null };
+        samples.set(t, [...(samples.get(t) ?? []), sample]);
+        say(`  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`);
+        await sleep(smoke ? 50 : 300); // let the previous peer's sockets settle
+      }
     }
-    if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
-    const row: Row = { scenario, peer: name, unit, rate: m.rate, p50Ms: m.p50, p99Ms: m.p99, peakRssMB: rss ? rss.stop() : null, errors: m.errors, count: m.count, ...(m.note ? { note: m.note } : {}) };
-    rows.push(row);
-    say(`  ${scenario.padEnd(15)} ${name.padEnd(24)} ${row.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(row.p50Ms)}  p99 ${fmt(row.p99Ms)}  rss ${row.peakRssMB?.toFixed(0) ?? '-'} MB${row.errors ? `  errors ${row.errors}` : ''}${row.note ? `  (${row.note})` : ''}`);
-    await sleep(smoke ? 50 : 500); // let the previous peer's sockets settle
+    for (const t of targets) {
+      const list = samples.get(t) ?? [];
+      const units = list.reduce((a, x) => a + x.units, 0);
+      const cpu = list.every((x) => x.cpu !== null) ? list.reduce((a, x) => a + x.cpu!, 0) : null;
+      const notes = [...new Set(list.map((x) => x.note).filter(Boolean))];
+      rows.push({
+        scenario,
+        peer: t.name,
+        unit,
+        rate: median(list.map((x) => x.rate)),
+        p50Ms: median(list.map((x) => x.p50)),
+        p99Ms: median(list.map((x) => x.p99)),
+        peakRssMB: list.some((x) => x.rss !== null) ? Math.max(...list.map((x) => x.rss ?? 0)) : null,
+        cpuUsPerUnit: cpu !== null && cpuPerUnit && units > 0 ? (cpu * 1000) / units : null,
+        errors: list.reduce((a, x) => a + x.errors, 0),
+        count: list.reduce((a, x) => a + x.count, 0),
+        rounds: list.length,
+        ...(notes.length ? { note: notes.join('; ') } : {}),
+      });
+    }
   }
 
   const h = auth.headers;
+  const get = (path: string, connections: number, seconds: number) => (t: Target) =>
+    httpLoad({ url: `${t.url}${path}`, headers: t.headers ?? h, connections, seconds, warmupSeconds: P.warmup });
   for (const scenario of selected) {
     say(`bench: ${scenario}`);
     switch (scenario) {
-      case 'small':
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+      case 'small': {
         // The other credential a client may bring, when the main one is the session cookie.
-        if (bearer && bearer !== auth)
-          await measure(scenario, 'gateway (bearer JWT)', gateway, 'req/s', () => httpLoad({ url: `${gateway.url}/api/v1/bench/small`, headers: bearer.headers, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+        const extra = bearer && bearer !== auth ? [{ peer: gateway, name: 'gateway (bearer JWT)', url: gateway.url, headers: bearer.headers }] : [];
+        await compare(scenario, 'req/s', [...peersOf(), ...extra], get('/api/v1/bench/small', P.connections, P.seconds), P.rounds);
         break;
+      }
       case 'small-latency':
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
+        await compare(scenario, 'req/s', peersOf(), get('/api/v1/bench/small', 1, P.latencySeconds), P.rounds);
         break;
-      case 'small-workers':
-        for (const p of peersOf(true).filter((x) => x.name === 'direct' || x.peer === nginxMulti || x.peer === gatewayMulti))
-          await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/bench/small`, headers: h, connections: P.connections * 2, seconds: P.seconds, warmupSeconds: P.warmup }));
+      case 'small-workers': {
+        const targets = [
+          { peer: upstream, name: 'direct', url: upstream.url },
+          ...(nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
+          ...(gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
+        ];
+        await compare(scenario, 'req/s', targets, get('/api/v1/bench/small', P.connections * 2, P.seconds), P.rounds);
         break;
+      }
       case 'files-page':
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/files/`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
-        // The same bytes at a path no policy rewrites: what the rewrite adds over passing through.
-        await measure(scenario, 'gateway (pass-through)', gateway, 'req/s', () => httpLoad({ url: `${gateway.url}/api/v1/bench/files-page`, headers: h, connections: 1, seconds: P.latencySeconds, warmupSeconds: P.warmup }));
+        // Last target: the same bytes at a path no policy rewrites, what the rewrite adds over passing through.
+        await compare(scenario, 'req/s', [...peersOf(), { peer: gateway, name: 'gateway (pass-through)', url: gateway.url }], (t) => get(t.name === 'gateway (pass-through)' ? '/api/v1/bench/files-page' : '/api/v1/files/', 1, P.latencySeconds)(t), P.rounds);
         break;
       case 'upload':
       case 'download': {
         const path = scenario === 'upload' ? '/api/v1/bench/upload' : '/api/v1/bench/download';
-        const timeout = smoke ? 20_000 : 120_000;
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'MB/s', () => transfer(`${p.url}${path}`, h, scenario, P.transferBytes, timeout));
+        await compare(scenario, 'MB/s', peersOf(), (t) => transfer(`${t.url}${path}`, h, scenario, P.transferBytes, smoke ? 20_000 : 120_000), 1);
         break;
       }
       case 'sse':
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'events/s', () => sseLoad(`${p.url}/api/v1/bench/sse`, h, P.sseStreams, P.sseSeconds, 20));
+        await compare(scenario, 'events/s', peersOf(), (t) => sseLoad(`${t.url}/api/v1/bench/sse`, h, P.sseStreams, P.sseSeconds, 20), 1);
         break;
       case 'websocket':
-        for (const p of peersOf()) await measure(scenario, p.name, p.peer, 'echo/s', () => wsLoad(`${p.url.replace('http:', 'ws:')}/ws/bench/echo`, h, P.wsConnections, P.wsHold, P.wsEchoes));
+        // CPU per echo would count the 5,000 handshakes too: not shown.
+        await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
         break;
       case 'auth-providers': {
-        const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url }];
-        for (const p of targets) await measure(scenario, p.name, p.peer, 'req/s', () => httpLoad({ url: `${p.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }));
+        const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];
+        await compare(scenario, 'req/s', targets, (t) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }), P.rounds);
         break;
       }
     }
@@ -233,6 +280,13 @@ async function main(): Promise<void> {
   say(`bench: wrote ${outFile} (${results.seconds} s)`);
   if (process.env.BENCH_KEEP_LOGS === '1') say(`bench: logs kept in ${logDir}`);
   else rmSync(logDir, { recursive: true, force: true });
+}
+
+function median(values: number[]): number {
+  const finite = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (finite.length === 0) return NaN;
+  const mid = finite.length >> 1;
+  return finite.length % 2 ? finite[mid]! : (finite[mid - 1]! + finite[mid]!) / 2;
 }
 
 function status(url: string, headers: Record<string, string>): Promise<number> {
