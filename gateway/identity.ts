@@ -23,6 +23,7 @@ import { auth } from 'express-openid-connect';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
+import { PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 
 export interface Identity {
@@ -423,6 +424,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   router.use(async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
     const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
+    if (!status && !res.headersSent && /^\/auth\/(start|callback|logout)\/?$/.test(req.path)) {
+      // The realm cannot be reached (discovery, token endpoint): a page that says so, not a 500.
+      obs.log.warn({ err: { message: err.message }, path: req.path }, 'sign-in unavailable: the identity provider cannot be reached');
+      const retryHref = req.path.startsWith('/auth/start') ? req.originalUrl : '/auth/login';
+      return void res.status(503).set(PAGE_HEADERS).set('retry-after', '30').send(renderCatalogDown({ locale: pageLocale(undefined), retryHref }));
+    }
     if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
     obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
     if (req.path.startsWith('/auth/callback')) obs.audit.warn({ event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');

@@ -93,7 +93,8 @@ interface Caller {
 
 export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
   const obs = options.obs ?? createObservability({ level: settings.log.level, auditFile: settings.log.auditFile });
-  const upstream = createUpstream({ ...settings.upstream }, obs);
+  // IDLE_TIMEOUT_MS also bounds silence inside an upstream answer: a stream that stalls is cut.
+  const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs: settings.server.idleTimeoutMs }, obs);
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs));
   const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs));
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
@@ -284,7 +285,20 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     upstream.forwardUpgrade(req, socket, head);
   }
 
-  const server = http.createServer({ headersTimeout: settings.server.headersTimeoutMs, requestTimeout: settings.server.requestTimeoutMs, keepAliveTimeout: 5_000 }, onRequest);
+  const server = http.createServer(
+    {
+      headersTimeout: settings.server.headersTimeoutMs,
+      requestTimeout: settings.server.requestTimeoutMs,
+      keepAliveTimeout: 5_000,
+      // Node checks both timeouts only this often (default 30 s, so slow headers lived 30 s longer).
+      connectionsCheckingInterval: Math.min(1_000, settings.server.headersTimeoutMs),
+    },
+    onRequest,
+  );
+  // IDLE_TIMEOUT_MS: a connection silent that long mid-request (a stalled body, REQUEST_TIMEOUT_MS
+  // being off for long uploads) or mid-answer is closed. WebSockets are exempt (Node drops the
+  // listener on upgrade).
+  server.timeout = settings.server.idleTimeoutMs;
   // Judge before the client sends its body: a refused upload never gets `100 Continue`.
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {
