@@ -86,7 +86,11 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // client's own `Connection: close` (removed from req.headers before forwarding) must still be
     // honoured: left alone, http-proxy-3 answers `Connection: keep-alive` and the socket stays open.
     for (const h of ['connection', 'keep-alive', 'proxy-connection']) delete proxyRes.headers[h];
-    proxyRes.headers.connection = (res as ServerResponse).shouldKeepAlive === false ? 'close' : 'keep-alive';
+    const client = res as ServerResponse;
+    proxyRes.headers.connection = client.shouldKeepAlive === false ? 'close' : 'keep-alive';
+    // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
+    const keepAliveMs = (client.socket as { server?: { keepAliveTimeout?: number } } | null)?.server?.keepAliveTimeout;
+    if (client.shouldKeepAlive !== false && keepAliveMs) proxyRes.headers['keep-alive'] = `timeout=${Math.floor(keepAliveMs / 1000)}`;
   });
 
   const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {
