@@ -10,9 +10,11 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { once } from 'node:events';
-import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import WebSocket from 'ws';
+import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
+import { SessionCodec } from '../gateway/session.js';
 import type { RecordedRequest } from './support/open-webui.js';
-import { parseResponses, rawExchange, rawRequest, sleep } from './hardening-helpers.js';
+import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './hardening-helpers.js';
 
 const VICTIM = 'victim@evil.example';
 const norm = (h: string) => h.toLowerCase().replace(/_/g, '-');
@@ -423,5 +425,113 @@ describe('hardening: custom trusted header names', function () {
     const pairs = r.rawHeaders.flatMap((h, i) => (i % 2 === 0 && norm(h).startsWith('x-user-') ? [`${norm(h)}: ${r.rawHeaders[i + 1]}`] : [])).sort();
     expect(pairs).to.deep.equal(['x-user-email: alice@acme.example', 'x-user-groups: acme', 'x-user-name: Alice Acme', 'x-user-role: user']);
     expect(JSON.parse(res.body)).to.include({ email: 'alice@acme.example', role: 'user' });
+  });
+});
+
+describe('hardening: broken session cookies are a logged-out visitor, never an error', function () {
+  this.timeout(30_000);
+  let w: World;
+  let valid: string;
+  before(async () => {
+    w = await startWorld();
+    const { jar } = await signIn(w.url, 'sysadmin');
+    valid = jar.get('appSession')!;
+  });
+  after(async () => {
+    await w?.close();
+  });
+
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const flip = (part: string, at = 5) => part.slice(0, at) + (part[at] === 'A' ? 'B' : 'A') + part.slice(at + 1);
+
+  function shapes(): Array<[string, string]> {
+    const now = Math.floor(Date.now() / 1000);
+    const parts = valid.split('.');
+    const withPart = (i: number, value: string) => parts.map((p, j) => (j === i ? value : p)).join('.');
+    const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 7 * 86_400 });
+    const other = new SessionCodec(['a-different-secret-of-the-same-length-0123456789'], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 7 * 86_400 });
+    const user = { sub: 'forged', email: 'sysadmin@platform.example', name: 'Forged', roles: ['PlatformSysAdmin'], groups: [], tenants: [] };
+    const data = { v: 1 as const, id: 'forged', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 };
+    const header = { iat: now, uat: now, exp: now + 3600 };
+    return [
+      ['protected header flipped', `appSession=${withPart(0, flip(parts[0]!))}`],
+      ['IV flipped', `appSession=${withPart(2, flip(parts[2]!, 2))}`],
+      ['ciphertext flipped', `appSession=${withPart(3, flip(parts[3]!))}`],
+      ['tag flipped', `appSession=${withPart(4, flip(parts[4]!, 3))}`],
+      ['truncated by one character', `appSession=${valid.slice(0, -1)}`],
+      ['truncated to half', `appSession=${valid.slice(0, valid.length >> 1)}`],
+      ['only the header', `appSession=${parts[0]}`],
+      ['empty', 'appSession='],
+      ['not base64', 'appSession=%%%.!!.$$$.***.~~~'],
+      ['six parts', `appSession=${valid}.AAAA`],
+      ['alg none header', `appSession=${withPart(0, b64({ alg: 'none', enc: 'A256GCM', iat: now, uat: now, exp: now + 3600 }))}`],
+      ['zip header', `appSession=${withPart(0, b64({ alg: 'dir', enc: 'A256GCM', zip: 'DEF', iat: now, uat: now, exp: now + 3600 }))}`],
+      ['header that is not JSON', `appSession=${withPart(0, Buffer.from('{not json').toString('base64url'))}`],
+      ['header exp pushed into the future', `appSession=${withPart(0, b64({ alg: 'dir', enc: 'A256GCM', iat: now, uat: now, exp: now + 10 * 365 * 86_400 }))}`],
+      ['another secret', `appSession=${other.encrypt(data, header)}`],
+      ['expired (exp)', `appSession=${codec.encrypt(data, { iat: now - 100, uat: now - 100, exp: now - 1 })}`],
+      ['expired (absolute)', `appSession=${codec.encrypt(data, { iat: now - 8 * 86_400, uat: now, exp: now + 3600 })}`],
+      ['right key, wrong shape (no user)', `appSession=${codec.encrypt({ ...data, user: undefined } as never, header)}`],
+      ['right key, express-openid-connect\'s own shape', `appSession=${codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
+      ['chunks of two sessions', `appSession.0=${valid.slice(0, 40)}; appSession.1=${other.encrypt(data, header).slice(40)}`],
+      ['a hundred chunks', Array.from({ length: 100 }, (_, i) => `appSession.${i}=A`).join('; ')],
+    ];
+  }
+
+  it('every shape: 401 on the API, the login guard on pages, {authenticated:false}, WebSockets refused; no 5xx, no stack, cleared', async () => {
+    for (const [name, cookie] of shapes()) {
+      const mark = w.upstream.requests.length;
+      const api = await fetch(`${w.url}/api/v1/files/`, { headers: { cookie } });
+      const apiBody = await api.text();
+      expect(api.status, `${name}: ${apiBody}`).to.equal(401);
+      expect(JSON.parse(apiBody), name).to.deep.equal({ detail: 'Not authenticated' });
+      const page = await fetch(`${w.url}/c/1`, { headers: { cookie }, redirect: 'manual' });
+      expect(page.status, name).to.equal(302);
+      expect(page.headers.get('location'), name).to.match(/\/auth\/login/);
+      const session = await fetch(`${w.url}/auth/session`, { headers: { cookie } });
+      expect(await session.json(), name).to.deep.equal({ authenticated: false });
+      const tenant = await fetch(`${w.url}/auth/session/tenant`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"tenant_id":"acme"}' });
+      expect(tenant.status, name).to.equal(401);
+      const logout = await fetch(`${w.url}/auth/logout`, { headers: { cookie }, redirect: 'manual' });
+      expect(logout.status, name).to.be.oneOf([200, 302]);
+      for (const body of [apiBody, await page.text(), await tenant.text(), await logout.text()]) expect(body, name).to.not.match(STACK_TRACE);
+      const upgrade = await new Promise<number>((resolve) => {
+        const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { cookie, origin: w.url } });
+        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('open', () => {
+          ws.close();
+          resolve(101);
+        });
+        ws.once('error', () => resolve(0));
+      });
+      expect(upgrade, name).to.equal(401);
+      // nothing of it reached the chat front-end (the page and API answers never asked it)
+      expect(w.upstream.requests.slice(mark).filter((r) => !r.url.startsWith('/api/v1/auths/signin')), name).to.deep.equal([]);
+    }
+  });
+
+  it('a broken cookie is cleared on the answer, and never forwarded on a public path', async () => {
+    const cookie = `appSession=${valid.slice(0, -4)}; theme=dark`;
+    const api = await fetch(`${w.url}/api/v1/files/`, { headers: { cookie } });
+    const cleared = api.headers.getSetCookie().filter((l) => /^appSession=;/.test(l));
+    expect(cleared, api.headers.getSetCookie().join(' | ')).to.have.length(1);
+    expect(cleared[0]).to.match(/Expires=Thu, 01 Jan 1970/);
+    const mark = w.upstream.requests.length;
+    expect((await fetch(`${w.url}/static/app.js`, { headers: { cookie } })).status).to.equal(200);
+    const forwarded = w.upstream.requests.slice(mark);
+    expect(forwarded).to.have.length(1);
+    expect(String(forwarded[0]!.headers.cookie)).to.equal('theme=dark');
+  });
+
+  it('a cookie header past the header limit is 431, not an error', async () => {
+    const res = await rawRequest(Number(new URL(w.url).port), `GET /api/v1/files/ HTTP/1.1\r\nHost: x\r\nCookie: appSession=${'A'.repeat(20_000)}\r\nConnection: close\r\n\r\n`);
+    expect(res.status).to.equal(431);
+    expect(res.body).to.not.match(STACK_TRACE);
+  });
+
+  it('the valid cookie still works after all that (nothing was poisoned)', async () => {
+    const res = await fetch(`${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${valid}` } });
+    expect(res.status).to.equal(200);
+    expect(await res.json()).to.include({ email: 'sysadmin@platform.example' });
   });
 });
