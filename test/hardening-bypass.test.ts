@@ -15,15 +15,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { startOpenWebUI, type OpenWebUIStandIn, type RecordedRequest } from './support/open-webui.js';
-import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
-import { startIdp, type TestIdp } from './support/idp.js';
+import { startWorld, signIn, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { canonicalize } from '../gateway/canonical-path.js';
 import { decide, ADMIN_CHAT_ACCESS_DISABLED, EXPORT_DISABLED, type Decision } from '../policies/admin-scoping.js';
-import { rawRequest, seedChats, seedFiles, seedUsers, FOREIGN_MARKER } from './hardening-helpers.js';
+import { rawExchange, rawRequest, seedChats, seedFiles, seedUsers, FOREIGN_MARKER } from './hardening-helpers.js';
 
 const POLICY = { bypassAdminAccessControl: false, enableAdminExport: false };
-const CLIENT_ID = 'chat-gateway';
-const CLIENT_SECRET = 'gateway-secret-for-hardening';
 
 /** The protected routes: segments (last one empty for a trailing slash) and their query. */
 const ROUTES: Array<{ segs: string[]; query: string }> = [
@@ -81,7 +78,7 @@ interface Sample {
   suffix: number;
   queryTrick: number;
   method: string;
-  caller: 'api-key-bearer' | 'api-key-header' | 'realm-jwt';
+  caller: 'api-key-bearer' | 'api-key-header' | 'realm-jwt' | 'session';
 }
 
 const sample: fc.Arbitrary<Sample> = fc.record({
@@ -92,7 +89,7 @@ const sample: fc.Arbitrary<Sample> = fc.record({
   suffix: pick(SUFFIXES, 3),
   queryTrick: pick(QUERY_TRICKS, 3),
   method: fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
-  caller: fc.constantFrom('api-key-bearer' as const, 'api-key-header' as const, 'realm-jwt' as const),
+  caller: fc.constantFrom('api-key-bearer' as const, 'api-key-header' as const, 'realm-jwt' as const, 'session' as const),
 });
 
 function buildTarget(s: Sample): string {
@@ -132,34 +129,28 @@ const EXPECTED_STATUS = [200, 400, 401, 404, 405, 422];
 
 describe('hardening: bypass (differential property over the request path)', function () {
   this.timeout(60_000);
+  let w: World;
   let upstream: OpenWebUIStandIn;
-  let idp: TestIdp;
-  let gw: RunningGateway;
   let port: number;
-  const credentials: Record<Sample['caller'], string> = { 'api-key-bearer': '', 'api-key-header': '', 'realm-jwt': '' };
+  const credentials: Record<Sample['caller'], string> = { 'api-key-bearer': '', 'api-key-header': '', 'realm-jwt': '', session: '' };
 
   before(async () => {
-    upstream = await startOpenWebUI({ users: seedUsers, files: seedFiles(), chats: seedChats() });
-    idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: ['http://127.0.0.1:9/auth/callback'] }], accessTokenTtl: 3600 });
-    gw = await startGateway(
-      baseEnv(upstream.url, {
-        ALLOW_UPSTREAM_API_KEYS: 'true',
-        OIDC_ISSUER_URL: idp.issuer,
-        OIDC_CLIENT_ID: CLIENT_ID,
-        OIDC_CLIENT_SECRET: CLIENT_SECRET,
-        LOG_LEVEL: 'warn',
-      }),
-    );
-    port = Number(new URL(gw.url).port);
+    // The upstream as Open WebUI ships: every admin flag on, so only the gateway protects.
+    w = await startWorld({
+      env: { ALLOW_UPSTREAM_API_KEYS: 'true', LOG_LEVEL: 'warn' },
+      accessTokenTtl: 3600,
+      upstream: { users: seedUsers, files: seedFiles(), chats: seedChats(), bypassAdminAccessControl: true, enableAdminExport: true, enableAdminChatAccess: true },
+    });
+    upstream = w.upstream;
+    port = Number(new URL(w.url).port);
     const key = upstream.apiKeyFor('u-admin');
     credentials['api-key-bearer'] = `Authorization: Bearer ${key}`;
     credentials['api-key-header'] = `X-Api-Key: ${key}`;
-    credentials['realm-jwt'] = `Authorization: Bearer ${await idp.accessTokenFor('sysadmin', CLIENT_ID)}`;
+    credentials['realm-jwt'] = `Authorization: Bearer ${await w.idp.accessTokenFor('sysadmin', CLIENT_ID)}`;
+    credentials.session = `Cookie: ${(await signIn(w.url, 'sysadmin')).jar.header('/')}`;
   });
   after(async () => {
-    await gw?.close();
-    await upstream?.close();
-    await idp?.close();
+    await w?.close();
   });
 
   async function send(method: string, target: string, caller: Sample['caller']) {
@@ -276,6 +267,23 @@ describe('hardening: bypass (differential property over the request path)', func
       if (typeof body === 'number') expect(body, target).to.equal(6);
       else expect(items.map((f) => f.user_id), target).to.deep.equal(Array(6).fill('u-admin'));
     }
+  });
+
+  it('WebSocket upgrades take the same canonical path: no traversal out of /ws/, the upstream gets the canonical target', async () => {
+    const upgrade = async (target: string) => {
+      const { text } = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\n${credentials['realm-jwt']}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 800);
+      return { status: Number(text.split(' ')[1]) };
+    };
+    const mark = upstream.requests.length;
+    for (const target of ['/ws/../api/v1/chats/all/db', '/ws/%2e%2e/api/v1/utils/db/download', '/ws/socket.io/../../api/v1/chats/list/user/u-bob', '/ws%2fsocket.io/', '/ws\\socket.io/', '/ws/socket.io;x/', '/WS/socket.io/']) {
+      const res = await upgrade(target);
+      expect([400, 404], `${target}: ${res.status}`).to.include(res.status);
+    }
+    expect(upstream.requests.slice(mark).filter((r) => r.upgrade)).to.deep.equal([]);
+    const ok = await upgrade('//ws/./x/../socket.io/?EIO=4&transport=websocket');
+    expect(ok.status).to.equal(101);
+    const seen = upstream.requests.slice(mark).filter((r) => r.upgrade);
+    expect(seen.map((r) => r.url)).to.deep.equal(['/ws/socket.io/?EIO=4&transport=websocket']);
   });
 
   it('generated targets: canonical forwarding, same decision upstream, nothing foreign, no export', async () => {
