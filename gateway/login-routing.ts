@@ -16,7 +16,7 @@
 // (from the cache, or one fetch per alias per cache period shared by all callers), then reads
 // one entry. What a mapping costs therefore does not depend on which tenant is asked. Rule 12
 // (tenant ids can be probed) is met by an optional per-client rate limit: see README "Login routing".
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
@@ -52,6 +52,11 @@ export interface LoginRouting {
   guard(path: string, req: IncomingMessage): Promise<string>;
   /** For /readyz: the provider catalog's state. */
   ready(): { ok: boolean; detail: string };
+  /**
+   * GET /api/v1/auth-providers/ itself, the same code as its route: the data plane answers it
+   * without Express (every login page asks for it). Optional: without it the route answers.
+   */
+  providerList?(res: ServerResponse): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -571,9 +576,11 @@ const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 
 const CATALOG_DOWN = 'The identity provider catalog is not reachable';
 
-function sendJson(res: Response, status: number, body: unknown, extra: Record<string, string> = {}): void {
+/** Plain node:http (the provider list is also answered outside Express); the same headers as Express's res.set. */
+function sendJson(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.status(status).set({ ...JSON_HEADERS, ...extra, 'content-length': String(Buffer.byteLength(text)) });
+  res.statusCode = status;
+  for (const [name, value] of Object.entries({ ...JSON_HEADERS, ...extra, 'content-length': String(Buffer.byteLength(text)) })) res.setHeader(name, value);
   res.end(res.req.method === 'HEAD' ? undefined : text);
 }
 
@@ -666,7 +673,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   const router = Router();
 
   // GET /api/v1/auth-providers/ (B1, B2; versioning 2). With the welcome switch on, the realm is not asked.
-  router.get('/api/v1/auth-providers', async (_req, res) => {
+  async function providerList(res: ServerResponse): Promise<void> {
     if (!listNeedsCatalog(login)) return sendJson(res, 200, providerListResponse(login));
     let providers: IdentityProvider[];
     try {
@@ -675,7 +682,8 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
       return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': retryAfter });
     }
     sendJson(res, 200, providerListResponse(login, providers));
-  });
+  }
+  router.get('/api/v1/auth-providers', (_req, res) => providerList(res));
 
   // GET /api/v1/auth-providers/tenants/{tenant_id} (links 2, 3): always 200, one body shape,
   // the same headers whatever the outcome. Over the rate limit: 429, whatever the tenant.
@@ -814,6 +822,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     router,
     guard,
     ready,
+    providerList,
     catalog,
     warmed,
     resolveTenant,
