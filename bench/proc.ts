@@ -174,17 +174,26 @@ export function watchRss(pids: () => number[]): { stop(): number } {
   };
 }
 
-/** A free port on 127.0.0.1 for a program that cannot listen on port 0 and say which (nginx). */
-export async function freePort(): Promise<number> {
+/**
+ * Free ports on 127.0.0.1 for programs that cannot listen on port 0 and say which (nginx, the
+ * gateway whose PUBLIC_URL must be known first). All are held open together, so they differ.
+ */
+export async function freePorts(count: number): Promise<number[]> {
   const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as import('node:net').AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => new Promise<import('node:net').Server>((resolve, reject) => {
+      const s = net.createServer();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => resolve(s));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0]!;
 }
 
 export const logPath = (dir: string, name: string) => join(dir, `${name.replace(/[^a-z0-9-]+/gi, '-')}.log`);

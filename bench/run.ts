@@ -21,8 +21,9 @@ import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
 import { startUpstream, startBare, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
-import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePort, cpuMs } from './proc.js';
+import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
+import { SCENARIOS, type Scenario } from './scenarios.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -38,8 +39,6 @@ const P = smoke
   ? { rounds: 1, seconds: 0.3, warmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
   : { rounds: 3, seconds: 3, warmup: 1, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
 
-export const SCENARIOS = ['small', 'small-latency', 'small-workers', 'files-page', 'upload', 'download', 'sse', 'websocket', 'auth-providers'] as const;
-export type Scenario = (typeof SCENARIOS)[number];
 
 /** Things to undo at the end besides the child processes (the IdP, the build folder). */
 const cleanups: Array<() => unknown> = [];
@@ -63,7 +62,7 @@ async function main(): Promise<void> {
   // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
   // discovery document and JWKS once; a session costs one code-flow login per gateway.
   const needMulti = selected.includes('small-workers');
-  const [gatewayPort, multiPort] = [await freePort(), await freePort()];
+  const [gatewayPort, multiPort] = (await freePorts(2)) as [number, number];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
   const { startIdp, loginThroughIdp, CookieJar } = await import('../test/support/idp.js');

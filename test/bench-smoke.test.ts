@@ -1,0 +1,81 @@
+// The benchmark harness works: `npm run bench -- --smoke` starts every peer, measures every
+// scenario against each, and writes its JSON. Speed is measured in bench/, never asserted here:
+// this test checks only that the harness produced results for every scenario and peer present.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import type { Results } from '../bench/report.js';
+import { SCENARIOS } from '../bench/scenarios.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+describe('bench: the harness (smoke mode)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let results: Results;
+  let output = '';
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
+    const out = join(dir, 'results.json');
+    output = await new Promise<string>((resolveRun, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'], { cwd: root, env: { ...process.env, BENCH_OUT: out }, timeout: 55_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
+        else resolveRun(stdout);
+      });
+    });
+    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints one table and a targets table', () => {
+    expect(output).to.match(/\| scenario\s+\| peer\s+\|/);
+    expect(output).to.match(/\| target\s+\| goal\s+\|/);
+  });
+
+  it('measured every scenario', () => {
+    expect(results.mode).to.equal('smoke');
+    expect([...new Set(results.rows.map((r) => r.scenario))].sort()).to.deep.equal([...SCENARIOS].sort());
+  });
+
+  it('measured every peer present in each scenario, with no failed request', () => {
+    const nginx = results.machine.nginx !== null;
+    const expected: Record<string, string[]> = {
+      small: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      'small-latency': ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      'small-workers': ['direct', ...results.rows.filter((r) => r.scenario === 'small-workers' && r.peer !== 'direct').map((r) => r.peer)],
+      'files-page': ['direct', 'bare http-proxy-3', 'gateway', 'gateway (pass-through)', ...(nginx ? ['nginx'] : [])],
+      upload: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      download: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      sse: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      websocket: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      'auth-providers': ['gateway', ...(nginx ? ['nginx (static file)'] : [])],
+    };
+    expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'))).to.equal(true);
+    if (nginx) expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'))).to.equal(true);
+    for (const [scenario, peers] of Object.entries(expected)) {
+      const rows = results.rows.filter((r) => r.scenario === scenario);
+      for (const peer of peers) {
+        const row = rows.find((r) => r.peer === peer);
+        expect(row, `${scenario} / ${peer}`).to.not.equal(undefined);
+        expect(row!.errors, `${scenario} / ${peer}: ${row!.note ?? ''}`).to.equal(0);
+        expect(row!.count, `${scenario} / ${peer}`).to.be.greaterThan(0);
+        expect(Number.isFinite(row!.rate) && row!.rate > 0, `${scenario} / ${peer} rate`).to.equal(true);
+      }
+    }
+  });
+
+  it('judged every target (met or not) and said which credential the gateway got', () => {
+    expect(results.targets.length).to.be.greaterThan(10);
+    for (const t of results.targets) expect(t.met === true || t.met === false || (t.met === null && results.machine.nginx === null), t.id).to.equal(true);
+    expect(results.gatewayCredential).to.match(/session cookie|bearer|API key/);
+  });
+
+  it('recorded the peak RSS of every peer process it measured', () => {
+    for (const r of results.rows) if (r.peer !== 'direct' || r.peakRssMB !== null) expect(r.peakRssMB, `${r.scenario} / ${r.peer}`).to.be.greaterThan(0);
+  });
+});
