@@ -35,7 +35,7 @@ export function superviseWorkers(settings: Settings): void {
       return;
     }
     pause = lived < YOUNG_MS ? Math.min(MAX_PAUSE_MS, Math.max(500, pause * 2)) : 0;
-    log.error({ pid: worker.process.pid, code, signal, livedMs: lived, restartInMs: pause }, 'gateway worker died; starting a new one');
+    log.error({ workerPid: worker.process.pid, code, signal, livedMs: lived, restartInMs: pause }, 'gateway worker died; starting a new one');
     setTimeout(() => {
       if (!stopping) fork();
     }, pause).unref();
@@ -57,5 +57,5 @@ export function superviseWorkers(settings: Settings): void {
   process.on('SIGINT', () => stop('SIGINT'));
 
   for (let i = 0; i < count; i++) fork();
-  log.info({ workers: count, pid: process.pid }, 'gateway primary supervising workers');
+  log.info({ workers: count }, 'gateway primary supervising workers');
 }
