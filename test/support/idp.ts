@@ -29,6 +29,7 @@ import type {
   KoaContextWithOIDC,
 } from 'oidc-provider';
 import { demoAccounts, findDemoAccount, type DemoAccount } from './demo-realm.js';
+import { loopbackListener } from './listener.js';
 
 export interface IdpClient {
   client_id: string;
@@ -486,21 +487,9 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
   });
   handler = app as unknown as http.RequestListener;
 
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      if (server.listening) return resolve();
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+  const listener = loopbackListener(server);
+  const listen = () => listener.listen(port);
+  const stop = listener.stop;
 
   const withDefaults = (claims: object): Record<string, unknown> => {
     const now = nowSec();

@@ -23,6 +23,7 @@ import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { demoIdentityProviders, type KeycloakIdentityProvider } from './demo-realm.js';
+import { loopbackListener } from './listener.js';
 
 export type { KeycloakIdentityProvider } from './demo-realm.js';
 
@@ -111,21 +112,7 @@ export async function startKeycloakAdmin(opts: KeycloakAdminOptions): Promise<Ke
   });
   server.keepAliveTimeout = 1000;
 
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      if (server.listening) return resolve();
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+  const { listen, stop } = loopbackListener(server);
 
   await listen(opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
