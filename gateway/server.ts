@@ -95,7 +95,10 @@ interface Caller {
 export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
   const obs = options.obs ?? createObservability({ level: settings.log.level, auditFile: settings.log.auditFile });
   // IDLE_TIMEOUT_MS also bounds silence inside an upstream answer: a stream that stalls is cut.
-  const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs: settings.server.idleTimeoutMs }, obs);
+  // Never below UPSTREAM_TIMEOUT_MS: waiting for the upstream's headers is silence on both sockets,
+  // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
+  const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
+  const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs }, obs);
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs));
   const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs));
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
@@ -306,10 +309,10 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     },
     onRequest,
   );
-  // IDLE_TIMEOUT_MS: a connection silent that long mid-request (a stalled body, REQUEST_TIMEOUT_MS
-  // being off for long uploads) or mid-answer is closed. WebSockets are exempt (Node drops the
-  // listener on upgrade).
-  server.timeout = settings.server.idleTimeoutMs;
+  // IDLE_TIMEOUT_MS (at least UPSTREAM_TIMEOUT_MS, above): a connection silent that long mid-request
+  // (a stalled body, REQUEST_TIMEOUT_MS being off for long uploads) or mid-answer is closed.
+  // WebSockets are exempt (Node drops the listener on upgrade).
+  server.timeout = idleTimeoutMs;
   // Judge before the client sends its body: a refused upload never gets `100 Continue`.
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {

@@ -58,7 +58,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, ext
 }
 
 const kTimer = Symbol('upstream-timer');
-type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; timedOut?: boolean };
+type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; timedOut?: boolean; answered?: boolean };
 
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const target = new URL(options.url);
@@ -72,15 +72,22 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     proxyTimeout: options.idleTimeoutMs ?? 300_000,
   });
 
-  // Time to response headers: an upstream slower than the timeout gets 504.
+  // Time to response headers, counted from the end of the request body: an upstream slower than
+  // the timeout gets 504. A long upload is not cut by it (the idle timeouts bound a stalled one).
   proxy.on('proxyReq', (proxyReq, req) => {
     const tracked = req as Tracked;
-    tracked[kTimer] = setTimeout(() => {
-      tracked.timedOut = true;
-      proxyReq.destroy();
-    }, options.timeoutMs);
+    const arm = () => {
+      if (tracked.answered) return;
+      tracked[kTimer] = setTimeout(() => {
+        tracked.timedOut = true;
+        proxyReq.destroy();
+      }, options.timeoutMs);
+    };
+    if (req.complete) arm();
+    else req.once('end', arm);
   });
   proxy.on('proxyRes', (proxyRes, req, res) => {
+    (req as Tracked).answered = true;
     clearTimeout((req as Tracked)[kTimer]);
     // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
     // client's own `Connection: close` (removed from req.headers before forwarding) must still be
@@ -95,6 +102,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
 
   const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {
     const tracked = req as Tracked;
+    tracked.answered = true;
     clearTimeout(tracked[kTimer]);
     const timedOut = tracked.timedOut === true;
     const kind = timedOut ? 'timeout' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';

@@ -17,7 +17,8 @@ import type { Authenticator, Identity } from '../gateway/identity.js';
 import { connectionsOf, deadPort, rawExchange, settleTo, sleep, STACK_TRACE } from './hardening-helpers.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;
-const IDLE_TIMEOUT_MS = 1_000;
+/** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */
+const IDLE_TIMEOUT_MS = 1_500;
 
 type Behaviour = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -281,7 +282,7 @@ describe('hardening: slow clients', function () {
   before(async () => {
     up = await faultyUpstream();
     gw = await startGateway(
-      baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', HEADERS_TIMEOUT_MS: '1000', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), REQUEST_TIMEOUT_MS: '2000', LOG_LEVEL: 'silent' }),
+      baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', HEADERS_TIMEOUT_MS: '1000', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), REQUEST_TIMEOUT_MS: '2000', LOG_LEVEL: 'silent' }),
     );
     port = Number(new URL(gw.url).port);
   });
@@ -318,7 +319,7 @@ describe('hardening: slow clients', function () {
   });
 
   it('a body that stops arriving is cut after IDLE_TIMEOUT_MS (regression: held for ever with REQUEST_TIMEOUT_MS off), and its upstream request too', async () => {
-    const relaxed = await startGateway(baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), LOG_LEVEL: 'silent' }));
+    const relaxed = await startGateway(baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), LOG_LEVEL: 'silent' }));
     try {
       up.set(ok); // reads the whole body before answering
       const s = net.connect(Number(new URL(relaxed.url).port), '127.0.0.1');
@@ -337,6 +338,28 @@ describe('hardening: slow clients', function () {
     } finally {
       await relaxed.close();
     }
+  });
+
+  it('an upload slower than UPSTREAM_TIMEOUT_MS but never idle reaches the upstream whole (regression: 504 mid-upload)', async () => {
+    up.set((req, res) => {
+      let n = 0;
+      req.on('data', (d: Buffer) => (n += d.length));
+      req.on('end', () => res.end(JSON.stringify({ received: n })));
+    });
+    const s = net.connect(port, '127.0.0.1');
+    await once(s, 'connect');
+    let text = '';
+    s.on('data', (d) => (text += d.toString('latin1')));
+    s.on('error', () => undefined);
+    s.write(`POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Length: 12\r\nConnection: close\r\n\r\n`);
+    for (let i = 0; i < 12; i++) {
+      await sleep(100); // 1.2 s in all: more than UPSTREAM_TIMEOUT_MS, never idle
+      if (!s.destroyed) s.write('x');
+    }
+    await Promise.race([once(s, 'close'), sleep(3_000)]);
+    s.destroy();
+    expect(text.split('\r\n')[0]).to.equal('HTTP/1.1 200 OK');
+    expect(text).to.include('{"received":12}');
   });
 
   it('a body trickling in (a byte every 200 ms, never idle) is cut at REQUEST_TIMEOUT_MS with 408', async () => {
@@ -405,6 +428,8 @@ describe('hardening: slow clients', function () {
     expect(Math.max(...timings), `served in ${timings.join(', ')} ms`).to.be.lessThan(300);
     const closed = await settleTo(() => connectionsOf(gw.gateway.server), 0, 4_000);
     expect(closed, 'half-open connections left').to.equal(0);
+    const until2 = Date.now() + 2_000;
+    while (!idle.every((s) => s.destroyed || s.readableEnded) && Date.now() < until2) await sleep(20);
     expect(idle.every((s) => s.destroyed || s.readableEnded)).to.equal(true);
     for (const s of idle) s.destroy();
   });
