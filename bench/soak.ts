@@ -1,26 +1,33 @@
 // `npm run soak`: mixed traffic through the gateway for minutes, then a verdict.
 //
-//   node --import tsx bench/soak.ts [--duration=180] [--connections=1000] [--websockets=200] [--logins=60]
+//   npm run soak -- [--duration=180] [--connections=1000] [--websockets=200] [--logins=60] [--ramp=10] [--inline]
 //
-// One process holds the realm (the real oidc-provider), the Open WebUI stand-in and the gateway
-// (in-process, as test/hardening-load.test.ts runs the same traffic for a few seconds in CI).
-// Traffic, from `connections` concurrent keep-alive connections (one virtual user each):
-//   file lists, searches and counts (rewritten by the gateway), per-file reads, uploads (multipart,
-//   1 to 64 KiB), server-sent events (chat completions), pages, static assets, the provider API,
-//   session checks, the denied export; callers are code-flow sessions (logins run all along), realm
-//   bearer JWTs and Open WebUI API keys; `websockets` WebSockets echo messages throughout.
-// Verdict (exit 1 when it fails): no 5xx and no broken connection or stream anywhere; afterwards no
-// client connection left on the gateway, no upstream request left hanging, heap (after GC) and open
-// handles back near where they were after the warm-up.
+// The gateway runs alone in a child process (gateway/main.ts, as in production; its log goes to a
+// file named at the start), measured through its own /metrics after a full GC (a preloaded SIGUSR2
+// handler). This process holds the load, the realm (the real oidc-provider) and the Open WebUI
+// stand-in. `--inline` runs the gateway in this process instead, as test/hardening-load.test.ts
+// does for a few seconds in CI.
+// Traffic: `connections` virtual users, each on its own keep-alive connection, started over `ramp`
+// seconds: file lists, searches and counts (rewritten by the gateway), per-file reads, uploads
+// (multipart, 1 to 64 KiB) each deleted again, server-sent events (chat completions), pages,
+// static assets, the provider API and login page, session checks, the denied export; callers are
+// code-flow sessions (`logins` run all along), realm bearer JWTs and Open WebUI API keys;
+// `websockets` WebSockets echo messages throughout.
+// Verdict (exit 1 when it fails): no 5xx and no broken connection, stream, login or WebSocket;
+// afterwards no connection left (client side, on the gateway, toward Open WebUI once its idle
+// timeout passed), heap after GC and open handles of the gateway back near the warm-up baseline.
+// Latency is printed, not judged: the load generator and the stand-ins share two cores.
 import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/server.js';
@@ -37,12 +44,15 @@ export interface SoakOptions {
   websockets: number;
   /** full code-flow logins spread over the run */
   logins: number;
-  /** IDLE_TIMEOUT_MS of the gateway: idle upstream keep-alive sockets expire after it */
-  idleTimeoutMs?: number;
   /** a virtual user's pause between two requests, ms (uniform in [0, thinkMs]); default 100 */
   thinkMs?: number;
   /** virtual users and WebSockets start spread over this long, ms; default min(2000, duration / 4) */
   rampMs?: number;
+  /**
+   * 'process' (npm run soak): the gateway runs alone in a child process (gateway/main.ts), as in
+   * production, measured through its /metrics after a GC; 'inline' (the CI test): in this process.
+   */
+  gateway?: 'inline' | 'process';
   /** progress lines (default: none) */
   log?: (line: string) => void;
   sampleEveryMs?: number;
@@ -69,9 +79,11 @@ export interface SoakReport {
   websockets: { opened: number; messages: number; errors: number; openMs: number[] };
   logins: { ok: number; failed: number };
   peakConnections: number;
+  /** of the gateway's process: heap after a full GC, resident set */
   memory: { heapBefore: number; heapAfter: number; rssBefore: number; rssAfter: number; rssPeak: number };
   handles: { before: number; after: number; detailAfter: Record<string, number> };
-  leftOver: { gatewayConnections: number; upstreamBusy: number };
+  /** gatewayConnections: null when the gateway runs in its own process (its handle count shows them) */
+  leftOver: { gatewayConnections: number | null; clientConnections: number; upstreamSockets: number };
   /** the verdict's reasons, empty when it held */
   failures: string[];
 }
@@ -92,11 +104,6 @@ function collectGarbage(): void {
   gc();
 }
 
-async function heapAfterGc(): Promise<number> {
-  await sleep(50);
-  collectGarbage();
-  return process.memoryUsage().heapUsed;
-}
 
 function handleCounts(): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -104,6 +111,16 @@ function handleCounts(): Record<string, number> {
   return counts;
 }
 const totalHandles = () => process.getActiveResourcesInfo().length;
+
+async function settle(probe: () => number, ms: number): Promise<number> {
+  const until = Date.now() + ms;
+  let v = probe();
+  while (v > 0 && Date.now() < until) {
+    await sleep(100);
+    v = probe();
+  }
+  return v;
+}
 
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return 0;
@@ -161,17 +178,36 @@ function pickKind(): Kind {
   return 'static';
 }
 
-interface World {
-  idp: TestIdp;
-  upstream: OpenWebUIStandIn;
-  gateway: Gateway;
-  ops: Operations;
+/** The gateway under test, wherever it runs. */
+interface GatewayUnderTest {
   url: string;
-  logLines: () => number;
+  /** where its log lines go (a child process only) */
+  logFile?: string;
+  /** heap after a full GC, rss and open handles of the gateway's process */
+  measure(): Promise<{ heap: number; rss: number; handles: number; detail: Record<string, number> }>;
+  /** its idle keep-alive sockets toward Open WebUI: what IDLE_TIMEOUT_MS does later, done now */
+  dropIdleUpstreamSockets(): Promise<void>;
+  /** client connections it holds (inline only: a child's show in its handle count) */
+  connections(): Promise<number | undefined>;
+  /** rss and heap now, without a GC (progress lines) */
+  sample(): Promise<{ rss: number; heap: number }>;
   close(): Promise<void>;
 }
 
-async function startSoakWorld(idleTimeoutMs: number): Promise<World> {
+interface World {
+  idp: TestIdp;
+  upstream: OpenWebUIStandIn;
+  gateway: GatewayUnderTest;
+  url: string;
+  close(): Promise<void>;
+}
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Preloaded into the child: a full GC on SIGUSR2, so its /metrics can be read after one. */
+const GC_ON_SIGNAL =
+  "data:text/javascript,import v8 from 'node:v8';import vm from 'node:vm';v8.setFlagsFromString('--expose_gc');const gc=vm.runInNewContext('gc');process.on('SIGUSR2',()=>{gc();gc();});";
+
+async function startSoakWorld(mode: 'inline' | 'process'): Promise<World> {
   // Open WebUI set as the platform expects (BYPASS_ADMIN_ACCESS_CONTROL=false): a drifted upstream
   // makes every admin list a walk over all pages, which is tested elsewhere, not soaked.
   const upstream = await startOpenWebUI({ users: USERS, files: seedFiles(), bypassAdminAccessControl: false, enableAdminExport: true });
@@ -184,37 +220,45 @@ async function startSoakWorld(idleTimeoutMs: number): Promise<World> {
   const idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }], accessTokenTtl: 3600 });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'soak-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const settings = loadSettings(
-    {
-      NODE_ENV: 'test',
-      UPSTREAM_URL: upstream.url,
-      PUBLIC_URL: url,
-      OIDC_ISSUER_URL: idp.issuer,
-      OIDC_CLIENT_ID: CLIENT_ID,
-      OIDC_CLIENT_SECRET: CLIENT_SECRET,
-      SESSION_SECRET,
-      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
-      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
-      IDP_PROVIDERS_FILE: providersFile,
-      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
-      ALLOW_UPSTREAM_API_KEYS: 'true',
-      IDLE_TIMEOUT_MS: String(idleTimeoutMs),
-      DRIFT_CHECK_SECONDS: '0',
-      LOG_LEVEL: 'warn',
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    UPSTREAM_URL: upstream.url,
+    PUBLIC_URL: url,
+    OIDC_ISSUER_URL: idp.issuer,
+    OIDC_CLIENT_ID: CLIENT_ID,
+    OIDC_CLIENT_SECRET: CLIENT_SECRET,
+    SESSION_SECRET,
+    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+    CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+    IDP_PROVIDERS_FILE: providersFile,
+    IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
+    ALLOW_UPSTREAM_API_KEYS: 'true',
+    DRIFT_CHECK_SECONDS: '0',
+    LOG_LEVEL: 'warn',
+  };
+  const gateway = mode === 'process' ? await childGateway(env, url) : await inlineGateway(env, port, url);
+  return {
+    idp,
+    upstream,
+    gateway,
+    url,
+    async close() {
+      await gateway.close();
+      await upstream.close();
+      await idp.close();
     },
-    { stageFiles: false },
-  );
-  // Logs are counted and dropped: a soak must not measure its own log buffer.
-  let lines = 0;
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines += chunk.toString('utf8').split('\n').filter(Boolean).length;
-      done();
-    },
-  });
+  };
+}
+
+async function inlineGateway(env: Record<string, string>, port: number, url: string): Promise<GatewayUnderTest> {
+  const settings = loadSettings(env, { stageFiles: false });
+  // Logs are dropped: a soak must not measure its own log buffer.
+  const destination = new Writable({ write: (_chunk, _enc, done) => done() });
   const obs = createObservability({ level: 'warn', destination });
   let ops: Operations | undefined;
-  const gateway = await createGateway(settings, {
+  const gateway: Gateway = await createGateway(settings, {
     obs,
     extendControl(app, parts) {
       ops = createOperations(parts);
@@ -223,17 +267,81 @@ async function startSoakWorld(idleTimeoutMs: number): Promise<World> {
   });
   await gateway.listen(port, '127.0.0.1');
   return {
-    idp,
-    upstream,
-    gateway,
-    ops: ops!,
     url,
-    logLines: () => lines,
+    async measure() {
+      await sleep(50);
+      collectGarbage();
+      return { heap: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss, handles: totalHandles(), detail: handleCounts() };
+    },
+    async dropIdleUpstreamSockets() {
+      for (const list of Object.values(gateway.upstream.agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
+      await sleep(200);
+    },
+    connections: () => new Promise((r) => gateway.server.getConnections((_e, n) => r(n))),
+    sample: async () => ({ rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed }),
     async close() {
       await ops?.stop();
       await gateway.close();
-      await upstream.close();
-      await idp.close();
+    },
+  };
+}
+
+/** The child's UPSTREAM_TIMEOUT_MS (generous: Open WebUI's stand-in shares the soak's busy process) and IDLE_TIMEOUT_MS. */
+const CHILD_UPSTREAM_TIMEOUT_MS = 15_000;
+const CHILD_IDLE_MS = CHILD_UPSTREAM_TIMEOUT_MS + 1_000;
+
+async function childGateway(env: Record<string, string>, url: string): Promise<GatewayUnderTest> {
+  // its log (warnings and errors only) goes to a file, named in the report
+  const logFile = join(mkdtempSync(join(tmpdir(), 'soak-gateway-')), 'gateway.log');
+  const logFd = openSync(logFile, 'w');
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--import', GC_ON_SIGNAL, 'gateway/main.ts'], {
+    cwd: ROOT,
+    // idle keep-alive sockets toward Open WebUI expire soon, so that "nothing left" can be seen
+    env: { ...process.env, ...env, UPSTREAM_TIMEOUT_MS: String(CHILD_UPSTREAM_TIMEOUT_MS), IDLE_TIMEOUT_MS: String(CHILD_IDLE_MS) },
+    stdio: ['ignore', logFd, 'pipe'],
+  });
+  closeSync(logFd);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (child.exitCode !== null || Date.now() > until) throw new Error(`the gateway did not start: ${stderr}`);
+    await sleep(200);
+  }
+  async function metrics(): Promise<Record<string, number>> {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const out: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      const m = /^(gateway_(?:nodejs_heap_size_used_bytes|process_resident_memory_bytes|nodejs_active_handles_total|nodejs_active_handles)(?:\{type="([^"]+)"\})?) ([0-9.e+]+)$/.exec(line);
+      if (m) out[m[2] ? `handles:${m[2]}` : m[1]!.replace('gateway_', '')] = Number(m[3]);
+    }
+    return out;
+  }
+  return {
+    url,
+    logFile,
+    async measure() {
+      child.kill('SIGUSR2');
+      await sleep(300);
+      const m = await metrics();
+      const detail = Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith('handles:')).map(([k, v]) => [k.slice(8), v]));
+      return { heap: m.nodejs_heap_size_used_bytes ?? NaN, rss: m.process_resident_memory_bytes ?? NaN, handles: m.nodejs_active_handles_total ?? NaN, detail };
+    },
+    async dropIdleUpstreamSockets() {
+      await sleep(CHILD_IDLE_MS + 1_000);
+    },
+    connections: async () => undefined,
+    async sample() {
+      const m = await metrics().catch(() => ({}) as Record<string, number>);
+      return { rss: m.process_resident_memory_bytes ?? NaN, heap: m.nodejs_heap_size_used_bytes ?? NaN };
+    },
+    async close() {
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(15_000)]);
+      if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
 }
@@ -241,16 +349,18 @@ async function startSoakWorld(idleTimeoutMs: number): Promise<World> {
 /** Run the mixed traffic and return the report (never throws for a failed verdict). */
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => undefined);
-  const idleTimeoutMs = options.idleTimeoutMs ?? 2_000;
-  const world = await startSoakWorld(idleTimeoutMs);
+  const mode = options.gateway ?? 'inline';
+  const world = await startSoakWorld(mode);
   const { url, upstream, idp, gateway } = world;
+  log(`gateway ${url} (${mode === 'process' ? `its own process, log in ${gateway.logFile}` : 'in this process'}), Open WebUI stand-in ${upstream.url}, realm ${idp.url}`);
   const stats = new Map<Kind | 'ws' | 'login', { latencies: number[]; statuses: Record<string, number> }>();
   const errorSamples: string[] = [];
   let serverErrors = 0;
   let clientErrors = 0;
+  const serverErrorSamples: string[] = [];
   const fail = (what: string) => {
     clientErrors++;
-    if (errorSamples.length < 20) errorSamples.push(what);
+    if (errorSamples.length < 15) errorSamples.push(what);
   };
   const record = (kind: Kind, status: number, ms: number) => {
     let s = stats.get(kind);
@@ -259,7 +369,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     s.statuses[status] = (s.statuses[status] ?? 0) + 1;
     if (status >= 500) {
       serverErrors++;
-      if (errorSamples.length < 20) errorSamples.push(`${kind}: ${status}`);
+      if (serverErrorSamples.length < 5) serverErrorSamples.push(`${kind}: ${status}`);
     }
   };
 
@@ -298,8 +408,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   };
 
   // ---- one request of each kind -----------------------------------------------------------
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections, maxFreeSockets: options.connections });
-  function send(kind: Kind, who: Caller): Promise<void> {
+  // Client connections open right now (HTTP and WebSocket), and the most at once.
+  let clientConnections = 0;
+  let peakConnections = 0;
+  const seen = new WeakSet<object>();
+  function track(socket: { once(e: 'close', f: () => void): unknown }): void {
+    if (seen.has(socket)) return;
+    seen.add(socket);
+    peakConnections = Math.max(peakConnections, ++clientConnections);
+    socket.once('close', () => clientConnections--);
+  }
+  // One keep-alive connection per virtual user: `connections` really are concurrent connections.
+  const agents: http.Agent[] = [];
+  const warmAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  function send(kind: Kind, who: Caller, agent: http.Agent = warmAgent): Promise<void> {
     let method = 'GET';
     let path: string;
     let body: Buffer | undefined;
@@ -385,9 +507,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           resolve();
         });
       });
+      req.on('socket', track);
       req.on('timeout', () => req.destroy(new Error('no answer in 30 s')));
       req.on('error', (err) => {
-        fail(`${kind} ${path}: ${err.message}`);
+        fail(`${kind} ${path}: ${err.message} (${req.reusedSocket ? 'reused' : 'new'} connection, after ${Date.now() - started} ms)`);
         resolve();
       });
       req.end(body);
@@ -402,6 +525,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const who = bearers[i % bearers.length]!;
     const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: who.headers });
     sockets.push(ws);
+    ws.once('upgrade', (res) => track(res.socket));
     ws.on('error', (err) => {
       wsStats.errors++;
       fail(`websocket: ${err.message}`);
@@ -436,23 +560,28 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
   // ---- warm-up, then the baseline -------------------------------------------------------------
   for (let i = 0; i < 20; i++) await send(pickKind(), caller());
-  await sleep(idleTimeoutMs + 500); // warm-up keep-alive sockets expire
+  await gateway.dropIdleUpstreamSockets();
   upstream.requests.splice(0);
-  const heapBefore = await heapAfterGc();
-  const rssBefore = process.memoryUsage().rss;
-  const handlesBefore = totalHandles();
+  const before = await gateway.measure();
+  const heapBefore = before.heap;
+  const rssBefore = before.rss;
+  const handlesBefore = before.handles;
   log(`baseline: heap ${(heapBefore / 1048576).toFixed(1)} MiB, rss ${(rssBefore / 1048576).toFixed(1)} MiB, handles ${handlesBefore}`);
 
   // ---- the run --------------------------------------------------------------------------------
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+  loopDelay.enable();
   const started = Date.now();
   const deadline = started + options.durationMs;
   let rssPeak = rssBefore;
-  let peakConnections = 0;
+  let latest = { rss: rssBefore, heap: heapBefore };
   const sampler = setInterval(() => {
     upstream.requests.splice(0); // the stand-in's own request log is not the gateway's memory
-    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
-    gateway.server.getConnections((_e, n) => (peakConnections = Math.max(peakConnections, n)));
-  }, 200);
+    void gateway.sample().then((m) => {
+      latest = m;
+      rssPeak = Math.max(rssPeak, m.rss);
+    });
+  }, 1_000);
   let lastReport = started;
   let done = 0;
   const reporter = setInterval(() => {
@@ -461,22 +590,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log(
       `t+${((now - started) / 1000).toFixed(0)}s: ${total} requests (${(((total - done) * 1000) / (now - lastReport)).toFixed(0)}/s), ` +
         `5xx ${serverErrors}, errors ${clientErrors}, logins ${logins.ok}, ws messages ${wsStats.messages}, ` +
-        `rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 1048576).toFixed(0)} MiB, connections ${peakConnections}`,
+        `soak loop delay max ${(loopDelay.max / 1e6).toFixed(0)} ms; gateway rss ${(latest.rss / 1048576).toFixed(0)} MiB, heap ${(latest.heap / 1048576).toFixed(0)} MiB; connections ${clientConnections} (peak ${peakConnections})`,
     );
     done = total;
     lastReport = now;
+    loopDelay.reset();
   }, options.sampleEveryMs ?? 10_000);
 
   const thinkMs = options.thinkMs ?? 100;
   const rampMs = options.rampMs ?? Math.min(2_000, options.durationMs / 4);
   const users = Array.from({ length: options.connections }, async (_, i) => {
     await sleep((rampMs * i) / options.connections);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    agents.push(agent);
     const who = caller();
     while (Date.now() < deadline) {
       if (thinkMs) await sleep(Math.random() * thinkMs);
       const kind = pickKind();
-      await send(kind, kind === 'upload' ? who : Math.random() < 0.9 ? who : caller());
-      if (kind === 'upload' && who.lastUpload) await send('delete', who);
+      await send(kind, kind === 'upload' ? who : Math.random() < 0.9 ? who : caller(), agent);
+      if (kind === 'upload' && who.lastUpload) await send('delete', who, agent);
     }
   });
   const wsLoops = Array.from({ length: options.websockets }, async (_, i) => {
@@ -500,23 +632,23 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const durationMs = Date.now() - started;
 
   // ---- afterwards: nothing left, back to the baseline ----------------------------------------
-  agent.destroy();
+  for (const a of [warmAgent, ...agents]) a.destroy();
   for (const ws of sockets) ws.terminate();
-  const settleUntil = Date.now() + idleTimeoutMs + 5_000;
-  let gatewayConnections = Infinity;
-  let upstreamBusy = Infinity;
+  const settleUntil = Date.now() + 10_000;
+  let gatewayConnections: number | undefined = Infinity;
   while (Date.now() < settleUntil) {
-    gatewayConnections = await new Promise<number>((r) => gateway.server.getConnections((_e, n) => r(n)));
-    upstreamBusy = Object.values(gateway.upstream.agent.sockets).reduce((s, list) => s + (list?.length ?? 0), 0);
-    if (gatewayConnections === 0 && upstreamBusy === 0 && totalHandles() <= handlesBefore + HANDLE_SLACK) break;
+    gatewayConnections = await gateway.connections();
+    if (!gatewayConnections && clientConnections === 0) break;
     await sleep(100);
   }
-  await sleep(idleTimeoutMs + 500); // idle upstream keep-alive sockets expire
+  await gateway.dropIdleUpstreamSockets();
+  const upstreamSockets = await settle(() => upstream.openSockets(), 5_000);
   upstream.requests.splice(0);
-  const heapAfter = await heapAfterGc();
-  const rssAfter = process.memoryUsage().rss;
-  const handlesAfter = totalHandles();
-  const detailAfter = handleCounts();
+  const after = await gateway.measure();
+  const heapAfter = after.heap;
+  const rssAfter = after.rss;
+  const handlesAfter = after.handles;
+  const detailAfter = after.detail;
 
   const byKind: Record<string, KindStats> = {};
   let requests = 0;
@@ -529,8 +661,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const failures: string[] = [];
   if (serverErrors) failures.push(`${serverErrors} answers with status >= 500`);
   if (clientErrors) failures.push(`${clientErrors} broken requests, streams, logins or sockets`);
-  if (gatewayConnections !== 0) failures.push(`${gatewayConnections} client connections still open on the gateway`);
-  if (upstreamBusy !== 0) failures.push(`${upstreamBusy} upstream requests still in flight`);
+  if (gatewayConnections) failures.push(`${gatewayConnections} client connections still open on the gateway`);
+  if (clientConnections) failures.push(`${clientConnections} client connections still open`);
+  if (upstreamSockets) failures.push(`${upstreamSockets} connections to Open WebUI still open after its idle timeout`);
   if (heapAfter - heapBefore > HEAP_SLACK) failures.push(`heap grew ${((heapAfter - heapBefore) / 1048576).toFixed(1)} MiB after GC`);
   if (handlesAfter > handlesBefore + HANDLE_SLACK) failures.push(`${handlesAfter - handlesBefore} more open handles than after the warm-up`);
   if (options.websockets && wsStats.opened < options.websockets) failures.push(`only ${wsStats.opened} of ${options.websockets} WebSockets opened`);
@@ -544,13 +677,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     byKind,
     serverErrors,
     clientErrors,
-    errorSamples,
+    errorSamples: [...serverErrorSamples, ...errorSamples],
     websockets: wsStats,
     logins,
     peakConnections,
     memory: { heapBefore, heapAfter, rssBefore, rssAfter, rssPeak },
     handles: { before: handlesBefore, after: handlesAfter, detailAfter },
-    leftOver: { gatewayConnections, upstreamBusy },
+    leftOver: { gatewayConnections: gatewayConnections ?? null, clientConnections, upstreamSockets },
     failures,
   };
 }
@@ -565,7 +698,7 @@ export function formatReport(r: SoakReport): string {
       .map(([k, s]) => `  ${k.padEnd(10)} ${String(s.count).padStart(7)}  p50 ${String(s.p50).padStart(5)} ms  p99 ${String(s.p99).padStart(5)} ms  max ${String(s.max).padStart(5)} ms  ${JSON.stringify(s.statuses)}`),
     `  heap after GC: ${mib(r.memory.heapBefore)} -> ${mib(r.memory.heapAfter)}; rss ${mib(r.memory.rssBefore)} -> ${mib(r.memory.rssAfter)} (peak ${mib(r.memory.rssPeak)})`,
     `  open handles: ${r.handles.before} -> ${r.handles.after} ${JSON.stringify(r.handles.detailAfter)}`,
-    `  left over: ${r.leftOver.gatewayConnections} gateway connections, ${r.leftOver.upstreamBusy} upstream requests in flight`,
+    `  left over: ${r.leftOver.gatewayConnections ?? 'n/a'} connections on the gateway, ${r.leftOver.clientConnections} client connections, ${r.leftOver.upstreamSockets} connections to Open WebUI`,
     ...(r.errorSamples.length ? ['  first errors:', ...r.errorSamples.map((e) => `    ${e}`)] : []),
     r.failures.length ? `FAILED: ${r.failures.join('; ')}` : 'held: no 5xx, nothing broken, nothing left open, memory and handles flat',
   ];
@@ -585,6 +718,8 @@ async function main(): Promise<void> {
     connections: arg('connections', 1000),
     websockets: arg('websockets', 200),
     logins: arg('logins', 60),
+    rampMs: arg('ramp', 10) * 1000,
+    gateway: process.argv.includes('--inline') ? 'inline' : 'process',
     sampleEveryMs: 10_000,
     log: (line) => console.log(line),
   };
