@@ -135,7 +135,6 @@ const schema = z.object({
   PUBLIC_URL: httpUrl,
   UPSTREAM_URL: httpUrl,
   UPSTREAM_TIMEOUT_MS: int(60_000, 100, 3_600_000),
-  UPSTREAM_CONNECT_TIMEOUT_MS: int(5_000, 50, 120_000),
   UPSTREAM_MAX_SOCKETS: int(256, 1, 100_000),
   REWRITE_MAX_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   HEADERS_TIMEOUT_MS: int(15_000, 1_000, 600_000),
@@ -198,7 +197,6 @@ export interface Settings {
   upstream: {
     url: string;
     timeoutMs: number;
-    connectTimeoutMs: number;
     maxSockets: number;
     rewriteMaxBytes: number;
   };
@@ -329,7 +327,6 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
     upstream: {
       url: e.UPSTREAM_URL ?? '',
       timeoutMs: e.UPSTREAM_TIMEOUT_MS,
-      connectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
       maxSockets: e.UPSTREAM_MAX_SOCKETS,
       rewriteMaxBytes: e.REWRITE_MAX_BYTES,
     },

@@ -11,7 +11,6 @@ import type { Observability } from './observability.js';
 export interface UpstreamOptions {
   url: string;
   timeoutMs: number;
-  connectTimeoutMs: number;
   maxSockets: number;
   rewriteMaxBytes: number;
   /** idle time allowed inside a streaming response before it is cut */

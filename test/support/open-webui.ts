@@ -15,6 +15,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
+import { setMaxListeners } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import zlib from 'node:zlib';
@@ -502,6 +503,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   const largeUploads = new Set<string>();
   const sockets = new Set<Socket | Duplex>();
   const lifetime = new AbortController();
+  // One abort listener per request in flight: a thousand concurrent requests are not a leak.
+  setMaxListeners(0, lifetime.signal);
 
   // ----- auth -----------------------------------------------------------------------------
 
