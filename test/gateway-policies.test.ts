@@ -6,18 +6,10 @@ import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from './support/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { EXPORT_DISABLED } from '../policies/admin-scoping.js';
+import { seedFile } from './support/raw-http.js';
 
 const now = Math.floor(Date.now() / 1000);
-const file = (id: string, user_id: string, filename: string, age: number): StandInFile => ({
-  id,
-  user_id,
-  hash: null,
-  filename,
-  data: { content: `text of ${filename}` },
-  meta: { name: filename, content_type: 'text/plain', size: 10 },
-  created_at: now - age,
-  updated_at: now - age,
-});
+const file = seedFile;
 
 const users = [
   { id: 'u-admin', email: 'sysadmin@platform.test', name: 'Sys Admin', role: 'admin' as const, groups: [] },

@@ -18,7 +18,7 @@ import { startOpenWebUI, type OpenWebUIStandIn, type RecordedRequest } from './s
 import { startWorld, signIn, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { canonicalize } from '../gateway/canonical-path.js';
 import { decide, ADMIN_CHAT_ACCESS_DISABLED, EXPORT_DISABLED, type Decision } from '../policies/admin-scoping.js';
-import { rawExchange, rawRequest, seedChats, seedFiles, seedUsers, FOREIGN_MARKER } from './hardening-helpers.js';
+import { rawExchange, rawRequest, seedChats, seedFiles, seedUsers, FOREIGN_MARKER } from './support/raw-http.js';
 
 const POLICY = { bypassAdminAccessControl: false, enableAdminExport: false };
 

@@ -14,7 +14,7 @@ import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, t
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from './support/keycloak-admin.js';
 import { createOperations, type Operations } from '../gateway/operations.js';
 import type { Authenticator, Identity } from '../gateway/identity.js';
-import { connectionsOf, deadPort, rawExchange, settleTo, sleep, STACK_TRACE } from './hardening-helpers.js';
+import { connectionsOf, deadPort, rawExchange, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;
 /** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */

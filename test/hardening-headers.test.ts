@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec } from '../gateway/session.js';
 import type { RecordedRequest } from './support/open-webui.js';
-import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './hardening-helpers.js';
+import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
 const VICTIM = 'victim@evil.example';
 const norm = (h: string) => h.toLowerCase().replace(/_/g, '-');

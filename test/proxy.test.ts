@@ -7,6 +7,7 @@ import zlib from 'node:zlib';
 import { once } from 'node:events';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from './support/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+import { rawExchange } from './support/raw-http.js';
 
 const now = Math.floor(Date.now() / 1000);
 const file = (id: string, user_id: string, meta: Record<string, unknown> = {}): StandInFile => ({
@@ -21,19 +22,7 @@ const file = (id: string, user_id: string, meta: Record<string, unknown> = {}): 
 });
 
 /** Raw HTTP/1.1 over a socket: exactly the bytes a tester would send. */
-function rawRequest(port: number, text: string, waitMs = 1500): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
-    let data = '';
-    socket.on('data', (d) => (data += d.toString('latin1')));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(data));
-    setTimeout(() => {
-      socket.destroy();
-      resolve(data);
-    }, waitMs);
-  });
-}
+const rawRequest = async (port: number, text: string, waitMs = 1500) => (await rawExchange(port, text, waitMs)).text;
 
 const rss = () => process.memoryUsage().rss;
 
