@@ -20,6 +20,7 @@ import { clientKey, RateLimiter, tokenUrlFor } from '../gateway/login-routing.js
 import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
 import { demoIdentityProviders, demoTenantAliases } from './support/demo-realm.js';
+import { baseEnv } from './support/gateway-harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -189,16 +190,7 @@ describe('login routing rules (policies/login-routing.ts)', () => {
 });
 
 describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
-  const env = (value: string | undefined) => ({
-    UPSTREAM_URL: 'http://127.0.0.1:9',
-    OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform',
-    OIDC_CLIENT_ID: 'chat-gateway',
-    OIDC_CLIENT_SECRET: 'gateway-secret',
-    SESSION_SECRET: 'test-session-secret-0123456789abcdef',
-    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
-    CHATUI_ENABLE_ADMIN_EXPORT: 'false',
-    IDP_TENANT_IDP_ALIASES: value,
-  });
+  const env = (value: string | undefined) => baseEnv('http://127.0.0.1:9', { IDP_TENANT_IDP_ALIASES: value });
 
   it('reads the demo mapping; several tenants may share one alias', () => {
     const parsed = parseTenantAliases(`${demoTenantAliases}, acme-eu = acme-entra`);

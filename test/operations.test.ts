@@ -23,6 +23,7 @@ import { createOperations, createOperatedGateway, type Operations, type Readines
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway/server.js';
 import type { Authenticator, Identity } from '../gateway/identity.js';
 import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/websockets.js';
+import { freePort } from './support/raw-http.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const now = Math.floor(Date.now() / 1000);
@@ -37,13 +38,6 @@ const file = (id: string, user_id: string): StandInFile => ({
   updated_at: now,
 });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 function providersFile(content: unknown = demoIdentityProviders): string {
   const f = join(mkdtempSync(join(tmpdir(), 'ops-test-')), 'providers.json');

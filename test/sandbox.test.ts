@@ -3,23 +3,16 @@
 // files of the sysadmin, the 401 on the export; and again with the bypass switched on.
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loginThroughIdp, CookieJar as IdpJar } from './support/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from './support/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
+import { freePort } from './support/raw-http.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 interface Running {
   child: ChildProcess;

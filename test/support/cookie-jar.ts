@@ -100,7 +100,6 @@ export async function signIn(gatewayUrl: string, username: string, startQuery = 
 
 // ---- the sign-in test world: the realm, the chat front-end stand-in and the gateway -----------
 
-import { createServer } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +110,7 @@ import type { Observability } from '../../gateway/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from './idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from './open-webui.js';
+import { freePort } from './raw-http.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'gateway-client-secret';
@@ -126,14 +126,6 @@ export interface World {
   /** the gateway, also its PUBLIC_URL */
   url: string;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
 }
 
 export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
