@@ -74,6 +74,8 @@ const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const NOT_AUTHENTICATED = 'Not authenticated';
+/** Open WebUI's session cookie (its JWT). */
+const UPSTREAM_SESSION_COOKIE = 'token';
 
 const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
@@ -344,8 +346,10 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     session: { rolling: true, rollingDuration: o.rollingSeconds, absoluteDuration: o.absoluteSeconds, cookie: { sameSite: 'Lax' } },
     getLoginState: (_req, options) => ({ returnTo: options.returnTo, tenant: (options as { tenant?: string }).tenant }),
     // Keep only what the gateway needs: the identity, the refresh token, the access token's expiry.
-    afterCallback: async (_req, _res, session, state) => {
+    afterCallback: async (_req, res, session, state) => {
       const user = await userOfTokens(session.id_token, session.access_token);
+      // A new sign-in starts with no chat front-end token of whoever used this browser before.
+      res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
       const linked = typeof state.tenant === 'string' ? state.tenant : undefined;
       const member = linked !== undefined && user.tenants.includes(linked);
       const data: SessionData = {
@@ -389,6 +393,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }
     r.appSession = undefined; // clears every appSession cookie on the way out
+    // The chat front-end's own session lives in its `token` cookie: end it too, or the next user of
+    // this browser would carry the last user's token (and the chat front-end answers "User mismatch").
+    res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
     res.set('cache-control', 'no-store');
     // No id_token_hint (the ID token is not kept): Keycloak accepts client_id with post_logout_redirect_uri.
     void res.oidc.logout({ returnTo: '/auth/login', logoutParams: { client_id: o.clientId } });

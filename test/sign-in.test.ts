@@ -317,6 +317,8 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(end.origin + end.pathname).to.equal(`${w.idp.issuer}/protocol/openid-connect/logout`);
       expect(Object.fromEntries(end.searchParams)).to.include({ client_id: CLIENT_ID, post_logout_redirect_uri: `${w.url}/auth/login` });
       expect(out.setCookies.some((c) => /^appSession=;/.test(c) && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
+      // the chat front-end's own session cookie ends too (contract: "and the upstream's")
+      expect(out.setCookies.some((c) => /^token=;/.test(c) && /Path=\//.test(c) && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
       expect(jar.get('appSession')).to.equal(undefined);
 
       // the browser goes on to the realm, which ends its session and comes back to the login page
@@ -327,6 +329,21 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect((await browse(jar, '/api/v1/auths/')).status).to.equal(401);
       expect((await browse(stolen, '/api/v1/auths/')).status, 'a copy of the old cookie').to.equal(401);
       expect(w.obs.lines.some((l) => l.event === 'sign-out' && l.email === 'alice@acme.example')).to.equal(true);
+    });
+  });
+
+  describe('one browser, two users', () => {
+    it('after logout the next user is not taken for the last one (the chat front-end\'s token cookie ends too)', async () => {
+      const { jar } = await signIn(w.url, 'alice');
+      const me = await browse(jar, '/api/v1/auths/');
+      expect(me.status).to.equal(200);
+      expect(jar.get('token'), 'the chat front-end set its own session cookie').to.be.a('string');
+      await browse(jar, '/auth/logout');
+      expect(jar.get('token')).to.equal(undefined);
+      await signIn(w.url, 'bob', '', jar);
+      const next = await browse(jar, '/api/v1/auths/');
+      expect(next.status).to.equal(200);
+      expect(next.json<{ email: string }>().email).to.equal('bob@globex.example');
     });
   });
 
