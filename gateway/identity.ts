@@ -25,6 +25,7 @@ import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
 import { PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
+import { LOCALE_SYNTAX, safeReturnTo } from '../policies/login-routing.js';
 
 export interface Identity {
   sub: string;
@@ -73,7 +74,8 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const NOT_AUTHENTICATED = 'Not authenticated';
+/** The chat front-end's own words for a request without a credential. */
+export const NOT_AUTHENTICATED = 'Not authenticated';
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
 
@@ -125,19 +127,10 @@ export function userFromClaims(settings: Settings, sources: { id?: JWTPayload; u
 
 export const defaultTenant = (u: SessionUser): string | null => u.tenants[0] ?? null;
 
-/** `returnTo` may only be a local path: `/x`, never `//host`, `/\host`, `scheme:`, control characters. */
-export function safeReturnTo(value: unknown): string {
-  if (typeof value !== 'string' || value.length > 2048 || !value.startsWith('/') || value.startsWith('//')) return '/';
-  if (/[\\\x00-\x20\x7f]/.test(value)) return '/';
-  try {
-    const base = 'http://gateway.invalid';
-    const u = new URL(value, base);
-    if (u.origin !== base) return '/';
-    const local = u.pathname + u.search + u.hash;
-    return local.startsWith('//') || /^\/auth(\/|$)/.test(u.pathname) ? '/' : local;
-  } catch {
-    return '/';
-  }
+/** Where to land after sign-in: a local path (policies/login-routing.ts), never back into /auth. */
+export function returnToAfterSignIn(value: unknown): string {
+  const local = safeReturnTo(value);
+  return local && !/^\/auth(\/|\?|#|$)/.test(local) ? local : '/';
 }
 
 export async function createAuthenticator(settings: Settings, obs: Observability): Promise<Authenticator> {
@@ -369,8 +362,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const router = Router();
   router.use((req, res, next) => {
     // `/{locale}/auth/start` and friends are the same routes.
-    const m = /^\/[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*(\/auth\/(?:start|logout|session)(?:\/.*)?)$/i.exec(req.path);
-    if (m) req.url = m[1]! + req.url.slice(req.path.length);
+    const m = /^\/([^/]+)(\/auth\/(?:start|logout|session)(?:\/.*)?)$/.exec(req.path);
+    if (m && LOCALE_SYNTAX.test(m[1]!)) req.url = m[2]! + req.url.slice(req.path.length);
     if (/^\/auth\/(start|callback|logout)\/?$/.test(req.path)) return oidc(req, res, next);
     next();
   });
@@ -378,10 +371,10 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   router.get('/auth/start', (req, res) => {
     const idp = typeof req.query.idp === 'string' && TENANT_ID.test(req.query.idp) ? req.query.idp : undefined;
     const tenant = typeof req.query.tenant === 'string' && TENANT_ID.test(req.query.tenant) ? req.query.tenant : undefined;
-    const locale = typeof req.query.locale === 'string' && /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i.test(req.query.locale) ? req.query.locale : undefined;
+    const locale = typeof req.query.locale === 'string' && LOCALE_SYNTAX.test(req.query.locale) ? req.query.locale : undefined;
     const authorizationParams = { ...(idp ? { kc_idp_hint: idp, idp_hint: idp } : {}), ...(locale ? { ui_locales: locale } : {}) };
     res.set('cache-control', 'no-store');
-    void res.oidc.login({ returnTo: safeReturnTo(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
+    void res.oidc.login({ returnTo: returnToAfterSignIn(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
   });
 
   router.get('/auth/logout', (req, res) => {

@@ -21,6 +21,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
+import { sendJson as sendGatewayJson } from './upstream.js';
 import {
   DIRECT_LOGIN_ALIAS,
   splitGuardPath,
@@ -30,6 +31,7 @@ import {
   providerEntry,
   providerListResponse,
   safeReturnTo,
+  LOCALE_SYNTAX,
   type IdentityProvider,
 } from '../policies/login-routing.js';
 import {
@@ -60,7 +62,7 @@ export interface LoginRouting {
   close(): Promise<void>;
 }
 
-const LOCALE = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
+const LOCALE = LOCALE_SYNTAX;
 
 export function localeOf(path: string): string | undefined {
   const first = path.split('/')[1] ?? '';
@@ -576,13 +578,8 @@ const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 
 const CATALOG_DOWN = 'The identity provider catalog is not reachable';
 
-/** Plain node:http (the provider list is also answered outside Express); the same headers as Express's res.set. */
-function sendJson(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  for (const [name, value] of Object.entries({ ...JSON_HEADERS, ...extra, 'content-length': String(Buffer.byteLength(text)) })) res.setHeader(name, value);
-  res.end(res.req.method === 'HEAD' ? undefined : text);
-}
+/** Plain node:http (the provider list is also answered outside Express), with this module's headers. */
+const sendJson = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) => sendGatewayJson(res, status, body, { ...JSON_HEADERS, ...extra });
 
 function sendPage(res: Response, status: number, html: string): void {
   res.status(status).set({ ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(html)) });

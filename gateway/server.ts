@@ -33,12 +33,12 @@ import {
   upstreamApiKey,
   type UpstreamIdentity,
 } from './request-headers.js';
-import { createAuthenticator, type Authenticator, type Identity } from './identity.js';
+import { createAuthenticator, NOT_AUTHENTICATED, type Authenticator, type Identity } from './identity.js';
 import { createLoginRouting, localeOf, type LoginRouting } from './login-routing.js';
 import { createObservability, type Observability } from './observability.js';
 import { WebSocketTracker } from './websockets.js';
 
-export const NOT_AUTHENTICATED = 'Not authenticated';
+export { NOT_AUTHENTICATED };
 
 export type RouteClass = 'control' | 'api' | 'public' | 'page';
 
@@ -215,6 +215,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     const { path, search, url } = canonical.target;
     req.url = url;
     const cls = classify(path);
+    (res as Classified)[kRouteClass] = cls;
     if (cls === 'control') {
       // The provider list (anonymous, cached, asked by every login page) is answered by its route's
       // own code without going through Express, which cost more than the answer (bench/README.md).
@@ -249,16 +250,18 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (!entry) answering.set(req.socket, (entry = { open: 0, req, res }));
     Object.assign(entry, { open: entry.open + 1, req, res });
     const answered = entry;
-    res.once('close', () => void answered.open--);
     if (closing) res.setHeader('connection', 'close');
     res.once('finish', () => {
-      const cls = req.url ? classifySafe(req.url) : 'page';
+      const cls = routeClassOf(req, res);
       obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
       obs.metrics.latency.observe({ route_class: cls }, Number(process.hrtime.bigint() - started) / 1e9);
       // Shutting down: a keep-alive connection whose last response is done goes now.
       if (closing) setImmediate(() => server.closeIdleConnections());
     });
-    res.once('close', () => logRequest(requestLog, req, res, started));
+    res.once('close', () => {
+      answered.open--;
+      logRequest(requestLog, req, res, started);
+    });
     handle(req, res).catch((err: unknown) => {
       const e = err as Error;
       if (e instanceof UpstreamError) {
@@ -382,7 +385,7 @@ function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, star
     path,
     status: res.statusCode,
     ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
-    routeClass: req.url ? classifySafe(req.url) : 'page',
+    routeClass: routeClassOf(req, res),
     ...(res.writableFinished ? {} : { aborted: true }),
   };
   // Probes and scrapes every few seconds would drown the rest.
@@ -390,7 +393,15 @@ function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, star
   else log.info(line, 'request');
 }
 
-function classifySafe(url: string): RouteClass {
+/** The route class `handle` found, kept on the response so metrics and the log line need not redo it. */
+const kRouteClass = Symbol('route-class');
+type Classified = ServerResponse & { [kRouteClass]?: RouteClass };
+
+/** Answers refused before classification (400, 405) are classified from the raw target. */
+function routeClassOf(req: IncomingMessage, res: ServerResponse): RouteClass {
+  const known = (res as Classified)[kRouteClass];
+  if (known) return known;
+  const url = req.url ?? '';
   const q = url.indexOf('?');
   return classify(q === -1 ? url : url.slice(0, q));
 }

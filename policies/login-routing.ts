@@ -159,6 +159,10 @@ export function safeReturnTo(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return undefined;
   if (value[0] !== '/' || value[1] === '/' || value[1] === '\\') return undefined;
   // eslint-disable-next-line no-control-regex
-  if (/[\\\u0000-\u001f\u007f]/.test(value)) return undefined;
-  return value;
+  if (/[\\\u0000-\u0020\u007f]/.test(value)) return undefined;
+  // What a URL parser makes of it must stay on this origin and not turn into `//host`.
+  const base = 'http://gateway.invalid';
+  const u = new URL(value, base);
+  const local = u.pathname + u.search + u.hash;
+  return u.origin === base && !local.startsWith('//') ? local : undefined;
 }

@@ -9,7 +9,7 @@ import { demoAccounts } from './support/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import type { RecordedRequest } from './support/open-webui.js';
 import { readSessionCookie, SessionCodec, type SessionData } from '../gateway/session.js';
-import { safeReturnTo } from '../gateway/identity.js';
+import { returnToAfterSignIn as safeReturnTo } from '../gateway/identity.js';
 
 const account = (username: string) => demoAccounts.find((a) => a.username === username)!;
 
