@@ -399,14 +399,19 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     }
   });
 
-  app.get('/interaction/:uid', async (req, res) => {
-    let details;
+  /** The interaction behind this request, or undefined after answering an expired one. */
+  const interaction = async (req: express.Request, res: express.Response) => {
     try {
-      details = await provider.interactionDetails(req, res);
+      return await provider.interactionDetails(req, res);
     } catch (err) {
       res.status(400).type('html').send(page('Error', `<h1 id="kc-page-title">Login session expired</h1><p>${esc((err as Error).message)}</p>`));
-      return;
+      return undefined;
     }
+  };
+
+  app.get('/interaction/:uid', async (req, res) => {
+    const details = await interaction(req, res);
+    if (!details) return;
     if (details.uid !== req.params.uid) {
       res.status(400).type('html').send(page('Error', '<h1 id="kc-page-title">Invalid interaction</h1>'));
       return;
@@ -442,13 +447,8 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
   });
 
   app.post('/interaction/:uid/login', express.urlencoded({ extended: false }), async (req, res) => {
-    let details;
-    try {
-      details = await provider.interactionDetails(req, res);
-    } catch (err) {
-      res.status(400).type('html').send(page('Error', `<h1 id="kc-page-title">Login session expired</h1><p>${esc((err as Error).message)}</p>`));
-      return;
-    }
+    const details = await interaction(req, res);
+    if (!details) return;
     const body = (req.body ?? {}) as Record<string, string>;
     const username = String(body.username ?? '');
     const a = byUsername(username);
