@@ -31,7 +31,58 @@ const BASE = 'http://gateway.invalid';
 
 const refuse = (reason: string): Canonicalized => ({ ok: false, reason });
 
+/**
+ * Most targets are already canonical: literal characters only, no escapes, no empty or dot
+ * segments, and a query a URL parser leaves alone. Those are recognised in one pass over the
+ * characters and answered as they are; everything else takes the full decoding below, which gives
+ * the same answer for them (test/canonical-path.test.ts checks both ways agree).
+ */
 export function canonicalize(rawTarget: string | undefined): Canonicalized {
+  return (rawTarget !== undefined && alreadyCanonical(rawTarget)) || decodeTarget(rawTarget);
+}
+
+// Path characters taken literally (LITERAL and '/'), as char codes; '.' is also LITERAL but is
+// tracked separately for dot segments.
+const PATH_CHAR = new Uint8Array(128);
+for (const ch of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,=:@/") PATH_CHAR[ch.charCodeAt(0)] = 1;
+// Query characters a URL parser leaves as they are (WHATWG special-query percent-encode set
+// excluded: controls, space, `"`, `#`, `<`, `>`, `'`), no `%` (escapes take the full check) and no
+// backslash (refused).
+const QUERY_CHAR = new Uint8Array(128);
+for (let c = 0x21; c < 0x7f; c++) if (!`"#<>'%\\`.includes(String.fromCharCode(c))) QUERY_CHAR[c] = 1;
+
+function alreadyCanonical(raw: string): Canonicalized | undefined {
+  if (raw.charCodeAt(0) !== 0x2f) return undefined;
+  const n = raw.length;
+  let i = 1;
+  let segmentStart = 1;
+  let dots = 0; // length of the current segment if it is all dots, else -1
+  for (; i < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x3f) break; // '?'
+    if (c >= 128 || PATH_CHAR[c] === 0) return undefined;
+    if (c === 0x2f) {
+      // An empty segment (`//`) or a dot segment needs the full treatment.
+      if (i === segmentStart || (dots > 0 && dots <= 2)) return undefined;
+      segmentStart = i + 1;
+      dots = 0;
+    } else if (c === 0x2e) {
+      if (dots >= 0) dots++;
+    } else dots = -1;
+  }
+  if (dots > 0 && dots <= 2) return undefined; // ends in `/.` or `/..`
+  const path = i === n ? raw : raw.slice(0, i);
+  if (i === n) return { ok: true, target: { path, search: '', url: raw } };
+  if (i === n - 1) return undefined; // a lone `?`: the URL parser drops it (full path below)
+  for (let j = i + 1; j < n; j++) {
+    const c = raw.charCodeAt(j);
+    if (c >= 128 || QUERY_CHAR[c] === 0) return undefined;
+  }
+  return { ok: true, target: { path, search: raw.slice(i), url: raw } };
+}
+
+/** The full decoding; exported for the test that it agrees with the fast path. */
+export function decodeTarget(rawTarget: string | undefined): Canonicalized {
   if (!rawTarget || rawTarget[0] !== '/') return refuse('request target must be a path starting with /');
   for (let i = 0; i < rawTarget.length; i++) {
     const c = rawTarget.charCodeAt(i);

@@ -1,6 +1,7 @@
 // The canonical form is the only path the policy judges and the only path forwarded.
 import { expect } from 'chai';
-import { canonicalize } from '../gateway/canonical-path.js';
+import fc from 'fast-check';
+import { canonicalize, decodeTarget } from '../gateway/canonical-path.js';
 
 const ok = (raw: string) => {
   const r = canonicalize(raw);
@@ -81,6 +82,21 @@ describe('canonical request targets', () => {
       expect(ok(once)).to.equal(once);
       const u = new URL(once, 'http://h');
       expect(u.pathname + u.search).to.equal(once);
+    }
+  });
+
+  it('answers already-canonical targets without decoding them, exactly as the full decoding does', () => {
+    // Both ways must agree on every target: the fast path only skips work, never changes an answer.
+    const alphabet = ['/', '/', '/', '.', '.', 'a', 'Z', '0', '-', '_', '~', '%', '2', 'e', 'F', '?', '=', '&', "'", '"', '<', '>', '\\', '#', ' ', ';', ':', '@', '!', '(', '{', '`', '|', '^', '\u00e9', '\u0000', '\u007f'];
+    const target = fc.array(fc.constantFrom(...alphabet), { maxLength: 24 }).map((cs) => '/' + cs.join(''));
+    fc.assert(
+      fc.property(target, (raw) => {
+        expect(canonicalize(raw)).to.deep.equal(decodeTarget(raw));
+      }),
+      { numRuns: 20_000 },
+    );
+    for (const raw of ['/', '/api/v1/files/', '/api/v1/files/?page=2&limit=50', '/a?', '/a/.', '/a/..', '/a/.../b', '/a/.b/', "/a?x='1'", '/a?x=\\', '/a?b?c', '/api/v1/bench/small']) {
+      expect(canonicalize(raw), raw).to.deep.equal(decodeTarget(raw));
     }
   });
 });
