@@ -262,6 +262,17 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     lookup: (hit) => obs.metrics.cache.inc({ cache: 'session', result: hit ? 'hit' : 'miss' }),
   });
 
+  // A browser sends the same Cookie header request after request: it is split once (what goes
+  // upstream, the session cookie in it), and each session state has one Identity object, which
+  // the data plane keys its own derived values on.
+  const cookieHeaders = new TtlCache<string, { rest: string; session: ReturnType<typeof readSessionCookie> }>(20_000, 5 * 60_000);
+  const sessionIdentities = new WeakMap<SessionData, Identity>();
+  const sessionIdentity = (data: SessionData): Identity => {
+    let identity = sessionIdentities.get(data);
+    if (!identity) sessionIdentities.set(data, (identity = identityOf(data.user, data.active_tenant, 'session')));
+    return identity;
+  };
+
   const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
     ...u,
     admin: u.roles.some((r) => o.adminRoles.includes(r)),
@@ -310,12 +321,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
     const cookie = headers.cookie;
     if (typeof cookie === 'string' && /appSession|auth_verification/.test(cookie)) {
-      const rest = withoutGatewayCookies(cookie);
-      if (rest) headers.cookie = rest;
+      let split = cookieHeaders.get(cookie);
+      if (!split) cookieHeaders.set(cookie, (split = { rest: withoutGatewayCookies(cookie), session: readSessionCookie(cookie) }));
+      if (split.rest) headers.cookie = split.rest;
       else delete headers.cookie;
-      const found = identity ? undefined : readSessionCookie(cookie);
-      const entry = found ? await store.live(found, res) : undefined;
-      if (entry) identity = identityOf(entry.data.user, entry.data.active_tenant, 'session');
+      const entry = split.session && !identity ? await store.live(split.session, res) : undefined;
+      if (entry) identity = sessionIdentity(entry.data);
     }
     return identity;
   }
@@ -469,6 +480,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     async close() {
       store.clear();
       bearers.clear();
+      cookieHeaders.clear();
     },
   };
 }

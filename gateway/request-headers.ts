@@ -42,7 +42,10 @@ const ALWAYS_DROP = new Set([
 ]);
 
 /** `X_Forwarded_Email`, `x-forwarded-email` and `X-FORWARDED-EMAIL` are one header to Starlette. */
-export const normalizeHeaderName = (name: string) => name.toLowerCase().replace(/_/g, '-');
+export const normalizeHeaderName = (name: string) => {
+  const lower = name.toLowerCase();
+  return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
+};
 
 /**
  * Remove what a client must not send upstream: every copy of the trusted identity headers in
@@ -51,14 +54,17 @@ export const normalizeHeaderName = (name: string) => name.toLowerCase().replace(
  * Returns whether the request asked for a WebSocket upgrade.
  */
 export function stripClientHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): { websocket: boolean } {
-  const websocket = String(headers.upgrade ?? '').toLowerCase() === 'websocket';
-  const listed = String(headers.connection ?? '')
-    .split(',')
-    .map((t) => normalizeHeaderName(t.trim()))
-    .filter(Boolean);
+  const websocket = headers.upgrade !== undefined && String(headers.upgrade).toLowerCase() === 'websocket';
+  const listed =
+    headers.connection === undefined
+      ? []
+      : String(headers.connection)
+          .split(',')
+          .map((t) => normalizeHeaderName(t.trim()))
+          .filter(Boolean);
   for (const name of Object.keys(headers)) {
     const n = normalizeHeaderName(name);
-    if (trusted.has(n) || ALWAYS_DROP.has(n) || listed.includes(n)) delete headers[name];
+    if (trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && listed.includes(n))) delete headers[name];
   }
   if (websocket) {
     headers.connection = 'Upgrade';
@@ -77,18 +83,36 @@ function headerValue(value: string): string {
   return /^[\x20-\x7e]*$/.test(clean) ? clean : encodeURIComponent(clean);
 }
 
-export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: UpstreamIdentity): void {
-  headers[names.email] = headerValue(who.email);
-  headers[names.name] = headerValue(who.name || who.email);
-  headers[names.role] = who.role;
-  headers[names.groups] = who.groups.map((g) => headerValue(g).replace(/,/g, ' ')).join(',');
+/** The trusted headers that tell the chat front-end who the caller is, as [name, value] pairs. */
+export function identityHeaders(names: TrustedHeaderNames, who: UpstreamIdentity): Array<[string, string]> {
+  return [
+    [names.email, headerValue(who.email)],
+    [names.name, headerValue(who.name || who.email)],
+    [names.role, who.role],
+    [names.groups, who.groups.map((g) => headerValue(g).replace(/,/g, ' ')).join(',')],
+  ];
 }
 
-export function setForwardedHeaders(headers: IncomingHttpHeaders, facts: { clientIp: string | undefined; publicUrl: URL; requestId: string }): void {
+export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: UpstreamIdentity): void {
+  for (const [name, value] of identityHeaders(names, who)) headers[name] = value;
+}
+
+export function setForwardedHeaders(headers: IncomingHttpHeaders, facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string }): void {
   if (facts.clientIp) headers['x-forwarded-for'] = facts.clientIp;
-  headers['x-forwarded-proto'] = facts.publicUrl.protocol.replace(':', '');
-  headers['x-forwarded-host'] = facts.publicUrl.host;
+  headers['x-forwarded-proto'] = facts.publicOrigin.proto;
+  headers['x-forwarded-host'] = facts.publicOrigin.host;
   headers['x-request-id'] = facts.requestId;
+}
+
+/** PUBLIC_URL as the X-Forwarded-Proto and X-Forwarded-Host values, worked out once. */
+export interface PublicOrigin {
+  proto: string;
+  host: string;
+}
+
+export function publicOriginOf(publicUrl: string): PublicOrigin {
+  const u = new URL(publicUrl);
+  return { proto: u.protocol.replace(':', ''), host: u.host };
 }
 
 /** Does the client carry a credential of the chat front-end itself (its JWT or API key)? */

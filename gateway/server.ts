@@ -26,8 +26,9 @@ import { UpstreamAccounts } from './upstream-identity.js';
 import { FileViews, rewriteHeaders } from './file-views.js';
 import {
   hasUpstreamCredential,
+  identityHeaders,
+  publicOriginOf,
   setForwardedHeaders,
-  setIdentityHeaders,
   stripClientHeaders,
   trustedHeaderSet,
   upstreamApiKey,
@@ -104,7 +105,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
-  const publicUrl = new URL(settings.publicUrl);
+  const publicOrigin = publicOriginOf(settings.publicUrl);
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting };
 
   const control = express();
@@ -123,26 +124,46 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     else res.destroy();
   });
 
-  const toUpstreamIdentity = (id: Identity): UpstreamIdentity => ({
-    email: id.email,
-    name: id.name,
-    role: id.admin ? 'admin' : 'user',
-    groups: id.groups,
-  });
+  /**
+   * What the data plane tells the upstream about an identity: worked out once per Identity object
+   * (the authenticator hands out one per session state or bearer token), not on every request.
+   */
+  interface Forwarding {
+    who: UpstreamIdentity;
+    headers: Array<[string, string]>;
+    caller: Caller;
+  }
+  const forwardings = new WeakMap<Identity, Forwarding>();
+  const forwardingOf = (identity: Identity): Forwarding => {
+    let f = forwardings.get(identity);
+    if (!f) {
+      const who: UpstreamIdentity = { email: identity.email, name: identity.name, role: identity.admin ? 'admin' : 'user', groups: identity.groups };
+      f = {
+        who,
+        headers: identityHeaders(settings.trustedHeaders, who),
+        caller: { admin: identity.admin, upstreamUserId: async () => (await accounts.signIn(who)).userId, label: identity.email },
+      };
+      forwardings.set(identity, f);
+    }
+    return f;
+  };
+  /** Step 5: the trusted headers, and the upstream credential when the client brought none. */
+  const forwardAs = async (req: IncomingMessage, identity: Identity): Promise<Caller> => {
+    const f = forwardingOf(identity);
+    for (const [name, value] of f.headers) req.headers[name] = value;
+    // The sign-in (cached) starts in any case, as the file policy may need the upstream user id; it
+    // is awaited here only when the client brought no upstream credential of its own.
+    const account = accounts.signIn(f.who);
+    if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await account).token}`;
+    return f.caller;
+  };
 
   /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
   async function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Promise<Caller | null | undefined> {
     const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
     stripClientHeaders(req.headers, trusted);
     const identity = await authenticator.authenticate(req, res);
-    if (identity) {
-      const who = toUpstreamIdentity(identity);
-      setIdentityHeaders(req.headers, settings.trustedHeaders, who);
-      const account = accounts.signIn(who);
-      account.catch(() => {}); // awaited below only when needed; a failure then answers 502/504
-      if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await account).token}`;
-      return { admin: identity.admin, upstreamUserId: async () => (await account).userId, label: identity.email };
-    }
+    if (identity) return forwardAs(req, identity);
     if (apiKey) {
       // An upstream API key is not an identity of the gateway: the upstream says whose it is.
       const account = await accounts.whoAmI(req.headers['x-api-key'] ? { 'x-api-key': apiKey } : { authorization: `Bearer ${apiKey}` });
@@ -225,10 +246,10 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       control(req as express.Request, res as express.Response);
       return;
     }
-    const expectContinue = /100-continue/i.test(String(req.headers.expect ?? ''));
+    const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
     const caller = await identify(req, res, cls, path);
     if (caller === undefined) return;
-    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicUrl, requestId });
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId });
     const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
     await carryOut(decision, req, res, caller, path, search, expectContinue);
   }
@@ -246,21 +267,24 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
-    let entry = answering.get(req.socket);
-    if (!entry) answering.set(req.socket, (entry = { open: 0, req, res }));
-    Object.assign(entry, { open: entry.open + 1, req, res });
-    const answered = entry;
+    let answered = answering.get(req.socket);
+    if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
+    answered.open++;
+    answered.req = req;
+    answered.res = res;
     if (closing) res.setHeader('connection', 'close');
-    res.once('finish', () => {
-      const cls = routeClassOf(req, res);
-      obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
-      obs.metrics.latency.observe({ route_class: cls }, Number(process.hrtime.bigint() - started) / 1e9);
-      // Shutting down: a keep-alive connection whose last response is done goes now.
-      if (closing) setImmediate(() => server.closeIdleConnections());
-    });
+    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
     res.once('close', () => {
       answered.open--;
-      logRequest(requestLog, req, res, started);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const cls = routeClassOf(req, res);
+      if (res.writableFinished) {
+        obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
+        obs.metrics.latency.observe({ route_class: cls }, seconds);
+        // Shutting down: a keep-alive connection whose last response is done goes now.
+        if (closing) setImmediate(() => server.closeIdleConnections());
+      }
+      logRequest(requestLog, req, res, cls, seconds);
     });
     handle(req, res).catch((err: unknown) => {
       const e = err as Error;
@@ -292,10 +316,8 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (identity.via === 'session' || origin !== undefined) {
       if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
     }
-    const who = toUpstreamIdentity(identity);
-    setIdentityHeaders(req.headers, settings.trustedHeaders, who);
-    if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await accounts.signIn(who)).token}`;
-    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicUrl, requestId: randomUUID() });
+    await forwardAs(req, identity);
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     websockets.track(socket);
@@ -377,15 +399,17 @@ const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
  * One line per request: method, canonical path (never the query, which can carry an
  * authorization code), status, duration, request id, route class. Never headers or cookies.
  */
-function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, started: bigint): void {
-  const path = (req.url ?? '').split('?')[0]!.slice(0, 512);
+function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, routeClass: RouteClass, seconds: number): void {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  const path = (q === -1 ? url : url.slice(0, q)).slice(0, 512);
   const line = {
     requestId: res.getHeader('x-request-id'),
     method: req.method,
     path,
     status: res.statusCode,
-    ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
-    routeClass: routeClassOf(req, res),
+    ms: Math.round(seconds * 1e4) / 10,
+    routeClass,
     ...(res.writableFinished ? {} : { aborted: true }),
   };
   // Probes and scrapes every few seconds would drown the rest.

@@ -39,9 +39,7 @@ export class UpstreamAccounts {
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
   signIn(who: UpstreamIdentity): Promise<UpstreamAccount> {
-    // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
-    const key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name]);
-    return this.cached(key, SIGNIN_TTL_MS, async () => {
+    return this.cached(this.keyOf(who), SIGNIN_TTL_MS, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
       const res = await this.upstream.call('POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
@@ -65,9 +63,13 @@ export class UpstreamAccounts {
     }).then((a) => (a.userId ? a : undefined));
   }
 
-  /** Forget a sign-in (the upstream said the token is no longer good). */
-  forget(who: UpstreamIdentity): void {
-    this.entries.delete('id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name]));
+  // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
+  // The data plane hands in one object per identity, so the key is worked out once per object.
+  private readonly keys = new WeakMap<UpstreamIdentity, string>();
+  private keyOf(who: UpstreamIdentity): string {
+    let key = this.keys.get(who);
+    if (!key) this.keys.set(who, (key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name])));
+    return key;
   }
 
   private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Promise<UpstreamAccount> {
