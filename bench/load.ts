@@ -56,14 +56,15 @@ export interface HttpLoadOptions {
   connections: number;
   seconds: number;
   warmupSeconds: number;
+  /** called between warm-up and the measured run: the caller starts counting the peer's CPU here */
+  onMeasuring?: () => void;
 }
 
 export async function httpLoad(o: HttpLoadOptions): Promise<Measured> {
   const run = loadGenerator() === 'wrk' ? wrk : cannon;
-  const warm = o.warmupSeconds > 0 ? await run({ ...o, seconds: o.warmupSeconds }) : undefined;
-  const m = await run(o);
-  // The peer's CPU is read around warm-up and run alike: its work is counted alike.
-  return { ...m, units: m.units + (warm?.units ?? 0) };
+  if (o.warmupSeconds > 0) await run({ ...o, seconds: o.warmupSeconds });
+  o.onMeasuring?.();
+  return run(o);
 }
 
 // wrk reports through a Lua `done` hook: exact counts and microsecond percentiles as JSON.

@@ -13,6 +13,7 @@
 //   BENCH_OUT=path                   where the JSON goes (default bench/results.json)
 //   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
 //   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
+//   BENCH_ROUNDS=N                   rounds per request scenario (default 3)
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { mkdtempSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -34,10 +35,17 @@ const peerFilter = args.find((a) => a.startsWith('--peers='))?.slice('--peers='.
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
 const WORKERS = Math.max(2, cpus().length);
 
+/** BENCH_ROUNDS: rounds per request scenario in a full run (default 3; more rounds, steadier medians). */
+function roundsSetting(): number {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`BENCH_ROUNDS must be a whole number of at least 1, not "${process.env.BENCH_ROUNDS}"`);
+  return rounds;
+}
+
 /** Sizes and durations: full run for people, smoke for CI. */
 const P = smoke
-  ? { rounds: 1, seconds: 0.3, warmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
-  : { rounds: 3, seconds: 3, warmup: 1, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
+  ? { rounds: 1, seconds: 0.3, warmup: 0.1, firstWarmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
+  : { rounds: roundsSetting(), seconds: 3, warmup: 1, firstWarmup: 3, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
 
 
 /** Things to undo at the end besides the child processes (the IdP, the build folder). */
@@ -164,19 +172,25 @@ async function main(): Promise<void> {
    * Measure every target `rounds` times, interleaved (A B C, B C A, C A B...), so that a burst of
    * load from elsewhere on the machine hits all of them alike; each target's row is the median
    * round (rate, p50 and p99 each), its peak RSS the largest, its CPU the peer's own user+system
-   * time per unit of work.
+   * time per unit of work. A load with a warm-up calls `measuring` when the measured run starts:
+   * the CPU counts from there, so a peer's JIT compiling its hot path during warm-up (the gateway has
+   * more code to compile than the bare proxy) is not counted as the cost of its requests. The first
+   * round of each target warms up longer (`first`).
    */
-  async function compare(scenario: Scenario, unit: Row['unit'], all: Target[], fn: (t: Target) => Promise<Measured>, rounds: number, cpuPerUnit = true) {
+  async function compare(scenario: Scenario, unit: Row['unit'], all: Target[], fn: (t: Target, run: { first: boolean; measuring: () => void }) => Promise<Measured>, rounds: number, cpuPerUnit = true) {
     const targets = peerFilter ? all.filter((t) => peerFilter.some((f) => t.name.startsWith(f))) : all;
     const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null }>>();
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < targets.length; i++) {
         const t = targets[(i + r) % targets.length]!;
         const rss = t.peer ? watchRss(() => t.peer!.pids()) : undefined;
-        const cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
+        let cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
+        const measuring = () => {
+          if (t.peer) cpu0 = cpuMs(t.peer.pids());
+        };
         let m: Measured;
         try {
-          m = await fn(t);
+          m = await fn(t, { first: r === 0, measuring });
         } catch (e) {
           m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, units: 0, note: (e as Error).message };
         }
@@ -210,8 +224,9 @@ async function main(): Promise<void> {
   }
 
   const h = auth.headers;
-  const get = (path: string, connections: number, seconds: number) => (t: Target) =>
-    httpLoad({ url: `${t.url}${path}`, headers: t.headers ?? h, connections, seconds, warmupSeconds: P.warmup });
+  const warmup = (run: { first: boolean }) => (run.first ? P.firstWarmup : P.warmup);
+  const get = (path: string, connections: number, seconds: number) => (t: Target, run: { first: boolean; measuring: () => void }) =>
+    httpLoad({ url: `${t.url}${path}`, headers: t.headers ?? h, connections, seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring });
   for (const scenario of selected) {
     say(`bench: ${scenario}`);
     switch (scenario) {
@@ -235,7 +250,7 @@ async function main(): Promise<void> {
       }
       case 'files-page':
         // Last target: the same bytes at a path no policy rewrites, what the rewrite adds over passing through.
-        await compare(scenario, 'req/s', [...peersOf(), { peer: gateway, name: 'gateway (pass-through)', url: gateway.url }], (t) => get(t.name === 'gateway (pass-through)' ? '/api/v1/bench/files-page' : '/api/v1/files/', 1, P.latencySeconds)(t), P.rounds);
+        await compare(scenario, 'req/s', [...peersOf(), { peer: gateway, name: 'gateway (pass-through)', url: gateway.url }], (t, run) => get(t.name === 'gateway (pass-through)' ? '/api/v1/bench/files-page' : '/api/v1/files/', 1, P.latencySeconds)(t, run), P.rounds);
         break;
       case 'upload':
       case 'download': {
@@ -252,7 +267,7 @@ async function main(): Promise<void> {
         break;
       case 'auth-providers': {
         const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];
-        await compare(scenario, 'req/s', targets, (t) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: P.warmup }), P.rounds);
+        await compare(scenario, 'req/s', targets, (t, run) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring }), P.rounds);
         break;
       }
     }
