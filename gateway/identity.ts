@@ -259,7 +259,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     refresh,
     ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
     unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
-    lookup: (hit) => obs.metrics.cache.inc({ cache: 'session', result: hit ? 'hit' : 'miss' }),
+    lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
   });
 
   // A browser sends the same Cookie header request after request: it is split once (what goes

@@ -481,7 +481,7 @@ export class ProviderCatalog {
     this.cache = new SingleFlightCache({
       ...o,
       health: this.health,
-      onLookup: (cache, result) => obs.metrics.cache.inc({ cache, result }),
+      onLookup: (cache, result) => obs.metrics.cache.tally(cache, result),
       onFailure: (key, err, servingStale) =>
         obs.log.warn(
           { source: source.kind, key, err: { message: err.message }, serving: servingStale ? 'last good answer' : 'nothing' },

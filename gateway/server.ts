@@ -185,7 +185,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   }
 
   async function carryOut(decision: Decision, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean) {
-    obs.metrics.policyDecisions.inc({ action: decision.action, rule: decision.rule });
+    obs.metrics.policyDecisions.tally(decision.action, decision.rule);
     const proceed = () => {
       if (expectContinue) res.writeContinue();
       upstream.forward(req, res);
@@ -279,7 +279,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const cls = routeClassOf(req, res);
       if (res.writableFinished) {
-        obs.metrics.requests.inc({ route_class: cls, status: String(res.statusCode) });
+        obs.metrics.requests.tally(cls, String(res.statusCode));
         obs.metrics.latency.observe({ route_class: cls }, seconds);
         // Shutting down: a keep-alive connection whose last response is done goes now.
         if (closing) setImmediate(() => server.closeIdleConnections());

@@ -225,7 +225,7 @@ export function addSetCookie(res: ServerResponse, lines: string[]): void {
 
 /** A small LRU with a time-to-live: repeated requests with one cookie or token cost a map lookup. */
 export class TtlCache<K, V> {
-  private readonly map = new Map<K, { value: V; expiresAt: number }>();
+  private readonly map = new Map<K, { value: V; expiresAt: number; usedAt: number }>();
 
   constructor(
     private readonly max: number,
@@ -239,9 +239,13 @@ export class TtlCache<K, V> {
       this.map.delete(key);
       return undefined;
     }
-    // most recently used last
-    this.map.delete(key);
-    this.map.set(key, e);
+    // Most recently used last. Moved at most once a second: a key used on every request would
+    // otherwise cost a delete and an insert each time, for an order that a second hardly changes.
+    if (now - e.usedAt >= 1000) {
+      e.usedAt = now;
+      this.map.delete(key);
+      this.map.set(key, e);
+    }
     return e.value;
   }
 
@@ -251,7 +255,7 @@ export class TtlCache<K, V> {
       const oldest = this.map.keys().next();
       if (!oldest.done) this.map.delete(oldest.value);
     }
-    this.map.set(key, { value, expiresAt: now + ttlMs });
+    this.map.set(key, { value, expiresAt: now + ttlMs, usedAt: now });
   }
 
   delete(key: K): void {

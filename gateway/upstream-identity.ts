@@ -75,10 +75,10 @@ export class UpstreamAccounts {
   private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Promise<UpstreamAccount> {
     const hit = this.entries.get(key);
     if (hit && hit.expiresAt > this.now()) {
-      this.metrics?.cache.inc({ cache: 'upstream-account', result: 'hit' });
+      this.metrics?.cache.tally('upstream-account', 'hit');
       return hit.value;
     }
-    this.metrics?.cache.inc({ cache: 'upstream-account', result: 'miss' });
+    this.metrics?.cache.tally('upstream-account', 'miss');
     if (this.entries.size >= MAX_ENTRIES) this.evictExpired();
     const value = load();
     this.entries.set(key, { value, expiresAt: this.now() + ttlMs });

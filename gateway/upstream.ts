@@ -56,6 +56,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, ext
   res.end(res.req?.method === 'HEAD' ? undefined : text);
 }
 
+/** `timeout=5` for a server with keepAliveTimeout 5000, as Node writes it. */
+function keepAliveHint(socket: object | null): string | undefined {
+  const ms = (socket as { server?: { keepAliveTimeout?: number } } | null)?.server?.keepAliveTimeout;
+  return ms ? `timeout=${Math.floor(ms / 1000)}` : undefined;
+}
+
 const kTimer = Symbol('upstream-timer');
 type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; timedOut?: boolean; answered?: boolean };
 
@@ -91,12 +97,14 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
     // client's own `Connection: close` (removed from req.headers before forwarding) must still be
     // honoured: left alone, http-proxy-3 answers `Connection: keep-alive` and the socket stays open.
-    for (const h of ['connection', 'keep-alive', 'proxy-connection']) delete proxyRes.headers[h];
-    const client = res as ServerResponse;
-    proxyRes.headers.connection = client.shouldKeepAlive === false ? 'close' : 'keep-alive';
+    // Overwritten, not deleted (http-proxy-3 skips undefined values; a delete slows every later
+    // read of the object).
+    const headers = proxyRes.headers;
+    const keepAlive = (res as ServerResponse).shouldKeepAlive !== false;
+    headers.connection = keepAlive ? 'keep-alive' : 'close';
     // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
-    const keepAliveMs = (client.socket as { server?: { keepAliveTimeout?: number } } | null)?.server?.keepAliveTimeout;
-    if (client.shouldKeepAlive !== false && keepAliveMs) proxyRes.headers['keep-alive'] = `timeout=${Math.floor(keepAliveMs / 1000)}`;
+    headers['keep-alive'] = keepAlive ? keepAliveHint((res as ServerResponse).socket) : undefined;
+    if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
   });
 
   const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {

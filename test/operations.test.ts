@@ -190,6 +190,18 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     expect(text).to.include('gateway_process_cpu_seconds_total');
   });
 
+  it('/metrics: request counts are exact from one scrape to the next (counted once, never twice)', async () => {
+    const auth = { authorization: `Bearer ${key}` };
+    const series = /gateway_policy_decisions_total\{action="deny",rule="([^"]+)"\} (\d+)/;
+    const denials = async () => Number(series.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[2] ?? 0);
+    const before = await denials();
+    for (let i = 0; i < 3; i++) expect((await fetch(`${gw.url}/api/v1/chats/all/db`, { headers: auth })).status).to.equal(401);
+    expect(await denials()).to.equal(before + 3);
+    expect(await denials(), 'a scrape with nothing new changes nothing').to.equal(before + 3);
+    await fetch(`${gw.url}/api/v1/chats/all/db`, { headers: auth });
+    expect(await denials()).to.equal(before + 4);
+  });
+
   it('policy drift: an upstream with the admin export and chat access on is a warning (log, metric, readiness detail), not unready', async () => {
     upstream.flags.enableAdminExport = true;
     upstream.flags.enableAdminChatAccess = true;
