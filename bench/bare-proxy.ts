@@ -10,7 +10,8 @@ import { ProxyServer } from 'http-proxy-3';
 
 export function createBareProxy(target: string): http.Server {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256, timeout: 300_000, scheduling: 'lifo' });
-  const proxy = new ProxyServer({ target, agent, xfwd: false, changeOrigin: false, ws: true, proxyTimeout: 300_000 });
+  // A URL object, not a string: http-proxy-3 parses a string target again on every request.
+  const proxy = new ProxyServer({ target: new URL(target), agent, xfwd: false, changeOrigin: false, ws: true, proxyTimeout: 300_000 });
   const fail = (res: http.ServerResponse | import('node:stream').Duplex) => {
     if ('writeHead' in res && !res.headersSent) {
       res.writeHead(502, { 'content-type': 'application/json' });

@@ -218,7 +218,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     const canonical = canonicalize(req.url);
@@ -236,7 +236,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     const { path, search, url } = canonical.target;
     req.url = url;
     const cls = classify(path);
-    (res as Classified)[kRouteClass] = cls;
+    found.routeClass = cls;
     if (cls === 'control') {
       // The provider list (anonymous, cached, asked by every login page) is answered by its route's
       // own code without going through Express, which cost more than the answer (bench/README.md).
@@ -267,6 +267,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
+    const found: Found = { routeClass: undefined };
     let answered = answering.get(req.socket);
     if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
     answered.open++;
@@ -277,7 +278,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     res.once('close', () => {
       answered.open--;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const cls = routeClassOf(req, res);
+      const cls = found.routeClass ?? classifyTarget(req.url);
       if (res.writableFinished) {
         obs.metrics.requests.tally(cls, String(res.statusCode));
         obs.metrics.latency.observe({ route_class: cls }, seconds);
@@ -286,7 +287,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       }
       logRequest(requestLog, req, res, cls, seconds);
     });
-    handle(req, res).catch((err: unknown) => {
+    handle(req, res, found).catch((err: unknown) => {
       const e = err as Error;
       if (e instanceof UpstreamError) {
         obs.metrics.upstreamErrors.inc({ kind: e.kind });
@@ -417,15 +418,17 @@ function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, rout
   else log.info(line, 'request');
 }
 
-/** The route class `handle` found, kept on the response so metrics and the log line need not redo it. */
-const kRouteClass = Symbol('route-class');
-type Classified = ServerResponse & { [kRouteClass]?: RouteClass };
+/**
+ * What `handle` found out about a request, for its metrics and log line: kept in an object of the
+ * gateway's own (a property added to Node's response object would give it a new shape, which
+ * slows all of Node's code that reads responses).
+ */
+interface Found {
+  routeClass: RouteClass | undefined;
+}
 
 /** Answers refused before classification (400, 405) are classified from the raw target. */
-function routeClassOf(req: IncomingMessage, res: ServerResponse): RouteClass {
-  const known = (res as Classified)[kRouteClass];
-  if (known) return known;
-  const url = req.url ?? '';
+function classifyTarget(url = ''): RouteClass {
   const q = url.indexOf('?');
   return classify(q === -1 ? url : url.slice(0, q));
 }

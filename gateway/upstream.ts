@@ -69,7 +69,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const target = new URL(options.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: 256, timeout: options.idleTimeoutMs ?? 300_000, scheduling: 'lifo' });
   const proxy = new ProxyServer({
-    target: options.url,
+    target, // a URL object: http-proxy-3 parses a string target again on every request
     agent,
     xfwd: false, // the gateway sets X-Forwarded-* itself from what it trusts
     changeOrigin: false,
