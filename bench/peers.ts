@@ -7,7 +7,7 @@
 //             N worker processes; skipped with a notice when `nginx` is not on PATH
 //   gateway   gateway/main.ts itself, through bench/gateway-process.ts, with GATEWAY_WORKERS
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, logPath, spawnChild, type Child } from './proc.js';
@@ -210,6 +210,12 @@ export interface GatewayOptions {
   env?: Record<string, string>;
 }
 
+/** The node flags `npm start` runs the gateway with (package.json; the Dockerfile's CMD has the same). */
+export function gatewayNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return [...start.matchAll(/\s(--(?!import\b)[a-z0-9-]+(?:=\S+)?)/g)].map((m) => m[1]!);
+}
+
 export async function startGateway(logDir: string, run: Runner, o: GatewayOptions): Promise<Peer> {
   const port = o.port;
   const env: NodeJS.ProcessEnv = {
@@ -235,7 +241,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
   };
   let listening = 0;
   const name = o.workers === 1 ? 'gateway' : `gateway x${o.workers}`;
-  const { child } = await spawnChild(name, node, [...(o.nodeFlags ?? []), ...run.args('bench/gateway-process.ts')], {
+  const { child } = await spawnChild(name, node, [...gatewayNodeFlags(), ...(o.nodeFlags ?? []), ...run.args('bench/gateway-process.ts')], {
     env,
     ready: (line) => (line.includes('"gateway listening"') && ++listening >= o.workers ? true : undefined),
     timeoutMs: 30_000,

@@ -635,7 +635,15 @@ describe('deployment: Dockerfile and .dockerignore', function () {
     expect(hc).to.include('/healthz').and.include('fetch');
     expect(finalStage.some((l) => /^EXPOSE\s+8080\b/i.test(l))).to.equal(true);
     const cmd = finalStage.filter((l) => /^CMD\s/i.test(l)).pop();
-    expect(cmd).to.equal('CMD ["node", "dist/gateway/main.js"]');
+    expect(cmd).to.equal('CMD ["node", "--initial-old-space-size=32", "dist/gateway/main.js"]');
+  });
+
+  it('runs node with the same flags as `npm start`', function () {
+    const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+    const cmd = JSON.parse(finalStage.filter((l) => /^CMD\s/i.test(l)).pop()!.replace(/^CMD\s+/i, '')) as string[];
+    const nodeFlags = (words: string[]) => words.filter((w) => w.startsWith('--') && !['--import', 'tsx'].includes(w));
+    expect(nodeFlags(cmd)).to.not.be.empty;
+    expect(nodeFlags(start.split(/\s+/))).to.deep.equal(nodeFlags(cmd));
   });
 
   it('keeps node_modules, dist, tests and .git out of the build context', function () {
