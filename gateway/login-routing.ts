@@ -21,7 +21,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
-import { sendJson as sendGatewayJson } from './upstream.js';
+import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from './upstream.js';
 import {
   DIRECT_LOGIN_ALIAS,
   splitGuardPath,
@@ -580,6 +580,7 @@ const CATALOG_DOWN = 'The identity provider catalog is not reachable';
 
 /** Plain node:http (the provider list is also answered outside Express), with this module's headers. */
 const sendJson = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) => sendGatewayJson(res, status, body, { ...JSON_HEADERS, ...extra });
+const sendJsonBody = (res: ServerResponse, status: number, json: Buffer) => sendGatewayJsonBody(res, status, json, JSON_HEADERS);
 
 function sendPage(res: Response, status: number, html: string): void {
   res.status(status).set({ ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(html)) });
@@ -670,15 +671,22 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   const router = Router();
 
   // GET /api/v1/auth-providers/ (B1, B2; versioning 2). With the welcome switch on, the realm is not asked.
+  // Every login page asks for the list: it is rendered once per catalog answer (the cache hands out
+  // the same array until it refreshes), not on every request.
+  let rendered: { providers: readonly IdentityProvider[] | undefined; body: Buffer } | undefined;
+  const listBody = (providers?: readonly IdentityProvider[]): Buffer => {
+    if (!rendered || rendered.providers !== providers) rendered = { providers, body: Buffer.from(JSON.stringify(providerListResponse(login, providers))) };
+    return rendered.body;
+  };
   async function providerList(res: ServerResponse): Promise<void> {
-    if (!listNeedsCatalog(login)) return sendJson(res, 200, providerListResponse(login));
+    if (!listNeedsCatalog(login)) return sendJsonBody(res, 200, listBody());
     let providers: IdentityProvider[];
     try {
       providers = await catalog.list();
     } catch {
       return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': retryAfter });
     }
-    sendJson(res, 200, providerListResponse(login, providers));
+    sendJsonBody(res, 200, listBody(providers));
   }
   router.get('/api/v1/auth-providers', (_req, res) => providerList(res));
 

@@ -42,18 +42,22 @@ export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
 
 /** Send a small JSON answer (gateway-made: never cached). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  sendJsonBody(res, status, JSON.stringify(body), extraHeaders);
+}
+
+/** The same with the JSON already serialized (an answer rendered once and sent many times). */
+export function sendJsonBody(res: ServerResponse, status: number, json: string | Buffer, extraHeaders: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const text = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
+    'content-length': Buffer.byteLength(json),
     'cache-control': 'private, no-store',
     ...extraHeaders,
   });
-  res.end(res.req?.method === 'HEAD' ? undefined : text);
+  res.end(res.req?.method === 'HEAD' ? undefined : json);
 }
 
 /** `timeout=5` for a server with keepAliveTimeout 5000, as Node writes it. */

@@ -348,6 +348,21 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       }
     });
 
+    it('the list answer changes with the realm after the cache period, and not before', async () => {
+      const r = await rig();
+      try {
+        const aliases = async () => ((await r.get('/api/v1/auth-providers/').expect(200)).body as { providers: Array<{ alias?: string }> }).providers.map((p) => p.alias);
+        expect(await aliases()).to.include('acme-entra');
+        r.kc.providers.find((p) => p.alias === 'acme-entra')!.enabled = false;
+        r.clock.t += FIVE_MINUTES - 1000;
+        expect(await aliases()).to.include('acme-entra');
+        r.clock.t += 1000;
+        expect(await aliases()).to.not.include('acme-entra');
+      } finally {
+        await r.close();
+      }
+    });
+
     it('the list is cached for five minutes too', async () => {
       const r = await rig();
       try {
