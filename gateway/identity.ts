@@ -283,7 +283,10 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   function realmBearer(authorization: string | string[] | undefined): string | undefined {
     const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
     const token = m?.[1];
-    if (!token || !JWT_SHAPE.test(token)) return undefined;
+    if (!token) return undefined;
+    // A token verified lately is a realm token: no need to decode it again on every request.
+    if (bearers.get(token)) return token;
+    if (!JWT_SHAPE.test(token)) return undefined;
     try {
       const iss = decodeJwt(token).iss;
       return typeof iss === 'string' && trimSlash(iss) === issuer ? token : undefined;
