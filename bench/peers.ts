@@ -85,14 +85,16 @@ export async function startUpstream(logDir: string, run: Runner): Promise<Peer> 
   return peer('upstream', info, child);
 }
 
-export async function startBare(logDir: string, run: Runner, target: string): Promise<Peer> {
+/** The bare floor; with `features` (bench/bare-proxy.ts), the floor plus the cheapest form of those. */
+export async function startBare(logDir: string, run: Runner, target: string, features = ''): Promise<Peer> {
   const flags = (process.env.BENCH_BARE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const { child, info } = await spawnChild('bare', node, [...flags, ...run.args('bench/bare-proxy.ts')], {
-    env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_TARGET: target },
+  const name = features ? `bare + ${features}` : 'bare http-proxy-3';
+  const { child, info } = await spawnChild(features ? 'bare-features' : 'bare', node, [...flags, ...run.args('bench/bare-proxy.ts')], {
+    env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_TARGET: target, BENCH_BARE_FEATURES_OF_CHILD: features },
     ready: portLine,
-    logFile: logPath(logDir, 'bare'),
+    logFile: logPath(logDir, features ? 'bare-features' : 'bare'),
   });
-  return peer('bare http-proxy-3', info, child);
+  return peer(name, info, child);
 }
 
 export function nginxPath(): string | undefined {

@@ -14,12 +14,15 @@
 //   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
 //   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
 //   BENCH_ROUNDS=N                   rounds per request scenario (default 3)
+//   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
+//                                    those gateway features (headers, log, metrics, hooks, or all)
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { mkdtempSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
+import { bareFeatures } from './bare-proxy.js';
 import { startUpstream, startBare, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
@@ -100,12 +103,15 @@ async function main(): Promise<void> {
     env: { IDP_PROVIDERS_FILE: providersFile, SHOW_IDP_LOGIN: 'true' },
   };
   const nginxOptions = { upstreamPort, staticAuthProviders: '{}' };
-  const [bare, nginx, gateway, nginxMulti, gatewayMulti] = await Promise.all([
+  // BENCH_BARE_FEATURES: checked here, before anything starts, so a typo is a clear error.
+  const bareFeatureList = [...bareFeatures(process.env.BENCH_BARE_FEATURES)].join(',');
+  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures] = await Promise.all([
     startBare(logDir, runner, upstream.url),
     nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1 }) : undefined,
     startGateway(logDir, runner, { ...gatewayOptions, port: gatewayPort, workers: 1 }),
     nginxBin && needMulti ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: WORKERS }) : undefined,
     needMulti ? startGateway(logDir, runner, { ...gatewayOptions, port: multiPort, workers: WORKERS }) : undefined,
+    bareFeatureList && selected.includes('small') ? startBare(logDir, runner, upstream.url, bareFeatureList) : undefined,
   ]);
   // nginx serves, as a static file, exactly what the gateway answers from its cache.
   say('bench: peers up');
@@ -233,6 +239,8 @@ async function main(): Promise<void> {
       case 'small': {
         // The other credential a client may bring, when the main one is the session cookie.
         const extra = bearer && bearer !== auth ? [{ peer: gateway, name: 'gateway (bearer JWT)', url: gateway.url, headers: bearer.headers }] : [];
+        // What the gateway's features cost at their cheapest (BENCH_BARE_FEATURES).
+        if (bareWithFeatures) extra.push({ peer: bareWithFeatures, name: bareWithFeatures.name, url: bareWithFeatures.url, headers: h });
         await compare(scenario, 'req/s', [...peersOf(), ...extra], get('/api/v1/bench/small', P.connections, P.seconds), P.rounds);
         break;
       }

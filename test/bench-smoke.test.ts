@@ -22,7 +22,7 @@ describe('bench: the harness (smoke mode)', function () {
     dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
     const out = join(dir, 'results.json');
     output = await new Promise<string>((resolveRun, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'], { cwd: root, env: { ...process.env, BENCH_OUT: out }, timeout: 55_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 55_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
         if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
         else resolveRun(stdout);
       });
@@ -45,7 +45,8 @@ describe('bench: the harness (smoke mode)', function () {
   it('measured every peer present in each scenario, with no failed request', () => {
     const nginx = results.machine.nginx !== null;
     const expected: Record<string, string[]> = {
-      small: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      // BENCH_BARE_FEATURES=all adds the floor plus the cheapest form of the gateway's features.
+      small: ['direct', 'bare http-proxy-3', 'bare + headers,log,metrics,hooks', 'gateway', ...(nginx ? ['nginx'] : [])],
       'small-latency': ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       'small-workers': ['direct', ...results.rows.filter((r) => r.scenario === 'small-workers' && r.peer !== 'direct').map((r) => r.peer)],
       'files-page': ['direct', 'bare http-proxy-3', 'gateway', 'gateway (pass-through)', ...(nginx ? ['nginx'] : [])],
