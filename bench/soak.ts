@@ -37,6 +37,7 @@ import { startIdp, type TestIdp } from '../test/support/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../test/support/open-webui.js';
 import { demoIdentityProviders } from '../test/support/demo-realm.js';
 import { signIn } from '../test/support/cookie-jar.js';
+import { freePort } from '../test/support/raw-http.js';
 
 export interface SoakOptions {
   durationMs: number;
@@ -212,10 +213,7 @@ async function startSoakWorld(mode: 'inline' | 'process'): Promise<World> {
   // makes every admin list a walk over all pages, which is tested elsewhere, not soaked.
   const upstream = await startOpenWebUI({ users: USERS, files: seedFiles(), bypassAdminAccessControl: false, enableAdminExport: true });
   // the gateway's port must be known to the realm (redirect URI) before it listens
-  const probe = http.createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise<void>((r) => probe.close(() => r()));
+  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }], accessTokenTtl: 3600 });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'soak-')), 'providers.json');

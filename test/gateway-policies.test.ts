@@ -6,9 +6,8 @@ import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from './support/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { EXPORT_DISABLED } from '../policies/admin-scoping.js';
-import { seedFile } from './support/raw-http.js';
+import { seedChats, seedFile } from './support/raw-http.js';
 
-const now = Math.floor(Date.now() / 1000);
 const file = seedFile;
 
 const users = [
@@ -23,19 +22,7 @@ const files = [
   file('f-alice-2', 'u-alice', 'acme-budget.txt', 40),
   file('f-bob-1', 'u-bob', 'globex-secret.txt', 50),
 ];
-const chats = users.map((u, i) => ({
-  id: `c-${u.id}`,
-  user_id: u.id,
-  title: `chat of ${u.name}`,
-  chat: { messages: [{ role: 'user', content: `secret of ${u.name}` }] },
-  created_at: now - i,
-  updated_at: now - i,
-  share_id: null,
-  archived: false,
-  pinned: false,
-  meta: {},
-  folder_id: null,
-}));
+const chats = seedChats();
 
 async function json(res: Response): Promise<any> {
   return JSON.parse(await res.text());
