@@ -7,8 +7,10 @@
 //   - decodes %XX of unreserved characters and of sub-delims (`%61` -> `a`, `%2e` -> `.`),
 //     keeps every other escape in upper case (`%3f` -> `%3F`), and escapes raw characters that
 //     a URL parser would escape, so `new URL()` (used by http-proxy-3) leaves it unchanged;
-//   - refuses encoded `/` and `\`, raw `\`, raw `;`, NUL and other control bytes, `#`,
-//     bytes outside ASCII, and percent-escapes that are not valid UTF-8 (overlong forms too);
+//   - refuses encoded `/` and `\`, raw `\`, `;` raw or encoded (`%3B`: a server that strips path
+//     parameters after decoding reads `..%3B` as `..`), `%25` followed by two hex digits (double
+//     encoding: a server that decodes twice reads `%2561` as `a`), NUL and other control bytes,
+//     `#`, bytes outside ASCII, and percent-escapes that are not valid UTF-8 (overlong forms too);
 //   - merges repeated slashes and resolves `.` and `..` segments (`..` above the root is refused);
 //   - keeps a trailing slash, because `/api/v1/files/` and `/api/v1/files` are different routes.
 
@@ -24,6 +26,7 @@ export interface CanonicalTarget {
 export type Canonicalized = { ok: true; target: CanonicalTarget } | { ok: false; reason: string };
 
 const HEX = /^[0-9A-Fa-f]{2}$/;
+const DOUBLE_ENCODED = /%[0-9A-Fa-f]{2}/;
 // unreserved (RFC 3986) plus sub-delims, ':' and '@' minus ';': safe to keep literal in a path.
 const LITERAL = new Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,=:@");
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -111,6 +114,7 @@ export function decodeTarget(rawTarget: string | undefined): Canonicalized {
       i += 2;
       if (byte === 0x2f || byte === 0x5c) return refuse('encoded slash or backslash in path');
       if (byte < 0x20 || byte === 0x7f) return refuse('encoded control byte (NUL included) in path');
+      if (byte === 0x3b) return refuse('encoded path parameters (%3B) are not accepted');
     } else {
       byte = ch.charCodeAt(0);
     }
@@ -127,6 +131,8 @@ export function decodeTarget(rawTarget: string | undefined): Canonicalized {
     } catch {
       return refuse('percent-escapes in path are not valid UTF-8');
     }
+    // Decoded, a segment holding `%XX` was percent-encoded twice (`%2561`, `%25%36%31`).
+    if (DOUBLE_ENCODED.test(text)) return refuse('double percent-encoding (%25 followed by hex digits) in path');
     if (text === '' || text === '.') {
       if (index === last) trailingSlash = true;
       continue;

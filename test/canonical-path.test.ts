@@ -44,7 +44,9 @@ describe('canonical request targets', () => {
 
   it('normalizes escapes: unreserved decoded, others upper-case, unsafe raw characters escaped', () => {
     expect(ok('/a/%7e%41')).to.equal('/a/~A');
-    expect(ok('/a/%3b%3f%25%20')).to.equal('/a/%3B%3F%25%20');
+    expect(ok('/a/%3f%25%20')).to.equal('/a/%3F%25%20');
+    expect(ok('/a/%25')).to.equal('/a/%25');
+    expect(ok('/a/%25zz')).to.equal('/a/%25zz');
     expect(ok('/a/%e2%82%ac')).to.equal('/a/%E2%82%AC');
     expect(ok('/a/{x}|^"<>`')).to.equal('/a/%7Bx%7D%7C%5E%22%3C%3E%60');
     expect(ok('/a/%21')).to.equal('/a/!');
@@ -76,8 +78,42 @@ describe('canonical request targets', () => {
     expect(refused('')).to.match(/path/);
   });
 
+  it('refuses encodings that another server could read differently: encoded ;, double encoding, dot segments behind parameters', () => {
+    // A server that strips `;` parameters after decoding reads `..%3B` as `..`; one that decodes
+    // twice reads `%2561` as `a` and `%252e%252e` as `..`.
+    expect(refused('//%2e%2e%3b/api/v1/chats/all/db')).to.match(/%3B/);
+    expect(refused('/api/v1/x/..%3B/chats/all/db')).to.match(/%3B/);
+    expect(refused('/api/v1/x/.%3bfoo/chats/all/db')).to.match(/%3B/);
+    expect(refused('/api/v1/chats/all%3B/db')).to.match(/%3B/);
+    expect(refused('/%2561pi/v1/chats/all/db')).to.match(/double percent-encoding/);
+    expect(refused('/api/v1/x/%252e%252e/chats/all/db')).to.match(/double percent-encoding/);
+    expect(refused('/api/v1/chats%252Fall%252Fdb')).to.match(/double percent-encoding/);
+    expect(refused('/api/v1/x/%25%32%65')).to.match(/double percent-encoding/);
+  });
+
+  it('no accepted target holds an encoded ;, a %25 before hex digits, or a dot segment once parameters are stripped', () => {
+    // Property: whatever the client sends, an accepted canonical path is one that a server
+    // stripping `;` parameters, or decoding a second time, reads the same way.
+    const alphabet = ['/', '/', '.', '.', 'a', '%', '%', '2', '5', '3', 'b', 'B', 'e', 'E', '6', '1', ';', 'x'];
+    const target = fc.array(fc.constantFrom(...alphabet), { maxLength: 20 }).map((cs) => '/' + cs.join(''));
+    fc.assert(
+      fc.property(target, (raw) => {
+        const r = canonicalize(raw);
+        if (!r.ok) return;
+        const path = r.target.path;
+        expect(path, raw).not.to.match(/%3B/i);
+        expect(path, raw).not.to.match(/;/);
+        expect(path, raw).not.to.match(/%25[0-9A-Fa-f]{2}/);
+        // decoding once more changes nothing that matters: no new `/`, `.` segments or escapes
+        const twice = decodeURIComponent(path);
+        for (const seg of twice.split('/')) expect(seg === '.' || seg === '..', `${raw} -> ${path}`).to.equal(false);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
   it('is stable: canonical targets canonicalize to themselves and survive a URL parser', () => {
-    for (const t of ['/api/v1/x/%2e%2e/chats/all/db', '/a/%7e%21%3b%3f', '/a/{x}', '/a/%e2%82%ac/b/?q=%41%20b&c="x"', '//x//y/']) {
+    for (const t of ['/api/v1/x/%2e%2e/chats/all/db', '/a/%7e%21%3f', '/a/{x}', '/a/%e2%82%ac/b/?q=%41%20b&c="x"', '//x//y/']) {
       const once = ok(t);
       expect(ok(once)).to.equal(once);
       const u = new URL(once, 'http://h');

@@ -47,7 +47,7 @@ const overlong = (c: string) => {
 type CharOp = { kind: 'enc' | 'case' | 'overlong' | 'insert'; at: number; upper: boolean; what: string };
 /** Inserted text: most of it has a canonical form, some must be refused. */
 const BENIGN_INSERTS = ['%2e', '.', '%25', '%3f', '%3F', '%23', '+', '%20', '%e2%80%8b', '%C3%A9', '~', '%7e', ':', '@', '!'];
-const REFUSED_INSERTS = ['%2f', '%2F', '%5c', '%5C', '\\', ';x', ';', '%00', '%c0%af', '%c0%ae', '%09', '%7f', '%ff', '%e0%80%ae'];
+const REFUSED_INSERTS = ['%2f', '%2F', '%5c', '%5C', '\\', ';x', ';', '%00', '%c0%af', '%c0%ae', '%09', '%7f', '%ff', '%e0%80%ae', '%3b', '%3B', '%2561', '%252e', '%25%32%65'];
 const charOp: fc.Arbitrary<CharOp> = fc.record({
   kind: fc.oneof(
     { arbitrary: fc.constant('enc' as const), weight: 5 },
@@ -62,7 +62,7 @@ const charOp: fc.Arbitrary<CharOp> = fc.record({
 const segmentOps = fc.oneof({ arbitrary: fc.constant<CharOp[]>([]), weight: 3 }, { arbitrary: fc.array(charOp, { minLength: 1, maxLength: 2 }), weight: 1 });
 
 /** Whole segments put before a segment (the first ones, most often nothing). */
-const PREFIXES = ['', './', './/', 'x/../', 'x/%2e%2e/', 'x/%2E%2E/', 'x/.%2e/', 'x/%2e./', '%2e/', '/', '//', 'x/y/../../', '%c0%ae%c0%ae/', 'x/%c0%ae%c0%ae/', '..%2f', 'x/..%5c', 'X/..;/', '.;/'];
+const PREFIXES = ['', './', './/', 'x/../', 'x/%2e%2e/', 'x/%2E%2E/', 'x/.%2e/', 'x/%2e./', '%2e/', '/', '//', 'x/y/../../', '%c0%ae%c0%ae/', 'x/%c0%ae%c0%ae/', '..%2f', 'x/..%5c', 'X/..;/', '.;/', 'x/..%3b/', '%2e%2e%3B/', 'x/%252e%252e/'];
 const SUFFIXES = ['', '/', '/.', '/./', '//', '/x/..', '/x/%2e%2e', '?', '?x', '#', '#frag', '%23', '%23x', '%00', '%2500', '/%2e', '/%3f', ';', ';.css', '..', '%20', '.json'];
 const LEADS = ['', '/', '/./', '/../', '/%2e%2e/', '/x/../'];
 const QUERY_TRICKS = ['', '?', '&', '#', '%23', '&x=1', '#x?filename=*', '&filename=%2a', '&page=1&page=2', '&content=true', '&skip=0&limit=1000'];
@@ -195,6 +195,8 @@ describe('hardening: bypass (differential property over the request path)', func
     for (const r of received()) {
       // (b) fixed point of the canonical form
       const again = canonicalize(r.url);
+      // (b') nothing a parameter-stripping or twice-decoding server would read differently
+      expect(r.url.split('?')[0], `${where}: upstream received ${r.url}`).not.to.match(/;|%3B|%25[0-9A-Fa-f]{2}/i);
       expect(again.ok && again.target.url, `${where}: upstream received ${r.url}, not canonical`).to.equal(r.url);
       // (c) what the upstream routes on gets the same action
       const action = decide({ method: r.method, path: again.ok ? again.target.path : r.url }, POLICY, { admin: true }).action;
@@ -302,6 +304,8 @@ describe('hardening: bypass (differential property over the request path)', func
       expect(['/api/v1/chats/all/db', '/api/v1/utils/db/download'], `${r.method} ${r.url}`).to.not.include(routed);
       expect(routed.startsWith('/api/v1/chats/list/user/'), `${r.method} ${r.url}`).to.equal(false);
       const again = canonicalize(r.url);
+      // nothing a parameter-stripping or twice-decoding server would read differently
+      expect(r.url.split('?')[0], `upstream received ${r.url}`).not.to.match(/;|%3B|%25[0-9A-Fa-f]{2}/i);
       expect(again.ok && again.target.url, `upstream received a non-canonical ${r.url}`).to.equal(r.url);
     }
     expect(upstream.requests.length).to.be.greaterThan(100);
