@@ -101,7 +101,18 @@ export function setForwardedHeaders(headers: IncomingHttpHeaders, facts: { clien
   if (facts.clientIp) headers['x-forwarded-for'] = facts.clientIp;
   headers['x-forwarded-proto'] = facts.publicOrigin.proto;
   headers['x-forwarded-host'] = facts.publicOrigin.host;
+  // The upstream learns the host from the gateway, never from the client (which may send anything
+  // a parser lets through): the public one, as on every other header it builds links from.
+  headers.host = facts.publicOrigin.host;
   headers['x-request-id'] = facts.requestId;
+}
+
+/** RFC 9110 7.2 / RFC 3986 3.2.2: a reg-name, IPv4 or bracketed IPv6 literal, and an optional port. */
+const HOST_SYNTAX = /^(?:[A-Za-z0-9\-._~!$&'()*+,=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/** A Host header the gateway can read unambiguously (Node lets `a b` through); HTTP/1.0 may send none. */
+export function validHost(host: string | undefined, httpVersion: string): boolean {
+  return host === undefined ? httpVersion === '1.0' : HOST_SYNTAX.test(host);
 }
 
 /** PUBLIC_URL as the X-Forwarded-Proto and X-Forwarded-Host values, worked out once. */

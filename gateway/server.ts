@@ -29,6 +29,7 @@ import {
   identityHeaders,
   publicOriginOf,
   setForwardedHeaders,
+  validHost,
   stripClientHeaders,
   trustedHeaderSet,
   upstreamApiKey,
@@ -226,6 +227,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
     const method = req.method ?? 'GET';
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+    if (!validHost(req.headers.host, req.httpVersion)) return sendJson(res, 400, { detail: 'Bad request: invalid Host header' }, { connection: 'close' });
     // Request smuggling: Node sends GET, HEAD, DELETE and OPTIONS upstream without chunked framing
     // (http-proxy-3 even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
     // them would reach Open WebUI as raw bytes after a bodiless request: a second request nobody judged.
@@ -306,7 +308,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     };
     if (closing) return refuse(503, 'Shutting down');
     const canonical = canonicalize(req.url);
-    if (!canonical.ok) return refuse(400, 'Bad Request');
+    if (!canonical.ok || !validHost(req.headers.host, req.httpVersion)) return refuse(400, 'Bad Request');
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
     req.url = canonical.target.url;
     const origin = req.headers.origin;
@@ -348,18 +350,30 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       socket.destroy();
     });
   });
+  // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
+  // closes the socket, leaving the client without an answer).
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    const body = JSON.stringify({ detail: 'Method Not Allowed' });
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  });
   server.on('clientError', (err: Error & { code?: string }, socket) => {
     const entry = answering.get(socket);
     const open = entry?.open ?? 0;
     // Bytes after a `Connection: close` request: ignored; its answer finishes, then the socket closes.
     if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : socket.destroy();
-    // A 400 only when it answers the faulty request itself: never while an earlier request is being
-    // answered on this socket (the client would take it for that answer, or find it inside its body).
-    const ownBody = open === 1 && !entry!.req.complete && !entry!.res.headersSent;
-    if (err.code === 'ECONNRESET' || !socket.writable || (open > 0 && !ownBody)) return socket.destroy();
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const body = JSON.stringify({ detail: status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request' });
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    const answer = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    // The faulty bytes are the body of the request being answered: its own 400, unless its answer started.
+    const ownBody = open === 1 && !entry!.req.complete;
+    if (ownBody) return entry!.res.headersSent ? socket.destroy() : void socket.end(answer);
+    if (open === 0) return void socket.end(answer);
+    // A malformed request pipelined behind one still being answered: that answer is finished first
+    // (cut off, the client would lose the answer to a request that was carried out), then the socket
+    // closes. No 400 for it: written meanwhile it would land inside that answer's body.
+    entry!.res.once('close', () => (entry!.res.writableFinished && socket.writable ? socket.end() : socket.destroy()));
   });
 
   return {

@@ -39,6 +39,7 @@ export class UpstreamError extends Error {
 
 export const UPSTREAM_DOWN = 'The chat front-end is not reachable';
 export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
+export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
 
 /** Send a small JSON answer (gateway-made: never cached). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
@@ -67,7 +68,16 @@ function keepAliveHint(socket: object | null): string | undefined {
 }
 
 const kTimer = Symbol('upstream-timer');
-type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; timedOut?: boolean; answered?: boolean };
+const kAnswer = Symbol('upstream-answer');
+type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; [kAnswer]?: IncomingMessage; timedOut?: boolean; answered?: boolean };
+
+/** An answer to stream must have a status a client can read (RFC 9110 15: 100 to 599). */
+const validStatus = (status: number | undefined) => status !== undefined && status >= 100 && status <= 599;
+
+/** Headers copied from an upstream answer that failed before its first byte: the 502 carries none of them. */
+function dropUpstreamHeaders(res: ServerResponse): void {
+  for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+}
 
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const target = new URL(options.url);
@@ -96,8 +106,26 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     else req.once('end', arm);
   });
   proxy.on('proxyRes', (proxyRes, req, res) => {
-    (req as Tracked).answered = true;
-    clearTimeout((req as Tracked)[kTimer]);
+    const tracked = req as Tracked;
+    tracked.answered = true;
+    clearTimeout(tracked[kTimer]);
+    if (!validStatus(proxyRes.statusCode)) {
+      // Relayed, an invalid status (999) would be the client's problem; answered here, http-proxy-3
+      // finds the response finished and pipes nothing.
+      proxyRes.destroy();
+      obs.metrics.upstreamErrors.inc({ kind: 'bad-status' });
+      obs.log.warn({ status: proxyRes.statusCode, method: req.method, url: req.url }, 'upstream answered an invalid status');
+      sendJson(res as ServerResponse, 502, { detail: UPSTREAM_INVALID }, { connection: 'close' });
+      return;
+    }
+    tracked[kAnswer] = proxyRes;
+    // The upstream's socket gone mid-body (killed, reset, a framing error): the client's connection
+    // ends at once, so it sees an incomplete body (no last chunk, fewer bytes than Content-Length)
+    // instead of waiting for the idle timeout. A pipe alone would leave it open.
+    // (Node emits 'error', "aborted", on an answer whose socket closed before its end.)
+    proxyRes.on('error', () => {
+      if (!(res as ServerResponse).writableEnded) (res as ServerResponse).destroy();
+    });
     // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
     // client's own `Connection: close` (removed from req.headers before forwarding) must still be
     // honoured: left alone, http-proxy-3 answers `Connection: keep-alive` and the socket stays open.
@@ -116,14 +144,29 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     tracked.answered = true;
     clearTimeout(tracked[kTimer]);
     const timedOut = tracked.timedOut === true;
-    const kind = timedOut ? 'timeout' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
+    // HPE_*: llhttp could not parse the answer (broken chunk framing, bytes past Content-Length, ...).
+    const malformed = err.code?.startsWith('HPE_') === true;
+    const kind = timedOut ? 'timeout' : malformed ? 'bad-answer' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
     obs.metrics.upstreamErrors.inc({ kind });
     obs.log.warn({ err: { message: err.message, code: err.code }, kind, method: req.method, url: req.url }, 'upstream request failed');
     if (!(res as ServerResponse).writeHead) {
       (res as Duplex).destroy();
       return;
     }
-    sendJson(res as ServerResponse, timedOut ? 504 : 502, { detail: timedOut ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
+    const response = res as ServerResponse;
+    // An answer already being streamed stops here: nothing more of it may be written, not even the
+    // bytes the same read parsed before the error (written after the 502, they crashed the process).
+    const answer = tracked[kAnswer];
+    if (answer) {
+      answer.unpipe(response);
+      answer.destroy();
+    }
+    // Something was sent already: the client can only learn of the failure by the connection ending.
+    if (response.headersSent) return void response.destroy();
+    dropUpstreamHeaders(response);
+    // A request body still coming (an upload whose upstream died) is not read to its end: the 502
+    // closes the connection.
+    sendJson(response, timedOut ? 504 : 502, { detail: timedOut ? UPSTREAM_TIMEOUT : malformed ? UPSTREAM_INVALID : UPSTREAM_DOWN }, req.complete ? {} : { connection: 'close' });
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
   proxy.on('econnreset', (_err, req) => clearTimeout((req as Tracked)[kTimer]));

@@ -411,6 +411,9 @@ describe('hardening: slow clients', function () {
         s.on('error', () => undefined);
         await once(s, 'connect');
         s.write('GET /api/v1/files/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bear');
+        // Read what the server sends: its end of the connection (FIN) shows as readableEnded. Not
+        // reading, the client only noticed a close that came with a reset.
+        s.resume();
         return s;
       }),
     );
