@@ -360,6 +360,25 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     });
   }
 
+  it('the exposure check reports edits of docker-compose.yml itself, as rendered', function () {
+    const original = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    const edits: Array<[string, string, string]> = [
+      // Indented: the service keys, not the header comment.
+      ['HOST on all interfaces', '      HOST: 127.0.0.1', '      HOST: 0.0.0.0'],
+      ['UPSTREAM_URL by service name', '      UPSTREAM_URL: http://127.0.0.1:3000', '      UPSTREAM_URL: http://open-webui:3000'],
+      ['its own network', '    network_mode: "service:gateway"', '    networks: [edge]'],
+    ];
+    try {
+      for (const [what, from, to] of edits) {
+        expect(original, what).to.include(from);
+        writeFileSync(join(project, 'docker-compose.yml'), original.replace(from, to));
+        expect(composeExposureProblems(renderOk(devEnvWith())), what).to.not.be.empty;
+      }
+    } finally {
+      writeFileSync(join(project, 'docker-compose.yml'), original);
+    }
+  });
+
   it('keeps Redis on an internal network with the gateway alone, unpublished, as REDIS_URL', function () {
     expect(redisExposureProblems(dev)).to.deep.equal([]);
     const url = new URL(envOf(dev.services.gateway).REDIS_URL!);
