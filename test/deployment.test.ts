@@ -201,6 +201,65 @@ function healthTest(service: Doc): string {
   return Array.isArray(t) ? t.join(' ') : String(t ?? '');
 }
 
+/**
+ * Why Open WebUI could be reached other than through the gateway, per the rendered compose
+ * document: empty when it lives only on the loopback of the gateway's network namespace.
+ */
+function composeExposureProblems(doc: Doc): string[] {
+  const problems: string[] = [];
+  const ow = doc.services?.['open-webui'];
+  const gw = doc.services?.gateway;
+  if (!ow || !gw) return ['open-webui or gateway service missing'];
+  if (ow.network_mode !== 'service:gateway') problems.push(`open-webui network_mode is ${ow.network_mode}`);
+  if (ow.networks) problems.push('open-webui has networks of its own');
+  if ((ow.ports ?? []).length > 0) problems.push('open-webui publishes ports');
+  if ((ow.expose ?? []).length > 0) problems.push('open-webui exposes ports');
+  const owEnv = envOf(ow);
+  if (owEnv.HOST !== '127.0.0.1') problems.push(`open-webui HOST is ${owEnv.HOST ?? '(unset: 0.0.0.0)'}`);
+  const owPort = owEnv.PORT ?? '8080';
+  let upstream: URL | null = null;
+  try {
+    upstream = new URL(envOf(gw).UPSTREAM_URL ?? '');
+  } catch {
+    // reported below
+  }
+  if (!upstream || upstream.hostname !== '127.0.0.1' || (upstream.port || '80') !== owPort) {
+    problems.push(`gateway UPSTREAM_URL ${envOf(gw).UPSTREAM_URL} is not http://127.0.0.1:${owPort}`);
+  }
+  if (gw.network_mode !== undefined) problems.push(`gateway network_mode is ${gw.network_mode}`);
+  const gwPort = envOf(gw).PORT ?? '8080';
+  for (const p of portsOf(gw)) {
+    if (p.target !== gwPort) problems.push(`gateway publishes container port ${p.target}`);
+  }
+  for (const [name, svc] of Object.entries<Doc>(doc.services)) {
+    if (name === 'open-webui') continue;
+    if (/^(service:(gateway|open-webui)|container:)/.test(String(svc.network_mode ?? ''))) {
+      problems.push(`${name} joins the namespace (${svc.network_mode})`);
+    }
+  }
+  return problems;
+}
+
+/** Why Redis could be reached by anyone but the gateway: empty when it cannot. */
+function redisExposureProblems(doc: Doc): string[] {
+  const problems: string[] = [];
+  const redis = doc.services?.redis;
+  if (!redis) return ['redis service missing'];
+  if ((redis.ports ?? []).length > 0) problems.push('redis publishes ports');
+  if (redis.network_mode) problems.push(`redis network_mode is ${redis.network_mode}`);
+  for (const n of networksOf(redis)) {
+    if (doc.networks?.[n]?.internal !== true) problems.push(`redis network ${n} is not internal`);
+    for (const [name, svc] of Object.entries<Doc>(doc.services)) {
+      if (name === 'redis' || name === 'gateway' || svc.network_mode) continue;
+      if (networksOf(svc).includes(n)) problems.push(`${name} shares network ${n} with redis`);
+    }
+  }
+  if (!networksOf(doc.services.gateway).some((n) => networksOf(redis).includes(n))) {
+    problems.push('the gateway cannot reach redis');
+  }
+  return problems;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 describe('deployment: docker-compose.yml rendered by `docker-compose config`', function () {
@@ -263,26 +322,86 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('renders the three services from the dev env file', function () {
-    expect(Object.keys(dev.services)).to.include.members(['keycloak', 'open-webui', 'gateway']);
+  it('renders the four services from the dev env file', function () {
+    expect(Object.keys(dev.services)).to.include.members(['keycloak', 'open-webui', 'gateway', 'redis']);
   });
 
-  it('publishes no port of open-webui', function () {
+  it('runs open-webui in the gateway network namespace, on loopback, with no port or network', function () {
     const ow = dev.services['open-webui'];
+    expect(ow.network_mode, 'open-webui network_mode').to.equal('service:gateway');
     expect(ow.ports ?? [], 'open-webui ports').to.have.length(0);
-    expect(ow.network_mode, 'open-webui network_mode').to.equal(undefined);
+    expect(ow.networks, 'open-webui networks').to.equal(undefined);
+    expect(envOf(ow).HOST).to.equal('127.0.0.1');
+    expect(envOf(dev.services.gateway).UPSTREAM_URL).to.equal(`http://127.0.0.1:${envOf(ow).PORT}`);
+    expect(composeExposureProblems(dev)).to.deep.equal([]);
   });
 
-  it('puts open-webui on internal networks only, shared with the gateway and not with keycloak', function () {
-    const owNets = networksOf(dev.services['open-webui']);
-    expect(owNets).to.not.be.empty;
-    for (const n of owNets) {
-      expect(dev.networks?.[n]?.internal, `network ${n} of open-webui is internal`).to.equal(true);
+  // Each mutation is a way Open WebUI could become reachable from outside the gateway's
+  // namespace; the checker the test above relies on must report every one.
+  const exposures: Array<[string, (doc: Doc) => void]> = [
+    ['open-webui gets its own network', (d) => {
+      delete d.services['open-webui'].network_mode;
+      d.services['open-webui'].networks = { edge: null };
+    }],
+    ['open-webui publishes a port', (d) => void (d.services['open-webui'].ports = ['3000:3000'])],
+    ['open-webui binds all interfaces', (d) => void (d.services['open-webui'].environment.HOST = '0.0.0.0')],
+    ['open-webui HOST unset (its default is 0.0.0.0)', (d) => void delete d.services['open-webui'].environment.HOST],
+    ['UPSTREAM_URL leaves the namespace', (d) => void (d.services.gateway.environment.UPSTREAM_URL = 'http://open-webui:8080')],
+    ['another service joins the namespace', (d) => void (d.services.keycloak.network_mode = 'service:gateway')],
+    ['the gateway publishes the Open WebUI port', (d) => void d.services.gateway.ports.push('3000:3000')],
+    ['the gateway runs in the host network', (d) => void (d.services.gateway.network_mode = 'host')],
+  ];
+  for (const [what, mutate] of exposures) {
+    it(`the exposure check reports: ${what}`, function () {
+      const doc = structuredClone(dev);
+      for (const name of ['open-webui', 'gateway']) doc.services[name].environment = envOf(doc.services[name]);
+      mutate(doc);
+      expect(composeExposureProblems(doc), what).to.not.be.empty;
+    });
+  }
+
+  it('the exposure check reports edits of docker-compose.yml itself, as rendered', function () {
+    const original = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    const edits: Array<[string, string, string]> = [
+      // Indented: the service keys, not the header comment.
+      ['HOST on all interfaces', '      HOST: 127.0.0.1', '      HOST: 0.0.0.0'],
+      ['UPSTREAM_URL by service name', '      UPSTREAM_URL: http://127.0.0.1:3000', '      UPSTREAM_URL: http://open-webui:3000'],
+      ['its own network', '    network_mode: "service:gateway"', '    networks: [edge]'],
+    ];
+    try {
+      for (const [what, from, to] of edits) {
+        expect(original, what).to.include(from);
+        writeFileSync(join(project, 'docker-compose.yml'), original.replace(from, to));
+        expect(composeExposureProblems(renderOk(devEnvWith())), what).to.not.be.empty;
+      }
+    } finally {
+      writeFileSync(join(project, 'docker-compose.yml'), original);
     }
-    const gwNets = networksOf(dev.services.gateway);
-    expect(owNets.some((n) => gwNets.includes(n)), 'gateway shares a network with open-webui').to.equal(true);
-    const kcNets = networksOf(dev.services.keycloak);
-    expect(owNets.filter((n) => kcNets.includes(n)), 'keycloak shares no network with open-webui').to.be.empty;
+  });
+
+  it('keeps Redis on an internal network with the gateway alone, unpublished, as REDIS_URL', function () {
+    expect(redisExposureProblems(dev)).to.deep.equal([]);
+    const url = new URL(envOf(dev.services.gateway).REDIS_URL!);
+    expect(url.protocol).to.equal('redis:');
+    expect(url.hostname).to.equal('redis');
+    for (const mutate of [
+      (d: Doc) => void (d.services.redis.ports = ['6379:6379']),
+      (d: Doc) => void (d.services.keycloak.networks = { ...d.services.keycloak.networks, sessions: null }),
+      (d: Doc) => void (d.networks.sessions.internal = false),
+    ]) {
+      const doc = structuredClone(dev);
+      mutate(doc);
+      expect(redisExposureProblems(doc)).to.not.be.empty;
+    }
+  });
+
+  it("points Open WebUI's sign-out at the gateway's /auth/logout", function () {
+    const ow = envOf(dev.services['open-webui']);
+    expect(ow.WEBUI_AUTH_SIGNOUT_REDIRECT_URL).to.equal(`${envOf(dev.services.gateway).PUBLIC_URL}/auth/logout`);
+    const doc = renderOk(devEnvWith({ PUBLIC_URL: 'https://chat.example.test' }));
+    expect(envOf(doc.services['open-webui']).WEBUI_AUTH_SIGNOUT_REDIRECT_URL).to.equal(
+      'https://chat.example.test/auth/logout',
+    );
   });
 
   it('publishes the gateway on container port 8080 from a network with outside access', function () {
@@ -381,7 +500,7 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     expect(healthTest(gw)).to.include('/healthz');
     const env = envOf(gw);
     expect(env.NODE_ENV).to.equal('production');
-    expect(env.UPSTREAM_URL).to.equal('http://open-webui:8080');
+    expect(env.UPSTREAM_URL).to.equal('http://127.0.0.1:3000');
     expect(env.OIDC_CLIENT_ID).to.equal('chat-gateway');
     for (const name of ['OIDC_ISSUER_URL', 'OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'PUBLIC_URL']) {
       expect(env[name], name).to.be.a('string').and.not.equal('');
@@ -391,7 +510,7 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     }
     const deps = gw.depends_on;
     const depNames = Array.isArray(deps) ? deps : Object.keys(deps ?? {});
-    expect(depNames).to.include.members(['keycloak', 'open-webui']);
+    expect(depNames).to.include.members(['keycloak', 'redis']);
   });
 
   it('fails to render without the secrets', function () {
