@@ -24,6 +24,7 @@ import { canonicalize, METHOD_OVERRIDE_HEADERS } from './canonical-path.js';
 import { createUpstream, sendJson, UpstreamError, type Upstream } from './upstream.js';
 import { UpstreamAccounts } from './upstream-identity.js';
 import { FileViews, rewriteHeaders } from './file-views.js';
+import { ChatViews } from './chat-views.js';
 import {
   hasUpstreamCredential,
   identityHeaders,
@@ -105,6 +106,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs));
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
+  const chatViews = new ChatViews(upstream);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
   const publicOrigin = publicOriginOf(settings.publicUrl);
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting };
@@ -212,6 +214,22 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
         });
         if (decision.operation === 'delete') await lookup.catch(() => {});
         else lookup.catch(() => {});
+        return proceed();
+      }
+      case 'require-own-chat': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        // Known before anything is forwarded: a write never reaches the upstream on a guess.
+        const callerId = await caller.upstreamUserId();
+        if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed();
+        obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        return sendJson(res, 401, { detail: decision.detail });
+      }
+      case 'audit-chat-delete': {
+        if (!caller) return proceed();
+        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
+        if (owner !== me) {
+          obs.audit.warn({ event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path }, 'admin deleted a chat they do not own');
+        }
         return proceed();
       }
       case 'pass':
@@ -402,6 +420,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
         }, settings.server.shutdownGraceMs).unref();
       });
       upstream.close();
+      chatViews.clear();
       await authenticator.close();
       await loginRouting.close();
     },

@@ -4,7 +4,8 @@
 // The table below is the contract's policy table, row for row. Paths are matched on the
 // canonical path (gateway/canonical-path.ts), case-insensitively and with or without a
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
-// only block more, never less.
+// only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
+import { chatAccess, type ChatAccess } from './chat-scoping.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -33,7 +34,11 @@ export type Decision =
   /** Forward, then let only the caller's own files reach the client. */
   | { action: 'filter-own-files'; view: FilesView; rule: string }
   /** Forward as the upstream answers; write an audit event when the admin is not the owner. */
-  | { action: 'audit-file-access'; fileId: string; operation: 'read' | 'write' | 'delete'; rule: string };
+  | { action: 'audit-file-access'; fileId: string; operation: 'read' | 'write' | 'delete'; rule: string }
+  /** Ask the upstream who owns the chat first; forward only when the rule allows, else 401 `detail`. */
+  | { action: 'require-own-chat'; access: Exclude<ChatAccess, { need: 'audit-delete' }>; detail: string; rule: string }
+  /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
+  | { action: 'audit-chat-delete'; chatId: string; rule: string };
 
 export const EXPORT_DISABLED = 'Admin export is disabled on this platform';
 export const ADMIN_CHAT_ACCESS_DISABLED = 'Admin chat access is disabled on this platform';
@@ -66,6 +71,13 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   // ENABLE_ADMIN_CHAT_ACCESS is fixed false: no browsing other users' chats.
   if (under('api', 'v1', 'chats', 'list', 'user') && s.length >= 6) {
     return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false' };
+  }
+
+  // ... and no reading, copying, changing or exporting the stats of another user's chat by id.
+  if (caller.admin && under('api', 'v1', 'chats')) {
+    const access = chatAccess(method, request.path.split('/').filter(Boolean));
+    if (access?.need === 'audit-delete') return { action: 'audit-chat-delete', chatId: access.chatId, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: deleting passes, audited' };
+    if (access) return { action: 'require-own-chat', access, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
   }
 
   if (under('api', 'v1', 'files')) {

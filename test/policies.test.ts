@@ -57,8 +57,11 @@ describe('admin-scoping policy', () => {
   });
 
   it('A8: everything else passes untouched', () => {
-    for (const path of ['/api/v1/chats/all', '/api/v1/models', '/api/v1/knowledge/', '/ws/socket.io', '/', '/c/123', '/api/v1/chats/abc'])
+    for (const path of ['/api/v1/chats/all', '/api/v1/models', '/api/v1/knowledge/', '/ws/socket.io', '/', '/c/123'])
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+    // a chat by id: a plain user passes (Open WebUI scopes them); an admin's own chat only (chat-scoping)
+    expect(decide({ method: 'GET', path: '/api/v1/chats/abc' }, off, user).action).to.equal('pass');
+    expect(decide({ method: 'GET', path: '/api/v1/chats/abc' }, off, admin)).to.include({ action: 'require-own-chat' });
     expect(decide({ method: 'POST', path: '/api/v1/files/' }, off, admin).action).to.equal('pass'); // upload
   });
 });

@@ -62,6 +62,14 @@ export interface StandInChat {
   folder_id: string | null;
 }
 
+/** An access grant on a shared chat (models/access_grants.py). */
+export interface StandInGrant {
+  id: string;
+  principal_type: 'user' | 'group';
+  principal_id: string;
+  permission: 'read' | 'write';
+}
+
 export interface OpenWebUIOptions {
   /** default 127.0.0.1 */
   host?: string;
@@ -109,6 +117,8 @@ export interface OpenWebUIStandIn {
   users: Map<string, StandInUser>;
   files: Map<string, StandInFile>;
   chats: Map<string, StandInChat>;
+  /** access grants on shared chats (resource_type 'shared_chat'), by chat id */
+  chatGrants: Map<string, StandInGrant[]>;
   groups: Set<string>;
   /** mutable at run time */
   flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean; enableAdminChatAccess: boolean };
@@ -489,6 +499,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   }
   for (const f of opts.files ?? []) files.set(f.id, structuredClone(f));
   for (const c of opts.chats ?? []) chats.set(c.id, structuredClone(c));
+  const chatGrants = new Map<string, StandInGrant[]>();
 
   const flags = {
     bypassAdminAccessControl: opts.bypassAdminAccessControl ?? true,
@@ -1184,12 +1195,105 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     if (!flags.enableAdminChatAccess) throw new HttpError(401, ACCESS_PROHIBITED);
     sendJson(ctx, 200, [...chats.values()].filter((c) => c.user_id === userId).sort(byUpdated).map(chatTitle));
   });
+  // routers/chats.py, route for route: which lookups fall back to "any chat by id" for admins, and
+  // under which flag. Chats are shared by a share id (SharedChats); access grants name the chat id.
+  const chatByShareId = (shareId: string) => [...chats.values()].find((c) => c.share_id === shareId);
+  /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read') */
+  const hasChatGrant = (user: StandInUser, chatId: string) =>
+    (chatGrants.get(chatId) ?? []).some((g) => (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id)));
+  const chatResponse = (c: StandInChat) => c;
+  route('GET', '/api/v1/chats/stats/export/{chat_id}', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    // ENABLE_COMMUNITY_SHARING is on in the stand-in: any verified user may export stats
+    const chat = chats.get(id ?? '');
+    if (!chat) throw new HttpError(404, NOT_FOUND);
+    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    sendJson(ctx, 200, { id: chat.id, user_id: chat.user_id, created_at: chat.created_at, updated_at: chat.updated_at, tags: [], stats: { message_count: 0 }, chat: { history: { messages: {}, currentId: null } } });
+  });
+  route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    let chat = chatByShareId(id ?? '');
+    if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
+    if (!chat) throw new HttpError(401, NOT_FOUND);
+    if (user.role !== 'admin' || !flags.enableAdminChatAccess) {
+      const shared = chatByShareId(id ?? '');
+      if (shared && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    }
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+  route('POST', '/api/v1/chats/shared/{id}/access/update', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    if (!chat) throw new HttpError(404, NOT_FOUND);
+    const body = await readJsonObject(ctx);
+    const grants = Array.isArray(body.access_grants) ? (body.access_grants as Array<Record<string, unknown>>) : [];
+    chatGrants.set(chat.id, grants.map((g) => ({ id: randomUUID(), principal_type: g.principal_type === 'group' ? 'group' : 'user', principal_id: String(g.principal_id ?? ''), permission: g.permission === 'write' ? 'write' : 'read' })));
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+  route('GET', '/api/v1/chats/shared/{id}/access', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    if (!chat) throw new HttpError(404, NOT_FOUND);
+    sendJson(ctx, 200, chatGrants.get(chat.id) ?? []);
+  });
+  route('POST', '/api/v1/chats/{id}/clone/shared', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    let chat = chatByShareId(id ?? '');
+    if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
+    if (!chat) throw new HttpError(401, NOT_FOUND);
+    const shared = chatByShareId(id ?? '');
+    if (shared && user.role !== 'admin' && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    const now = Math.floor(Date.now() / 1000);
+    const clone: StandInChat = { ...structuredClone(chat), id: randomUUID(), user_id: user.id, title: `Clone of ${chat.title}`, share_id: null, created_at: now, updated_at: now };
+    chats.set(clone.id, clone);
+    sendJson(ctx, 200, chatResponse(clone));
+  });
+  /** POST /{id}/messages/{message_id} and its /event: any admin, whatever the flag. */
+  const chatForMessage = async (ctx: Ctx, id: string) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const chat = chats.get(id);
+    if (!chat) throw new HttpError(401, ACCESS_PROHIBITED);
+    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    return chat;
+  };
+  route('POST', '/api/v1/chats/{id}/messages/{message_id}/event', async (ctx, [id]) => {
+    await chatForMessage(ctx, id ?? '');
+    await readJsonObject(ctx);
+    sendJson(ctx, 200, false); // no socket session to emit to
+  });
+  route('POST', '/api/v1/chats/{id}/messages/{message_id}', async (ctx, [id, messageId]) => {
+    const chat = await chatForMessage(ctx, id ?? '');
+    const body = await readJsonObject(ctx);
+    const history = ((chat.chat ?? {}) as { history?: { messages?: Record<string, Record<string, unknown>> } }).history ?? { messages: {} };
+    const messages = (history.messages ??= {});
+    messages[messageId ?? ''] = { ...(messages[messageId ?? ''] ?? {}), id: messageId, content: String(body.content ?? '') };
+    chat.chat = { ...(chat.chat as object), history };
+    chat.updated_at = Math.floor(Date.now() / 1000);
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+  route('POST', '/api/v1/chats/{id}/share', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const chat = [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    if (!chat) throw new HttpError(401, ACCESS_PROHIBITED);
+    chat.share_id ??= randomUUID();
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+  route('DELETE', '/api/v1/chats/{id}', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const chat = chats.get(id ?? '');
+    // admins delete any chat by id (chats.py delete_chat_by_id); users only their own
+    if (!chat || (user.role !== 'admin' && chat.user_id !== user.id)) throw new HttpError(404, NOT_FOUND);
+    chats.delete(chat.id);
+    chatGrants.delete(chat.id);
+    sendJson(ctx, 200, true);
+  });
   route('GET', '/api/v1/chats/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id ?? '');
-    const allowed = chat && (chat.user_id === user.id || (user.role === 'admin' && flags.enableAdminChatAccess));
-    if (!chat || !allowed) throw new HttpError(404, NOT_FOUND);
-    sendJson(ctx, 200, chat);
+    let allowed = !!chat && chat.user_id === user.id;
+    if (chat && !allowed) allowed = user.role === 'admin' && flags.enableAdminChatAccess ? true : hasChatGrant(user, chat.id);
+    if (!chat || !allowed) throw new HttpError(401, NOT_FOUND);
+    sendJson(ctx, 200, chatResponse(chat));
   });
 
   // completions and the model proxies
@@ -1342,6 +1446,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     users,
     files,
     chats,
+    chatGrants,
     groups,
     flags,
     async tokenFor(userId: string): Promise<string> {

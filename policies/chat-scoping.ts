@@ -1,0 +1,79 @@
+// ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to.
+// Pure: the route facts and the caller -> what the gateway must establish before forwarding.
+//
+// Open WebUI (routers/chats.py) lets an admin reach another user's chat through more routes than
+// the list: some fall back to "any chat by id" when its own flag is true (its default), others
+// allow any admin whatever the flag. The gateway therefore asks, for an admin and a route that
+// names a chat, who owns that chat before anything is forwarded (the upstream is asked as the
+// caller, read-only), and lets the request through only for the admin's own chat:
+//
+//   route (admin caller)                               needs
+//   GET    /api/v1/chats/{id}                           own chat
+//   *      /api/v1/chats/{id}/...   (any sub-route)     own chat (pin, archive, messages, event, ...)
+//   GET    /api/v1/chats/share/{id}                     reached by its share id, or own chat
+//   POST   /api/v1/chats/{id}/clone/shared             reached by its share id, or own chat
+//   *      /api/v1/chats/shared/{id}/access[/update]    own chat
+//   GET    /api/v1/chats/stats/export/{id}              own chat
+//   DELETE /api/v1/chats/{id}                           passes (as files, rule A7), audited
+//
+// Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
+
+/** The first segment after /api/v1/chats/ that names a route, not a chat id (routers/chats.py). */
+const CHAT_ROUTE_WORDS = new Set(['', 'list', 'stats', 'new', 'import', 'search', 'folder', 'pinned', 'all', 'archived', 'archive', 'unarchive', 'shared', 'share', 'tags']);
+
+/** What an admin's request on a chat needs before it is forwarded. */
+export type ChatAccess =
+  /** the chat named by id must be the caller's own */
+  | { need: 'own-chat'; chatId: string }
+  /** the id must be a share id, or the id of the caller's own chat */
+  | { need: 'share-or-own'; id: string }
+  /** deleting any chat passes (Open WebUI lets admins), with an audit event when it is not theirs */
+  | { need: 'audit-delete'; chatId: string };
+
+/**
+ * For an admin: what a request under /api/v1/chats/ needs. `segments` are the canonical path's
+ * segments as sent (ids keep their case), `method` the effective method (HEAD as GET).
+ * Undefined: the route names no chat of anyone else (lists of the caller's own, new, import, ...).
+ */
+export function chatAccess(method: string, segments: readonly string[]): ChatAccess | undefined {
+  // segments: api v1 chats ...
+  const rest = segments.slice(3);
+  const first = rest[0]?.toLowerCase();
+  if (first === undefined) return undefined;
+  if (first === 'share' && rest.length === 2) return { need: 'share-or-own', id: rest[1]! };
+  if (first === 'shared' && rest.length >= 3 && rest[2]!.toLowerCase() === 'access') return { need: 'own-chat', chatId: rest[1]! };
+  if (first === 'stats' && rest[1]?.toLowerCase() === 'export' && rest.length === 3) return { need: 'own-chat', chatId: rest[2]! };
+  if (CHAT_ROUTE_WORDS.has(first)) return undefined;
+  // /api/v1/chats/{id}[/...]
+  const chatId = rest[0]!;
+  if (rest.length === 1 && method === 'DELETE') return { need: 'audit-delete', chatId };
+  if (rest.length === 3 && rest[1]!.toLowerCase() === 'clone' && rest[2]!.toLowerCase() === 'shared') return { need: 'share-or-own', id: chatId };
+  return { need: 'own-chat', chatId };
+}
+
+/** A chat as the upstream describes it (ChatResponse): only what the rule reads. */
+export interface ChatRecord {
+  id: string;
+  user_id: string;
+  share_id?: string | null;
+}
+
+/** Parse the fields the rule needs; anything else is not a chat (fail closed). */
+export function parseChatRecord(body: unknown): ChatRecord | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const c = body as Record<string, unknown>;
+  if (typeof c.id !== 'string' || typeof c.user_id !== 'string') return undefined;
+  if (c.share_id !== undefined && c.share_id !== null && typeof c.share_id !== 'string') return undefined;
+  return { id: c.id, user_id: c.user_id, share_id: (c.share_id as string | null | undefined) ?? null };
+}
+
+/**
+ * May the admin `callerId` go on, given the chat the upstream returned for `access`?
+ * Own chat: its owner is the caller. Share route: the id was the chat's share id (a chat
+ * reached by its share id is one shared with the caller), or the chat is the caller's own.
+ */
+export function chatAccessAllowed(access: Exclude<ChatAccess, { need: 'audit-delete' }>, chat: ChatRecord | undefined, callerId: string): boolean {
+  if (!chat || !callerId) return false;
+  if (chat.user_id === callerId) return true;
+  return access.need === 'share-or-own' && typeof chat.share_id === 'string' && chat.share_id === access.id;
+}

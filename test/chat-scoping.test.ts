@@ -1,0 +1,166 @@
+// ENABLE_ADMIN_CHAT_ACCESS fixed false on every route that names a chat, whatever the upstream's
+// own flag: over real sockets, against the stand-in set both ways. An admin reads, copies, changes
+// and exports the stats of their own chats only; a chat shared with them is reached by its share
+// id; deleting another user's chat passes and is audited; writes to another user's chat never
+// reach the upstream. Plain users keep what Open WebUI gives them.
+import { expect } from 'chai';
+import { startOpenWebUI, type OpenWebUIStandIn } from './support/open-webui.js';
+import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+import { ADMIN_CHAT_ACCESS_DISABLED } from '../policies/admin-scoping.js';
+import { chatAccess, chatAccessAllowed } from '../policies/chat-scoping.js';
+import { FOREIGN_MARKER, seedChats, seedUsers } from './support/raw-http.js';
+
+const BOB_CHAT = 'c-u-bob';
+const ADMIN_CHAT = 'c-u-admin';
+const BOB_SHARE = 'share-of-bob';
+
+describe('chat scoping rule (pure)', () => {
+  const seg = (p: string) => p.split('/').filter(Boolean);
+  it('names the chat of every route that carries one, and only those', () => {
+    expect(chatAccess('GET', seg('/api/v1/chats/abc'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('POST', seg('/api/v1/chats/abc/messages/m1'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('POST', seg('/api/v1/chats/abc/messages/m1/event'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('POST', seg('/api/v1/chats/abc/pin'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('GET', seg('/api/v1/chats/share/abc'))).to.deep.equal({ need: 'share-or-own', id: 'abc' });
+    expect(chatAccess('POST', seg('/api/v1/chats/abc/clone/shared'))).to.deep.equal({ need: 'share-or-own', id: 'abc' });
+    expect(chatAccess('POST', seg('/api/v1/chats/shared/abc/access/update'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('GET', seg('/api/v1/chats/shared/abc/access'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('GET', seg('/api/v1/chats/stats/export/abc'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
+    expect(chatAccess('DELETE', seg('/api/v1/chats/abc'))).to.deep.equal({ need: 'audit-delete', chatId: 'abc' });
+    for (const p of ['/api/v1/chats/', '/api/v1/chats/list', '/api/v1/chats/new', '/api/v1/chats/all', '/api/v1/chats/search', '/api/v1/chats/pinned', '/api/v1/chats/shared', '/api/v1/chats/stats/usage', '/api/v1/chats/stats/export', '/api/v1/chats/ALL/archived'])
+      expect(chatAccess('GET', seg(p)), p).to.equal(undefined);
+  });
+  it('allows the own chat, and a chat reached by its share id; nothing when the owner is unknown', () => {
+    expect(chatAccessAllowed({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'me' }, 'me')).to.equal(true);
+    expect(chatAccessAllowed({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'bob', share_id: 'c' }, 'me')).to.equal(false);
+    expect(chatAccessAllowed({ need: 'share-or-own', id: 's' }, { id: 'c', user_id: 'bob', share_id: 's' }, 'me')).to.equal(true);
+    expect(chatAccessAllowed({ need: 'share-or-own', id: 'c' }, { id: 'c', user_id: 'bob', share_id: 's' }, 'me')).to.equal(false);
+    expect(chatAccessAllowed({ need: 'share-or-own', id: 'c' }, undefined, 'me')).to.equal(false);
+    expect(chatAccessAllowed({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: '' }, '')).to.equal(false);
+  });
+});
+
+for (const upstreamFlag of [true, false]) {
+  describe(`admin chat privacy over real sockets (upstream ENABLE_ADMIN_CHAT_ACCESS=${upstreamFlag})`, function () {
+    this.timeout(20_000);
+    let upstream: OpenWebUIStandIn;
+    let gw: RunningGateway;
+    let adminKey: string;
+    let aliceKey: string;
+    let bobKey: string;
+
+    beforeEach(async () => {
+      const chats = seedChats();
+      chats.find((c) => c.id === BOB_CHAT)!.share_id = BOB_SHARE;
+      upstream = await startOpenWebUI({ users: seedUsers, chats, enableAdminChatAccess: upstreamFlag });
+      // Bob shares his chat with Alice and with the admin by grant (the share page's "access").
+      upstream.chatGrants.set(BOB_CHAT, [
+        { id: 'g1', principal_type: 'user', principal_id: 'u-alice', permission: 'read' },
+        { id: 'g2', principal_type: 'user', principal_id: 'u-admin', permission: 'read' },
+      ]);
+      gw = await startGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true' }));
+      adminKey = upstream.apiKeyFor('u-admin');
+      aliceKey = upstream.apiKeyFor('u-alice');
+      bobKey = upstream.apiKeyFor('u-bob');
+    });
+    afterEach(async () => {
+      await gw.close();
+      await upstream.close();
+    });
+
+    const call = (key: string, method: string, path: string, body?: unknown) =>
+      fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    /** Forwarded requests of the client (the gateway's own lookups are GETs of /chats/{id} and /chats/share/{id}). */
+    const forwarded = (method: string, fragment: string) => upstream.requests.filter((r) => r.method === method && r.url.includes(fragment));
+
+    async function expectRefused(res: Response, what: string) {
+      const text = await res.text();
+      expect(res.status, `${what}: ${text}`).to.equal(401);
+      expect(JSON.parse(text).detail, what).to.equal(ADMIN_CHAT_ACCESS_DISABLED);
+      expect(text, what).to.not.include(FOREIGN_MARKER);
+    }
+
+    it('reads: another user\u2019s chat by id, by the share route with its chat id, its grants and its stats: 401', async () => {
+      await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/${BOB_CHAT}`), 'GET /chats/{id}');
+      await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_CHAT}`), 'GET /chats/share/{chat id}');
+      await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/shared/${BOB_CHAT}/access`), 'GET /chats/shared/{id}/access');
+      await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/stats/export/${BOB_CHAT}`), 'GET /chats/stats/export/{id}');
+      expect((await call(adminKey, 'HEAD', `/api/v1/chats/${BOB_CHAT}`)).status, 'HEAD /chats/{id}').to.equal(401);
+    });
+
+    it('writes to another user\u2019s chat never reach the upstream: message overwrite, event, grant update, clone by chat id', async () => {
+      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/messages/m1`, { content: 'overwritten by admin' }), 'POST messages');
+      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/messages/m1/event`, { type: 'x', data: {} }), 'POST event');
+      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/shared/${BOB_CHAT}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'write' }] }), 'POST access/update');
+      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/clone/shared`), 'POST clone/shared by chat id');
+      expect(forwarded('POST', BOB_CHAT), 'a refused write reached the upstream').to.deep.equal([]);
+      // nothing changed upstream
+      expect(JSON.stringify(upstream.chats.get(BOB_CHAT)!.chat)).to.not.include('overwritten');
+      expect(upstream.chatGrants.get(BOB_CHAT)!.map((g) => g.permission)).to.deep.equal(['read', 'read']);
+      expect([...upstream.chats.values()].filter((c) => c.user_id === 'u-admin')).to.have.length(1);
+    });
+
+    it('the admin\u2019s own chat: read, message update, grants, stats and clone all work', async () => {
+      const read = await call(adminKey, 'GET', `/api/v1/chats/${ADMIN_CHAT}`);
+      expect(read.status).to.equal(200);
+      expect((await read.json()).id).to.equal(ADMIN_CHAT);
+      const updated = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/messages/m1`, { content: 'my own edit' });
+      expect(updated.status).to.equal(200);
+      expect(JSON.stringify(upstream.chats.get(ADMIN_CHAT)!.chat)).to.include('my own edit');
+      expect((await call(adminKey, 'GET', `/api/v1/chats/shared/${ADMIN_CHAT}/access`)).status).to.equal(200);
+      expect((await call(adminKey, 'POST', `/api/v1/chats/shared/${ADMIN_CHAT}/access/update`, { access_grants: [] })).status).to.equal(200);
+      expect((await call(adminKey, 'GET', `/api/v1/chats/stats/export/${ADMIN_CHAT}`)).status).to.equal(200);
+      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`)).status).to.be.oneOf([200, 401]); // own, unshared: as the upstream answers
+      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`)).status).to.not.equal(401);
+    });
+
+    it('a chat shared with the admin keeps working by its share id: read and clone', async () => {
+      const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
+      expect(shared.status).to.equal(200);
+      expect((await shared.json()).id).to.equal(BOB_CHAT);
+      const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
+      expect(clone.status).to.equal(200);
+      const copy = await clone.json();
+      expect(copy.user_id).to.equal('u-admin');
+      expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+    });
+
+    it('deleting another user\u2019s chat passes (as the upstream allows admins) and is audited', async () => {
+      const res = await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`);
+      expect(res.status).to.equal(200);
+      expect(upstream.chats.has(BOB_CHAT)).to.equal(false);
+      const audit = gw.obs.lines.find((l) => l.event === 'admin-chat-delete');
+      expect(audit, 'audit event').to.include({ chatId: BOB_CHAT, callerId: 'u-admin' });
+      expect(audit!.owner).to.be.oneOf(upstreamFlag ? ['u-bob'] : ['u-bob', 'unknown']);
+    });
+
+    it('refusals are audited with the caller', async () => {
+      await call(adminKey, 'GET', `/api/v1/chats/${BOB_CHAT}`);
+      expect(gw.obs.lines.some((l) => l.event === 'admin-chat-access-denied' && l.callerId === 'u-admin')).to.equal(true);
+    });
+
+    it('plain users keep what Open WebUI gives them: own chat, a chat shared by grant, by share id; others refused by the upstream', async () => {
+      expect((await call(bobKey, 'GET', `/api/v1/chats/${BOB_CHAT}`)).status).to.equal(200);
+      expect((await call(bobKey, 'POST', `/api/v1/chats/${BOB_CHAT}/messages/m1`, { content: 'bob edits' })).status).to.equal(200);
+      expect((await call(aliceKey, 'GET', `/api/v1/chats/${BOB_CHAT}`)).status).to.equal(200); // grant
+      expect((await call(aliceKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`)).status).to.equal(200);
+      const denied = await call(aliceKey, 'GET', `/api/v1/chats/${ADMIN_CHAT}`);
+      expect(denied.status).to.equal(401);
+      expect((await call(aliceKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/messages/m1`, { content: 'x' })).status).to.equal(401);
+    });
+
+    it('fails closed: an ownership answer that is not a chat refuses the request', async () => {
+      // A chat record without an owner (a broken or foreign answer) proves nothing.
+      upstream.chats.get(ADMIN_CHAT)!.user_id = undefined as unknown as string;
+      const res = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/messages/m1`, { content: 'x' });
+      expect(res.status).to.equal(401);
+      expect(forwarded('POST', `${ADMIN_CHAT}/messages`)).to.deep.equal([]);
+    });
+
+    it('fails closed: the upstream unreachable gives 502, never a forwarded request', async () => {
+      await upstream.close();
+      const res = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/messages/m1`, { content: 'x' });
+      expect(res.status).to.equal(502);
+    });
+  });
+}
