@@ -181,6 +181,8 @@ const schema = z.object({
   METRICS_PORT: int(0, 0, 65535),
   DRIFT_CHECK_SECONDS: int(300, 0, 86_400),
   GATEWAY_WORKERS: int(1, 1, 256),
+  /** production: accept an http: OIDC_ISSUER_URL that is not loopback (e.g. a realm inside a trusted network) */
+  ALLOW_INSECURE_ISSUER: flag(false),
 });
 
 type Parsed = z.output<typeof schema>;
@@ -263,12 +265,27 @@ export function effectiveEnv(processEnv: Env, options: { stageFiles?: boolean } 
   const stage = processEnv.NODE_ENV === 'production' ? 'production' : 'development';
   const file = stageFile(stage);
   const fileEnv = options.stageFiles !== false && existsSync(file) ? parseEnvFile(readFileSync(file, 'utf8')) : {};
-  const merged: Env = { ...fileEnv };
+  // Secrets never come from a file the gateway reads at runtime: the dev stage file's are public
+  // (docker compose hands them over as environment, where the rule in requiredProblems applies).
+  const merged: Env = {};
+  for (const [k, v] of Object.entries(fileEnv)) if (!SECRETS.includes(k)) merged[k] = v;
   for (const [k, v] of Object.entries(processEnv)) if (v !== undefined) merged[k] = v;
   return merged;
 }
 
 const SECRETS = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET'];
+/** config/dev.env's secrets are public (they are in the repository): their values start so. */
+const PUBLIC_DEV_SECRET = /^dev-only-/;
+
+/** localhost, 127.0.0.0/8 or [::1]: an address only this machine reaches. */
+function isLoopbackUrl(value: string | undefined): boolean {
+  try {
+    const host = new URL((value ?? '').trim()).hostname;
+    return host === 'localhost' || /^127(?:\.\d{1,3}){3}$/.test(host) || host === '[::1]';
+  } catch {
+    return false;
+  }
+}
 
 /** What must be present given the stage; checked on the raw values so that every problem is listed at once. */
 function requiredProblems(env: Env): string[] {
@@ -286,6 +303,21 @@ function requiredProblems(env: Env): string[] {
     need('OIDC_CLIENT_SECRET', "(the gateway's confidential client)");
     need('SESSION_SECRET', '(at least 32 characters)');
     if (production) need('PUBLIC_URL', 'in production (the address browsers use)');
+  }
+  // Anyone can forge an admin session with a public secret: only the sandbox (which makes its own)
+  // and a development gateway that only this machine reaches (docker compose with the dev stage
+  // file, PUBLIC_URL on localhost) may run on one.
+  const publicUrl = has('PUBLIC_URL') ? env.PUBLIC_URL : `http://localhost:${env.PORT ?? 8080}`;
+  if (production || !isLoopbackUrl(publicUrl)) {
+    for (const name of SECRETS) {
+      if ((env[name] ?? '').split(',').some((v) => PUBLIC_DEV_SECRET.test(v.trim()))) {
+        problems.push(`${name}: the public dev-only value of config/dev.env is refused ${production ? 'in production' : `with PUBLIC_URL ${publicUrl} (not loopback)`}: set a secret of your own`);
+      }
+    }
+  }
+  // A realm reached over plain http can be impersonated on the way: production wants https.
+  if (production && has('OIDC_ISSUER_URL') && /^http:/i.test(env.OIDC_ISSUER_URL!.trim()) && !isLoopbackUrl(env.OIDC_ISSUER_URL) && !/^(true|1|yes)$/i.test((env.ALLOW_INSECURE_ISSUER ?? '').trim())) {
+    problems.push(`OIDC_ISSUER_URL: an http: issuer is refused in production unless it is a loopback address or ALLOW_INSECURE_ISSUER=true (got ${JSON.stringify(env.OIDC_ISSUER_URL)})`);
   }
   const secrets = (env.SESSION_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   secrets.forEach((secret, i) => {

@@ -126,12 +126,33 @@ export function publicOriginOf(publicUrl: string): PublicOrigin {
   return { proto: u.protocol.replace(':', ''), host: u.host };
 }
 
-/** Does the client carry a credential of the chat front-end itself (its JWT or API key)? */
-export function hasUpstreamCredential(headers: IncomingHttpHeaders): boolean {
-  if (headers.authorization) return true;
-  if (headers['x-api-key']) return true;
+/** Open WebUI's session cookie (its JWT): a credential of the chat front-end. */
+const UPSTREAM_TOKEN_COOKIE = /^token$/;
+
+/**
+ * Forward exactly one credential, the one the gateway checked: every client-sent credential of
+ * the chat front-end (Authorization, x-api-key, the `token` cookie) is replaced by `credential`.
+ * A client with a gateway session could otherwise send someone else's upstream token or key
+ * alongside it, and the upstream would act on that instead.
+ */
+export function setUpstreamCredential(headers: IncomingHttpHeaders, credential: { authorization: string } | { 'x-api-key': string }): void {
+  if ('authorization' in credential) {
+    headers.authorization = credential.authorization;
+    if (headers['x-api-key'] !== undefined) delete headers['x-api-key'];
+  } else {
+    headers['x-api-key'] = credential['x-api-key'];
+    if (headers.authorization !== undefined) delete headers.authorization;
+  }
   const cookie = headers.cookie;
-  return typeof cookie === 'string' && /(?:^|;\s*)token=/.test(cookie);
+  if (typeof cookie === 'string' && cookie.includes('token=')) {
+    const rest = cookie
+      .split(';')
+      .map((p) => p.trim())
+      .filter((p) => p && !UPSTREAM_TOKEN_COOKIE.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
+      .join('; ');
+    if (rest) headers.cookie = rest;
+    else delete headers.cookie;
+  }
 }
 
 /** `Authorization: Bearer sk-...` or `x-api-key: sk-...`: an API key of the chat front-end. */

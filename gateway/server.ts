@@ -26,10 +26,10 @@ import { UpstreamAccounts } from './upstream-identity.js';
 import { FileViews, rewriteHeaders } from './file-views.js';
 import { ChatViews } from './chat-views.js';
 import {
-  hasUpstreamCredential,
   identityHeaders,
   publicOriginOf,
   setForwardedHeaders,
+  setUpstreamCredential,
   validHost,
   stripClientHeaders,
   trustedHeaderSet,
@@ -154,10 +154,9 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const forwardAs = async (req: IncomingMessage, identity: Identity): Promise<Caller> => {
     const f = forwardingOf(identity);
     for (const [name, value] of f.headers) req.headers[name] = value;
-    // The sign-in (cached) starts in any case, as the file policy may need the upstream user id; it
-    // is awaited here only when the client brought no upstream credential of its own.
-    const account = accounts.signIn(f.who);
-    if (!hasUpstreamCredential(req.headers)) req.headers.authorization = `Bearer ${(await account).token}`;
+    // The upstream credential is the one of this identity's trusted-header sign-in (cached), never
+    // one the client brought along: the gateway checked the identity, not the client's token.
+    setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(f.who)).token}` });
     return f.caller;
   };
 
@@ -169,11 +168,15 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (identity) return forwardAs(req, identity);
     if (apiKey) {
       // An upstream API key is not an identity of the gateway: the upstream says whose it is.
-      const account = await accounts.whoAmI(req.headers['x-api-key'] ? { 'x-api-key': apiKey } : { authorization: `Bearer ${apiKey}` });
+      const credential: { authorization: string } | { 'x-api-key': string } =
+        upstreamApiKey({ authorization: req.headers.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
+      const account = await accounts.whoAmI(credential);
       if (!account) {
         sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         return undefined;
       }
+      // exactly the key that was looked up, nothing else the client sent
+      setUpstreamCredential(req.headers, credential);
       return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
     }
     if (cls === 'public') return null;

@@ -24,6 +24,39 @@ const problems = (env: Record<string, string | undefined>, stageFiles = false): 
   return [];
 };
 
+describe('settings: no public secrets, no plain-http realm outside a trusted place', () => {
+  const devFile = parseEnvFile(readFileSync('config/dev.env', 'utf8'));
+  const real = { ...complete, PUBLIC_URL: 'https://chat.example' };
+
+  it('a gateway with real connection settings never takes its secrets from config/dev.env', () => {
+    // Regression: NODE_ENV unset + UPSTREAM_URL set used the public dev-only secrets: anyone could forge an admin session.
+    const found = problems({ ...real, OIDC_CLIENT_SECRET: undefined, SESSION_SECRET: undefined }, true);
+    expect(found.some((p) => p.startsWith('SESSION_SECRET: required')), found.join('\n')).to.equal(true);
+    expect(found.some((p) => p.startsWith('OIDC_CLIENT_SECRET: required')), found.join('\n')).to.equal(true);
+  });
+
+  it('the public dev-only values stop startup, naming the variable, unless PUBLIC_URL is loopback outside production', () => {
+    const dev = { SESSION_SECRET: devFile.SESSION_SECRET!, OIDC_CLIENT_SECRET: devFile.OIDC_CLIENT_SECRET! };
+    expect(dev.SESSION_SECRET).to.match(/^dev-only-/);
+    const remote = problems({ ...real, ...dev });
+    expect(remote.filter((p) => /dev-only value/.test(p)).map((p) => p.split(':')[0])).to.deep.equal(['OIDC_CLIENT_SECRET', 'SESSION_SECRET']);
+    expect(problems({ ...real, ...dev, NODE_ENV: 'production', PUBLIC_URL: 'http://localhost:8080' }).some((p) => /dev-only value/.test(p))).to.equal(true);
+    // docker compose with the dev stage file on this machine
+    for (const local of ['http://localhost:8080', 'http://127.0.0.1:8080', 'http://[::1]:8080', undefined])
+      expect(problems({ ...complete, ...dev, PUBLIC_URL: local }), String(local)).to.deep.equal([]);
+    expect(problems({ ...real, SESSION_SECRET: `${'b'.repeat(32)},${dev.SESSION_SECRET}` }).some((p) => p.startsWith('SESSION_SECRET: the public dev-only'))).to.equal(true);
+  });
+
+  it('production refuses an http: issuer unless it is loopback or ALLOW_INSECURE_ISSUER=true', () => {
+    const prod = { ...real, NODE_ENV: 'production', OIDC_ISSUER_URL: 'http://kc.internal/realms/platform' };
+    expect(problems(prod).some((p) => p.startsWith('OIDC_ISSUER_URL: an http: issuer is refused'))).to.equal(true);
+    expect(problems({ ...prod, ALLOW_INSECURE_ISSUER: 'true' })).to.deep.equal([]);
+    expect(problems({ ...prod, OIDC_ISSUER_URL: 'http://127.0.0.1:8081/realms/platform' })).to.deep.equal([]);
+    expect(problems({ ...prod, OIDC_ISSUER_URL: 'https://kc.example/realms/platform' })).to.deep.equal([]);
+    expect(problems({ ...prod, NODE_ENV: 'development' })).to.deep.equal([]);
+  });
+});
+
 describe('settings', () => {
   it('both stage files keep the two policy switches private', () => {
     for (const file of ['config/dev.env', 'config/prod.env']) {

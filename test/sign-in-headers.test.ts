@@ -188,4 +188,40 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
       expect((await open({ cookie: c, origin: w.url })).status).to.equal(401);
     });
   });
+
+  describe('only the credential the gateway checked is forwarded', () => {
+    it('with a session, a client\u2019s own Authorization, x-api-key and token cookie (another user\u2019s) never reach the upstream', async () => {
+      // Bob signs in once, so that the chat front-end knows him and has a token and a key of his.
+      const bobJar = (await signIn(w.url, 'bob')).jar;
+      expect((await fetch(`${w.url}/api/v1/auths/`, { headers: { cookie: bobJar.header('/') } })).status).to.equal(200);
+      const bobEmail = demoAccounts.find((a) => a.username === 'bob')!.email;
+      const bobId = [...w.upstream.users.values()].find((u) => u.email === bobEmail)!.id;
+      const bobToken = await w.upstream.tokenFor(bobId);
+      const bobKey = w.upstream.apiKeyFor(bobId);
+      const id = randomUUID();
+      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [`Cookie: ${cookie}; token=${bobToken}; theme=dark`, `Authorization: Bearer ${bobToken}`, `X-Api-Key: ${bobKey}`]);
+      expect(statuses).to.deep.equal([200]);
+      expect(text).to.include(alice.email);
+      expect(text).to.not.include(bobEmail);
+      const seen = w.upstream.requests.filter((r) => r.url.includes(id));
+      expect(seen).to.have.length(1);
+      const r = seen[0]!;
+      expect(r.headers.authorization).to.be.a('string').and.not.include(bobToken);
+      expect(r.headers['x-api-key']).to.equal(undefined);
+      expect(String(r.headers.cookie ?? '')).to.not.include('token=');
+      expect(String(r.headers.cookie ?? '')).to.include('theme=dark');
+    });
+
+    it('with a realm bearer JWT, an x-api-key or token cookie alongside is dropped', async () => {
+      // runs after the test above, which made Bob known upstream
+      const other = w.upstream.apiKeyFor([...w.upstream.users.values()].find((u) => u.email !== alice.email)!.id);
+      const id = randomUUID();
+      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [`Authorization: Bearer ${bearer}`, `X-Api-Key: ${other}`, 'Cookie: token=forged']);
+      expect(statuses).to.deep.equal([200]);
+      expect(text).to.include(alice.email);
+      const r = w.upstream.requests.find((x) => x.url.includes(id))!;
+      expect(r.headers['x-api-key']).to.equal(undefined);
+      expect(r.headers.cookie).to.equal(undefined);
+    });
+  });
 });
