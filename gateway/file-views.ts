@@ -22,7 +22,12 @@ export function rewriteHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySe
   return out;
 }
 
-const MAX_WALK_PAGES = 2_000; // 100,000 files at 50 a page: past that, refuse rather than guess
+/**
+ * Upstream pages one rebuilt view may fetch, one after the other (a list page holds 50 files, a
+ * search batch 1,000): 2,000 own files of a list, 40,000 search matches. Past it the answer is a 502
+ * rather than a guess: one request must not cost thousands of upstream calls (README "Policies").
+ */
+export const MAX_WALK_PAGES = 40;
 const NO_MATCH = 'No files found matching the pattern.';
 
 export class FileViews {
@@ -74,22 +79,32 @@ export class FileViews {
     const { own, removed } = keepOwn(found, callerId);
     if (removed === 0) return sendRewritten(res, 200, own);
     this.drift('search', removed, callerId);
-    // Redo skip/limit over the caller's own matches only.
-    const skip = Number(params.get('skip') ?? 0) || 0;
-    const limit = Number(params.get('limit') ?? 100) || 100;
+    // Redo skip/limit over the caller's own matches only. Values the upstream would refuse are
+    // refused here too (its 422), never read as a slice from the end.
+    const skip = wholeNumber(params.get('skip'), 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = wholeNumber(params.get('limit'), 100, 1, 1000);
+    if (skip === undefined || limit === undefined) return sendRewritten(res, 422, { detail: 'skip must be a whole number >= 0 and limit one from 1 to 1000' });
     const walk = new URLSearchParams(params);
     const mine: FileRecord[] = [];
+    let searchDone = false;
     for (let offset = 0, page = 0; page < MAX_WALK_PAGES; page++, offset += 1000) {
       walk.set('skip', String(offset));
       walk.set('limit', '1000');
       const next = await this.upstream.call('GET', path + qs(walk), headers);
-      if (next.status === 404) break;
+      if (next.status === 404) {
+        searchDone = true;
+        break;
+      }
       if (next.status !== 200) return passError(res, next);
       const batch = parseFileArray(parseJson(next));
       if (!batch) throw new UpstreamError('bad-body', 'file search answer is not an array of files');
       mine.push(...keepOwn(batch, callerId).own);
-      if (batch.length < 1000) break;
+      if (batch.length < 1000) {
+        searchDone = true;
+        break;
+      }
     }
+    if (!searchDone) throw new UpstreamError('too-large', `more than ${MAX_WALK_PAGES} pages of search results`);
     const window = mine.slice(skip, skip + limit);
     return window.length ? sendRewritten(res, 200, window) : sendRewritten(res, 404, { detail: NO_MATCH });
   }
@@ -155,6 +170,14 @@ export class FileViews {
       return undefined;
     }
   }
+}
+
+/** A query value as FastAPI reads an int with bounds: absent gives `fallback`, anything else out of range undefined. */
+function wholeNumber(raw: string | null, fallback: number, min: number, max: number): number | undefined {
+  if (raw === null) return fallback;
+  if (!/^\s*[+-]?\d+\s*$/.test(raw)) return undefined;
+  const n = Number(raw.trim());
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
 }
 
 function qs(params: URLSearchParams): string {

@@ -142,7 +142,7 @@ describe('sign-in: bearer tokens', function () {
     expect(seen.headers.authorization).to.be.a('string').and.not.equal(`Bearer ${bobToken}`);
     expect(seen.headers['x-forwarded-email']).to.equal(alice.email);
     expect(r.status).to.equal(200);
-    expect(r.json().email).to.equal(alice.email);
+    expect((r.json() as { email: string }).email).to.equal(alice.email);
   });
 
   it('ALLOW_UPSTREAM_API_KEYS=true lets sk- keys through without a session and without trusted headers', async () => {
