@@ -26,6 +26,7 @@ import type { Observability } from './observability.js';
 import { PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { LOCALE_SYNTAX, safeReturnTo } from '../policies/login-routing.js';
+import { clientKey } from './login-routing.js';
 
 export interface Identity {
   sub: string;
@@ -446,7 +447,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
     if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
     obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
-    if (req.path.startsWith('/auth/callback')) obs.audit.warn({ event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
+    if (req.path.startsWith('/auth/callback')) obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
     // A callback replayed (Back button) by a browser that is signed in: nothing to do.
     if (req.path.startsWith('/auth/callback') && (await authenticate(req).catch(() => undefined))) return void res.redirect('/');
     const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';

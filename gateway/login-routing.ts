@@ -659,7 +659,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   }
 
   function auditLookup(via: 'api' | 'guard', tenant: string, outcome: TenantOutcome | 'rate-limited', client: string): void {
-    obs.audit.info({ event: 'tenant-lookup', via, tenant: tenant.slice(0, 128), outcome, client }, 'tenant login lookup');
+    obs.auditAnonymous(client, { event: 'tenant-lookup', via, tenant: tenant.slice(0, 128), outcome }, 'tenant login lookup');
   }
 
   async function warm(): Promise<void> {

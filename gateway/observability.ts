@@ -11,8 +11,51 @@ import { Counter, Histogram, Gauge, Registry, collectDefaultMetrics } from 'prom
 export interface Observability {
   log: Logger;
   audit: Logger;
+  /**
+   * An audit event an anonymous client can cause (tenant lookups, failed sign-ins): at most
+   * ANONYMOUS_AUDIT_PER_MINUTE lines per client a minute, the rest counted and summed up in one
+   * line, so that nobody can fill the audit disk from outside. Every event is counted in metrics.
+   */
+  auditAnonymous(client: string, fields: { event: string } & Record<string, unknown>, msg: string): void;
   metrics: Metrics;
   close(): Promise<void>;
+}
+
+/** Audit lines one anonymous client may cause per minute; the rest are counted (README "Audit"). */
+export const ANONYMOUS_AUDIT_PER_MINUTE = 20;
+/** Clients tracked per minute; past it, further clients' events are counted but not written. */
+const ANONYMOUS_AUDIT_CLIENTS = 50_000;
+
+/** Per client and minute: which anonymous audit lines are written, and what was held back. */
+export class AnonymousAuditLimiter {
+  private windowStart = 0;
+  private readonly counts = new Map<string, number>();
+  private overflow = 0;
+
+  constructor(
+    private readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Count one event of `client`: true when its line is to be written. `rollover` receives the last minute's held-back counts. */
+  take(client: string, rollover: (held: Array<{ client: string; suppressed: number }>) => void): boolean {
+    const t = this.now();
+    if (t - this.windowStart >= 60_000) {
+      const held = [...this.counts].filter(([, n]) => n > this.perMinute).map(([c, n]) => ({ client: c, suppressed: n - this.perMinute }));
+      if (this.overflow) held.push({ client: '(untracked clients)', suppressed: this.overflow });
+      if (held.length) rollover(held);
+      this.counts.clear();
+      this.overflow = 0;
+      this.windowStart = t;
+    }
+    const n = this.counts.get(client);
+    if (n === undefined && this.counts.size >= ANONYMOUS_AUDIT_CLIENTS) {
+      this.overflow++;
+      return false;
+    }
+    this.counts.set(client, (n ?? 0) + 1);
+    return (n ?? 0) < this.perMinute;
+  }
 }
 
 export interface Metrics {
@@ -24,6 +67,7 @@ export interface Metrics {
   upstreamErrors: Counter<'kind'>;
   cache: TallyCounter<'cache' | 'result'>;
   openWebSockets: Gauge;
+  anonymousAudit: Counter<'event' | 'written'>;
 }
 
 /**
@@ -116,10 +160,20 @@ export function createObservability(options: { level: string; auditFile?: string
     upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream failures by kind', labelNames: ['kind'], registers: [registry] }),
     cache: new TallyCounter({ name: 'gateway_cache_lookups_total', help: 'Cache lookups by cache and result', labelNames: ['cache', 'result'], registers: [registry] }),
     openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),
+    anonymousAudit: new Counter({ name: 'gateway_anonymous_audit_events_total', help: 'Audit events anonymous clients caused, written or held back', labelNames: ['event', 'written'], registers: [registry] }),
+  };
+  const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
+  const heldBack = (held: Array<{ client: string; suppressed: number }>) => {
+    for (const h of held) audit.warn({ event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 }, 'anonymous audit events held back (rate)');
   };
   return {
     log,
     audit,
+    auditAnonymous(client, fields, msg) {
+      const written = anonymous.take(client, heldBack);
+      metrics.anonymousAudit.inc({ event: fields.event, written: written ? 'yes' : 'no' });
+      if (written) audit.info({ ...fields, client }, msg);
+    },
     metrics,
     async close() {
       if (auditDestination) {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import request from 'supertest';
+import { ANONYMOUS_AUDIT_PER_MINUTE, AnonymousAuditLimiter } from '../gateway/observability.js';
 import { Router } from 'express';
 import { loadSettings, type Env, type Settings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/server.js';
@@ -589,6 +590,33 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       } finally {
         await r.close();
       }
+    });
+  });
+
+  describe('audit lines anonymous clients cause are bounded per client (issue 12)', () => {
+    it(`one client's logged-out visits write at most ${ANONYMOUS_AUDIT_PER_MINUTE} tenant-lookup lines a minute; metrics count them all`, async () => {
+      // Regression: one audit line per logged-out page visit, so anyone could fill the audit disk.
+      const r = await rig();
+      try {
+        for (let i = 0; i < 60; i++) await r.get(i % 2 ? '/acme' : `/api/v1/auth-providers/tenants/t${i}`).expect(i % 2 ? 302 : 200);
+        expect(r.lines.filter((l) => l.event === 'tenant-lookup')).to.have.length(ANONYMOUS_AUDIT_PER_MINUTE);
+        const metrics = await r.gateway.obs.metrics.registry.getSingleMetricAsString('gateway_anonymous_audit_events_total');
+        expect(metrics).to.include(`gateway_anonymous_audit_events_total{event="tenant-lookup",written="yes"} ${ANONYMOUS_AUDIT_PER_MINUTE}`);
+        expect(metrics).to.include(`gateway_anonymous_audit_events_total{event="tenant-lookup",written="no"} ${60 - ANONYMOUS_AUDIT_PER_MINUTE}`);
+      } finally {
+        await r.close();
+      }
+    });
+
+    it('the next minute writes again, after one line that sums up what was held back', () => {
+      const clock = { t: 0 };
+      const limiter = new AnonymousAuditLimiter(2, () => clock.t);
+      const held: Array<{ client: string; suppressed: number }> = [];
+      const take = (c: string) => limiter.take(c, (h) => held.push(...h));
+      expect([take('a'), take('a'), take('a'), take('a'), take('b')]).to.deep.equal([true, true, false, false, true]);
+      clock.t += 60_000;
+      expect(take('a')).to.equal(true);
+      expect(held).to.deep.equal([{ client: 'a', suppressed: 2 }]);
     });
   });
 
