@@ -76,6 +76,11 @@ export interface PageLocale {
   htmlLang: string;
 }
 
+/** Does a language tag name a language the pages are written in (`de`, `de-CH`, `en-GB`)? */
+export function speaksLocale(tag: string): boolean {
+  return Object.hasOwn(TEXTS, tag.split('-')[0]?.toLowerCase() ?? '');
+}
+
 export function pageLocale(prefix: string | undefined): PageLocale {
   const base = prefix?.split('-')[0]?.toLowerCase();
   const lang: Lang = base === 'de' ? 'de' : 'en';

@@ -31,11 +31,12 @@ import {
   providerEntry,
   providerListResponse,
   safeReturnTo,
-  LOCALE_SYNTAX,
+  isLocaleSegment,
   type IdentityProvider,
 } from '../policies/login-routing.js';
 import {
   PAGE_HEADERS,
+  speaksLocale,
   loginPath,
   pageLocale,
   renderCatalogDown,
@@ -62,11 +63,9 @@ export interface LoginRouting {
   close(): Promise<void>;
 }
 
-const LOCALE = LOCALE_SYNTAX;
-
 export function localeOf(path: string): string | undefined {
   const first = path.split('/')[1] ?? '';
-  return LOCALE.test(first) ? first : undefined;
+  return isLocaleSegment(first) ? first : undefined;
 }
 
 export interface LoginRoutingOptions {
@@ -722,7 +721,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   /** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */
   const localeParam = (req: Request): PageLocale | undefined => {
     const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
-    if (prefix !== undefined && !LOCALE.test(prefix)) return undefined;
+    if (prefix !== undefined && !isLocaleSegment(prefix)) return undefined;
     return pageLocale(prefix);
   };
   const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
@@ -777,7 +776,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     // The locale of the login page: a tag in front of more segments, or a lone segment that is
     // a language the pages speak (`/de`); a lone `/zzz` is a tenant candidate, not a locale.
     const lone = path.split('/').filter(Boolean);
-    const locale = split.locale ?? (lone.length === 1 && /^(en|de)(-|$)/i.test(lone[0]!) && LOCALE.test(lone[0]!) ? lone[0] : undefined);
+    const locale = split.locale ?? (lone.length === 1 && isLocaleSegment(lone[0]!) && speaksLocale(lone[0]!) ? lone[0] : undefined);
     const q = req.url?.indexOf('?') ?? -1;
     const search = q >= 0 && req.url ? req.url.slice(q) : '';
     const asked = path === '/' ? undefined : safeReturnTo(path + search);

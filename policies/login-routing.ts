@@ -47,6 +47,17 @@ export const ID_SYNTAX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
 
 /**
+ * First path segments that belong to a route, never to a locale, although some look like a
+ * language tag (`api`, `ws`): `/api/auth/login` is the chat front-end's, not a localized login page.
+ */
+export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set(['api', 'ws', 'auth', 'oauth', 'openai', 'ollama', 'cache', 'static', '_app', 'favicon', 'health', 'healthz', 'readyz', 'metrics']);
+
+/** A locale prefix: the language-tag syntax, and not a reserved first segment. */
+export function isLocaleSegment(segment: string): boolean {
+  return LOCALE_SYNTAX.test(segment) && !RESERVED_FIRST_SEGMENTS.has(segment.toLowerCase());
+}
+
+/**
  * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not
  * link-only. A link-only alias in `kc_idp_hint` ends on a Keycloak error page, a disabled one on
  * the generic login page, so neither may be offered. The hide flag does not matter here (B5).
@@ -129,7 +140,7 @@ export function splitGuardPath(path: string): GuardPath {
   const trailing = path.length > 1 && path.endsWith('/');
   let i = 0;
   let locale: string | undefined;
-  if (segments.length > 1 && LOCALE_SYNTAX.test(segments[0]!)) {
+  if (segments.length > 1 && isLocaleSegment(segments[0]!)) {
     locale = segments[0]!;
     i = 1;
   }

@@ -244,3 +244,20 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
     expect(run.stdout).not.to.match(/listening/);
   });
 });
+
+describe('locale prefixes: reserved first segments are never a locale (issue 12)', () => {
+  it('`api` and `ws` look like language tags but name routes: /api/auth/... and /ws/auth/... stay the chat front-end\u2019s', async () => {
+    const { classify } = await import('../gateway/server.js');
+    const { isLocaleSegment, splitGuardPath, RESERVED_FIRST_SEGMENTS } = await import('../policies/login-routing.js');
+    // Regression: the locale pattern took `api` for a language, so /api/auth/login was the gateway's login page.
+    expect(classify('/api/auth/login')).to.equal('api');
+    expect(classify('/api/auth/start')).to.equal('api');
+    expect(classify('/ws/auth/logout')).to.equal('api');
+    expect(classify('/de/auth/login')).to.equal('control');
+    expect(classify('/de-CH/auth/login')).to.equal('control');
+    for (const seg of RESERVED_FIRST_SEGMENTS) expect(isLocaleSegment(seg), seg).to.equal(false);
+    expect(isLocaleSegment('API')).to.equal(false);
+    expect(isLocaleSegment('de')).to.equal(true);
+    expect(splitGuardPath('/api/acme').locale).to.equal(undefined);
+  });
+});

@@ -129,4 +129,32 @@ describe('sign-in: token refresh', function () {
     expect(back.status).to.equal(200);
     expect(back.setCookies.some((c) => c.startsWith('appSession='))).to.equal(true);
   });
+
+  it('a refreshed ID token whose signature does not verify ends the session; its claims are never used (issue 12)', async () => {
+    // The token endpoint's answer is tampered with on the way: the ID token claims the admin role
+    // while keeping the old signature. Regression: its claims were taken without a signature check.
+    const { jar } = await signIn(w.url, 'alice');
+    let tampered = 0;
+    // 'grant.success' is emitted synchronously once the token endpoint has set its answer.
+    const tamper = (ctx: KoaContextWithOIDC) => {
+      const body = ctx.body as { id_token?: string } | undefined;
+      if (ctx.oidc?.params?.grant_type === 'refresh_token' && typeof body?.id_token === 'string') {
+        const [h, p, sig] = body.id_token.split('.');
+        const claims = JSON.parse(Buffer.from(p!, 'base64url').toString('utf8'));
+        claims.roles = ['PlatformSysAdmin'];
+        body.id_token = `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${sig}`;
+        tampered++;
+      }
+    };
+    w.idp.provider.on('grant.success', tamper);
+    try {
+      await untilRefreshDue(jar);
+      const after = await browse(jar, '/auth/session');
+      expect(tampered).to.equal(1);
+      expect(after.json()).to.deep.equal({ authenticated: false });
+      expect((await browse(jar, '/api/v1/auths/')).status).to.equal(401);
+    } finally {
+      w.idp.provider.off('grant.success', tamper);
+    }
+  });
 });
