@@ -85,6 +85,8 @@ export interface Gateway extends GatewayParts {
   server: http.Server;
   control: express.Express;
   listen(port?: number, host?: string): Promise<{ port: number; url: string }>;
+  /** Proxied WebSockets (and upgrades under way) still open. */
+  openWebSockets(): number;
   close(): Promise<void>;
 }
 
@@ -411,6 +413,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
         });
       });
     },
+    openWebSockets: () => websockets.size,
     async close() {
       closing = true;
       await new Promise<void>((resolve) => {

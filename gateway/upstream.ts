@@ -170,6 +170,16 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
   proxy.on('econnreset', (_err, req) => clearTimeout((req as Tracked)[kTimer]));
+  // http-proxy-3 re-emits every error of an upgraded client socket on the proxy itself, whatever
+  // callback `ws()` was given (its index.js attaches that listener first thing). A client that
+  // resets during the handshake makes the 101's write fail (EPIPE, ECONNRESET): with no 'error'
+  // listener here, EventEmitter throws it and the process exits (issue 16). The client is gone:
+  // its socket is destroyed, which also ends the upstream side (http-proxy-3 ends it on 'close').
+  proxy.on('error', (err: Error & { code?: string }, req: IncomingMessage, target: unknown) => {
+    if (target && typeof (target as ServerResponse).writeHead === 'function') return onError(err, req, target as ServerResponse);
+    obs.log.debug({ err: { message: err.message, code: err.code }, url: req?.url }, 'websocket client socket failed');
+    (target as Duplex | undefined)?.destroy();
+  });
 
   return {
     agent,

@@ -112,7 +112,8 @@ export class WebSocketTracker {
         if (done) process.nextTick(done);
         return true;
       }
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.from(chunk as Uint8Array);
+      // A Buffer is used as it is (the pipe hands over Buffers; a copy per chunk was pure cost).
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
       if (!t.open && !t.plainHttp) {
         // http-proxy-3 writes the whole response head in one call.
         const text = bytes.toString('latin1');
