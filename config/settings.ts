@@ -67,6 +67,23 @@ const httpUrl = z
     }
   });
 
+/** redis:// or rediss:// (TLS), credentials allowed (they are redacted wherever settings are shown). */
+const redisUrl = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    try {
+      const u = new URL(v.trim());
+      if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('scheme');
+      if (!u.hostname) throw new Error('host');
+      return u.href;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)` });
+      return z.NEVER;
+    }
+  });
+
 const list = (fallback: string[]) =>
   z
     .string()
@@ -169,6 +186,7 @@ const schema = z.object({
   IDP_CACHE_SECONDS: int(300, 1, 86_400),
   TENANT_LOOKUP_RATE_LIMIT: int(0, 0, 1_000_000),
   TENANT_LOOKUP_RATE_WINDOW_SECONDS: int(60, 1, 86_400),
+  REDIS_URL: redisUrl,
 
   WEBUI_AUTH_TRUSTED_EMAIL_HEADER: headerName('X-Forwarded-Email'),
   WEBUI_AUTH_TRUSTED_NAME_HEADER: headerName('X-Forwarded-Name'),
@@ -231,6 +249,8 @@ export interface Settings {
   allowUpstreamApiKeys: boolean;
   log: { level: Parsed['LOG_LEVEL']; auditFile?: string };
   driftCheckSeconds: number;
+  /** where the state every instance shares lives; undefined: in this process */
+  redisUrl?: string;
 }
 
 export class SettingsError extends Error {
@@ -407,6 +427,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
     allowUpstreamApiKeys: e.ALLOW_UPSTREAM_API_KEYS,
     log: { level: e.LOG_LEVEL, auditFile: e.AUDIT_LOG_FILE },
     driftCheckSeconds: e.DRIFT_CHECK_SECONDS,
+    redisUrl: e.REDIS_URL,
   };
 }
 
@@ -424,7 +445,7 @@ export function describeSettings(env: Env): Record<string, string> {
   for (const key of Object.keys(schema.shape).sort()) {
     const v = effective[key];
     if (v === undefined) continue;
-    out[key] = SECRETS.includes(key) ? (v ? '[redacted]' : '') : v;
+    out[key] = SECRETS.includes(key) ? (v ? '[redacted]' : '') : key === 'REDIS_URL' ? v.replace(/\/\/[^@/]*@/, '//[redacted]@') : v;
   }
   return out;
 }

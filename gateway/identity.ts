@@ -2,20 +2,24 @@
 // cookie, code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This file defines the seam the
 // data plane depends on and implements it.
 //
-//   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback and
-//     /auth/logout. `afterCallback` trims the session (gateway/session.ts) to the user's identity
-//     computed once at login, the refresh token and the access token's expiry: no ID token, no
-//     access token, so the cookie stays one cookie (about 1.7 to 2.4 KB with Keycloak's refresh token).
-//     Logout therefore sends Keycloak `client_id` + `post_logout_redirect_uri` instead of
-//     `id_token_hint` (Keycloak then asks the user to confirm), and revokes the refresh token.
+//   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback,
+//     /auth/logout and /auth/backchannel-logout. `afterCallback` trims the session (gateway/session.ts)
+//     to the user's identity computed once at login, the realm's session id (`sid`), the refresh
+//     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
+//     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
+//     shared state (gateway/shared-state.ts) for `id_token_hint`: logout then ends the realm
+//     session without Keycloak's confirmation page.
+//   logout, three ways, one effect (`endSession`): /auth/logout, the chat front-end's own sign-out
+//     (GET /api/v1/auths/signout, answered here and never forwarded), and the realm's back-channel
+//     logout token. The ended session is recorded in the shared state: every instance refuses
+//     every copy of its cookie.
 //   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
-//     issuer's JWKS; otherwise the session cookie is decrypted (cached by value) and refreshed at
-//     the token endpoint shortly before the access token expires (TOKEN_REFRESH_MARGIN_SECONDS),
-//     also renewing the user's roles, groups and tenants. A refused refresh (4xx) ends the session;
-//     an unreachable realm does not, but an expired access token is then not honoured.
-//   Per process: the session cache, single-flight refresh and the set of ended sessions (logout,
-//     refused refresh). With several workers a copy of an ended session's cookie can live on in
-//     another worker until its next refresh, which the realm refuses.
+//     issuer's JWKS; otherwise the session cookie is decrypted (cached by value), checked against
+//     the ended sessions, and refreshed at the token endpoint shortly before the access token
+//     expires (TOKEN_REFRESH_MARGIN_SECONDS), also renewing the user's roles, groups and tenants. A
+//     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
+//     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
+//     SharedStateUnavailable: the request gets a 503, never a pass.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
@@ -23,7 +27,8 @@ import { auth } from 'express-openid-connect';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
-import { PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
+import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
+import { processState, type SharedState } from './shared-state.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
 import { clientKey } from './login-routing.js';
@@ -65,6 +70,7 @@ interface Discovery {
   jwks_uri: string;
   userinfo_endpoint?: string;
   revocation_endpoint?: string;
+  end_session_endpoint?: string;
 }
 
 /** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
@@ -79,6 +85,24 @@ const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const NOT_AUTHENTICATED = 'Not authenticated';
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
+/** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`). */
+const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'oui-session'];
+/** The chat front-end's sign-out, which the gateway answers itself. */
+export const SIGNOUT_PATH = '/api/v1/auths/signout';
+export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
+/** A logout token older than this is refused (its jti is remembered as long). */
+const LOGOUT_TOKEN_MAX_AGE_S = 600;
+
+/** The realm's session id of an ID token (already verified by the caller), or null. */
+function realmSessionId(idToken: unknown): string | null {
+  if (typeof idToken !== 'string') return null;
+  try {
+    const sid = decodeJwt(idToken).sid;
+    return typeof sid === 'string' && sid ? sid : null;
+  } catch {
+    return null;
+  }
+}
 
 const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
@@ -134,7 +158,7 @@ export function returnToAfterSignIn(value: unknown): string {
   return local && !/^\/auth(\/|\?|#|$)/.test(local) ? local : '/';
 }
 
-export async function createAuthenticator(settings: Settings, obs: Observability): Promise<Authenticator> {
+export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) {
     obs.log.warn('sign-in is not configured (OIDC_ISSUER_URL, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, SESSION_SECRET): nobody is authenticated');
@@ -250,6 +274,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     try {
       const user = await userOfTokens(body.id_token, body.access_token);
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
+      if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
       const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
       const active = data.active_tenant && user.tenants.includes(data.active_tenant) ? data.active_tenant : defaultTenant(user);
       return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
@@ -266,7 +291,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
     unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
     lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
-  });
+  }, shared);
 
   // A browser sends the same Cookie header request after request: it is split once (what goes
   // upstream, the session cookie in it), and each session state has one Identity object, which
@@ -354,7 +379,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     auth0Logout: false,
     enableTelemetry: false,
     httpTimeout: HTTP_TIMEOUT_MS,
-    routes: { login: false, logout: false, callback: '/auth/callback', postLogoutRedirect: '/auth/login' },
+    routes: { login: false, logout: false, callback: '/auth/callback', postLogoutRedirect: '/auth/login', backchannelLogout: BACKCHANNEL_LOGOUT_PATH },
+    // OIDC Back-Channel Logout 1.0: express-openid-connect verifies the logout token (signature with
+    // the realm's keys, issuer, audience, events claim, no nonce, sid or sub); `onLogoutToken` adds
+    // what it leaves out (iat, jti replay) and ends the sessions on every instance. The data plane
+    // checks ended sessions itself (isLoggedOut off), and logins need no record (onLogin off).
+    backchannelLogout: { isLoggedOut: false, onLogin: false, onLogoutToken: (token: object) => endByLogoutToken(token as JWTPayload) },
     authorizationParams: { response_type: 'code', scope: o.scopes },
     session: { rolling: true, rollingDuration: o.rollingSeconds, absoluteDuration: o.absoluteSeconds, cookie: { sameSite: 'Lax' } },
     getLoginState: (_req, options) => ({ returnTo: options.returnTo, tenant: (options as { tenant?: string }).tenant }),
@@ -372,7 +402,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
         active_tenant: member ? linked! : defaultTenant(user),
         refresh_token: typeof session.refresh_token === 'string' ? session.refresh_token : null,
         expires_at: typeof session.expires_at === 'number' ? session.expires_at : epoch(),
+        sid: realmSessionId(session.id_token),
       };
+      // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
+      // with it, the realm ends its session at logout without asking the user to confirm.
+      if (session.id_token) shared.keepIdToken(data.id, session.id_token, epoch() + o.absoluteSeconds);
       const admin = user.roles.some((r) => o.adminRoles.includes(r));
       obs.audit.info({ event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null }, 'signed in');
       return data as unknown as typeof session;
@@ -384,7 +418,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     // `/{locale}/auth/start` and friends are the same routes.
     const m = /^\/([^/]+)(\/auth\/(?:start|logout|session)(?:\/.*)?)$/.exec(req.path);
     if (m && isLocaleSegment(m[1]!)) req.url = m[2]! + req.url.slice(req.path.length);
-    if (/^\/auth\/(start|callback|logout)\/?$/.test(req.path)) return oidc(req, res, next);
+    if (m && isLocaleSegment(m[1]!)) res.locals.locale = m[1];
+    if (/^\/auth\/(start|callback|logout|backchannel-logout)\/?$/.test(req.path)) return oidc(req, res, next);
     next();
   });
 
@@ -397,22 +432,82 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     void res.oidc.login({ returnTo: returnToAfterSignIn(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
   });
 
-  router.get('/auth/logout', (req, res) => {
+  /**
+   * End the gateway session behind this request (cookie cleared, every copy refused on every
+   * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
+   * cookies: the next user of this browser must not carry them). Returns the ID token kept for it.
+   */
+  async function endSession(req: Request, res: Response, how: string): Promise<string | undefined> {
     const r = req as unknown as { appSession?: Partial<SessionData> | null };
-    const data = r.appSession;
+    let data: Partial<SessionData> | null | undefined = r.appSession;
+    if (data === undefined) {
+      // Not through express-openid-connect (the chat front-end's sign-out): read the cookie here.
+      const found = readSessionCookie(req.headers.cookie);
+      data = found ? store.codec.decrypt(found.value)?.data as Partial<SessionData> | undefined : undefined;
+      if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
+    } else r.appSession = undefined; // clears every appSession cookie on the way out
+    let idToken: string | undefined;
     if (isSessionData(data)) {
+      idToken = await shared.idToken(data.id);
       store.revoke(data.id);
-      obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email }, 'signed out');
+      obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }
-    r.appSession = undefined; // clears every appSession cookie on the way out
-    // The chat front-end's own session lives in its `token` cookie: end it too, or the next user of
-    // this browser would carry the last user's token (and the chat front-end answers "User mismatch").
-    res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
+    for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
     res.set('cache-control', 'no-store');
-    // No id_token_hint (the ID token is not kept): Keycloak accepts client_id with post_logout_redirect_uri.
-    void res.oidc.logout({ returnTo: '/auth/login', logoutParams: { client_id: o.clientId } });
+    return idToken;
+  }
+
+  /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
+  async function realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
+    const back = new URL(loginPage, settings.publicUrl).href;
+    const d = await discovery().catch(() => undefined);
+    if (!d?.end_session_endpoint) return back;
+    const url = new URL(d.end_session_endpoint);
+    url.searchParams.set('client_id', o.clientId);
+    url.searchParams.set('post_logout_redirect_uri', back);
+    if (idToken) url.searchParams.set('id_token_hint', idToken);
+    return url.href;
+  }
+
+  router.get('/auth/logout', async (req, res, next) => {
+    try {
+      const locale = typeof res.locals.locale === 'string' ? res.locals.locale : undefined;
+      const idToken = await endSession(req, res, 'gateway');
+      res.redirect(await realmLogoutUrl(idToken, loginPath(pageLocale(locale))));
+    } catch (err) {
+      next(err);
+    }
   });
+
+  // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`): it fetches this, then
+  // sends the browser to `redirect_url`. Answered here, never forwarded: the gateway session ends
+  // with it, then the realm's, and the browser lands on the gateway's login page.
+  router.get(SIGNOUT_PATH, async (req, res, next) => {
+    try {
+      // A page elsewhere must not sign the user out (an <img> pointing here).
+      if (req.headers['sec-fetch-site'] === 'cross-site') return void res.status(403).json({ detail: 'Forbidden' });
+      const idToken = await endSession(req, res, 'chat front-end');
+      res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
+    } catch (err) {
+      next(err);
+    }
+  });
+  router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET').json({ detail: 'Method Not Allowed' }));
+
+  /** A verified logout token (express-openid-connect checked signature, iss, aud, events, nonce, sid/sub). */
+  async function endByLogoutToken(token: JWTPayload): Promise<void> {
+    const now = epoch();
+    if (typeof token.iat !== 'number' || token.iat > now + CLOCK_TOLERANCE_S || token.iat < now - LOGOUT_TOKEN_MAX_AGE_S) throw new Error('iat missing or out of range');
+    if (typeof token.jti !== 'string' || !token.jti) throw new Error('jti missing');
+    if (!(await shared.firstUse(token.jti, now + LOGOUT_TOKEN_MAX_AGE_S))) throw new Error('logout token replayed');
+    const until = now + o.absoluteSeconds;
+    const sid = typeof token.sid === 'string' && token.sid ? token.sid : undefined;
+    // By realm session when named; else every session of the subject begun before the token.
+    if (sid) shared.end({ sid }, until);
+    else shared.end({ sub: String(token.sub), before: token.iat }, until);
+    obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
+  }
 
   const sessionBody = (id: Identity | undefined) =>
     id

@@ -25,6 +25,8 @@ interface Texts {
   toGenericPage: string;
   catalogDownTitle: string;
   catalogDownText: string;
+  sessionCheckDownTitle: string;
+  sessionCheckDownText: string;
   tryAgain: string;
   providersLabel: string;
 }
@@ -44,6 +46,8 @@ const TEXTS: Record<Lang, Texts> = {
     toGenericPage: 'Go to the sign-in page',
     catalogDownTitle: 'Sign-in is temporarily unavailable',
     catalogDownText: 'The list of sign-in providers cannot be loaded right now. Please try again in a few minutes.',
+    sessionCheckDownTitle: 'Your sign-in cannot be checked right now',
+    sessionCheckDownText: 'The gateway cannot reach its session store. Nothing is lost: please try again in a few seconds.',
     tryAgain: 'Try again',
     providersLabel: 'Sign-in providers',
   },
@@ -62,6 +66,8 @@ const TEXTS: Record<Lang, Texts> = {
     toGenericPage: 'Zur Anmeldeseite',
     catalogDownTitle: 'Die Anmeldung ist vorübergehend nicht möglich',
     catalogDownText: 'Die Liste der Anmeldeanbieter kann gerade nicht geladen werden. Bitte versuchen Sie es in einigen Minuten erneut.',
+    sessionCheckDownTitle: 'Ihre Anmeldung kann gerade nicht geprüft werden',
+    sessionCheckDownText: 'Das Gateway erreicht seinen Sitzungsspeicher nicht. Es geht nichts verloren: bitte versuchen Sie es in einigen Sekunden erneut.',
     tryAgain: 'Erneut versuchen',
     providersLabel: 'Anmeldeanbieter',
   },
@@ -230,5 +236,16 @@ export function renderCatalogDown(model: LoginPageModel & { retryHref: string })
     t.catalogDownTitle,
     `<h1 id="page-title">${escapeHtml(t.catalogDownTitle)}</h1>\n<p role="alert">${escapeHtml(t.catalogDownText)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
     'catalog-down',
+  );
+}
+
+/** A signed-in browser while ended sessions cannot be checked (REDIS_URL unreachable): 503. */
+export function renderSessionCheckDown(model: LoginPageModel & { retryHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(
+    model.locale,
+    t.sessionCheckDownTitle,
+    `<h1 id="page-title">${escapeHtml(t.sessionCheckDownTitle)}</h1>\n<p role="alert">${escapeHtml(t.sessionCheckDownText)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
+    'session-check-down',
   );
 }

@@ -21,6 +21,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
+import { processState, type SharedState } from './shared-state.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from './upstream.js';
 import {
   DIRECT_LOGIN_ALIAS,
@@ -83,6 +84,8 @@ export interface LoginRoutingOptions {
   maxEntries?: number;
   /** Keycloak requests at once while resolving the mapped aliases. Default 8. */
   concurrency?: number;
+  /** Where the rate-limit counters live (Redis with REDIS_URL). Default: this process. */
+  shared?: SharedState;
 }
 
 export interface LoginRoutingImpl extends LoginRouting {
@@ -513,43 +516,6 @@ export class ProviderCatalog {
 /* ------------------------------------------------------------------------------------------ */
 /* Rate limit (links 12)                                                                       */
 
-/**
- * Fixed-window counter per client: at most `limit` tenant lookups (API and guard) per window.
- * `limit` 0 turns it off. IPv6 clients are counted per /64, the block one subscriber holds.
- */
-export class RateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-  private lastSweep = 0;
-
-  constructor(
-    private readonly limit: number,
-    private readonly windowMs: number,
-    private readonly now: () => number,
-  ) {}
-
-  get enabled(): boolean {
-    return this.limit > 0;
-  }
-
-  /** Count one lookup; `retryAfter` (seconds) when over the limit. */
-  take(client: string): { ok: true } | { ok: false; retryAfter: number } {
-    if (!this.enabled) return { ok: true };
-    const t = this.now();
-    if (t - this.lastSweep >= this.windowMs || this.windows.size > 100_000) {
-      for (const [k, w] of this.windows) if (t - w.start >= this.windowMs) this.windows.delete(k);
-      this.lastSweep = t;
-    }
-    let w = this.windows.get(client);
-    if (!w || t - w.start >= this.windowMs) {
-      w = { start: t, count: 0 };
-      this.windows.set(client, w);
-    }
-    w.count++;
-    if (w.count <= this.limit) return { ok: true };
-    return { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + this.windowMs - t) / 1000)) };
-  }
-}
-
 /** The rate-limit key of a connection: the IPv4 address, or the /64 of an IPv6 address. */
 export function clientKey(address: string | undefined): string {
   if (!address) return 'unknown';
@@ -624,7 +590,9 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     obs,
   );
   const retryAfter = String(Math.max(1, Math.ceil((options.retryMs ?? 15_000) / 1000)));
-  const limiter = new RateLimiter(login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds * 1000, now);
+  // Fixed window per client key (IPv6 per /64), shared by every instance through REDIS_URL; 0 is off.
+  const limit = login.tenantLookupRateLimit > 0 ? (options.shared ?? processState(obs)).rateLimit('tenant-lookup', login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds) : undefined;
+  const take = (client: string) => (limit ? limit.take(client) : Promise.resolve({ ok: true } as const));
 
   /** Every mapped alias resolved (cached, or fetched once for all callers), failures as Errors. */
   async function resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>> {
@@ -694,7 +662,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   router.get('/api/v1/auth-providers/tenants/:tenant', async (req, res) => {
     const tenant = String(req.params.tenant);
     const client = clientKey(req.socket.remoteAddress);
-    const allowed = limiter.take(client);
+    const allowed = await take(client);
     if (!allowed.ok) {
       auditLookup('api', tenant, 'rate-limited', client);
       return sendJson(res, 429, { detail: 'Too many requests' }, { 'retry-after': String(allowed.retryAfter) });
@@ -784,7 +752,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     const { tenant, rest } = split;
     if (tenant === undefined) return toLogin();
     const client = clientKey(req.socket.remoteAddress);
-    const allowed = limiter.take(client);
+    const allowed = await take(client);
     if (!allowed.ok) {
       auditLookup('guard', tenant, 'rate-limited', client);
       return toLogin();

@@ -68,6 +68,8 @@ export interface Metrics {
   cache: TallyCounter<'cache' | 'result'>;
   openWebSockets: Gauge;
   anonymousAudit: Counter<'event' | 'written'>;
+  sharedStateUp: Gauge;
+  sessionChecksUnavailable: Counter;
 }
 
 /**
@@ -161,6 +163,8 @@ export function createObservability(options: { level: string; auditFile?: string
     cache: new TallyCounter({ name: 'gateway_cache_lookups_total', help: 'Cache lookups by cache and result', labelNames: ['cache', 'result'], registers: [registry] }),
     openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),
     anonymousAudit: new Counter({ name: 'gateway_anonymous_audit_events_total', help: 'Audit events anonymous clients caused, written or held back', labelNames: ['event', 'written'], registers: [registry] }),
+    sharedStateUp: new Gauge({ name: 'gateway_shared_state_up', help: '1 when the shared session state (Redis, or this process without REDIS_URL) can be trusted, else 0', registers: [registry] }),
+    sessionChecksUnavailable: new Counter({ name: 'gateway_session_checks_unavailable_total', help: 'Cookie-session requests answered 503 because the shared session state could not be checked', registers: [registry] }),
   };
   const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
   const heldBack = (held: Array<{ client: string; suppressed: number }>) => {

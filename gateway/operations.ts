@@ -2,9 +2,9 @@
 //
 //   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
 //   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
-//                  policyDrift}}. Not ready when the chat front-end, the identity provider or
-//                  the provider catalog is down; a stale catalog (served from the last good
-//                  answer) and policy drift are reported but stay ready.
+//                  policyDrift, sharedState}}. Not ready when the chat front-end, the identity
+//                  provider or the provider catalog is down; a stale catalog (served from the last
+//                  good answer), policy drift and an unreachable Redis are reported but stay ready.
 //   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
 //
 // Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
@@ -25,7 +25,7 @@ export interface Check {
 
 export interface Readiness {
   ready: boolean;
-  checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check };
+  checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check; sharedState: Check };
 }
 
 export interface Operations {
@@ -53,7 +53,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 export function createOperations(parts: GatewayParts): Operations {
-  const { settings, obs, upstream, authenticator, loginRouting } = parts;
+  const { settings, obs, upstream, authenticator, loginRouting, sharedState } = parts;
   const separateMetrics = settings.listen.metricsPort > 0;
   let drift: Check = {
     ok: true,
@@ -90,7 +90,9 @@ export function createOperations(parts: GatewayParts): Operations {
     } catch (err) {
       catalog = { ok: false, detail: `provider catalog: ${(err as Error).message}` };
     }
-    return { ready: up.ok && idp.ok && catalog.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift } };
+    // Shared state (REDIS_URL) is reported, not a reason to leave the load balancer: every instance
+    // shares that Redis, and bearer tokens and anonymous routes are still served without it.
+    return { ready: up.ok && idp.ok && catalog.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: sharedState.ready() } };
   }
 
   function readiness(): Promise<Readiness> {

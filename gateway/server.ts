@@ -36,19 +36,27 @@ import {
   upstreamApiKey,
   type UpstreamIdentity,
 } from './request-headers.js';
-import { createAuthenticator, NOT_AUTHENTICATED, type Authenticator, type Identity } from './identity.js';
+import { createAuthenticator, NOT_AUTHENTICATED, SIGNOUT_PATH, type Authenticator, type Identity } from './identity.js';
 import { createLoginRouting, localeOf, type LoginRouting } from './login-routing.js';
 import { createObservability, type Observability } from './observability.js';
 import { WebSocketTracker } from './websockets.js';
+import { createSharedState, type SharedState } from './shared-state.js';
+import { SharedStateUnavailable } from './session.js';
+import { PAGE_HEADERS, pageLocale, renderSessionCheckDown } from './login-pages.js';
+import { safeReturnTo } from '../policies/login-routing.js';
 
 export { NOT_AUTHENTICATED };
+
+/** What a signed-in user sees while ended sessions cannot be checked (REDIS_URL unreachable). */
+export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right now; try again in a few seconds';
 
 export type RouteClass = 'control' | 'api' | 'public' | 'page';
 
 const API_PREFIXES = ['/api/', '/ws/', '/openai/', '/ollama/', '/oauth/', '/cache/'];
 const PUBLIC_PREFIXES = ['/static/', '/_app/', '/favicon/'];
 const PUBLIC_EXACT = new Set(['/health', '/manifest.json', '/favicon.png', '/favicon.ico', '/robots.txt']);
-const CONTROL_EXACT = new Set(['/healthz', '/readyz', '/metrics', '/auth', '/api/v1/auth-providers']);
+// The chat front-end's sign-out is answered by the gateway: it ends the gateway session too.
+const CONTROL_EXACT = new Set(['/healthz', '/readyz', '/metrics', '/auth', '/api/v1/auth-providers', SIGNOUT_PATH]);
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
@@ -69,6 +77,8 @@ export interface GatewayOptions {
   obs?: Observability;
   authenticator?: Authenticator;
   loginRouting?: LoginRouting;
+  /** where ended sessions and rate limits live; default from REDIS_URL */
+  sharedState?: SharedState;
   /** extra routes on the control app (operations endpoints) */
   extendControl?: (app: express.Express, parts: GatewayParts) => void;
 }
@@ -79,6 +89,7 @@ export interface GatewayParts {
   upstream: Upstream;
   authenticator: Authenticator;
   loginRouting: LoginRouting;
+  sharedState: SharedState;
 }
 
 export interface Gateway extends GatewayParts {
@@ -104,14 +115,18 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
   const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
   const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs }, obs);
-  const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs));
+  const sharedState = options.sharedState ?? createSharedState(settings.redisUrl, obs);
+  if (!settings.redisUrl && settings.server.workers > 1) {
+    obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
+  }
+  const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState }));
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
   const publicOrigin = publicOriginOf(settings.publicUrl);
-  const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting };
+  const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
 
   const control = express();
   control.disable('x-powered-by');
@@ -124,6 +139,10 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     res.status(404).json({ detail: 'Not Found' });
   });
   control.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    if (err instanceof SharedStateUnavailable && !res.headersSent) {
+      obs.metrics.sessionChecksUnavailable.inc();
+      return void sessionCheckUnavailable(res);
+    }
     obs.log.error({ err: { message: err.message, stack: err.stack } }, 'control route failed');
     if (!res.headersSent) res.status(500).json({ detail: 'Internal error' });
     else res.destroy();
@@ -314,6 +333,10 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     });
     handle(req, res, found).catch((err: unknown) => {
       const e = err as Error;
+      if (e instanceof SharedStateUnavailable) {
+        obs.metrics.sessionChecksUnavailable.inc();
+        return sessionCheckUnavailable(res);
+      }
       if (e instanceof UpstreamError) {
         obs.metrics.upstreamErrors.inc({ kind: e.kind });
         obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
@@ -369,6 +392,12 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   server.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
     upgrade(req, socket as Duplex, head).catch((err: Error) => {
+      if (err instanceof SharedStateUnavailable) {
+        obs.metrics.sessionChecksUnavailable.inc();
+        const body = JSON.stringify({ detail: SESSION_CHECK_UNAVAILABLE });
+        if (socket.writable) socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        return;
+      }
       obs.log.warn({ err: { message: err.message } }, 'websocket upgrade failed');
       socket.destroy();
     });
@@ -416,6 +445,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     openWebSockets: () => websockets.size,
     async close() {
       closing = true;
+      void sharedState.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
@@ -431,6 +461,19 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       await loginRouting.close();
     },
   };
+}
+
+/**
+ * 503 for a cookie session that cannot be checked (fail closed): a page for a browser navigating,
+ * JSON for everything else. Nothing is cleared: the session works again once the state is back.
+ */
+function sessionCheckUnavailable(res: ServerResponse): void {
+  const req = res.req;
+  const navigating = req.method === 'GET' && /text\/html/.test(req.headers.accept ?? '') && classify(req.url?.split('?')[0] ?? '/') === 'page';
+  if (!navigating) return sendJson(res, 503, { detail: SESSION_CHECK_UNAVAILABLE }, { 'retry-after': '5', 'cache-control': 'no-store' });
+  const html = renderSessionCheckDown({ locale: pageLocale(localeOf(req.url?.split('?')[0] ?? '/')), retryHref: safeReturnTo(req.url ?? '/') ?? '/' });
+  res.writeHead(503, { ...PAGE_HEADERS, 'retry-after': '5', 'content-length': Buffer.byteLength(html) });
+  res.end(html);
 }
 
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);

@@ -35,6 +35,8 @@ export interface SessionData {
   refresh_token: string | null;
   /** access token expiry, epoch seconds */
   expires_at: number;
+  /** the realm's session id (ID token `sid`): back-channel logout names sessions by it */
+  sid?: string | null;
 }
 
 export interface SessionHeader {
@@ -63,6 +65,7 @@ export function isSessionData(x: unknown): x is SessionData {
     typeof s.expires_at === 'number' &&
     (s.refresh_token === null || typeof s.refresh_token === 'string') &&
     (s.active_tenant === null || typeof s.active_tenant === 'string') &&
+    (s.sid === undefined || s.sid === null || typeof s.sid === 'string') &&
     !!s.user &&
     typeof s.user.sub === 'string' &&
     typeof s.user.email === 'string' &&
@@ -289,18 +292,30 @@ export interface SessionHooks {
   lookup?(hit: boolean): void;
 }
 
+/** The shared state could not be read: a cookie session cannot be judged (503, fail closed). */
+export class SharedStateUnavailable extends Error {
+  constructor(reason: string) {
+    super(`the shared session state cannot be checked: ${reason}`);
+  }
+}
+
+/** Where ended sessions are recorded and looked up (gateway/shared-state.ts). */
+export interface EndedSessions {
+  end(by: { id: string }, untilEpoch: number): void;
+  /** undefined: cannot be known now */
+  isEnded(session: { id: string; sid?: string | null; sub: string; iat: number }, now?: number): boolean | undefined;
+}
+
 export class SessionStore {
   private readonly entries = new TtlCache<string, SessionEntry>(20_000, 5 * 60_000);
-  private readonly revoked: TtlCache<string, true>;
   private readonly refreshing = new Map<string, Promise<RefreshResult>>();
 
   constructor(
     readonly codec: SessionCodec,
     private readonly options: { refreshMarginSeconds: number; rollingSeconds: number; absoluteSeconds: number },
     private readonly hooks: SessionHooks,
-  ) {
-    this.revoked = new TtlCache<string, true>(100_000, options.absoluteSeconds * 1000);
-  }
+    private readonly ended: EndedSessions,
+  ) {}
 
   /** A new cookie for `data`, keeping the login time `iat`. */
   entryOf(data: SessionData, iat: number, now = epoch()): SessionEntry {
@@ -308,9 +323,9 @@ export class SessionStore {
     return { value: this.codec.encrypt(data, header), header, data };
   }
 
-  /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused. */
+  /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused, on every instance. */
   revoke(id: string, seconds = this.options.absoluteSeconds): void {
-    this.revoked.set(id, true, Math.max(1, seconds) * 1000);
+    this.ended.end({ id }, epoch() + Math.max(1, seconds));
   }
 
   /**
@@ -332,7 +347,11 @@ export class SessionStore {
       this.entries.set(found.value, entry);
     }
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
-    if (!this.codec.alive(entry.header, now) || this.revoked.get(entry.data.id)) return clear();
+    if (!this.codec.alive(entry.header, now)) return clear();
+    const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
+    // Fail closed: a session whose end may have been missed is not honoured (and not cleared).
+    if (ended === undefined) throw new SharedStateUnavailable('Redis is not reachable');
+    if (ended) return clear();
     let current = entry;
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
@@ -343,7 +362,7 @@ export class SessionStore {
         current = entry.next;
         this.entries.set(current.value, current);
       } else if (r.kind === 'ended') {
-        if (!this.revoked.get(data.id)) {
+        if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
           this.revoke(data.id, entry.header.exp - now);
           this.hooks.ended(data, r.reason);
         }

@@ -643,6 +643,15 @@ describe('deployment: Keycloak realm export deploy/keycloak/realm-platform.json'
     expect(c.attributes?.['post.logout.redirect.uris']).to.equal('http://localhost:8080/*');
   });
 
+  it('posts back-channel logout tokens, with the session id, to the gateway (POST /auth/backchannel-logout)', function () {
+    const c = (realm.clients ?? []).find((x: Doc) => x.clientId === 'chat-gateway');
+    // Keycloak reaches the gateway by its compose service name on the `edge` network.
+    expect(c.attributes?.['backchannel.logout.url']).to.equal('http://gateway:8080/auth/backchannel-logout');
+    expect(c.attributes?.['backchannel.logout.session.required']).to.equal('true');
+    const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    expect(compose).to.match(/\n  gateway:\n/).and.match(/- "\$\{PORT:-8080\}:8080"/);
+  });
+
   it("lets the client's service account view identity providers", function () {
     const sa = (realm.users ?? []).find((u: Doc) => u.serviceAccountClientId === 'chat-gateway');
     expect(sa, 'service-account user of chat-gateway').to.not.equal(undefined);

@@ -8,8 +8,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { baseEnv } from './support/gateway-harness.js';
+import { baseEnv, gatewayProcess } from './support/gateway-harness.js';
 import { rawExchange, parseResponses, sleep } from './support/raw-http.js';
 
 const KEY = 'sk-0123456789abcdef';
@@ -77,28 +76,6 @@ async function rawUpstream() {
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
-}
-
-/** gateway/main.ts in a child process; resolves with its address once it logs that it listens. */
-async function gatewayProcess(env: Record<string, string | undefined>): Promise<{ child: ChildProcess; port: number; exited: () => number | null; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}:\n${output}`)));
-    const poll = setInterval(() => {
-      const line = output.split('\n').find((l) => l.includes('gateway listening'));
-      const port = line ? /"url":"http:\/\/[^"]*:(\d+)"/.exec(line)?.[1] : undefined;
-      if (port) {
-        clearInterval(poll);
-        clearTimeout(timer);
-        resolve(Number(port));
-      }
-    }, 50);
-  });
-  return { child, port, exited: () => child.exitCode, output: () => output };
 }
 
 interface Got {

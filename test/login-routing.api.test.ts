@@ -648,7 +648,19 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
         await r.get('/auth/login').expect(200);
         await r.get('/api/v1/auth-providers/acme-entra').expect(200);
         expect(r.lines.filter((l) => l.event === 'tenant-lookup' && l.outcome === 'rate-limited')).to.have.length(3);
-        r.clock.t += 60_000;
+      } finally {
+        await r.close();
+      }
+    });
+
+    it('counts in fixed windows: once the window is over, lookups are answered again', async () => {
+      const r = await rig({ env: { TENANT_LOOKUP_RATE_LIMIT: '2', TENANT_LOOKUP_RATE_WINDOW_SECONDS: '1' } });
+      try {
+        await r.get('/api/v1/auth-providers/tenants/acme').expect(200);
+        await r.get('/api/v1/auth-providers/tenants/acme').expect(200);
+        const over = await r.get('/api/v1/auth-providers/tenants/acme').expect(429);
+        expect(over.headers['retry-after']).to.equal('1');
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
         expect((await r.get('/api/v1/auth-providers/tenants/acme').expect(200)).body).to.deep.equal({ alias: 'acme-entra' });
       } finally {
         await r.close();

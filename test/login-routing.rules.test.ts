@@ -16,7 +16,7 @@ import {
   splitGuardPath,
   type IdentityProvider,
 } from '../policies/login-routing.js';
-import { clientKey, RateLimiter, tokenUrlFor } from '../gateway/login-routing.js';
+import { clientKey, tokenUrlFor } from '../gateway/login-routing.js';
 import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
 import { demoIdentityProviders, demoTenantAliases } from './support/demo-realm.js';
@@ -163,22 +163,6 @@ describe('login routing rules (policies/login-routing.ts)', () => {
       expect(clientKey('2001:db8::1')).to.equal('2001:db8:0:0::/64');
       expect(clientKey('::1')).to.equal('0:0:0:0::/64');
       expect(clientKey(undefined)).to.equal('unknown');
-    });
-    it('counts per window and says when to come back', () => {
-      let t = 0;
-      const rl = new RateLimiter(2, 60_000, () => t);
-      expect(rl.take('a').ok).to.equal(true);
-      expect(rl.take('a').ok).to.equal(true);
-      expect(rl.take('a')).to.deep.equal({ ok: false, retryAfter: 60 });
-      expect(rl.take('b').ok).to.equal(true);
-      t = 59_500;
-      expect(rl.take('a')).to.deep.equal({ ok: false, retryAfter: 1 });
-      t = 60_000;
-      expect(rl.take('a').ok).to.equal(true);
-    });
-    it('is off at 0', () => {
-      const rl = new RateLimiter(0, 60_000, () => 0);
-      for (let i = 0; i < 1000; i++) expect(rl.take('a').ok).to.equal(true);
     });
   });
 

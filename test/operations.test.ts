@@ -138,7 +138,9 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     });
     expect(status).to.equal(200);
     expect(body.ready).to.equal(true);
-    expect(Object.keys(body.checks)).to.have.members(['upstream', 'identityProvider', 'catalog', 'policyDrift']);
+    expect(Object.keys(body.checks)).to.have.members(['upstream', 'identityProvider', 'catalog', 'policyDrift', 'sharedState']);
+    // no REDIS_URL: one process, and it says so
+    expect(body.checks.sharedState).to.deep.equal({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' });
     expect(body.checks.upstream).to.include({ ok: true });
     expect(body.checks.identityProvider).to.deep.equal({ ok: true, detail: 'stub identity provider' });
     expect(body.checks.policyDrift.detail).to.include('DRIFT_CHECK_SECONDS=0');

@@ -148,7 +148,8 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86400, absoluteSeconds: 7 * 86400 });
       const { data, header } = codec.decrypt(value)!;
       const s = data as SessionData & Record<string, unknown>;
-      expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'user', 'v']);
+      // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
+      expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
       expect(s.user).to.deep.equal({ sub: account('sysadmin').sub, email: 'sysadmin@platform.example', name: 'Sam Sysadmin', roles: ['PlatformSysAdmin'], groups: [], tenants: ['acme'] });
       expect(s.refresh_token).to.be.a('string');
       expect(header.exp - header.iat).to.equal(86400);

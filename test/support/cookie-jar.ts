@@ -133,7 +133,15 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({
-    clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }],
+    clients: [
+      {
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        redirect_uris: [`${url}/auth/callback`],
+        post_logout_redirect_uris: [`${url}/auth/login`, `${url}/de/auth/login`],
+        backchannel_logout_uri: `${url}/auth/backchannel-logout`,
+      },
+    ],
     accessTokenTtl: options.accessTokenTtl ?? 300,
     accounts: options.accounts,
   });

@@ -1,4 +1,5 @@
 // Builds a gateway for tests: complete settings, captured logs, real sockets on 127.0.0.1.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/server.js';
@@ -51,3 +52,26 @@ export async function startGateway(env: Env, options: GatewayOptions = {}): Prom
   const { url } = await gateway.listen(0, '127.0.0.1');
   return { gateway, url, settings, obs, close: () => gateway.close() };
 }
+
+/** gateway/main.ts in a child process; resolves with its address once it logs that it listens. */
+export async function gatewayProcess(env: Record<string, string | undefined>): Promise<{ child: ChildProcess; port: number; exited: () => number | null; output: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}:\n${output}`)));
+    const poll = setInterval(() => {
+      const line = output.split('\n').find((l) => l.includes('gateway listening'));
+      const port = line ? /"url":"http:\/\/[^"]*:(\d+)"/.exec(line)?.[1] : undefined;
+      if (port) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve(Number(port));
+      }
+    }, 50);
+  });
+  return { child, port, exited: () => child.exitCode, output: () => output };
+}
+

@@ -36,6 +36,8 @@ export interface IdpClient {
   client_secret: string;
   redirect_uris: string[];
   post_logout_redirect_uris?: string[];
+  /** OIDC Back-Channel Logout: where logout tokens are posted (Keycloak's "Backchannel logout URL") */
+  backchannel_logout_uri?: string;
 }
 
 export interface IdpOptions {
@@ -269,6 +271,8 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
       client_secret: c.client_secret,
       redirect_uris: c.redirect_uris,
       post_logout_redirect_uris: c.post_logout_redirect_uris ?? [],
+      // Keycloak puts `sid` in every ID token and in logout tokens ("Backchannel logout session required").
+      ...(c.backchannel_logout_uri ? { backchannel_logout_uri: c.backchannel_logout_uri, backchannel_logout_session_required: true } : {}),
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
@@ -293,16 +297,21 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
         claims: () => stripUndefined({ sub: a.sub, ...keycloakUserClaims(a) }) as { sub: string },
       };
     },
+    // oidc-provider refuses to post to special-use addresses (SSRF guard); this realm posts its
+    // back-channel logout tokens to a gateway on 127.0.0.1, as Keycloak posts to an internal address.
+    fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined } as RequestInit),
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true, allowedPolicy: () => true },
       introspection: { enabled: true },
+      backchannelLogout: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
         logoutSource(ctx, form) {
           // Keycloak logs out without asking when given an id_token_hint; browsers auto-submit here.
           const auto = ctx.oidc.params?.id_token_hint
-            ? `<script>document.getElementById('op.logoutForm').submit()</script>`
+            ? // form.submit() sends no button value: add the "yes" the Logout button would have sent.
+              `<script id="auto-logout">const f = document.getElementById('op.logoutForm'); const yes = document.createElement('input'); yes.type = 'hidden'; yes.name = 'logout'; yes.value = 'yes'; f.appendChild(yes); f.submit();</script>`
             : '';
           ctx.type = 'html';
           ctx.body = page(

@@ -175,6 +175,37 @@ const SPA_SHELL = `<!doctype html>
 </html>
 `;
 
+/**
+ * The stand-in's front-end: who is signed in (as the chat front-end sees the trusted headers),
+ * links to try the policies, and the chat front-end's own "Sign out", done as Open WebUI's
+ * UserMenu does it (GET /api/v1/auths/signout, then `location.href = redirect_url ?? '/auth'`).
+ */
+const STANDIN_APP_JS = `const app = document.getElementById('app');
+const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+async function main() {
+  const me = await fetch('/api/v1/auths/', { credentials: 'include' });
+  if (me.status !== 200) { app.innerHTML = '<p id="signed-out">Not signed in. <a href="/auth/login">Sign in</a></p>'; return; }
+  const user = await me.json();
+  const session = await fetch('/auth/session', { credentials: 'include' }).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+  app.innerHTML = '<main style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 2rem auto">'
+    + '<h1>Open WebUI stand-in ${VERSION}</h1>'
+    + '<p id="who">Signed in as <strong>' + esc(user.name) + '</strong> (' + esc(user.email) + '), role <strong id="role">' + esc(user.role) + '</strong>'
+    + (session.active_tenant ? ', tenant <strong id="tenant">' + esc(session.active_tenant) + '</strong>' : '') + '</p>'
+    + '<ul><li><a href="/api/v1/files/">Your files (GET /api/v1/files/)</a></li>'
+    + '<li><a href="/api/v1/chats/all/db">The full chat export (GET /api/v1/chats/all/db)</a></li>'
+    + '<li><a href="/auth/session">Your gateway session (/auth/session)</a></li>'
+    + '<li><a href="/auth/logout">Log out through the gateway (/auth/logout)</a></li></ul>'
+    + '<p><button id="sign-out" type="button">Sign out</button> (the chat front-end\\'s own menu entry)</p></main>';
+  document.getElementById('sign-out').addEventListener('click', async () => {
+    const res = await fetch('/api/v1/auths/signout', { method: 'GET', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
+      .then((r) => r.json()).catch(() => null);
+    localStorage.removeItem('token');
+    location.href = res?.redirect_url ?? '/auth';
+  });
+}
+main();
+`;
+
 // 1x1 transparent PNG
 const PNG_BYTES = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
@@ -1314,6 +1345,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('GET', '/static/*', (ctx) => {
     const ext = (/\.([a-z0-9]+)$/i.exec(ctx.path)?.[1] ?? '').toLowerCase();
     if (ext === 'png') return send(ctx, 200, PNG_BYTES, 'image/png', { 'cache-control': 'public, max-age=3600' });
+    if (ctx.path === '/static/app.js') return send(ctx, 200, Buffer.from(STANDIN_APP_JS), 'text/javascript; charset=utf-8');
     if (ext === 'js') return send(ctx, 200, Buffer.from('console.log("open-webui stand-in");\n'), 'text/javascript; charset=utf-8');
     if (ext === 'css') return send(ctx, 200, Buffer.from('body{margin:0}\n'), 'text/css; charset=utf-8');
     return send(ctx, 200, Buffer.from(`static ${ctx.path}\n`), 'application/octet-stream');

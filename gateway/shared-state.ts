@@ -1,0 +1,330 @@
+// The state every gateway instance must agree on, in one place: sessions that have ended (logout,
+// the chat front-end's sign-out, back-channel logout, a refused refresh), the ID token a session
+// keeps for one-click logout, logout tokens already used, and the tenant-lookup rate limit.
+//
+// Without REDIS_URL it lives in this process (one instance; the sandbox). With REDIS_URL it lives in
+// Redis, and every instance keeps a mirror of the ended sessions, so the check made on every
+// request is a map lookup, not a round trip:
+//   - ZSET `<prefix>ended`: members `id:<gateway session id>`, `sid:<realm session id>` or
+//     `sub:<epoch s>:<subject>` (every session of the subject begun at or before then); the score is
+//     when the entry may go (no session it names can live longer). No count cap.
+//   - channel `<prefix>ended`: every new member, so the other mirrors learn it at once.
+//   - on every (re)connection the mirror is reloaded from the ZSET (a message published while an
+//     instance was cut off is not lost), after writing what this instance ended meanwhile.
+// Fail closed: while the mirror cannot be trusted (Redis unreachable, reload not done), "has this
+// session ended?" answers "unknown" and the data plane answers cookie sessions 503 (the user sees
+// "Your sign-in cannot be checked right now", and is let in again once Redis is back).
+// Everything else keeps working: bearer JWTs, anonymous routes, the rate limit (on a per-process
+// insurance limiter), logout (queued and written on reconnection).
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Observability } from './observability.js';
+import { TtlCache, SharedStateUnavailable } from './session.js';
+
+export { SharedStateUnavailable };
+
+/** What a session is ended by: its own id, the realm session (`sid`), or its subject before a time. */
+export type EndedBy = { id: string } | { sid: string } | { sub: string; before: number };
+
+/** What a session's check needs to know about it. */
+export interface SessionFacts {
+  id: string;
+  sid?: string | null;
+  sub: string;
+  /** login time, epoch seconds */
+  iat: number;
+}
+
+export interface RateLimit {
+  /** Count one event for `key`; over the limit, how many seconds until it may come back. */
+  take(key: string): Promise<{ ok: true } | { ok: false; retryAfter: number }>;
+}
+
+export interface SharedState {
+  readonly where: 'process' | 'redis';
+  /** Take effect here at once and, with Redis, on every instance (queued while Redis is down). */
+  end(by: EndedBy, untilEpoch: number): void;
+  /** true: ended; false: live; undefined: cannot be known now (fail closed). */
+  isEnded(session: SessionFacts, now?: number): boolean | undefined;
+  keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
+  idToken(sessionId: string): Promise<string | undefined>;
+  /** false when this logout token id was seen before (replay). */
+  firstUse(jti: string, untilEpoch: number): Promise<boolean>;
+  rateLimit(name: string, points: number, windowSeconds: number): RateLimit;
+  ready(): { ok: boolean; detail: string };
+  close(): Promise<void>;
+}
+
+const epochNow = () => Math.floor(Date.now() / 1000);
+const SWEEP_MS = 60_000;
+/** Ended entries written while Redis was down, kept for the reconnection. */
+const MAX_PENDING = 100_000;
+
+/** The ended sessions this instance knows of, by member; swept of what can no longer matter. */
+export class EndedMirror {
+  private readonly members = new Map<string, number>();
+  /** per subject: every session begun at or before `before` has ended */
+  private readonly subjects = new Map<string, { before: number; until: number }>();
+
+  static member(by: EndedBy): string {
+    if ('id' in by) return `id:${by.id}`;
+    if ('sid' in by) return `sid:${by.sid}`;
+    return `sub:${Math.floor(by.before)}:${by.sub}`;
+  }
+
+  add(member: string, until: number): void {
+    if (member.startsWith('sub:')) {
+      const colon = member.indexOf(':', 4);
+      const before = Number(member.slice(4, colon));
+      const sub = member.slice(colon + 1);
+      if (colon < 0 || !Number.isFinite(before)) return;
+      const had = this.subjects.get(sub);
+      this.subjects.set(sub, { before: Math.max(before, had?.before ?? 0), until: Math.max(until, had?.until ?? 0) });
+      return;
+    }
+    this.members.set(member, Math.max(until, this.members.get(member) ?? 0));
+  }
+
+  has(s: SessionFacts, now: number): boolean {
+    const live = (until: number | undefined) => until !== undefined && until > now;
+    if (live(this.members.get(`id:${s.id}`))) return true;
+    if (s.sid && live(this.members.get(`sid:${s.sid}`))) return true;
+    const subject = this.subjects.get(s.sub);
+    return !!subject && subject.until > now && s.iat <= subject.before;
+  }
+
+  /** Every entry as a member and its `until` (to write them back to a Redis that lost them). */
+  *entries(): Generator<[string, number]> {
+    yield* this.members;
+    for (const [sub, v] of this.subjects) yield [`sub:${v.before}:${sub}`, v.until];
+  }
+
+  sweep(now: number): void {
+    for (const [k, until] of this.members) if (until <= now) this.members.delete(k);
+    for (const [k, v] of this.subjects) if (v.until <= now) this.subjects.delete(k);
+  }
+
+  get size(): number {
+    return this.members.size + this.subjects.size;
+  }
+}
+
+function limitResult(res: unknown): { ok: false; retryAfter: number } {
+  const ms = res instanceof RateLimiterRes ? res.msBeforeNext : 1000;
+  return { ok: false, retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
+}
+
+function limiterOf(limiter: RateLimiterAbstract): RateLimit {
+  return {
+    async take(key) {
+      try {
+        await limiter.consume(key);
+        return { ok: true };
+      } catch (res) {
+        return limitResult(res);
+      }
+    },
+  };
+}
+
+/** One process, no Redis: the mirror is the truth. */
+export function processState(obs: Observability): SharedState {
+  const ended = new EndedMirror();
+  const idTokens = new TtlCache<string, string>(200_000, 12 * 3600_000);
+  const usedJtis = new TtlCache<string, true>(200_000, 3600_000);
+  const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
+  obs.metrics.sharedStateUp.set(1);
+  return {
+    where: 'process',
+    end: (by, until) => ended.add(EndedMirror.member(by), until),
+    isEnded: (s, now = epochNow()) => ended.has(s, now),
+    keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
+    idToken: async (id) => idTokens.get(id),
+    async firstUse(jti, until) {
+      if (usedJtis.get(jti)) return false;
+      usedJtis.set(jti, true, Math.max(1, until - epochNow()) * 1000);
+      return true;
+    },
+    rateLimit: (name, points, windowSeconds) => limiterOf(new RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds })),
+    ready: () => ({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' }),
+    async close() {
+      clearInterval(sweep);
+    },
+  };
+}
+
+/** `redis://user:secret@host:port/db` as it may be logged: no credentials. */
+export function redactedRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return 'redis://(invalid)';
+  }
+}
+
+export function redisState(url: string, obs: Observability, options: { keyPrefix?: string } = {}): SharedState {
+  const prefix = options.keyPrefix ?? 'chat-gateway:';
+  const endedKey = `${prefix}ended`;
+  const where = redactedRedisUrl(url);
+  const connection = {
+    // Fail fast while disconnected (the callers fail closed or fall back) instead of queueing.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt: number) => Math.min(100 * attempt, 2_000),
+    autoResubscribe: false,
+  };
+  const client = new Redis(url, connection);
+  const subscriber = new Redis(url, connection);
+  const ended = new EndedMirror();
+  const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
+  const pending: Array<[string, number]> = [];
+  let synced = false;
+  let downSince: number | undefined = Date.now();
+  let lastError = 'connecting';
+  let generation = 0;
+  let closed = false;
+
+  const setSynced = (value: boolean, reason?: string) => {
+    if (reason) lastError = reason;
+    if (value === synced) return;
+    synced = value;
+    obs.metrics.sharedStateUp.set(value ? 1 : 0);
+    if (value) {
+      obs.log.info({ redis: where, downForMs: downSince ? Date.now() - downSince : 0, ended: ended.size }, 'shared session state in sync with Redis');
+      downSince = undefined;
+    } else {
+      downSince = Date.now();
+      if (!closed) obs.log.warn({ redis: where, reason: lastError }, 'shared session state lost Redis: cookie sessions answer 503 until it is back');
+    }
+  };
+  obs.metrics.sharedStateUp.set(0);
+
+  const publish = (member: string, until: number) =>
+    client.multi().zadd(endedKey, 'GT', until, member).publish(endedKey, `${until} ${member}`).exec().then((r) => {
+      const failed = r?.find(([err]) => err);
+      if (!r || failed) throw failed?.[0] ?? new Error('transaction aborted');
+    });
+
+  async function resync(): Promise<void> {
+    const mine = ++generation;
+    if (client.status !== 'ready' || subscriber.status !== 'ready') return;
+    try {
+      await subscriber.subscribe(endedKey);
+      while (pending.length) {
+        const [member, until] = pending[0]!;
+        await publish(member, until);
+        pending.shift();
+      }
+      const now = epochNow();
+      await client.zremrangebyscore(endedKey, '-inf', now);
+      const all = await client.zrangebyscore(endedKey, now + 1, '+inf', 'WITHSCORES');
+      for (let i = 0; i + 1 < all.length; i += 2) ended.add(all[i]!, Number(all[i + 1]));
+      // A Redis restarted empty (no persistence) gets back what this instance knows.
+      ended.sweep(now);
+      let batch: Array<string | number> = [];
+      for (const [member, until] of ended.entries()) {
+        batch.push(until, member);
+        if (batch.length >= 2_000) {
+          await client.zadd(endedKey, 'GT', ...batch);
+          batch = [];
+        }
+      }
+      if (batch.length) await client.zadd(endedKey, 'GT', ...batch);
+      if (mine === generation && client.status === 'ready' && subscriber.status === 'ready') setSynced(true);
+    } catch (err) {
+      setSynced(false, (err as Error).message);
+    }
+  }
+
+  for (const conn of [client, subscriber]) {
+    conn.on('ready', () => void resync());
+    conn.on('error', (err: Error) => setSynced(false, err.message));
+    conn.on('close', () => setSynced(false, 'connection closed'));
+  }
+  subscriber.on('message', (_channel: string, message: string) => {
+    const space = message.indexOf(' ');
+    const until = Number(message.slice(0, space));
+    if (space > 0 && Number.isFinite(until)) ended.add(message.slice(space + 1), until);
+  });
+  const sweep = setInterval(() => {
+    const now = epochNow();
+    ended.sweep(now);
+    if (synced) client.zremrangebyscore(endedKey, '-inf', now).catch(() => undefined);
+  }, SWEEP_MS).unref();
+
+  return {
+    where: 'redis',
+    end(by, until) {
+      const member = EndedMirror.member(by);
+      ended.add(member, until);
+      const queue = () => {
+        if (pending.length >= MAX_PENDING) pending.shift();
+        pending.push([member, until]);
+      };
+      if (!synced) return queue();
+      publish(member, until).catch((err: Error) => {
+        obs.log.warn({ redis: where, reason: err.message }, 'ended session not written to Redis yet: written on reconnection');
+        queue();
+        setSynced(false, err.message);
+      });
+    },
+    isEnded(s, now = epochNow()) {
+      if (ended.has(s, now)) return true;
+      return synced ? false : undefined;
+    },
+    keepIdToken(id, token, until) {
+      const ttl = Math.max(1, until - epochNow());
+      idTokens.set(id, token, ttl * 1000);
+      client.set(`${prefix}idt:${id}`, token, 'EX', ttl).catch((err: Error) => obs.log.info({ reason: err.message }, 'ID token not kept in Redis: logout there asks the user to confirm'));
+    },
+    async idToken(id) {
+      const local = idTokens.get(id);
+      if (local) return local;
+      try {
+        return (await client.get(`${prefix}idt:${id}`)) ?? undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    async firstUse(jti, until) {
+      // A replayed logout token can only end sessions begun before its `iat`: harmless, so when
+      // Redis cannot say, the token counts as new.
+      try {
+        return (await client.set(`${prefix}jti:${jti}`, '1', 'EX', Math.max(1, until - epochNow()), 'NX')) === 'OK';
+      } catch {
+        return true;
+      }
+    },
+    rateLimit(name, points, windowSeconds) {
+      return limiterOf(
+        new RateLimiterRedis({
+          storeClient: client,
+          keyPrefix: `${prefix}rl:${name}`,
+          points,
+          duration: windowSeconds,
+          // Redis down: counted in this process meanwhile (the limit per instance, not off).
+          insuranceLimiter: new RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds }),
+        }),
+      );
+    },
+    ready() {
+      if (synced) return { ok: true, detail: `sessions and rate limits shared through Redis ${where}` };
+      const since = downSince ? ` for ${Math.round((Date.now() - downSince) / 1000)} s` : '';
+      return { ok: false, detail: `Redis ${where} unreachable${since} (${lastError}): cookie sessions answer 503, rate limits count per instance` };
+    },
+    async close() {
+      closed = true;
+      clearInterval(sweep);
+      client.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+export function createSharedState(redisUrl: string | undefined, obs: Observability): SharedState {
+  return redisUrl ? redisState(redisUrl, obs) : processState(obs);
+}
