@@ -51,38 +51,41 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
-const httpUrl = z
-  .string()
-  .optional()
-  .transform((v, ctx) => {
-    if (v === undefined || v.trim() === '') return undefined;
-    try {
-      const u = new URL(v.trim());
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
-      if (u.username || u.password) throw new Error('credentials');
-      return u.href.replace(/\/$/, '');
-    } catch {
-      ctx.addIssue({ code: 'custom', message: `must be an absolute http(s) URL without credentials (got ${JSON.stringify(v)})` });
-      return z.NEVER;
-    }
-  });
+/** An absolute URL of one of `schemes`; `check` refuses what else the setting must not hold. */
+const urlSetting = (schemes: string[], message: (v: string) => string, check: (u: URL) => string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return undefined;
+      try {
+        const u = new URL(v.trim());
+        if (!schemes.includes(u.protocol)) throw new Error('scheme');
+        return check(u);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: message(v) });
+        return z.NEVER;
+      }
+    });
 
-/** redis:// or rediss:// (TLS), credentials allowed (they are redacted wherever settings are shown). */
-const redisUrl = z
-  .string()
-  .optional()
-  .transform((v, ctx) => {
-    if (v === undefined || v.trim() === '') return undefined;
-    try {
-      const u = new URL(v.trim());
-      if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('scheme');
-      if (!u.hostname) throw new Error('host');
-      return u.href;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)` });
-      return z.NEVER;
-    }
-  });
+const httpUrl = urlSetting(
+  ['http:', 'https:'],
+  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(v)})`,
+  (u) => {
+    if (u.username || u.password) throw new Error('credentials');
+    return u.href.replace(/\/$/, '');
+  },
+);
+
+/** redis:// or rediss:// (TLS), credentials allowed (redacted wherever settings are shown, never echoed). */
+const redisUrl = urlSetting(
+  ['redis:', 'rediss:'],
+  () => 'must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)',
+  (u) => {
+    if (!u.hostname) throw new Error('host');
+    return u.href;
+  },
+);
 
 const list = (fallback: string[]) =>
   z

@@ -228,24 +228,25 @@ export function renderLinkUnavailable(model: LoginPageModel): string {
   );
 }
 
-/** The provider catalog could not be read and there is no earlier answer to serve. */
-export function renderCatalogDown(model: LoginPageModel & { retryHref: string }): string {
+/** A page that says something is down for now, with a way to try again. */
+function renderTryAgain(model: LoginPageModel & { retryHref: string }, title: string, text: string, id: string): string {
   const t = TEXTS[model.locale.lang];
   return page(
     model.locale,
-    t.catalogDownTitle,
-    `<h1 id="page-title">${escapeHtml(t.catalogDownTitle)}</h1>\n<p role="alert">${escapeHtml(t.catalogDownText)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
-    'catalog-down',
+    title,
+    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert">${escapeHtml(text)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
+    id,
   );
+}
+
+/** The provider catalog could not be read and there is no earlier answer to serve. */
+export function renderCatalogDown(model: LoginPageModel & { retryHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return renderTryAgain(model, t.catalogDownTitle, t.catalogDownText, 'catalog-down');
 }
 
 /** A signed-in browser while ended sessions cannot be checked (REDIS_URL unreachable): 503. */
 export function renderSessionCheckDown(model: LoginPageModel & { retryHref: string }): string {
   const t = TEXTS[model.locale.lang];
-  return page(
-    model.locale,
-    t.sessionCheckDownTitle,
-    `<h1 id="page-title">${escapeHtml(t.sessionCheckDownTitle)}</h1>\n<p role="alert">${escapeHtml(t.sessionCheckDownText)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
-    'session-check-down',
-  );
+  return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
 }

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { loadSettings, parseEnvFile, parseTenantAliases, SettingsError, deriveAdminUrl } from '../config/settings.js';
+import { loadSettings, parseEnvFile, parseTenantAliases, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
 
 const complete = {
   UPSTREAM_URL: 'http://open-webui:8080',
@@ -54,6 +54,20 @@ describe('settings: no public secrets, no plain-http realm outside a trusted pla
     expect(problems({ ...prod, OIDC_ISSUER_URL: 'http://127.0.0.1:8081/realms/platform' })).to.deep.equal([]);
     expect(problems({ ...prod, OIDC_ISSUER_URL: 'https://kc.example/realms/platform' })).to.deep.equal([]);
     expect(problems({ ...prod, NODE_ENV: 'development' })).to.deep.equal([]);
+  });
+});
+
+describe('settings: REDIS_URL', () => {
+  it('takes redis:// and rediss:// with or without credentials; anything else stops startup naming it, without echoing a password', () => {
+    expect(loadSettings({ ...complete, REDIS_URL: 'redis://redis:6379/0' }, { stageFiles: false }).redisUrl).to.equal('redis://redis:6379/0');
+    expect(loadSettings({ ...complete, REDIS_URL: 'rediss://u:pw@cache.example:6380' }, { stageFiles: false }).redisUrl).to.equal('rediss://u:pw@cache.example:6380');
+    expect(loadSettings({ ...complete, REDIS_URL: '' }, { stageFiles: false }).redisUrl).to.equal(undefined);
+    for (const bad of ['http://redis:6379', 'redis-host:6379', 'redis://']) {
+      const found = problems({ ...complete, REDIS_URL: bad });
+      expect(found.some((p) => p.startsWith('REDIS_URL:')), `${bad}: ${found.join('; ')}`).to.equal(true);
+    }
+    expect(problems({ ...complete, REDIS_URL: 'http://u:hunter2@redis:6379' }).join('\n')).to.not.include('hunter2');
+    expect(describeSettings({ ...complete, REDIS_URL: 'redis://u:hunter2@redis:6379/0' }).REDIS_URL).to.equal('redis://[redacted]@redis:6379/0');
   });
 });
 
