@@ -207,12 +207,20 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),
     '',
     '  Click through:',
-    `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
+    settings.login.welcomePage
+      ? `    ${u}/auth/login           the welcome page (IDP_LOGIN_WELCOME_PAGE=true: the provider list is withheld)`
+      : `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
+    ...(settings.login.showIdpLogin ? [`    ${u}/auth/login/direct-login  the platform's own login (SHOW_IDP_LOGIN=true), no provider hint`] : []),
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
     '    login form, naming the provider hint it received. Sign in there with a demo login.',
-    `    ${u}/api/v1/files/        as sysadmin: only sysadmin's own files (the gateway filters the list)`,
-    `    ${u}/api/v1/chats/all/db  the full chat export: 401 for everyone while the export is off`,
+    `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
+    settings.policy.bypassAdminAccessControl
+      ? `    ${u}/api/v1/files/        as sysadmin: everyone's files (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true)`
+      : `    ${u}/api/v1/files/        as sysadmin: only sysadmin's own files (the gateway filters the list)`,
+    settings.policy.enableAdminExport
+      ? `    ${u}/api/v1/chats/all/db  the full chat export: open to admins (CHATUI_ENABLE_ADMIN_EXPORT=true)`
+      : `    ${u}/api/v1/chats/all/db  the full chat export: 401 for everyone while the export is off`,
     `    ${u}/auth/session         who you are;  ${u}/auth/logout  sign out`,
     `    ${u}/readyz  ${u}/metrics  operations`,
     '',

@@ -185,6 +185,8 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
 
   it('the banner says so, and the sysadmin sees everyone\'s files; the export stays 401', async () => {
     expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    // the banner describes what the switch does now, not the default (issue 15)
+    expect(sandbox.output()).to.include("as sysadmin: everyone's files").and.not.include("only sysadmin's own files");
     const jar = await signInAs(sandbox.url, 'sysadmin');
     const body = (await browse(jar, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     const all = sandboxSeed().files;
