@@ -52,6 +52,11 @@ import {
 export interface LoginRouting {
   /** /api/v1/auth-providers/..., /auth/login..., /{locale}/auth/login... */
   router: Router;
+  /**
+   * Runs before the sign-in module: `/auth/start?idp=<alias>` for an alias that names no usable
+   * provider gets the per-provider page's "not available" answer instead of reaching the realm.
+   */
+  startCheck?: Router;
   /** Where a logged-out visit of a page goes (links rules 6 to 8): a Location for a 302. */
   guard(path: string, req: IncomingMessage): Promise<string>;
   /** For /readyz: the provider catalog's state. */
@@ -728,6 +733,28 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     sendPage(res, 200, renderProviderPage({ locale, returnTo, provider: providerEntry(provider) }));
   };
 
+  // An unknown, disabled or link-only `idp` never goes to the realm as a hint (issue 15): the same
+  // answer as its per-provider page. Without `idp` (direct login) nothing is checked.
+  const startCheck = Router();
+  const checkStart = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    const idp = firstQuery(req.query.idp);
+    if (!locale || idp === undefined || idp === '') return next();
+    const alias = String(idp);
+    let provider: IdentityProvider | null = null;
+    if (plausibleAlias(alias) && alias !== DIRECT_LOGIN_ALIAS) {
+      try {
+        provider = await catalog.provider(alias);
+      } catch {
+        return sendPage(res, 503, renderCatalogDown({ locale, returnTo: returnToOf(req), retryHref: req.originalUrl }));
+      }
+    }
+    if (!isUsableForLinks(provider)) return sendPage(res, 404, renderLinkUnavailable({ locale, returnTo: returnToOf(req) }));
+    next();
+  };
+  startCheck.get('/auth/start', checkStart);
+  startCheck.get('/:locale/auth/start', checkStart);
+
   router.get('/auth/login', loginPage);
   router.get('/:locale/auth/login', loginPage);
   router.get('/auth/login/:alias', providerPage);
@@ -792,6 +819,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
 
   return {
     router,
+    startCheck,
     guard,
     ready,
     providerList,

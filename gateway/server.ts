@@ -132,6 +132,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   control.disable('x-powered-by');
   control.set('trust proxy', false);
   control.set('etag', false);
+  if (loginRouting.startCheck) control.use(loginRouting.startCheck);
   control.use(authenticator.router);
   control.use(loginRouting.router);
   options.extendControl?.(control, parts);

@@ -70,14 +70,31 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(r.headers.get('cache-control')).to.equal('no-store');
     });
 
-    it('sends no hint when no idp is given, and refuses an alias that is not one', async () => {
-      for (const query of ['', 'idp=', 'idp=a%20b', 'idp=../x', 'idp=a&idp=b']) {
+    it('sends no hint when no idp is given', async () => {
+      for (const query of ['', 'idp=']) {
         const r = await browse(undefined, `${w.url}/auth/start?${query}`);
         expect(r.status, query).to.equal(302);
         const q = new URL(r.location!).searchParams;
         expect(q.has('kc_idp_hint'), query).to.equal(false);
         expect(q.has('idp_hint'), query).to.equal(false);
       }
+    });
+
+    it('refuses an idp that names no usable provider with the per-provider "not available" page; the realm is never asked (issue 15)', async () => {
+      const before = w.idp.authorizations.length;
+      for (const query of ['idp=a%20b', 'idp=../x', 'idp=a&idp=b', 'idp=no-such-provider', 'idp=partner-linkonly', 'idp=direct-login']) {
+        const r = await browse(undefined, `${w.url}/auth/start?${query}`);
+        expect(r.status, query).to.equal(404);
+        expect(r.headers.get('content-type'), query).to.match(/^text\/html/);
+        expect(r.text, query).to.include('id="generic-login"');
+      }
+      const de = await browse(undefined, `${w.url}/de/auth/start?idp=no-such-provider`);
+      expect(de.status).to.equal(404);
+      expect(de.text).to.include('lang="de"');
+      expect(w.idp.authorizations.length).to.equal(before);
+      // a usable one still goes to the realm with its hint
+      const ok = await browse(undefined, `${w.url}/auth/start?idp=globex-okta`);
+      expect(new URL(ok.location!).searchParams.get('kc_idp_hint')).to.equal('globex-okta');
     });
 
     it('accepts the locale-prefixed form and passes the locale on as ui_locales', async () => {
