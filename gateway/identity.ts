@@ -27,7 +27,7 @@ import { auth } from 'express-openid-connect';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
-import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown } from './login-pages.js';
+import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from './login-pages.js';
 import { processState, type SharedState } from './shared-state.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
@@ -551,6 +551,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     // A callback replayed (Back button) by a browser that is signed in: nothing to do.
     if (req.path.startsWith('/auth/callback') && (await authenticate(req).catch(() => undefined))) return void res.redirect('/');
     const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
+    // A browser that lands here (a replayed or bare callback) gets a page with the way back; API clients keep JSON.
+    if (req.path.startsWith('/auth/callback') && req.accepts(['json', 'html']) === 'html') {
+      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
+      return void res.status(status).set(PAGE_HEADERS).send(renderProblem({ locale, kind: 'sign-in-failed' }));
+    }
     res.status(status).json({ detail, error: err.error });
   });
 

@@ -29,6 +29,16 @@ interface Texts {
   sessionCheckDownText: string;
   tryAgain: string;
   providersLabel: string;
+  signedInTitle: string;
+  signedInAs: (name: string, email: string) => string;
+  continueToChat: string;
+  signOut: string;
+  signInFailedTitle: string;
+  signInFailedText: string;
+  signInAgain: string;
+  notFoundTitle: string;
+  notFoundText: string;
+  toSignIn: string;
 }
 
 const TEXTS: Record<Lang, Texts> = {
@@ -50,6 +60,16 @@ const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownText: 'The gateway cannot reach its session store. Nothing is lost: please try again in a few seconds.',
     tryAgain: 'Try again',
     providersLabel: 'Sign-in providers',
+    signedInTitle: 'You are signed in',
+    signedInAs: (name, email) => `Signed in as ${name} (${email}).`,
+    continueToChat: 'Continue to the chat',
+    signOut: 'Sign out',
+    signInFailedTitle: 'Sign-in did not complete',
+    signInFailedText: 'This sign-in answer was already used, has expired or was not meant for this browser. Nothing was changed: please sign in again.',
+    signInAgain: 'Sign in again',
+    notFoundTitle: 'Page not found',
+    notFoundText: 'There is no page at this address.',
+    toSignIn: 'Go to the sign-in page',
   },
   de: {
     signInTitle: 'Anmelden',
@@ -70,6 +90,16 @@ const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownText: 'Das Gateway erreicht seinen Sitzungsspeicher nicht. Es geht nichts verloren: bitte versuchen Sie es in einigen Sekunden erneut.',
     tryAgain: 'Erneut versuchen',
     providersLabel: 'Anmeldeanbieter',
+    signedInTitle: 'Sie sind angemeldet',
+    signedInAs: (name, email) => `Angemeldet als ${name} (${email}).`,
+    continueToChat: 'Weiter zum Chat',
+    signOut: 'Abmelden',
+    signInFailedTitle: 'Die Anmeldung wurde nicht abgeschlossen',
+    signInFailedText: 'Diese Anmeldeantwort wurde bereits verwendet, ist abgelaufen oder war nicht für diesen Browser bestimmt. Es wurde nichts geändert: bitte melden Sie sich erneut an.',
+    signInAgain: 'Erneut anmelden',
+    notFoundTitle: 'Seite nicht gefunden',
+    notFoundText: 'Unter dieser Adresse gibt es keine Seite.',
+    toSignIn: 'Zur Anmeldeseite',
   },
 };
 
@@ -87,10 +117,33 @@ export function speaksLocale(tag: string): boolean {
   return Object.hasOwn(TEXTS, tag.split('-')[0]?.toLowerCase() ?? '');
 }
 
-export function pageLocale(prefix: string | undefined): PageLocale {
-  const base = prefix?.split('-')[0]?.toLowerCase();
+/**
+ * The page's locale. The path prefix decides; without one, the browser's Accept-Language picks
+ * among the languages the pages speak (links stay unprefixed), English when none matches.
+ */
+export function pageLocale(prefix: string | undefined, acceptLanguage?: string): PageLocale {
+  if (prefix === undefined) {
+    const lang = preferredLang(acceptLanguage);
+    return { prefix, lang, htmlLang: lang };
+  }
+  const base = prefix.split('-')[0]?.toLowerCase();
   const lang: Lang = base === 'de' ? 'de' : 'en';
-  return { prefix, lang, htmlLang: lang === 'de' ? prefix! : 'en' };
+  return { prefix, lang, htmlLang: lang === 'de' ? prefix : 'en' };
+}
+
+/** RFC 9110 12.5.4: the spoken language with the highest q (the first among equals); `en` otherwise. */
+export function preferredLang(header: string | undefined): Lang {
+  if (!header) return 'en';
+  let best: { lang: Lang; q: number } | undefined;
+  for (const part of header.slice(0, 512).split(',')) {
+    const [tag = '', ...params] = part.trim().split(';');
+    const base = tag.trim().split('-')[0]?.toLowerCase() ?? '';
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (!Number.isFinite(q) || q <= 0 || !Object.hasOwn(TEXTS, base)) continue;
+    if (!best || q > best.q) best = { lang: base as Lang, q };
+  }
+  return best?.lang ?? 'en';
 }
 
 export function escapeHtml(value: unknown): string {
@@ -249,4 +302,28 @@ export function renderCatalogDown(model: LoginPageModel & { retryHref: string })
 export function renderSessionCheckDown(model: LoginPageModel & { retryHref: string }): string {
   const t = TEXTS[model.locale.lang];
   return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
+}
+
+/** /auth/login for a browser that is signed in already: who, and a way on or out. */
+export function renderSignedIn(model: LoginPageModel & { name: string; email: string }): string {
+  const t = TEXTS[model.locale.lang];
+  const logout = model.locale.prefix ? `/${model.locale.prefix}/auth/logout` : '/auth/logout';
+  return page(
+    model.locale,
+    t.signedInTitle,
+    `<h1 id="page-title">${escapeHtml(t.signedInTitle)}</h1>\n<p id="signed-in-as">${escapeHtml(t.signedInAs(model.name, model.email))}</p>\n<p><a id="continue" class="button" href="${escapeHtml(model.returnTo ?? '/')}">${escapeHtml(t.continueToChat)}</a></p>\n<p><a id="sign-out" href="${escapeHtml(logout)}">${escapeHtml(t.signOut)}</a></p>`,
+    'signed-in',
+  );
+}
+
+/** A gateway error a browser navigated to: said in words, with the way back to signing in. */
+export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' | 'not-found' }): string {
+  const t = TEXTS[model.locale.lang];
+  const [title, text, link] = model.kind === 'sign-in-failed' ? [t.signInFailedTitle, t.signInFailedText, t.signInAgain] : [t.notFoundTitle, t.notFoundText, t.toSignIn];
+  return page(
+    model.locale,
+    title,
+    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert">${escapeHtml(text)}</p>\n<p><a id="back-to-login" class="button" href="${escapeHtml(loginPath(model.locale))}">${escapeHtml(link)}</a></p>`,
+    model.kind,
+  );
 }

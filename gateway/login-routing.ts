@@ -45,6 +45,7 @@ import {
   renderProviderList,
   renderProviderPage,
   renderWelcome,
+  renderSignedIn,
   startHref,
   type PageLocale,
 } from './login-pages.js';
@@ -91,6 +92,8 @@ export interface LoginRoutingOptions {
   concurrency?: number;
   /** Where the rate-limit counters live (Redis with REDIS_URL). Default: this process. */
   shared?: SharedState;
+  /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
+  signedIn?: (req: IncomingMessage, res: ServerResponse) => Promise<{ name: string; email: string } | undefined>;
 }
 
 export interface LoginRoutingImpl extends LoginRouting {
@@ -695,7 +698,7 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   const localeParam = (req: Request): PageLocale | undefined => {
     const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
     if (prefix !== undefined && !isLocaleSegment(prefix)) return undefined;
-    return pageLocale(prefix);
+    return pageLocale(prefix, req.headers['accept-language']);
   };
   const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
   const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
@@ -705,6 +708,9 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
     const locale = localeParam(req);
     if (!locale) return next();
     const returnTo = returnToOf(req);
+    // Signed in already: who, and a way on or out (a session that cannot be checked shows the page).
+    const who = options.signedIn ? await options.signedIn(req, res).catch(() => undefined) : undefined;
+    if (who) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: who.name, email: who.email }));
     if (login.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: login.showIdpLogin }));
     let providers: IdentityProvider[];
     try {

@@ -42,7 +42,7 @@ import { createObservability, type Observability } from './observability.js';
 import { WebSocketTracker } from './websockets.js';
 import { createSharedState, type SharedState } from './shared-state.js';
 import { SharedStateUnavailable } from './session.js';
-import { PAGE_HEADERS, pageLocale, renderSessionCheckDown } from './login-pages.js';
+import { PAGE_HEADERS, pageLocale, renderProblem, renderSessionCheckDown } from './login-pages.js';
 import { safeReturnTo } from '../policies/login-routing.js';
 
 export { NOT_AUTHENTICATED };
@@ -120,7 +120,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
   }
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState }));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState, signedIn: (req, res) => authenticator.authenticate(req, res) }));
   const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
@@ -136,7 +136,12 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   control.use(authenticator.router);
   control.use(loginRouting.router);
   options.extendControl?.(control, parts);
-  control.use((_req, res) => {
+  control.use((req, res) => {
+    // A browser at an unknown /auth/... address gets a page with the way to sign in; API clients JSON.
+    if (req.method === 'GET' && req.accepts(['json', 'html']) === 'html' && /^(\/[^/]+)?\/auth(\/|$)/.test(req.path)) {
+      const locale = pageLocale(localeOf(req.path), req.headers['accept-language']);
+      return void res.status(404).set(PAGE_HEADERS).send(renderProblem({ locale, kind: 'not-found' }));
+    }
     res.status(404).json({ detail: 'Not Found' });
   });
   control.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {

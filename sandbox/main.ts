@@ -210,7 +210,7 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     settings.login.welcomePage
       ? `    ${u}/auth/login           the welcome page (IDP_LOGIN_WELCOME_PAGE=true: the provider list is withheld)`
       : `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
-    ...(settings.login.showIdpLogin ? [`    ${u}/auth/login/direct-login  the platform's own login (SHOW_IDP_LOGIN=true), no provider hint`] : []),
+    `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.login.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
     '    login form, naming the provider hint it received. Sign in there with a demo login.',

@@ -50,7 +50,7 @@ export const demoAccounts: DemoAccount[] = [
     roles: ['PlatformSysAdmin'],
     groups: [],
     tenants: ['acme'],
-    note: 'platform administrator (realm role PlatformSysAdmin): chat admin, member of no tenant group',
+    note: 'platform administrator (realm role PlatformSysAdmin): chat admin; tenant acme, in no chat group',
   },
   {
     sub: '5f1c2a9e-0b1d-4c3e-9a41-6d2f7e8a0002',

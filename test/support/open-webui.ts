@@ -180,7 +180,8 @@ const SPA_SHELL = `<!doctype html>
  * links to try the policies, and the chat front-end's own "Sign out", done as Open WebUI's
  * UserMenu does it (GET /api/v1/auths/signout, then `location.href = redirect_url ?? '/auth'`).
  */
-const STANDIN_APP_JS = `const app = document.getElementById('app');
+const standInAppJs = (flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean }) => `const app = document.getElementById('app');
+const SWITCHES = ${JSON.stringify({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: flags.bypassAdminAccessControl, CHATUI_ENABLE_ADMIN_EXPORT: flags.enableAdminExport })};
 const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
 async function main() {
   const me = await fetch('/api/v1/auths/', { credentials: 'include' });
@@ -195,6 +196,7 @@ async function main() {
     + '<li><a href="/api/v1/chats/all/db">The full chat export (GET /api/v1/chats/all/db)</a></li>'
     + '<li><a href="/auth/session">Your gateway session (/auth/session)</a></li>'
     + '<li><a href="/auth/logout">Log out through the gateway (/auth/logout)</a></li></ul>'
+    + '<p id="switches">Switches (set alike here and on the gateway): ' + Object.entries(SWITCHES).map(([k, v]) => esc(k) + '=<strong>' + esc(v) + '</strong>').join(', ') + '</p>'
     + '<p><button id="sign-out" type="button">Sign out</button> (the chat front-end\\'s own menu entry)</p></main>';
   document.getElementById('sign-out').addEventListener('click', async () => {
     const res = await fetch('/api/v1/auths/signout', { method: 'GET', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
@@ -1345,7 +1347,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('GET', '/static/*', (ctx) => {
     const ext = (/\.([a-z0-9]+)$/i.exec(ctx.path)?.[1] ?? '').toLowerCase();
     if (ext === 'png') return send(ctx, 200, PNG_BYTES, 'image/png', { 'cache-control': 'public, max-age=3600' });
-    if (ctx.path === '/static/app.js') return send(ctx, 200, Buffer.from(STANDIN_APP_JS), 'text/javascript; charset=utf-8');
+    if (ctx.path === '/static/app.js') return send(ctx, 200, Buffer.from(standInAppJs(flags)), 'text/javascript; charset=utf-8');
     if (ext === 'js') return send(ctx, 200, Buffer.from('console.log("open-webui stand-in");\n'), 'text/javascript; charset=utf-8');
     if (ext === 'css') return send(ctx, 200, Buffer.from('body{margin:0}\n'), 'text/css; charset=utf-8');
     return send(ctx, 200, Buffer.from(`static ${ctx.path}\n`), 'application/octet-stream');
