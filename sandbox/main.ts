@@ -144,8 +144,9 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         SESSION_SECRET: randomBytes(32).toString('base64url'),
         IDP_PROVIDERS_FILE: providersFile,
         IDP_TENANT_IDP_ALIASES: env.IDP_TENANT_IDP_ALIASES ?? demoTenantAliases,
-        // Audit lines (sign-ins, tenant lookups, denials) still show; LOG_LEVEL=info adds every request.
-        LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+        // The gateway's own default (info: a line per request, and the audit lines): one truth for
+        // the README, check-config and the sandbox. LOG_LEVEL=warn keeps only warnings and audit.
+        LOG_LEVEL: env.LOG_LEVEL ?? 'info',
       });
     } catch (err) {
       if (err instanceof SettingsError) fail(err.message);
@@ -228,7 +229,7 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     '    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start   admins see everyone\'s files',
     '    CHATUI_ENABLE_ADMIN_EXPORT=true npm start           admins may download the full chat export',
     '    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true npm start',
-    `  Files seeded for sysadmin: ${seededFileNames(demoAccounts[0]!).join(', ')}. Logs: JSON lines below (LOG_LEVEL=info shows every request).`,
+    `  Files seeded for sysadmin: ${seededFileNames(demoAccounts[0]!).join(', ')}. Logs: JSON lines below, one per request (LOG_LEVEL=warn npm start for fewer).`,
     '  Stop with Ctrl-C.',
     '',
   ];

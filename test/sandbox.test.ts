@@ -160,6 +160,9 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const alice = await signInAs(sandbox.url, 'alice');
     const own = (await browse(alice, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     expect(own.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(demoAccounts.find((a) => a.username === 'alice')!).sort());
+    // the sandbox logs at the gateway's default level, info, as the README and check-config say: a line per request
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sandbox.output()).to.match(/"msg":"request"/).and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
   });
 
   it('operations endpoints answer; the stand-in is set like the gateway, so no drift', async () => {
