@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const [gatewayPort, multiPort] = (await freePorts(2)) as [number, number];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
-  const { startIdp, loginThroughIdp, CookieJar } = await import('../test/support/idp.js');
+  const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
   const idp = await startIdp({
     clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) }],
     accessTokenTtl: 3600,
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   const runner = await building;
   cleanups.push(() => runner.dir && rmSync(runner.dir, { recursive: true, force: true }));
   if (runner.warnings) notices.push(`tsc reported errors but emitted; the run uses what it emitted:\n${runner.warnings.slice(0, 2000)}`);
-  const { demoIdentityProviders } = await import('../test/support/demo-realm.js');
+  const { demoIdentityProviders } = await import('../sandbox/demo-realm.js');
   const providersFile = join(logDir, 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
 

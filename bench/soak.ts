@@ -33,9 +33,9 @@ import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/server.js';
 import { createObservability } from '../gateway/observability.js';
 import { createOperations, type Operations } from '../gateway/operations.js';
-import { startIdp, type TestIdp } from '../test/support/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../test/support/open-webui.js';
-import { demoIdentityProviders } from '../test/support/demo-realm.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
+import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { signIn } from '../test/support/cookie-jar.js';
 import { freePort } from '../test/support/raw-http.js';
 

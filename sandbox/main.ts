@@ -1,9 +1,9 @@
 // The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production):
 // the real gateway in front of
-//   - the Open WebUI stand-in (test/support/open-webui.ts), seeded with one user per demo
+//   - the Open WebUI stand-in (sandbox/open-webui.ts), seeded with one user per demo
 //     account, their files and chats (sandbox/seed.ts), its switches set like the gateway's,
 //     as the compose deployment does;
-//   - an OpenID provider dressed as the Keycloak realm `platform` (test/support/idp.ts, the real
+//   - an OpenID provider dressed as the Keycloak realm `platform` (sandbox/idp.ts, the real
 //     oidc-provider package), with the demo accounts and a client for the gateway;
 //   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
 //     tenant links (IDP_TENANT_IDP_ALIASES).
@@ -16,9 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import { createOperatedGateway, exitOnSignals, type OperatedGateway } from '../gateway/operations.js';
-import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from '../test/support/demo-realm.js';
-import type { TestIdp } from '../test/support/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../test/support/open-webui.js';
+import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
+import type { TestIdp } from './idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui.js';
 import { sandboxSeed, seededFileNames } from './seed.js';
 
 export const SANDBOX_CLIENT_ID = 'chat-gateway';
@@ -59,9 +59,9 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-async function loadIdp(): Promise<typeof import('../test/support/idp.js')> {
+async function loadIdp(): Promise<typeof import('./idp.js')> {
   try {
-    return await import('../test/support/idp.js');
+    return await import('./idp.js');
   } catch (err) {
     const e = err as Error & { code?: string };
     if (e.code === 'ERR_MODULE_NOT_FOUND') {

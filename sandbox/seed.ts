@@ -1,8 +1,8 @@
 // What the sandbox's chat front-end holds at start: one user per demo account of the realm (same
 // email, admin for PlatformSysAdmin), two files and one chat owned by each. Derived from
-// test/support/demo-realm.ts, so the sandbox and the tests share one set of demo data.
-import { demoAccounts, type DemoAccount } from '../test/support/demo-realm.js';
-import type { StandInChat, StandInFile, StandInUser } from '../test/support/open-webui.js';
+// sandbox/demo-realm.ts, so the sandbox and the tests share one set of demo data.
+import { demoAccounts, type DemoAccount } from './demo-realm.js';
+import type { StandInChat, StandInFile, StandInUser } from './open-webui.js';
 
 export const SANDBOX_GROUPS = ['acme', 'globex', 'initech'];
 

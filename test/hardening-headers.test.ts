@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec } from '../gateway/session.js';
-import type { RecordedRequest } from './support/open-webui.js';
+import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
 const VICTIM = 'victim@evil.example';

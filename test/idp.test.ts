@@ -1,8 +1,8 @@
 import * as crypto from 'node:crypto';
 import { expect } from 'chai';
 import { createRemoteJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
-import { startIdp, loginThroughIdp, logoutThroughIdp, type TestIdp } from './support/idp.js';
-import { demoAccounts } from './support/demo-realm.js';
+import { startIdp, loginThroughIdp, logoutThroughIdp, type TestIdp } from '../sandbox/idp.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
 
 const CLIENT_ID = 'gateway';
 const CLIENT_SECRET = 'gateway-secret-for-tests';

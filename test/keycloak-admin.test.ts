@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakIdentityProvider } from './support/keycloak-admin.js';
-import { demoIdentityProviders } from './support/demo-realm.js';
+import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 
 const ID = 'gateway-admin';
 const SECRET = 'gateway-admin-secret';

@@ -14,7 +14,7 @@ import { createGateway, type Gateway } from '../gateway/server.js';
 import { createLoginRouting, type LoginRoutingImpl, type LoginRoutingOptions } from '../gateway/login-routing.js';
 import type { Authenticator } from '../gateway/identity.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakAdminOptions } from './support/keycloak-admin.js';
-import { demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './support/demo-realm.js';
+import { demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from '../sandbox/demo-realm.js';
 import { baseEnv, capturingObservability, type LogLine } from './support/gateway-harness.js';
 
 const CLIENT_ID = 'gateway-admin';

@@ -19,7 +19,7 @@ import {
 import { clientKey, tokenUrlFor } from '../gateway/login-routing.js';
 import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
-import { demoIdentityProviders, demoTenantAliases } from './support/demo-realm.js';
+import { demoIdentityProviders, demoTenantAliases } from '../sandbox/demo-realm.js';
 import { baseEnv } from './support/gateway-harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -8,7 +8,7 @@ import {
   type StandInChat,
   type StandInFile,
   type StandInUser,
-} from './support/open-webui.js';
+} from '../sandbox/open-webui.js';
 
 interface Reply {
   status: number;

@@ -5,7 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { once } from 'node:events';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from './support/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { rawExchange } from './support/raw-http.js';
 

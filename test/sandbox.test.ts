@@ -3,11 +3,12 @@
 // files of the sysadmin, the 401 on the export; and again with the bypass switched on.
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loginThroughIdp, CookieJar as IdpJar } from './support/idp.js';
+import { loginThroughIdp, CookieJar as IdpJar } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
-import { demoAccounts } from './support/demo-realm.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
 
@@ -212,6 +213,17 @@ describe('sandbox: kept apart from production', function () {
     const ours = r.stdout.split('\n').filter((f) => f.startsWith(ROOT) && !f.includes('/node_modules/'));
     expect(ours.length, r.stderr).to.be.greaterThan(5);
     expect(ours.filter((f) => f.includes('/sandbox/') || f.includes('/test/'))).to.deep.equal([]);
+  });
+
+  it('the sandbox owns the stand-ins and the demo realm: no production or sandbox file imports test code', () => {
+    const sources = ['config', 'policies', 'gateway', 'sandbox'].flatMap((dir) =>
+      readdirSync(resolve(ROOT, dir), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => join(dir, f)),
+    );
+    expect(sources.length).to.be.greaterThan(20);
+    const offenders = sources.filter((f) => /from '(\.\.\/)+test\/|import\('(\.\.\/)+test\//.test(readFileSync(resolve(ROOT, f), 'utf8')));
+    expect(offenders).to.deep.equal([]);
   });
 
   it('NODE_ENV=production without UPSTREAM_URL is an error, not the sandbox', () => {

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPair, exportJWK, SignJWT, decodeJwt } from 'jose';
-import { demoAccounts } from './support/demo-realm.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { loadSettings } from '../config/settings.js';

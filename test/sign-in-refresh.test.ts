@@ -3,7 +3,7 @@
 // The realm issues 4-second access tokens and the gateway refreshes 2 seconds before expiry.
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { demoAccounts } from './support/demo-realm.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec, type SessionData } from '../gateway/session.js';
 

@@ -4,10 +4,10 @@ import { expect } from 'chai';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { auth } from 'express-openid-connect';
-import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from './support/idp.js';
-import { demoAccounts } from './support/demo-realm.js';
+import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from '../sandbox/idp.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
-import type { RecordedRequest } from './support/open-webui.js';
+import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { readSessionCookie, SessionCodec, type SessionData } from '../gateway/session.js';
 import { returnToAfterSignIn as safeReturnTo } from '../gateway/identity.js';
 

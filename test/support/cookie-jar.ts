@@ -1,6 +1,6 @@
 // A tiny browser for the gateway's sign-in tests: a cookie jar (per host:port, path-matched,
 // expiring) and `browse()`, one HTTP exchange over a real socket that never follows redirects.
-import { CookieJar as IdpCookieJar, loginThroughIdp } from './idp.js';
+import { CookieJar as IdpCookieJar, loginThroughIdp } from '../../sandbox/idp.js';
 
 export interface Exchange {
   status: number;
@@ -103,13 +103,13 @@ export async function signIn(gatewayUrl: string, username: string, startQuery = 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { demoIdentityProviders, type DemoAccount } from './demo-realm.js';
+import { demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/server.js';
 import type { Observability } from '../../gateway/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
-import { startIdp, type TestIdp } from './idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from './open-webui.js';
+import { startIdp, type TestIdp } from '../../sandbox/idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui.js';
 import { freePort } from './raw-http.js';
 
 export const CLIENT_ID = 'chat-gateway';

@@ -22,10 +22,10 @@
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { demoIdentityProviders, type KeycloakIdentityProvider } from './demo-realm.js';
-import { loopbackListener } from './listener.js';
+import { demoIdentityProviders, type KeycloakIdentityProvider } from '../../sandbox/demo-realm.js';
+import { loopbackListener } from '../../sandbox/listener.js';
 
-export type { KeycloakIdentityProvider } from './demo-realm.js';
+export type { KeycloakIdentityProvider } from '../../sandbox/demo-realm.js';
 
 export interface KeycloakAdminOptions {
   port?: number;

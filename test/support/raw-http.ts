@@ -3,7 +3,7 @@
 // answers, and the seed data in which every foreign record carries a recognizable marker.
 import net from 'node:net';
 import { once } from 'node:events';
-import type { StandInChat, StandInFile, StandInUser } from './open-webui.js';
+import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
