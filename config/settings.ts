@@ -7,6 +7,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { ID_SYNTAX } from '../policies/login-routing.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -121,13 +122,12 @@ const headerName = (fallback: string) =>
 export function parseTenantAliases(raw: string | undefined): { ok: true; map: Map<string, string> } | { ok: false; error: string } {
   const map = new Map<string, string>();
   if (raw === undefined || raw.trim() === '') return { ok: true, map };
-  const segment = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
   for (const part of raw.split(',')) {
     const pair = part.trim();
     const eq = pair.indexOf('=');
     const tenant = eq > 0 ? pair.slice(0, eq).trim() : '';
     const alias = eq > 0 ? pair.slice(eq + 1).trim() : '';
-    if (!tenant || !alias || !segment.test(tenant) || !segment.test(alias)) {
+    if (!tenant || !alias || !ID_SYNTAX.test(tenant) || !ID_SYNTAX.test(alias)) {
       return { ok: false, error: `malformed pair ${JSON.stringify(pair)}: expected <tenant_id>=<idp_alias>` };
     }
     if (map.has(tenant)) return { ok: false, error: `tenant ${JSON.stringify(tenant)} appears twice` };

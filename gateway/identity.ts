@@ -26,11 +26,13 @@ import express, { Router, type Request, type Response, type NextFunction } from 
 import { auth } from 'express-openid-connect';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Settings } from '../config/settings.js';
+import { isChatAdmin } from '../policies/admin-scoping.js';
 import type { Observability } from './observability.js';
 import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from './login-pages.js';
 import { processState, type SharedState } from './shared-state.js';
+import { clientPost } from './realm.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
-import { isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
+import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
 import { clientKey } from './login-routing.js';
 
 export interface Identity {
@@ -80,7 +82,6 @@ const HTTP_TIMEOUT_MS = 5_000;
 const DISCOVERY_TTL_MS = 10 * 60_000;
 const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** The chat front-end's own words for a request without a credential. */
 export const NOT_AUTHENTICATED = 'Not authenticated';
 /** Open WebUI's session cookie (its JWT). */
@@ -229,13 +230,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   }
 
   async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
-    const basic = Buffer.from(`${encodeURIComponent(o.clientId)}:${encodeURIComponent(o.clientSecret)}`).toString('base64');
-    return fetch(endpoint, {
-      method: 'POST',
-      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams(form).toString(),
-      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
-    });
+    return fetch(endpoint, { ...clientPost(o.clientId, o.clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
   }
 
   async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
@@ -306,7 +301,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
     ...u,
-    admin: u.roles.some((r) => o.adminRoles.includes(r)),
+    admin: isChatAdmin(u.roles, o.adminRoles),
     activeTenant,
     via,
   });
@@ -407,7 +402,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
       // with it, the realm ends its session at logout without asking the user to confirm.
       if (session.id_token) shared.keepIdToken(data.id, session.id_token, epoch() + o.absoluteSeconds);
-      const admin = user.roles.some((r) => o.adminRoles.includes(r));
+      const admin = isChatAdmin(user.roles, o.adminRoles);
       obs.audit.info({ event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null }, 'signed in');
       return data as unknown as typeof session;
     },
@@ -424,8 +419,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   });
 
   router.get('/auth/start', (req, res) => {
-    const idp = typeof req.query.idp === 'string' && TENANT_ID.test(req.query.idp) ? req.query.idp : undefined;
-    const tenant = typeof req.query.tenant === 'string' && TENANT_ID.test(req.query.tenant) ? req.query.tenant : undefined;
+    const idp = isIdSyntax(req.query.idp) ? req.query.idp : undefined;
+    const tenant = isIdSyntax(req.query.tenant) ? req.query.tenant : undefined;
     const locale = typeof req.query.locale === 'string' && isLocaleSegment(req.query.locale) ? req.query.locale : undefined;
     const authorizationParams = { ...(idp ? { kc_idp_hint: idp, idp_hint: idp } : {}), ...(locale ? { ui_locales: locale } : {}) };
     res.set('cache-control', 'no-store');
@@ -528,7 +523,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const entry = found ? await store.live(found, res) : undefined;
     if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
     const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
-    if (typeof tenant !== 'string' || !TENANT_ID.test(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
+    if (!isIdSyntax(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
     if (!entry.data.user.tenants.includes(tenant)) {
       obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
       return void res.status(403).json({ detail: 'Not a member of this tenant' });

@@ -22,6 +22,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
 import { processState, type SharedState } from './shared-state.js';
+import { clientPost, tokenUrlFor } from './realm.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from './upstream.js';
 import {
   DIRECT_LOGIN_ALIAS,
@@ -140,12 +141,7 @@ function asProviderArray(value: unknown, where: string): IdentityProvider[] {
   return value.map((v, i) => asProvider(v, `${where}[${i}]`));
 }
 
-/** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
-export function tokenUrlFor(adminUrl: string): string {
-  const m = /^(.*)\/admin\/realms\/([^/]+)\/?$/.exec(adminUrl);
-  if (!m) throw new Error(`IDP_ADMIN_URL must look like <keycloak>/admin/realms/<realm> (got ${JSON.stringify(adminUrl)})`);
-  return `${m[1]}/realms/${m[2]}/protocol/openid-connect/token`;
-}
+export { tokenUrlFor };
 
 const PAGE_SIZE = 100;
 const MAX_PAGES = 1000;
@@ -204,12 +200,7 @@ export class KeycloakAdminSource implements CatalogSource {
 
   private async fetchToken(): Promise<string> {
     const started = this.now();
-    const basic = Buffer.from(`${encodeURIComponent(this.clientId)}:${encodeURIComponent(this.clientSecret)}`).toString('base64');
-    const res = await this.request(this.tokenUrl, {
-      method: 'POST',
-      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: 'grant_type=client_credentials',
-    });
+    const res = await this.request(this.tokenUrl, clientPost(this.clientId, this.clientSecret, { grant_type: 'client_credentials' }));
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});
       throw new CatalogUnavailableError(`service-account token refused: HTTP ${res.status}`);

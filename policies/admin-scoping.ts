@@ -40,6 +40,14 @@ export type Decision =
   /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
   | { action: 'audit-chat-delete'; chatId: string; rule: string };
 
+/**
+ * Authentication rule 2: the chat admin role comes from the realm roles claim, by one of
+ * OAUTH_ADMIN_ROLES (PlatformSysAdmin); rule 3: PlatformAdmin (a tenant admin) is not one.
+ */
+export function isChatAdmin(realmRoles: readonly string[], adminRoles: readonly string[]): boolean {
+  return realmRoles.some((r) => adminRoles.includes(r));
+}
+
 export const EXPORT_DISABLED = 'Admin export is disabled on this platform';
 export const ADMIN_CHAT_ACCESS_DISABLED = 'Admin chat access is disabled on this platform';
 

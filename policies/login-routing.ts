@@ -42,6 +42,13 @@ export const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_L
 
 /** Tenant ids and aliases as IDP_TENANT_IDP_ALIASES accepts them (config/settings.ts). */
 export const ID_SYNTAX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** Longest tenant id or alias the gateway takes from a request (a path segment, a query, a body). */
+export const MAX_ID_LENGTH = 128;
+
+/** A tenant id or alias as a request may name one: the syntax above, bounded. */
+export function isIdSyntax(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_ID_LENGTH && ID_SYNTAX.test(value);
+}
 
 /** A language tag in the first path segment: `/de/...`, `/de-CH/...` (contract: `{locale}`). */
 export const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
@@ -154,7 +161,7 @@ export function splitGuardPath(path: string): GuardPath {
   } catch {
     return { locale, rest };
   }
-  return ID_SYNTAX.test(tenant) && tenant.length <= 128 ? { locale, tenant, rest } : { locale, rest };
+  return isIdSyntax(tenant) ? { locale, tenant, rest } : { locale, rest };
 }
 
 /** The tenant a logged-out visit of `path` names (links 6), or undefined. */
