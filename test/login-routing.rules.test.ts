@@ -16,7 +16,8 @@ import {
   splitGuardPath,
   type IdentityProvider,
 } from '../policies/login-routing.js';
-import { clientKey, tokenUrlFor } from '../gateway/login-routing.js';
+import { clientKey } from '../gateway/login-routing.js';
+import { tokenUrlFor } from '../gateway/realm.js';
 import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
 import { demoIdentityProviders, demoTenantAliases } from '../sandbox/demo-realm.js';

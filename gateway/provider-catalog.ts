@@ -1,0 +1,412 @@
+// The identity-provider catalog behind the login pages and the tenant lookup (spec area B, links
+// 4): Keycloak's admin API (service-account token, paged full representations) or
+// IDP_PROVIDERS_FILE, behind one cache of IDP_CACHE_SECONDS shared by the list, the per-alias
+// lookup and, through it, the tenant lookup. One request in flight per key; when the source fails,
+// the last good answer is served at once and the source retried in the background (readiness
+// says `stale`). gateway/login-routing.ts serves the routes on top of it.
+import { readFile, stat } from 'node:fs/promises';
+import type { Observability } from './observability.js';
+import { clientPost, tokenUrlFor } from './realm.js';
+import type { IdentityProvider } from '../policies/login-routing.js';
+
+/** The catalog could not be read and there is no earlier answer. */
+export class CatalogUnavailableError extends Error {
+  override name = 'CatalogUnavailableError';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sources                                                                                     */
+
+export interface CatalogSource {
+  readonly kind: 'keycloak' | 'file' | 'none';
+  /** Every identity provider of the realm, full representations. */
+  list(): Promise<IdentityProvider[]>;
+  /** One provider by alias; null when absent (404). */
+  get(alias: string): Promise<IdentityProvider | null>;
+}
+
+function asProvider(value: unknown, where: string): IdentityProvider {
+  if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { alias?: unknown }).alias !== 'string') {
+    throw new CatalogUnavailableError(`${where}: not an identity provider representation`);
+  }
+  const p = value as IdentityProvider;
+  if (p.config !== undefined && (typeof p.config !== 'object' || p.config === null)) throw new CatalogUnavailableError(`${where}: config is not a map`);
+  return p;
+}
+
+function asProviderArray(value: unknown, where: string): IdentityProvider[] {
+  if (!Array.isArray(value)) throw new CatalogUnavailableError(`${where}: expected a JSON array`);
+  return value.map((v, i) => asProvider(v, `${where}[${i}]`));
+}
+
+export { tokenUrlFor };
+
+const PAGE_SIZE = 100;
+const MAX_PAGES = 1000;
+
+/**
+ * Keycloak's Admin REST API with a service account (reference/keycloak.md): a client-credentials
+ * token (client id and secret in HTTP Basic) reused until 30 s before it expires; the list paged
+ * with first/max (recent versions cap an unset max at 100) in the full representation.
+ */
+export class KeycloakAdminSource implements CatalogSource {
+  readonly kind = 'keycloak' as const;
+  private token: { value: string; reuseUntil: number } | undefined;
+  private tokenInflight: Promise<string> | undefined;
+  private readonly tokenUrl: string;
+
+  constructor(
+    private readonly adminUrl: string,
+    private readonly clientId: string,
+    private readonly clientSecret: string,
+    private readonly http: typeof globalThis.fetch,
+    private readonly timeoutMs: number,
+    private readonly now: () => number,
+    private readonly closing: AbortSignal,
+  ) {
+    this.adminUrl = adminUrl.replace(/\/+$/, '');
+    this.tokenUrl = tokenUrlFor(this.adminUrl);
+  }
+
+  private signal(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing]);
+  }
+
+  private async request(url: string, init: RequestInit): Promise<globalThis.Response> {
+    try {
+      return await this.http(url, { ...init, redirect: 'error', signal: this.signal() });
+    } catch (err) {
+      const e = err as Error;
+      const why = e.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : e.message;
+      throw new CatalogUnavailableError(`Keycloak request failed: ${why}`);
+    }
+  }
+
+  private async json(res: globalThis.Response, what: string): Promise<unknown> {
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw new CatalogUnavailableError(`${what}: body not read (${(err as Error).message})`);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new CatalogUnavailableError(`${what}: answer is not JSON`);
+    }
+  }
+
+  private async fetchToken(): Promise<string> {
+    const started = this.now();
+    const res = await this.request(this.tokenUrl, clientPost(this.clientId, this.clientSecret, { grant_type: 'client_credentials' }));
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new CatalogUnavailableError(`service-account token refused: HTTP ${res.status}`);
+    }
+    const body = (await this.json(res, 'service-account token')) as { access_token?: unknown; expires_in?: unknown };
+    if (typeof body.access_token !== 'string' || body.access_token === '') throw new CatalogUnavailableError('service-account token: no access_token');
+    const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in * 1000 : 60_000;
+    // Reuse until 30 s before expiry (or half the lifetime of a very short token).
+    this.token = { value: body.access_token, reuseUntil: started + lifetime - Math.min(30_000, lifetime / 2) };
+    return body.access_token;
+  }
+
+  private accessToken(): Promise<string> {
+    if (this.token && this.now() < this.token.reuseUntil) return Promise.resolve(this.token.value);
+    this.tokenInflight ??= this.fetchToken().finally(() => {
+      this.tokenInflight = undefined;
+    });
+    return this.tokenInflight;
+  }
+
+  /** GET under the admin URL; a 401 (token revoked or expired early) gets one new token and one retry. */
+  private async adminGet(path: string): Promise<globalThis.Response> {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.accessToken();
+      const res = await this.request(`${this.adminUrl}${path}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+      if (res.status === 401 && attempt === 0) {
+        await res.body?.cancel().catch(() => {});
+        if (this.token?.value === token) this.token = undefined;
+        continue;
+      }
+      return res;
+    }
+  }
+
+  async list(): Promise<IdentityProvider[]> {
+    const all: IdentityProvider[] = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const first = page * PAGE_SIZE;
+      const res = await this.adminGet(`/identity-provider/instances?first=${first}&max=${PAGE_SIZE}&briefRepresentation=false`);
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new CatalogUnavailableError(`identity provider list: HTTP ${res.status}`);
+      }
+      const batch = asProviderArray(await this.json(res, 'identity provider list'), 'identity provider list');
+      all.push(...batch);
+      if (batch.length < PAGE_SIZE) return all;
+    }
+    throw new CatalogUnavailableError(`identity provider list: more than ${MAX_PAGES * PAGE_SIZE} providers`);
+  }
+
+  async get(alias: string): Promise<IdentityProvider | null> {
+    const res = await this.adminGet(`/identity-provider/instances/${encodeURIComponent(alias)}`);
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return null;
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new CatalogUnavailableError(`identity provider ${JSON.stringify(alias)}: HTTP ${res.status}`);
+    }
+    const p = asProvider(await this.json(res, `identity provider ${JSON.stringify(alias)}`), `identity provider ${JSON.stringify(alias)}`);
+    return p.alias === alias ? p : null;
+  }
+}
+
+/** IDP_PROVIDERS_FILE: a JSON array of the same representations, re-read when it changes. */
+export class FileSource implements CatalogSource {
+  readonly kind = 'file' as const;
+  private loaded: { stamp: string; providers: IdentityProvider[] } | undefined;
+
+  constructor(private readonly path: string) {}
+
+  private async load(): Promise<IdentityProvider[]> {
+    let stamp: string;
+    try {
+      const s = await stat(this.path);
+      stamp = `${s.mtimeMs}:${s.size}:${s.ino}`;
+    } catch (err) {
+      throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
+    }
+    if (this.loaded?.stamp === stamp) return this.loaded.providers;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(this.path, 'utf8')) as unknown;
+    } catch (err) {
+      throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
+    }
+    const providers = asProviderArray(parsed, 'IDP_PROVIDERS_FILE');
+    this.loaded = { stamp, providers };
+    return providers;
+  }
+
+  list(): Promise<IdentityProvider[]> {
+    return this.load();
+  }
+
+  async get(alias: string): Promise<IdentityProvider | null> {
+    return (await this.load()).find((p) => p.alias === alias) ?? null;
+  }
+}
+
+/** Neither IDP_PROVIDERS_FILE nor an admin URL: an empty realm. */
+export class NoSource implements CatalogSource {
+  readonly kind = 'none' as const;
+  async list(): Promise<IdentityProvider[]> {
+    return [];
+  }
+  async get(): Promise<IdentityProvider | null> {
+    return null;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The cache                                                                                   */
+
+type CatalogState = 'unknown' | 'fresh' | 'stale' | 'unavailable';
+
+/** What readiness reports: has the source answered, and is an old answer being served? */
+class CatalogHealth {
+  lastSuccessAt: number | undefined;
+  lastFailureAt: number | undefined;
+  lastError: string | undefined;
+  private readonly staleKeys = new Set<string>();
+  staleSince: number | undefined;
+
+  constructor(private readonly now: () => number) {}
+
+  success(key: string): void {
+    this.lastSuccessAt = this.now();
+    this.staleKeys.delete(key);
+    if (this.staleKeys.size === 0) this.staleSince = undefined;
+  }
+
+  failure(key: string, err: Error, servingStale: boolean): void {
+    this.lastFailureAt = this.now();
+    this.lastError = err.message;
+    if (servingStale) {
+      this.staleKeys.add(key);
+      this.staleSince ??= this.now();
+    }
+  }
+
+  state(): CatalogState {
+    if (this.lastSuccessAt === undefined) return this.lastFailureAt === undefined ? 'unknown' : 'unavailable';
+    if (this.staleKeys.size > 0 || (this.lastFailureAt !== undefined && this.lastFailureAt >= this.lastSuccessAt)) return 'stale';
+    return 'fresh';
+  }
+}
+
+interface CacheEntry {
+  value: unknown;
+  fetchedAt: number;
+  /** Set after a failed refresh: serve `value` without asking again until then. */
+  retryAt?: number;
+}
+
+/**
+ * Time-bounded cache with one load in flight per key and stale-on-error. A key is fresh for
+ * `ttlMs`; after that the next caller loads it and every concurrent caller waits for that one
+ * load (no stampede). A failed load leaves the last good value in place: it is served at once
+ * from then on, and every `retryMs` one background load tries the source again. With no good
+ * value the failure itself is remembered for `retryMs`, so callers do not queue on a dead source.
+ */
+export class SingleFlightCache {
+  private readonly values = new Map<string, CacheEntry>();
+  private readonly failures = new Map<string, { error: Error; until: number }>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly o: {
+      ttlMs: number;
+      retryMs: number;
+      maxEntries: number;
+      now: () => number;
+      health: CatalogHealth;
+      onLookup: (cache: string, result: 'hit' | 'miss' | 'coalesced' | 'stale' | 'error') => void;
+      onFailure: (key: string, err: Error, servingStale: boolean) => void;
+      /** keys never evicted for room */
+      pinned: (key: string) => boolean;
+    },
+  ) {}
+
+  get<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
+    const t = this.o.now();
+    const entry = this.values.get(key);
+    if (entry && t - entry.fetchedAt < this.o.ttlMs) {
+      this.o.onLookup(cache, 'hit');
+      return Promise.resolve(entry.value as T);
+    }
+    if (entry?.retryAt !== undefined) {
+      // The source failed the last time: keep serving the last good answer without waiting,
+      // and after the retry period ask again in the background (one load at a time).
+      if (t >= entry.retryAt && !this.inflight.has(key)) this.start(cache, key, load).catch(() => undefined);
+      this.o.onLookup(cache, 'stale');
+      return Promise.resolve(entry.value as T);
+    }
+    const failed = this.failures.get(key);
+    if (!entry && failed && t < failed.until) {
+      this.o.onLookup(cache, 'error');
+      return Promise.reject(failed.error);
+    }
+    const running = this.inflight.get(key);
+    if (running) {
+      this.o.onLookup(cache, 'coalesced');
+      return running as Promise<T>;
+    }
+    this.o.onLookup(cache, 'miss');
+    return this.start(cache, key, load);
+  }
+
+  /** One load of `key`; concurrent callers share it through `inflight`. */
+  private start<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
+    const p = Promise.resolve()
+      .then(load)
+      .then(
+        (value) => {
+          this.store(key, value);
+          this.failures.delete(key);
+          this.o.health.success(key);
+          return value;
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          const last = this.values.get(key);
+          this.o.health.failure(key, error, !!last);
+          this.o.onFailure(key, error, !!last);
+          if (last) {
+            last.retryAt = this.o.now() + this.o.retryMs;
+            this.o.onLookup(cache, 'stale');
+            return last.value as T;
+          }
+          if (this.failures.size >= this.o.maxEntries) this.failures.clear();
+          this.failures.set(key, { error, until: this.o.now() + this.o.retryMs });
+          throw error;
+        },
+      )
+      .finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private store(key: string, value: unknown): void {
+    if (!this.values.has(key) && this.values.size >= this.o.maxEntries) {
+      for (const k of this.values.keys()) {
+        if (!this.o.pinned(k)) {
+          this.values.delete(k);
+          break;
+        }
+      }
+    }
+    this.values.delete(key); // re-insert: insertion order is age order
+    this.values.set(key, { value, fetchedAt: this.o.now() });
+  }
+
+  get size(): number {
+    return this.values.size;
+  }
+
+  /** No load in flight. */
+  idle(): boolean {
+    return this.inflight.size === 0;
+  }
+}
+
+const LIST_KEY = 'list';
+const aliasKey = (alias: string) => `alias:${alias}`;
+
+/** The identity provider catalog behind the one cache. */
+export class ProviderCatalog {
+  readonly health: CatalogHealth;
+  private readonly cache: SingleFlightCache;
+
+  constructor(
+    readonly source: CatalogSource,
+    o: { ttlMs: number; retryMs: number; maxEntries: number; now: () => number; pinnedAliases: ReadonlySet<string> },
+    obs: Observability,
+  ) {
+    this.health = new CatalogHealth(o.now);
+    this.cache = new SingleFlightCache({
+      ...o,
+      health: this.health,
+      onLookup: (cache, result) => obs.metrics.cache.tally(cache, result),
+      onFailure: (key, err, servingStale) =>
+        obs.log.warn(
+          { source: source.kind, key, err: { message: err.message }, serving: servingStale ? 'last good answer' : 'nothing' },
+          'identity provider catalog could not be read',
+        ),
+      pinned: (key) => key === LIST_KEY || (key.startsWith('alias:') && o.pinnedAliases.has(key.slice(6))),
+    });
+  }
+
+  /** Every provider of the realm (the button list filters them, B1 and B5). */
+  list(): Promise<IdentityProvider[]> {
+    return this.cache.get('idp-list', LIST_KEY, () => this.source.list());
+  }
+
+  /** One provider by alias, hidden or not (B4); null when the realm has no such alias. */
+  provider(alias: string): Promise<IdentityProvider | null> {
+    return this.cache.get('idp-alias', aliasKey(alias), () => this.source.get(alias));
+  }
+
+  get cachedKeys(): number {
+    return this.cache.size;
+  }
+
+  /** No request to the source in flight. */
+  idle(): boolean {
+    return this.cache.idle();
+  }
+}
+
