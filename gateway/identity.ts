@@ -33,6 +33,7 @@ import { processState, type SharedState } from './shared-state.js';
 import { clientPost } from './realm.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
+import { SIGNOUT_PATH } from '../policies/routes.js';
 import { clientKey } from './login-routing.js';
 
 export interface Identity {
@@ -88,8 +89,6 @@ export const NOT_AUTHENTICATED = 'Not authenticated';
 const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`). */
 const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'oui-session'];
-/** The chat front-end's sign-out, which the gateway answers itself. */
-export const SIGNOUT_PATH = '/api/v1/auths/signout';
 export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
 /** A logout token older than this is refused (its jti is remembered as long). */
 const LOGOUT_TOKEN_MAX_AGE_S = 600;

@@ -17,7 +17,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Settings } from '../config/settings.js';
 import type { Observability } from './observability.js';
 import { processState, type SharedState } from './shared-state.js';
-import { CatalogUnavailableError, FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './provider-catalog.js';
+import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './provider-catalog.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from './upstream.js';
 import {
   DIRECT_LOGIN_ALIAS,
@@ -66,10 +66,6 @@ export interface LoginRouting {
   close(): Promise<void>;
 }
 
-export function localeOf(path: string): string | undefined {
-  const first = path.split('/')[1] ?? '';
-  return isLocaleSegment(first) ? first : undefined;
-}
 
 export interface LoginRoutingOptions {
   /** Clock for the cache, the service-account token and the rate limit (ms). Default Date.now. */

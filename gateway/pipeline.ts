@@ -1,0 +1,265 @@
+// The gateway, from socket to upstream, in the order a request meets it: the steps of `handle`.
+//
+//   1. canonical target (gateway/canonical-path.ts): one form, or 400; method overrides, TRACE,
+//      an invalid Host and ambiguous body framing refused
+//   2. route class (policies/routes.ts): routes the gateway answers itself (login pages,
+//      auth-providers API, /auth/*, the chat front-end's sign-out, health, metrics) go to the
+//      control app (Express); everything else stays here, outside Express: the hot path
+//   3. header hygiene: client copies of the trusted headers and hop-by-hop headers removed
+//   4. identity: session cookie or realm bearer JWT (gateway/identity.ts); an upstream API key
+//      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
+//   5. trusted headers from that identity only, and its own upstream credential
+//      (gateway/upstream-identity.ts); X-Forwarded-* as the gateway sees the request
+//   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
+//   7. carry it out: stream to the upstream (gateway/upstream.ts), or answer from a rewritten
+//      view (gateway/file-views.ts), after asking the upstream whose chat it is (chat-views.ts)
+// WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()`, with an Origin check. Sockets,
+// timeouts, the request log and the server's life are gateway/server.ts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import type express from 'express';
+import type { Settings } from '../config/settings.js';
+import { decide, type Decision } from '../policies/admin-scoping.js';
+import { classify, type RouteClass } from '../policies/routes.js';
+import { canonicalize, METHOD_OVERRIDE_HEADERS } from './canonical-path.js';
+import { sendJson, type Upstream } from './upstream.js';
+import { UpstreamAccounts } from './upstream-identity.js';
+import { FileViews, rewriteHeaders } from './file-views.js';
+import { ChatViews } from './chat-views.js';
+import {
+  identityHeaders,
+  publicOriginOf,
+  setForwardedHeaders,
+  setUpstreamCredential,
+  validHost,
+  stripClientHeaders,
+  trustedHeaderSet,
+  upstreamApiKey,
+  type UpstreamIdentity,
+} from './request-headers.js';
+import { NOT_AUTHENTICATED, type Authenticator, type Identity } from './identity.js';
+import type { LoginRouting } from './login-routing.js';
+import type { Observability } from './observability.js';
+import type { WebSocketTracker } from './websockets.js';
+
+/** Methods whose forwarded request carries no body framing of its own (see `handle`). */
+const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/** Who is calling, as the policy and the audit need it. */
+export interface Caller {
+  admin: boolean;
+  /** upstream user id, resolved lazily (only the file policy needs it) */
+  upstreamUserId: () => Promise<string>;
+  label: string;
+}
+
+/**
+ * What `handle` found out about a request, for its metrics and log line: kept in an object of the
+ * gateway's own (a property added to Node's response object would give it a new shape, which
+ * slows all of Node's code that reads responses).
+ */
+export interface Found {
+  routeClass: RouteClass | undefined;
+}
+
+export interface PipelineParts {
+  settings: Settings;
+  obs: Observability;
+  upstream: Upstream;
+  authenticator: Authenticator;
+  loginRouting: LoginRouting;
+  /** the gateway's own routes (Express) */
+  control: express.Express;
+  websockets: WebSocketTracker;
+  isClosing: () => boolean;
+}
+
+export function createPipeline(parts: PipelineParts) {
+  const { settings, obs, upstream, authenticator, loginRouting, control, websockets } = parts;
+  const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
+  const fileViews = new FileViews(upstream, obs);
+  const chatViews = new ChatViews(upstream);
+  const trusted = trustedHeaderSet(settings.trustedHeaders);
+  const publicOrigin = publicOriginOf(settings.publicUrl);
+
+  /**
+   * What the data plane tells the upstream about an identity: worked out once per Identity object
+   * (the authenticator hands out one per session state or bearer token), not on every request.
+   */
+  interface Forwarding {
+    who: UpstreamIdentity;
+    headers: Array<[string, string]>;
+    caller: Caller;
+  }
+  const forwardings = new WeakMap<Identity, Forwarding>();
+  const forwardingOf = (identity: Identity): Forwarding => {
+    let f = forwardings.get(identity);
+    if (!f) {
+      const who: UpstreamIdentity = { email: identity.email, name: identity.name, role: identity.admin ? 'admin' : 'user', groups: identity.groups };
+      f = {
+        who,
+        headers: identityHeaders(settings.trustedHeaders, who),
+        caller: { admin: identity.admin, upstreamUserId: async () => (await accounts.signIn(who)).userId, label: identity.email },
+      };
+      forwardings.set(identity, f);
+    }
+    return f;
+  };
+  /** Step 5: the trusted headers, and the upstream credential when the client brought none. */
+  const forwardAs = async (req: IncomingMessage, identity: Identity): Promise<Caller> => {
+    const f = forwardingOf(identity);
+    for (const [name, value] of f.headers) req.headers[name] = value;
+    // The upstream credential is the one of this identity's trusted-header sign-in (cached), never
+    // one the client brought along: the gateway checked the identity, not the client's token.
+    setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(f.who)).token}` });
+    return f.caller;
+  };
+
+  /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
+  async function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Promise<Caller | null | undefined> {
+    const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
+    stripClientHeaders(req.headers, trusted);
+    const identity = await authenticator.authenticate(req, res);
+    if (identity) return forwardAs(req, identity);
+    if (apiKey) {
+      // An upstream API key is not an identity of the gateway: the upstream says whose it is.
+      const credential: { authorization: string } | { 'x-api-key': string } =
+        upstreamApiKey({ authorization: req.headers.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
+      const account = await accounts.whoAmI(credential);
+      if (!account) {
+        sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        return undefined;
+      }
+      // exactly the key that was looked up, nothing else the client sent
+      setUpstreamCredential(req.headers, credential);
+      return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
+    }
+    if (cls === 'public') return null;
+    if (cls === 'api') {
+      sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+      return undefined;
+    }
+    const location = await loginRouting.guard(path, req);
+    res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
+    res.end();
+    return undefined;
+  }
+
+  async function carryOut(decision: Decision, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean) {
+    obs.metrics.policyDecisions.tally(decision.action, decision.rule);
+    const proceed = () => {
+      if (expectContinue) res.writeContinue();
+      upstream.forward(req, res);
+    };
+    switch (decision.action) {
+      case 'deny':
+        obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
+        return sendJson(res, decision.status, { detail: decision.detail });
+      case 'filter-own-files': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const callerId = await caller.upstreamUserId();
+        return fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(req.headers, trusted), callerId);
+      }
+      case 'audit-file-access': {
+        if (!caller) return proceed();
+        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(req.headers, trusted))]).then(([me, owner]) => {
+          if (owner !== me) {
+            obs.audit.warn(
+              { event: 'admin-file-access', caller: caller.label, callerId: me, fileId: decision.fileId, owner: owner ?? 'unknown', operation: decision.operation, method: req.method, path },
+              'admin touched a file they do not own',
+            );
+          }
+        });
+        if (decision.operation === 'delete') await lookup.catch(() => {});
+        else lookup.catch(() => {});
+        return proceed();
+      }
+      case 'require-own-chat': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        // Known before anything is forwarded: a write never reaches the upstream on a guess.
+        const callerId = await caller.upstreamUserId();
+        if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed();
+        obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        return sendJson(res, 401, { detail: decision.detail });
+      }
+      case 'audit-chat-delete': {
+        if (!caller) return proceed();
+        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
+        if (owner !== me) {
+          obs.audit.warn({ event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path }, 'admin deleted a chat they do not own');
+        }
+        return proceed();
+      }
+      case 'pass':
+        return proceed();
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
+    const requestId = randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const canonical = canonicalize(req.url);
+    if (!canonical.ok) return sendJson(res, 400, { detail: `Bad request: ${canonical.reason}` });
+    if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
+    const method = req.method ?? 'GET';
+    if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+    if (!validHost(req.headers.host, req.httpVersion)) return sendJson(res, 400, { detail: 'Bad request: invalid Host header' }, { connection: 'close' });
+    // Request smuggling: Node sends GET, HEAD, DELETE and OPTIONS upstream without chunked framing
+    // (http-proxy-3 even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
+    // them would reach Open WebUI as raw bytes after a bodiless request: a second request nobody judged.
+    // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 6.1), which Node accepts: refused too.
+    if (req.headers['transfer-encoding'] !== undefined && (UNFRAMED_BODY_METHODS.has(method) || req.httpVersion === '1.0')) {
+      return sendJson(res, 400, { detail: `Bad request: a chunked body is not accepted on ${method} HTTP/${req.httpVersion}` }, { connection: 'close' });
+    }
+    const { path, search, url } = canonical.target;
+    req.url = url;
+    const cls = classify(path);
+    found.routeClass = cls;
+    if (cls === 'control') {
+      // The provider list (anonymous, cached, asked by every login page) is answered by its route's
+      // own code without going through Express, which cost more than the answer (bench/README.md).
+      if (loginRouting.providerList && (method === 'GET' || method === 'HEAD') && (path === '/api/v1/auth-providers/' || path === '/api/v1/auth-providers')) {
+        return loginRouting.providerList(res);
+      }
+      control(req as express.Request, res as express.Response);
+      return;
+    }
+    const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
+    const caller = await identify(req, res, cls, path);
+    if (caller === undefined) return;
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId });
+    const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
+    await carryOut(decision, req, res, caller, path, search, expectContinue);
+  }
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const refuse = (status: number, reason: string) => {
+      if (socket.writable) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify({ detail: reason }).length}\r\n\r\n${JSON.stringify({ detail: reason })}`);
+      socket.destroy();
+    };
+    if (parts.isClosing()) return refuse(503, 'Shutting down');
+    const canonical = canonicalize(req.url);
+    if (!canonical.ok || !validHost(req.headers.host, req.httpVersion)) return refuse(400, 'Bad Request');
+    if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
+    req.url = canonical.target.url;
+    const origin = req.headers.origin;
+    if (!stripClientHeaders(req.headers, trusted).websocket) return refuse(400, 'Only WebSocket upgrades are accepted');
+    const identity = await authenticator.authenticate(req);
+    if (!identity) return refuse(401, NOT_AUTHENTICATED);
+    // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
+    if (identity.via === 'session' || origin !== undefined) {
+      if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
+    }
+    await forwardAs(req, identity);
+    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
+    obs.metrics.openWebSockets.inc();
+    socket.once('close', () => obs.metrics.openWebSockets.dec());
+    websockets.track(socket);
+    upstream.forwardUpgrade(req, socket, head);
+  }
+
+  return { handle, upgrade, clear: () => chatViews.clear() };
+}
+
+export type Pipeline = ReturnType<typeof createPipeline>;
