@@ -204,26 +204,24 @@ export function withoutGatewayCookies(cookieHeader: string): string {
     .join('; ');
 }
 
-const kCookies = Symbol('gateway-set-cookie');
+/** The gateway's own Set-Cookie lines of an answer (renewed or cleared session cookies). */
+const gatewayCookies = new WeakMap<ServerResponse, string[]>();
 
 /**
- * Add Set-Cookie lines that survive later `setHeader('set-cookie', ...)` calls: the proxy copies the
- * upstream's Set-Cookie with setHeader, which would otherwise drop the renewed session cookie.
+ * Add Set-Cookie lines to an answer. A proxied answer gets the upstream's Set-Cookie copied over
+ * with setHeader, which would drop these: gateway/upstream.ts merges `gatewaySetCookies(res)` into
+ * the upstream's lines first. No Node object is patched.
  */
 export function addSetCookie(res: ServerResponse, lines: string[]): void {
-  const r = res as ServerResponse & { [kCookies]?: string[] };
-  if (!r[kCookies]) {
-    const ours: string[] = (r[kCookies] = []);
-    const original = res.setHeader;
-    res.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
-      if (name.toLowerCase() !== 'set-cookie') return original.call(this, name, value);
-      const theirs = (Array.isArray(value) ? value : [value]).map(String).filter((l) => !ours.includes(l));
-      return original.call(this, name, [...ours, ...theirs]);
-    } as typeof res.setHeader;
-  }
-  r[kCookies]!.push(...lines);
-  const existing = res.getHeader('set-cookie');
-  res.setHeader('set-cookie', existing === undefined ? [] : Array.isArray(existing) ? existing : [String(existing)]);
+  const ours = gatewayCookies.get(res);
+  if (ours) ours.push(...lines);
+  else gatewayCookies.set(res, [...lines]);
+  res.appendHeader('set-cookie', lines);
+}
+
+/** What `addSetCookie` added to this answer, if anything. */
+export function gatewaySetCookies(res: ServerResponse): readonly string[] | undefined {
+  return gatewayCookies.get(res);
 }
 
 /** A small LRU with a time-to-live: repeated requests with one cookie or token cost a map lookup. */

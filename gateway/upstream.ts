@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from './observability.js';
+import { gatewaySetCookies } from './session.js';
 
 export interface UpstreamOptions {
   url: string;
@@ -67,9 +68,14 @@ function keepAliveHint(socket: object | null): string | undefined {
   return ms ? `timeout=${Math.floor(ms / 1000)}` : undefined;
 }
 
-const kTimer = Symbol('upstream-timer');
-const kAnswer = Symbol('upstream-answer');
-type Tracked = IncomingMessage & { [kTimer]?: NodeJS.Timeout; [kAnswer]?: IncomingMessage; timedOut?: boolean; answered?: boolean };
+/** One proxied exchange, kept beside the request (never as fields added to Node's objects). */
+interface Exchange {
+  timer?: NodeJS.Timeout;
+  /** the upstream's answer being streamed */
+  answer?: IncomingMessage;
+  timedOut: boolean;
+  answered: boolean;
+}
 
 /** An answer to stream must have a status a client can read (RFC 9110 15: 100 to 599). */
 const validStatus = (status: number | undefined) => status !== undefined && status >= 100 && status <= 599;
@@ -93,11 +99,18 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
 
   // Time to response headers, counted from the end of the request body: an upstream slower than
   // the timeout gets 504. A long upload is not cut by it (the idle timeouts bound a stalled one).
+  const exchanges = new WeakMap<IncomingMessage, Exchange>();
+  const exchangeOf = (req: IncomingMessage): Exchange => {
+    let x = exchanges.get(req);
+    if (!x) exchanges.set(req, (x = { timedOut: false, answered: false }));
+    return x;
+  };
+
   proxy.on('proxyReq', (proxyReq, req) => {
-    const tracked = req as Tracked;
+    const tracked = exchangeOf(req);
     const arm = () => {
       if (tracked.answered) return;
-      tracked[kTimer] = setTimeout(() => {
+      tracked.timer = setTimeout(() => {
         tracked.timedOut = true;
         proxyReq.destroy();
       }, options.timeoutMs);
@@ -106,9 +119,9 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     else req.once('end', arm);
   });
   proxy.on('proxyRes', (proxyRes, req, res) => {
-    const tracked = req as Tracked;
+    const tracked = exchangeOf(req);
     tracked.answered = true;
-    clearTimeout(tracked[kTimer]);
+    clearTimeout(tracked.timer);
     if (!validStatus(proxyRes.statusCode)) {
       // Relayed, an invalid status (999) would be the client's problem; answered here, http-proxy-3
       // finds the response finished and pipes nothing.
@@ -118,7 +131,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       sendJson(res as ServerResponse, 502, { detail: UPSTREAM_INVALID }, { connection: 'close' });
       return;
     }
-    tracked[kAnswer] = proxyRes;
+    tracked.answer = proxyRes;
     // The upstream's socket gone mid-body (killed, reset, a framing error): the client's connection
     // ends at once, so it sees an incomplete body (no last chunk, fewer bytes than Content-Length)
     // instead of waiting for the idle timeout. A pipe alone would leave it open.
@@ -137,13 +150,17 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
     headers['keep-alive'] = keepAlive ? keepAliveHint((res as ServerResponse).socket) : undefined;
     if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
+    // The gateway's own Set-Cookie (a renewed or cleared session) first: http-proxy-3 copies the
+    // upstream's with setHeader, which replaces what the answer already holds.
+    const ours = gatewaySetCookies(res as ServerResponse);
+    if (ours && headers['set-cookie']) headers['set-cookie'] = [...ours, ...headers['set-cookie']];
   });
 
   const onError = (err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex) => {
-    const tracked = req as Tracked;
+    const tracked = exchangeOf(req);
     tracked.answered = true;
-    clearTimeout(tracked[kTimer]);
-    const timedOut = tracked.timedOut === true;
+    clearTimeout(tracked.timer);
+    const timedOut = tracked.timedOut;
     // HPE_*: llhttp could not parse the answer (broken chunk framing, bytes past Content-Length, ...).
     const malformed = err.code?.startsWith('HPE_') === true;
     const kind = timedOut ? 'timeout' : malformed ? 'bad-answer' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
@@ -156,7 +173,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     const response = res as ServerResponse;
     // An answer already being streamed stops here: nothing more of it may be written, not even the
     // bytes the same read parsed before the error (written after the 502, they crashed the process).
-    const answer = tracked[kAnswer];
+    const answer = tracked.answer;
     if (answer) {
       answer.unpipe(response);
       answer.destroy();
@@ -169,7 +186,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     sendJson(response, timedOut ? 504 : 502, { detail: timedOut ? UPSTREAM_TIMEOUT : malformed ? UPSTREAM_INVALID : UPSTREAM_DOWN }, req.complete ? {} : { connection: 'close' });
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
-  proxy.on('econnreset', (_err, req) => clearTimeout((req as Tracked)[kTimer]));
+  proxy.on('econnreset', (_err, req) => clearTimeout(exchanges.get(req)?.timer));
   // http-proxy-3 re-emits every error of an upgraded client socket on the proxy itself, whatever
   // callback `ws()` was given (its index.js attaches that listener first thing). A client that
   // resets during the handshake makes the 101's write fail (EPIPE, ECONNRESET): with no 'error'

@@ -52,6 +52,8 @@ describe('sign-in: token refresh', function () {
     expect(refreshes(), 'one refresh for five concurrent requests').to.deep.equal([{ type: 'refresh_token', ok: true }]);
     const renewed = answers.map((a) => a.setCookies.find((c) => c.startsWith('appSession='))!.split(';')[0]);
     expect(new Set(renewed).size, 'every answer carries the same renewed cookie').to.equal(1);
+    // ... beside the chat front-end's own cookie of the same proxied answer: neither replaces the other
+    expect(answers.every((a) => a.setCookies.some((c) => c.startsWith('token='))), 'the upstream\'s token cookie').to.equal(true);
     jar.store(answers[0]!.setCookies);
     const second = sessionOf(jar);
     expect(second.expires_at).to.be.greaterThan(first.expires_at);
