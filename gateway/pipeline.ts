@@ -28,6 +28,7 @@ import { UpstreamAccounts } from './upstream-identity.js';
 import { FileViews, rewriteHeaders } from './file-views.js';
 import { ChatViews } from './chat-views.js';
 import {
+  compactHeaders,
   identityHeaders,
   publicOriginOf,
   setForwardedHeaders,
@@ -150,6 +151,7 @@ export function createPipeline(parts: PipelineParts) {
     obs.metrics.policyDecisions.tally(decision.action, decision.rule);
     const proceed = () => {
       if (expectContinue) res.writeContinue();
+      req.headers = compactHeaders(req.headers);
       upstream.forward(req, res);
     };
     switch (decision.action) {
