@@ -12,6 +12,7 @@
 // remembered so that a copy of their cookie is refused too.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { LRUCache } from 'lru-cache';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -224,51 +225,39 @@ export function gatewaySetCookies(res: ServerResponse): readonly string[] | unde
   return gatewayCookies.get(res);
 }
 
-/** A small LRU with a time-to-live: repeated requests with one cookie or token cost a map lookup. */
-export class TtlCache<K, V> {
-  private readonly map = new Map<K, { value: V; expiresAt: number; usedAt: number }>();
+/**
+ * A bounded cache with a time-to-live, least recently used out first: repeated requests with one
+ * cookie or token cost a lookup. isaacs' lru-cache does the work; this names the few operations
+ * the gateway uses and gives each cache its size and lifetime in one line.
+ */
+export class TtlCache<K extends {}, V extends {}> {
+  private readonly lru: LRUCache<K, V>;
 
-  constructor(
-    private readonly max: number,
-    private readonly ttlMs: number,
-  ) {}
-
-  get(key: K, now = Date.now()): V | undefined {
-    const e = this.map.get(key);
-    if (!e) return undefined;
-    if (e.expiresAt <= now) {
-      this.map.delete(key);
-      return undefined;
-    }
-    // Most recently used last. Moved at most once a second: a key used on every request would
-    // otherwise cost a delete and an insert each time, for an order that a second hardly changes.
-    if (now - e.usedAt >= 1000) {
-      e.usedAt = now;
-      this.map.delete(key);
-      this.map.set(key, e);
-    }
-    return e.value;
+  constructor(max: number, ttlMs: number, clock?: () => number) {
+    // Bounded by count through maxSize (each entry counts 1), not `max`: with `max` lru-cache
+    // allocates its arrays for every slot up front (measured: +16 MB RSS for the gateway's caches).
+    // A given clock is read on every lookup (lru-cache otherwise reuses its reading for a millisecond).
+    this.lru = new LRUCache<K, V>({ maxSize: max, sizeCalculation: () => 1, ttl: ttlMs, ...(clock ? { perf: { now: clock }, ttlResolution: 0 } : {}) });
   }
 
-  set(key: K, value: V, ttlMs = this.ttlMs, now = Date.now()): void {
-    this.map.delete(key);
-    if (this.map.size >= this.max) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.map.delete(oldest.value);
-    }
-    this.map.set(key, { value, expiresAt: now + ttlMs, usedAt: now });
+  get(key: K): V | undefined {
+    return this.lru.get(key);
+  }
+
+  set(key: K, value: V, ttlMs?: number): void {
+    this.lru.set(key, value, ttlMs === undefined ? undefined : { ttl: ttlMs });
   }
 
   delete(key: K): void {
-    this.map.delete(key);
+    this.lru.delete(key);
   }
 
   clear(): void {
-    this.map.clear();
+    this.lru.clear();
   }
 
   get size(): number {
-    return this.map.size;
+    return this.lru.size;
   }
 }
 

@@ -130,8 +130,8 @@ function limiterOf(limiter: RateLimiterAbstract): RateLimit {
 /** One process, no Redis: the mirror is the truth. */
 export function processState(obs: Observability): SharedState {
   const ended = new EndedMirror();
-  const idTokens = new TtlCache<string, string>(200_000, 12 * 3600_000);
-  const usedJtis = new TtlCache<string, true>(200_000, 3600_000);
+  const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
+  const usedJtis = new TtlCache<string, true>(20_000, 3600_000);
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
   return {

@@ -10,6 +10,7 @@ import { UpstreamError } from './upstream.js';
 import type { TrustedHeaderNames, UpstreamIdentity } from './request-headers.js';
 import { setIdentityHeaders } from './request-headers.js';
 import type { Metrics } from './observability.js';
+import { TtlCache } from './session.js';
 
 export interface UpstreamAccount {
   userId: string;
@@ -18,24 +19,21 @@ export interface UpstreamAccount {
   token?: string;
 }
 
-interface Entry {
-  value: Promise<UpstreamAccount>;
-  expiresAt: number;
-}
-
 const SIGNIN_TTL_MS = 10 * 60_000;
 const WHOAMI_TTL_MS = 30_000;
 const MAX_ENTRIES = 50_000;
 
 export class UpstreamAccounts {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: TtlCache<string, Promise<UpstreamAccount>>;
 
   constructor(
     private readonly upstream: Upstream,
     private readonly names: TrustedHeaderNames,
     private readonly metrics?: Metrics,
-    private readonly now: () => number = Date.now,
-  ) {}
+    now?: () => number,
+  ) {
+    this.entries = new TtlCache(MAX_ENTRIES, SIGNIN_TTL_MS, now);
+  }
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
   signIn(who: UpstreamIdentity): Promise<UpstreamAccount> {
@@ -74,25 +72,18 @@ export class UpstreamAccounts {
 
   private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Promise<UpstreamAccount> {
     const hit = this.entries.get(key);
-    if (hit && hit.expiresAt > this.now()) {
+    if (hit) {
       this.metrics?.cache.tally('upstream-account', 'hit');
-      return hit.value;
+      return hit;
     }
     this.metrics?.cache.tally('upstream-account', 'miss');
-    if (this.entries.size >= MAX_ENTRIES) this.evictExpired();
     const value = load();
-    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+    this.entries.set(key, value, ttlMs);
     // A failure is not cached: the next request tries again.
     value.catch(() => {
-      if (this.entries.get(key)?.value === value) this.entries.delete(key);
+      if (this.entries.get(key) === value) this.entries.delete(key);
     });
     return value;
-  }
-
-  private evictExpired(): void {
-    const now = this.now();
-    for (const [k, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(k);
-    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
   }
 }
 
