@@ -36,16 +36,10 @@ import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../policies/login-rou
 import { SIGNOUT_PATH } from '../policies/routes.js';
 import { clientKey } from './login-routing.js';
 
-export interface Identity {
-  sub: string;
-  email: string;
-  name: string;
-  /** realm roles from OAUTH_ROLES_CLAIM (ID token, userinfo or access token) */
-  roles: string[];
-  /** one of OAUTH_ADMIN_ROLES is among the roles */
+/** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
+export interface Identity extends SessionUser {
+  /** one of OAUTH_ADMIN_ROLES is among the realm roles (OAUTH_ROLES_CLAIM) */
   admin: boolean;
-  groups: string[];
-  tenants: string[];
   activeTenant: string | null;
   /** how it was verified; a cookie session is an ambient credential (CSRF, WebSocket Origin) */
   via: 'session' | 'bearer';

@@ -47,12 +47,19 @@ import type { WebSocketTracker } from './websockets.js';
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
-/** Who is calling, as the policy and the audit need it. */
+/**
+ * Who is calling, once verified: the one type the steps after identity use. Built once per
+ * Identity object (the authenticator hands out one per session state or bearer token) or per
+ * looked-up API key, never per request.
+ */
 export interface Caller {
   admin: boolean;
-  /** upstream user id, resolved lazily (only the file policy needs it) */
-  upstreamUserId: () => Promise<string>;
+  /** for the audit: the email, or `api-key:<upstream user id>` */
   label: string;
+  /** upstream user id, resolved lazily (only the file and chat policies need it) */
+  upstreamUserId: () => Promise<string>;
+  /** what the upstream is told about a gateway identity (absent for an upstream API key) */
+  told?: { who: UpstreamIdentity; headers: Array<[string, string]> };
 }
 
 /**
@@ -84,37 +91,30 @@ export function createPipeline(parts: PipelineParts) {
   const trusted = trustedHeaderSet(settings.trustedHeaders);
   const publicOrigin = publicOriginOf(settings.publicUrl);
 
-  /**
-   * What the data plane tells the upstream about an identity: worked out once per Identity object
-   * (the authenticator hands out one per session state or bearer token), not on every request.
-   */
-  interface Forwarding {
-    who: UpstreamIdentity;
-    headers: Array<[string, string]>;
-    caller: Caller;
-  }
-  const forwardings = new WeakMap<Identity, Forwarding>();
-  const forwardingOf = (identity: Identity): Forwarding => {
-    let f = forwardings.get(identity);
-    if (!f) {
+  const callers = new WeakMap<Identity, Caller>();
+  const callerOf = (identity: Identity): Caller => {
+    let caller = callers.get(identity);
+    if (!caller) {
       const who: UpstreamIdentity = { email: identity.email, name: identity.name, role: identity.admin ? 'admin' : 'user', groups: identity.groups };
-      f = {
-        who,
-        headers: identityHeaders(settings.trustedHeaders, who),
-        caller: { admin: identity.admin, upstreamUserId: async () => (await accounts.signIn(who)).userId, label: identity.email },
+      caller = {
+        admin: identity.admin,
+        label: identity.email,
+        upstreamUserId: async () => (await accounts.signIn(who)).userId,
+        told: { who, headers: identityHeaders(settings.trustedHeaders, who) },
       };
-      forwardings.set(identity, f);
+      callers.set(identity, caller);
     }
-    return f;
+    return caller;
   };
-  /** Step 5: the trusted headers, and the upstream credential when the client brought none. */
+  /** Step 5: the trusted headers, and the identity's own upstream credential. */
   const forwardAs = async (req: IncomingMessage, identity: Identity): Promise<Caller> => {
-    const f = forwardingOf(identity);
-    for (const [name, value] of f.headers) req.headers[name] = value;
+    const caller = callerOf(identity);
+    const told = caller.told!;
+    for (const [name, value] of told.headers) req.headers[name] = value;
     // The upstream credential is the one of this identity's trusted-header sign-in (cached), never
     // one the client brought along: the gateway checked the identity, not the client's token.
-    setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(f.who)).token}` });
-    return f.caller;
+    setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(told.who)).token}` });
+    return caller;
   };
 
   /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
