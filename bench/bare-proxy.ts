@@ -94,6 +94,36 @@ function withFeatures(proxy: ProxyServer, features: ReadonlySet<BareFeature>, fo
   };
 }
 
+/** Hop-by-hop headers (RFC 9110 7.6.1) a proxy does not pass on. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+
+/**
+ * The comparison for http-proxy-3 itself (issue 16): the same job written on node:http alone,
+ * over a keep-alive agent configured as the gateway's: request and answer streamed with pipe,
+ * hop-by-hop headers dropped, a 502 when the upstream fails. No WebSockets: `small` only.
+ */
+export function createNodeHttpProxy(target: string): http.Server {
+  const upstream = new URL(target);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256, timeout: 300_000, scheduling: 'lifo' });
+  return http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 0 }, (req, res) => {
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const name in req.headers) if (!HOP_BY_HOP.has(name)) headers[name] = req.headers[name];
+    const out = http.request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent }, (answer) => {
+      const back: http.OutgoingHttpHeaders = {};
+      for (const name in answer.headers) if (!HOP_BY_HOP.has(name)) back[name] = answer.headers[name];
+      res.writeHead(answer.statusCode ?? 502, back);
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+    });
+    out.on('error', () => {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end('{"detail":"bad gateway"}');
+    });
+    req.pipe(out);
+  });
+}
+
 /** BENCH_BARE_FEATURES: a comma list of BARE_FEATURES, or `all`. */
 export function bareFeatures(list = ''): Set<BareFeature> {
   const names = list.split(',').map((s) => s.trim()).filter(Boolean);
@@ -104,7 +134,8 @@ export function bareFeatures(list = ''): Set<BareFeature> {
 }
 
 if (process.env.BENCH_BARE_CHILD === '1') {
-  const server = createBareProxy(process.env.BENCH_TARGET ?? 'http://127.0.0.1:1', bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));
+  const target = process.env.BENCH_TARGET ?? 'http://127.0.0.1:1';
+  const server = process.env.BENCH_BARE_KIND === 'node-http' ? createNodeHttpProxy(target) : createBareProxy(target, bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));
   server.listen(Number(process.env.BENCH_PORT ?? 0), '127.0.0.1', () => {
     process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n');
   });

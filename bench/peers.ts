@@ -2,6 +2,7 @@
 // memory are its own:
 //   upstream  bench/upstream.ts (node:http + ws)
 //   bare      bench/bare-proxy.ts: http-proxy-3 with a keep-alive agent, nothing else (our floor)
+//   node-http bench/bare-proxy.ts: the same job on node:http alone (what http-proxy-3 itself costs)
 //   nginx     Debian's nginx with a generated config: upstream keepalive 64, HTTP/1.1 with
 //             `Connection ""` (or `upgrade` for WebSockets), no buffering (SSE, large bodies),
 //             N worker processes; skipped with a notice when `nginx` is not on PATH
@@ -95,6 +96,16 @@ export async function startBare(logDir: string, run: Runner, target: string, fea
     logFile: logPath(logDir, features ? 'bare-features' : 'bare'),
   });
   return peer(name, info, child);
+}
+
+/** http-proxy-3's own cost: the same proxy written on node:http alone (bench/bare-proxy.ts). */
+export async function startNodeHttpProxy(logDir: string, run: Runner, target: string): Promise<Peer> {
+  const { child, info } = await spawnChild('node-http', node, run.args('bench/bare-proxy.ts'), {
+    env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_BARE_KIND: 'node-http', BENCH_TARGET: target },
+    ready: portLine,
+    logFile: logPath(logDir, 'node-http'),
+  });
+  return peer('node:http proxy', info, child);
 }
 
 export function nginxPath(): string | undefined {

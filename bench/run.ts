@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
 import { bareFeatures } from './bare-proxy.js';
-import { startUpstream, startBare, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
+import { startUpstream, startBare, startNodeHttpProxy, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
@@ -105,13 +105,14 @@ async function main(): Promise<void> {
   const nginxOptions = { upstreamPort, staticAuthProviders: '{}' };
   // BENCH_BARE_FEATURES: checked here, before anything starts, so a typo is a clear error.
   const bareFeatureList = [...bareFeatures(process.env.BENCH_BARE_FEATURES)].join(',');
-  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures] = await Promise.all([
+  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures, nodeHttp] = await Promise.all([
     startBare(logDir, runner, upstream.url),
     nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1 }) : undefined,
     startGateway(logDir, runner, { ...gatewayOptions, port: gatewayPort, workers: 1 }),
     nginxBin && needMulti ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: WORKERS }) : undefined,
     needMulti ? startGateway(logDir, runner, { ...gatewayOptions, port: multiPort, workers: WORKERS }) : undefined,
     bareFeatureList && selected.includes('small') ? startBare(logDir, runner, upstream.url, bareFeatureList) : undefined,
+    selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
   ]);
   // nginx serves, as a static file, exactly what the gateway answers from its cache.
   say('bench: peers up');
@@ -241,6 +242,8 @@ async function main(): Promise<void> {
         const extra = bearer && bearer !== auth ? [{ peer: gateway, name: 'gateway (bearer JWT)', url: gateway.url, headers: bearer.headers }] : [];
         // What the gateway's features cost at their cheapest (BENCH_BARE_FEATURES).
         if (bareWithFeatures) extra.push({ peer: bareWithFeatures, name: bareWithFeatures.name, url: bareWithFeatures.url, headers: h });
+        // What http-proxy-3 itself costs: the same proxy on node:http alone.
+        if (nodeHttp) extra.push({ peer: nodeHttp, name: nodeHttp.name, url: nodeHttp.url, headers: h });
         await compare(scenario, 'req/s', [...peersOf(), ...extra], get('/api/v1/bench/small', P.connections, P.seconds), P.rounds);
         break;
       }
