@@ -23,7 +23,7 @@ import type { Settings } from '../config/settings.js';
 import { decide, type Decision } from '../policies/admin-scoping.js';
 import { classify, type RouteClass } from '../policies/routes.js';
 import { canonicalize, METHOD_OVERRIDE_HEADERS } from './canonical-path.js';
-import { sendJson, type Upstream } from './upstream.js';
+import { rawJsonAnswer, sendJson, type Upstream } from './upstream.js';
 import { UpstreamAccounts } from './upstream-identity.js';
 import { FileViews, rewriteHeaders } from './file-views.js';
 import { ChatViews } from './chat-views.js';
@@ -237,7 +237,7 @@ export function createPipeline(parts: PipelineParts) {
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const refuse = (status: number, reason: string) => {
-      if (socket.writable) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify({ detail: reason }).length}\r\n\r\n${JSON.stringify({ detail: reason })}`);
+      if (socket.writable) socket.end(rawJsonAnswer(status, reason));
       socket.destroy();
     };
     if (parts.isClosing()) return refuse(503, 'Shutting down');

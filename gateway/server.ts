@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
-import { createUpstream, sendJson, UpstreamError, type Upstream } from './upstream.js';
+import { createUpstream, rawJsonAnswer, sendJson, UpstreamError, type Upstream } from './upstream.js';
 import { createAuthenticator, NOT_AUTHENTICATED, type Authenticator } from './identity.js';
 import { createLoginRouting, type LoginRouting } from './login-routing.js';
 import { classify, localeOf, type RouteClass } from '../policies/routes.js';
@@ -171,8 +171,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     pipeline.upgrade(req, socket as Duplex, head).catch((err: Error) => {
       if (err instanceof SharedStateUnavailable) {
         obs.metrics.sessionChecksUnavailable.inc();
-        const body = JSON.stringify({ detail: SESSION_CHECK_UNAVAILABLE });
-        if (socket.writable) socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        if (socket.writable) socket.end(rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' }));
         return;
       }
       obs.log.warn({ err: { message: err.message } }, 'websocket upgrade failed');
@@ -183,8 +182,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // closes the socket, leaving the client without an answer).
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    const body = JSON.stringify({ detail: 'Method Not Allowed' });
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    socket.end(rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
   });
   server.on('clientError', (err: Error & { code?: string }, socket) => {
     const entry = answering.get(socket);
@@ -193,8 +191,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : socket.destroy();
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    const body = JSON.stringify({ detail: status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request' });
-    const answer = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const answer = rawJsonAnswer(status, status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request');
     // The faulty bytes are the body of the request being answered: its own 400, unless its answer started.
     const ownBody = open === 1 && !entry!.req.complete;
     if (ownBody) return entry!.res.headersSent ? socket.destroy() : void socket.end(answer);

@@ -43,6 +43,16 @@ export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
 export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
 
 /** Send a small JSON answer (gateway-made: never cached). */
+/**
+ * A whole JSON answer as raw bytes, for a socket that has no ServerResponse (a refused upgrade,
+ * CONNECT, a malformed request): the connection closes after it.
+ */
+export function rawJsonAnswer(status: number, detail: string, extraHeaders: Record<string, string> = {}): string {
+  const body = JSON.stringify({ detail });
+  const extra = Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Unknown'}\r\nConnection: close\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
   sendJsonBody(res, status, JSON.stringify(body), extraHeaders);
 }
