@@ -3,19 +3,13 @@
 // page shows the kc_idp_hint it received (`#idp-hint`).
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, openPage, type OpenPage } from './support/browser.js';
+import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
 import { startWorld, type World } from './support/cookie-jar.js';
 
 /** On the realm's login page: which hint did it get? */
 async function realmHint(page: Page): Promise<string> {
   await page.waitForSelector('#kc-form-login');
   return (await page.locator('#idp-hint').getAttribute('data-hint')) ?? '';
-}
-
-async function signInAtRealm(page: Page, username: string, password: string): Promise<void> {
-  await page.fill('#username', username);
-  await page.fill('#password', password);
-  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/interaction/')), page.click('#kc-login')]);
 }
 
 describe('login pages in headless Chromium', function () {

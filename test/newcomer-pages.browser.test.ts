@@ -2,16 +2,9 @@
 // module: gateway errors as pages with a way back, /auth/login while signed in, the browser's
 // language on unprefixed pages, an unknown provider hint refused, the administrator's way in.
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, openPage, type OpenPage } from './support/browser.js';
+import type { Browser } from 'playwright-core';
+import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
 import { startWorld, type World } from './support/cookie-jar.js';
-
-async function signInAtRealm(page: Page, username: string, password: string): Promise<void> {
-  await page.waitForSelector('#kc-form-login');
-  await page.fill('#username', username);
-  await page.fill('#password', password);
-  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/interaction/')), page.click('#kc-login')]);
-}
 
 describe('what a newcomer sees, in headless Chromium', function () {
   this.timeout(60_000);

@@ -4,7 +4,7 @@
 // and the browser lands on the gateway's login page, signed out for good.
 import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
-import { launchChromium, openPage, type OpenPage } from './support/browser.js';
+import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
 import { startWorld, type World } from './support/cookie-jar.js';
 
 describe('signing out from the chat front-end\'s menu, in headless Chromium', function () {
@@ -27,10 +27,8 @@ describe('signing out from the chat front-end\'s menu, in headless Chromium', fu
     tab = await openPage(browser);
     const { page } = tab;
     await page.goto(`${w.url}/auth/start?returnTo=%2F`);
-    await page.waitForSelector('#kc-form-login');
-    await page.fill('#username', 'alice');
-    await page.fill('#password', 'alice-pass');
-    await Promise.all([page.waitForURL(`${w.url}/`), page.click('#kc-login')]);
+    await signInAtRealm(page, 'alice', 'alice-pass');
+    await page.waitForURL(`${w.url}/`);
     await page.waitForSelector('#who');
     expect(await page.textContent('#who')).to.include('alice@acme.example');
 

@@ -73,3 +73,11 @@ export async function openPage(browser: Browser, options: BrowserContextOptions 
   });
   return { context, page, errors, failed, documents, close: () => context.close() };
 }
+
+/** On the realm's login form (sandbox/idp.ts, Keycloak's element ids): sign in and leave the realm. */
+export async function signInAtRealm(page: Page, username: string, password: string): Promise<void> {
+  await page.waitForSelector('#kc-form-login');
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/interaction/')), page.click('#kc-login')]);
+}
