@@ -201,6 +201,7 @@ export function createPipeline(parts: PipelineParts) {
   async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
+    // 1. canonical target; what cannot be judged is refused
     const canonical = canonicalize(req.url);
     if (!canonical.ok) return sendJson(res, 400, { detail: `Bad request: ${canonical.reason}` });
     if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
@@ -216,6 +217,7 @@ export function createPipeline(parts: PipelineParts) {
     }
     const { path, search, url } = canonical.target;
     req.url = url;
+    // 2. route class: the gateway's own routes leave the hot path here
     const cls = classify(path);
     found.routeClass = cls;
     if (cls === 'control') {
@@ -228,10 +230,13 @@ export function createPipeline(parts: PipelineParts) {
       return;
     }
     const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
+    // 3 to 5. header hygiene, identity, trusted headers (or 401, or the logged-out guard)
     const caller = await identify(req, res, cls, path);
     if (caller === undefined) return;
     setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId });
+    // 6. the policy
     const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
+    // 7. carry it out
     await carryOut(decision, req, res, caller, path, search, expectContinue);
   }
 
