@@ -64,7 +64,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
   const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
   const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs }, obs);
-  const sharedState = options.sharedState ?? createSharedState(settings.redisUrl, obs);
+  const sharedState = options.sharedState ?? (await createSharedState(settings.redisUrl, obs));
   if (!settings.redisUrl && settings.server.workers > 1) {
     obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
   }

@@ -60,3 +60,27 @@ describe('shared state', () => {
     expect(redactedRedisUrl('redis://user:s3cret@redis.internal:6380/2')).to.equal('redis://redis.internal:6380/2');
   });
 });
+
+describe('shared state: what one instance without REDIS_URL loads', function () {
+  this.timeout(30_000);
+  it('neither ioredis nor rate-limiter-flexible until they are needed (they cost ~36 MB of RSS)', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const script = `
+      import { createRequire } from 'node:module';
+      const { createSharedState } = await import('./gateway/shared-state.ts');
+      const { createObservability } = await import('./gateway/observability.ts');
+      const state = await createSharedState(undefined, createObservability({ level: 'silent' }));
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /node_modules\\/(ioredis|rate-limiter-flexible)\\//.test(k)).map((k) => k.split('node_modules/')[1].split('/')[0]);
+      const before = [...new Set(loaded())];
+      const limit = state.rateLimit('t', 1, 60);
+      await limit.take('a');
+      const after = [...new Set(loaded())];
+      await state.close();
+      console.log(JSON.stringify({ before, after }));
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const line = r.stdout.trim().split('\n').pop() ?? '';
+    expect(line, r.stderr).to.match(/^\{/);
+    expect(JSON.parse(line)).to.deep.equal({ before: [], after: ['rate-limiter-flexible'] });
+  });
+});
