@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { browse, signIn, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET } from './support/cookie-jar.js';
+import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET } from './support/cookie-jar.js';
 import { startIdp, logoutThroughIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
@@ -48,23 +48,12 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     const providersFile = join(mkdtempSync(join(tmpdir(), 'shared-')), 'providers.json');
     writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
     const env = {
-      NODE_ENV: 'test',
+      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: a, issuer: idp.issuer, providersFile }),
       HOST: '127.0.0.1',
-      PUBLIC_URL: a,
-      UPSTREAM_URL: upstream.url,
-      OIDC_ISSUER_URL: idp.issuer,
-      OIDC_CLIENT_ID: CLIENT_ID,
-      OIDC_CLIENT_SECRET: CLIENT_SECRET,
-      SESSION_SECRET,
-      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
-      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
-      IDP_PROVIDERS_FILE: providersFile,
-      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
       TENANT_LOOKUP_RATE_LIMIT: '4',
       TENANT_LOOKUP_RATE_WINDOW_SECONDS: '600',
       REDIS_URL: redis.url,
       DRIFT_CHECK_SECONDS: '0',
-      LOG_LEVEL: 'info',
     };
     for (const port of [portA, portB]) {
       const gw = await gatewayProcess({ ...env, PORT: String(port) });

@@ -128,6 +128,27 @@ export interface World {
   close(): Promise<void>;
 }
 
+/**
+ * The settings of a gateway in front of the stand-in and the test realm, as the sign-in tests
+ * run it (in process here, or as gateway/main.ts in a child process): switches off, two tenant links.
+ */
+export function worldEnv(o: { upstreamUrl: string; publicUrl: string; issuer: string; providersFile: string }): Record<string, string> {
+  return {
+    IDP_PROVIDERS_FILE: o.providersFile,
+    NODE_ENV: 'test',
+    UPSTREAM_URL: o.upstreamUrl,
+    PUBLIC_URL: o.publicUrl,
+    OIDC_ISSUER_URL: o.issuer,
+    OIDC_CLIENT_ID: CLIENT_ID,
+    OIDC_CLIENT_SECRET: CLIENT_SECRET,
+    SESSION_SECRET,
+    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+    CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+    IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
+    LOG_LEVEL: 'info',
+  };
+}
+
 export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
   const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'], ...options.upstream });
   const port = await freePort();
@@ -148,21 +169,7 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
   const providersFile = join(mkdtempSync(join(tmpdir(), 'sign-in-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
   const settings = loadSettings(
-    {
-      IDP_PROVIDERS_FILE: providersFile,
-      NODE_ENV: 'test',
-      UPSTREAM_URL: upstream.url,
-      PUBLIC_URL: url,
-      OIDC_ISSUER_URL: idp.issuer,
-      OIDC_CLIENT_ID: CLIENT_ID,
-      OIDC_CLIENT_SECRET: CLIENT_SECRET,
-      SESSION_SECRET,
-      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
-      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
-      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
-      LOG_LEVEL: 'info',
-      ...options.env,
-    },
+    { ...worldEnv({ upstreamUrl: upstream.url, publicUrl: url, issuer: idp.issuer, providersFile }), ...options.env },
     { stageFiles: false },
   );
   const obs = capturingObservability();
