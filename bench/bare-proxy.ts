@@ -1,5 +1,5 @@
 // The floor of the gateway's stack: node:http + http-proxy-3 over a keep-alive agent configured
-// as gateway/upstream.ts configures its own, and nothing else (no canonical path, no identity,
+// as gateway/upstream/proxy.ts configures its own, and nothing else (no canonical path, no identity,
 // no policy, no metrics). Whatever the gateway costs above this is the gateway's own.
 //
 // With features (BENCH_BARE_FEATURES, a comma list), the same floor plus the cheapest form of

@@ -2,7 +2,7 @@
 // Pure: request facts + settings + caller -> a decision. No I/O; the gateway carries it out.
 //
 // The table below is the contract's policy table, row for row. Paths are matched on the
-// canonical path (gateway/canonical-path.ts), case-insensitively and with or without a
+// canonical path (gateway/http/canonical-path.ts), case-insensitively and with or without a
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';

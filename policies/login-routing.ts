@@ -3,7 +3,7 @@
 //
 // "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
 // per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
-// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login-routing.ts.
+// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/routes.ts.
 
 /** The parts of a Keycloak IdentityProviderRepresentation (full form) the rules read. */
 export interface IdentityProvider {

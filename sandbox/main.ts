@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
-import { createOperatedGateway, exitOnSignals, type OperatedGateway } from '../gateway/operations.js';
+import { createOperatedGateway, exitOnSignals, type OperatedGateway } from '../gateway/ops/operations.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
 import type { TestIdp } from './idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui.js';

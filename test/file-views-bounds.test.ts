@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { seedFile, seedUsers } from './support/raw-http.js';
-import { MAX_WALK_PAGES } from '../gateway/file-views.js';
+import { MAX_WALK_PAGES } from '../gateway/upstream/file-views.js';
 
 describe('rebuilt file views: bounded work per request', function () {
   this.timeout(30_000);

@@ -16,7 +16,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { startOpenWebUI, type OpenWebUIStandIn, type RecordedRequest } from '../sandbox/open-webui.js';
 import { startWorld, signIn, CLIENT_ID, type World } from './support/cookie-jar.js';
-import { canonicalize } from '../gateway/canonical-path.js';
+import { canonicalize } from '../gateway/http/canonical-path.js';
 import { decide, ADMIN_CHAT_ACCESS_DISABLED, EXPORT_DISABLED, type Decision } from '../policies/admin-scoping.js';
 import { rawExchange, rawRequest, seedChats, seedFiles, seedUsers, FOREIGN_MARKER } from './support/raw-http.js';
 

@@ -16,9 +16,9 @@ import {
   splitGuardPath,
   type IdentityProvider,
 } from '../policies/login-routing.js';
-import { clientKey } from '../gateway/login-routing.js';
-import { tokenUrlFor } from '../gateway/realm.js';
-import { escapeHtml, pageLocale, startHref } from '../gateway/login-pages.js';
+import { clientKey } from '../gateway/login/routes.js';
+import { tokenUrlFor } from '../gateway/auth/realm.js';
+import { escapeHtml, pageLocale, startHref } from '../gateway/login/pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
 import { demoIdentityProviders, demoTenantAliases } from '../sandbox/demo-realm.js';
 import { baseEnv } from './support/gateway-harness.js';
@@ -232,7 +232,7 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
 
 describe('locale prefixes: reserved first segments are never a locale (issue 12)', () => {
   it('`api` and `ws` look like language tags but name routes: /api/auth/... and /ws/auth/... stay the chat front-end\u2019s', async () => {
-    const { classify } = await import('../gateway/server.js');
+    const { classify } = await import('../gateway/app.js');
     const { isLocaleSegment, splitGuardPath, RESERVED_FIRST_SEGMENTS } = await import('../policies/login-routing.js');
     // Regression: the locale pattern took `api` for a language, so /api/auth/login was the gateway's login page.
     expect(classify('/api/auth/login')).to.equal('api');

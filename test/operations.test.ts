@@ -19,10 +19,10 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings, type Env } from '../config/settings.js';
-import { createOperations, createOperatedGateway, type Operations, type Readiness } from '../gateway/operations.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../gateway/server.js';
-import type { Authenticator, Identity } from '../gateway/identity.js';
-import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/websockets.js';
+import { createOperations, createOperatedGateway, type Operations, type Readiness } from '../gateway/ops/operations.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
+import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
+import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/http/websockets.js';
 import { freePort } from './support/raw-http.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,7 +1,7 @@
 // The cache behind sessions, bearer tokens, Cookie headers and the shared state's local copies:
 // bounded, with a time-to-live (per entry when given), least recently used out first.
 import { expect } from 'chai';
-import { TtlCache } from '../gateway/session.js';
+import { TtlCache } from '../gateway/auth/session.js';
 
 describe('TtlCache', () => {
   it('answers until the time-to-live runs out, and then no more', () => {

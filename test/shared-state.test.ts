@@ -1,8 +1,8 @@
-// The ended-sessions mirror every instance keeps (gateway/shared-state.ts), and the per-process
+// The ended-sessions mirror every instance keeps (gateway/auth/shared-state.ts), and the per-process
 // state used without REDIS_URL. With Redis: sessions-shared.test.ts.
 import { expect } from 'chai';
-import { EndedMirror, processState, redactedRedisUrl } from '../gateway/shared-state.js';
-import { createObservability } from '../gateway/observability.js';
+import { EndedMirror, processState, redactedRedisUrl } from '../gateway/auth/shared-state.js';
+import { createObservability } from '../gateway/ops/observability.js';
 
 describe('shared state', () => {
   const now = 1_000_000;
@@ -67,8 +67,8 @@ describe('shared state: what one instance without REDIS_URL loads', function () 
     const { spawnSync } = await import('node:child_process');
     const script = `
       import { createRequire } from 'node:module';
-      const { createSharedState } = await import('./gateway/shared-state.ts');
-      const { createObservability } = await import('./gateway/observability.ts');
+      const { createSharedState } = await import('./gateway/auth/shared-state.ts');
+      const { createObservability } = await import('./gateway/ops/observability.ts');
       const state = await createSharedState(undefined, createObservability({ level: 'silent' }));
       const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /node_modules\\/(ioredis|rate-limiter-flexible)\\//.test(k)).map((k) => k.split('node_modules/')[1].split('/')[0]);
       const before = [...new Set(loaded())];

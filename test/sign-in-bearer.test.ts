@@ -9,7 +9,7 @@ import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { loadSettings } from '../config/settings.js';
-import { createGateway, type Gateway } from '../gateway/server.js';
+import { createGateway, type Gateway } from '../gateway/app.js';
 
 const alice = demoAccounts.find((a) => a.username === 'alice')!;
 const sysadmin = demoAccounts.find((a) => a.username === 'sysadmin')!;

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
-import { SessionCodec, type SessionData } from '../gateway/session.js';
+import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
 
 const TTL = 4;
 const MARGIN = 2;

@@ -2,8 +2,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/server.js';
-import { createObservability, type Observability } from '../../gateway/observability.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
+import { createObservability, type Observability } from '../../gateway/ops/observability.js';
 
 export interface LogLine {
   level: number;

@@ -1,7 +1,7 @@
 // Spec area B: the anonymous auth-providers API, the login pages and the logged-out guard.
 // The rules are in policies/login-routing.ts; this module does the I/O around them:
 //
-//   provider catalog   gateway/provider-catalog.ts: Keycloak's admin API or IDP_PROVIDERS_FILE
+//   provider catalog   gateway/login/catalog.ts: Keycloak's admin API or IDP_PROVIDERS_FILE
 //                      behind one cache of IDP_CACHE_SECONDS shared by every lookup (links 4).
 //   API                GET /api/v1/auth-providers/, /{alias}, /tenants/{tenant_id}
 //   pages              /auth/login, /auth/login/{alias}, both also under /{locale}/ (login-pages.ts)
@@ -14,11 +14,11 @@
 // (tenant ids can be probed) is met by an optional per-client rate limit: see README "Login routing".
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
-import type { Settings } from '../config/settings.js';
-import type { Observability } from './observability.js';
-import { processState, type SharedState } from './shared-state.js';
-import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './provider-catalog.js';
-import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from './upstream.js';
+import type { Settings } from '../../config/settings.js';
+import type { Observability } from '../ops/observability.js';
+import { processState, type SharedState } from '../auth/shared-state.js';
+import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './catalog.js';
+import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../upstream/proxy.js';
 import {
   DIRECT_LOGIN_ALIAS,
   splitGuardPath,
@@ -30,7 +30,7 @@ import {
   safeReturnTo,
   isLocaleSegment,
   type IdentityProvider,
-} from '../policies/login-routing.js';
+} from '../../policies/login-routing.js';
 import {
   PAGE_HEADERS,
   speaksLocale,
@@ -44,7 +44,7 @@ import {
   renderSignedIn,
   startHref,
   type PageLocale,
-} from './login-pages.js';
+} from './pages.js';
 
 export interface LoginRouting {
   /** /api/v1/auth-providers/..., /auth/login..., /{locale}/auth/login... */

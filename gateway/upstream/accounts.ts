@@ -5,12 +5,12 @@
 //   - an upstream API key (ALLOW_UPSTREAM_API_KEYS) is asked about through GET /api/v1/auths/.
 // Both are cached briefly per identity, one request in flight per key.
 import { createHash } from 'node:crypto';
-import type { Upstream } from './upstream.js';
-import { UpstreamError } from './upstream.js';
-import type { TrustedHeaderNames, UpstreamIdentity } from './request-headers.js';
-import { setIdentityHeaders } from './request-headers.js';
-import type { Metrics } from './observability.js';
-import { TtlCache } from './session.js';
+import type { Upstream } from './proxy.js';
+import { UpstreamError } from './proxy.js';
+import type { TrustedHeaderNames, UpstreamIdentity } from '../http/request-headers.js';
+import { setIdentityHeaders } from '../http/request-headers.js';
+import type { Metrics } from '../ops/observability.js';
+import { TtlCache } from '../auth/session.js';
 
 export interface UpstreamAccount {
   userId: string;

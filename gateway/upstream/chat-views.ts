@@ -2,9 +2,9 @@
 // allows). The lookup is a read-only GET sent with the caller's own forwarded credentials, so it
 // shows nothing the caller could not ask for; its answer never reaches the client. An answer that
 // cannot be read fails closed: the request is refused, never forwarded on a guess.
-import { chatAccessAllowed, parseChatRecord, type ChatAccess, type ChatRecord } from '../policies/chat-scoping.js';
-import { TtlCache } from './session.js';
-import type { Upstream } from './upstream.js';
+import { chatAccessAllowed, parseChatRecord, type ChatAccess, type ChatRecord } from '../../policies/chat-scoping.js';
+import { TtlCache } from '../auth/session.js';
+import type { Upstream } from './proxy.js';
 
 /** A chat's owner does not change: an allowed answer is reused this long for the same caller. */
 const ALLOWED_TTL_MS = 60_000;

@@ -19,7 +19,7 @@
 // ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Observability } from './observability.js';
+import type { Observability } from '../ops/observability.js';
 import { TtlCache, SharedStateUnavailable } from './session.js';
 
 export { SharedStateUnavailable };

@@ -3,11 +3,11 @@
 // data plane depends on and implements it.
 //
 //   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback,
-//     /auth/logout and /auth/backchannel-logout. `afterCallback` trims the session (gateway/session.ts)
+//     /auth/logout and /auth/backchannel-logout. `afterCallback` trims the session (gateway/auth/session.ts)
 //     to the user's identity computed once at login, the realm's session id (`sid`), the refresh
 //     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
 //     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
-//     shared state (gateway/shared-state.ts) for `id_token_hint`: logout then ends the realm
+//     shared state (gateway/auth/shared-state.ts) for `id_token_hint`: logout then ends the realm
 //     session without Keycloak's confirmation page.
 //   logout, three ways, one effect (`endSession`): /auth/logout, the chat front-end's own sign-out
 //     (GET /api/v1/auths/signout, answered here and never forwarded), and the realm's back-channel
@@ -25,16 +25,16 @@ import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Settings } from '../config/settings.js';
-import { isChatAdmin } from '../policies/admin-scoping.js';
-import type { Observability } from './observability.js';
-import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from './login-pages.js';
+import type { Settings } from '../../config/settings.js';
+import { isChatAdmin } from '../../policies/admin-scoping.js';
+import type { Observability } from '../ops/observability.js';
+import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
 import { clientPost } from './realm.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
-import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../policies/login-routing.js';
-import { SIGNOUT_PATH } from '../policies/routes.js';
-import { clientKey } from './login-routing.js';
+import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../../policies/login-routing.js';
+import { SIGNOUT_PATH } from '../../policies/routes.js';
+import { clientKey } from '../login/routes.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {

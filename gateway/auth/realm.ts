@@ -1,6 +1,6 @@
 // Keycloak as the gateway calls it, written once: its URL layout and a confidential client's
 // POST to the token endpoint (client_secret_basic, RFC 6749 2.3.1), used for the sign-in refresh
-// and revocation (gateway/identity.ts) and the catalog's service-account token (gateway/login-routing.ts).
+// and revocation (gateway/auth/authenticator.ts) and the catalog's service-account token (gateway/login/routes.ts).
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {

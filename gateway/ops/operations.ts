@@ -15,8 +15,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import type { Settings } from '../config/settings.js';
-import { createGateway, type Gateway, type GatewayOptions, type GatewayParts } from './server.js';
+import type { Settings } from '../../config/settings.js';
+import { createGateway, type Gateway, type GatewayOptions, type GatewayParts } from '../app.js';
 
 export interface Check {
   ok: boolean;

@@ -6,8 +6,8 @@ import http, { type IncomingMessage, type ServerResponse, type IncomingHttpHeade
 import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
-import type { Observability } from './observability.js';
-import { gatewaySetCookies } from './session.js';
+import type { Observability } from '../ops/observability.js';
+import { gatewaySetCookies } from '../auth/session.js';
 
 export interface UpstreamOptions {
   url: string;

@@ -1,24 +1,24 @@
 // The gateway's server: wires the parts (settings, upstream, shared state, sign-in, login
 // routing, the control app) and owns the sockets: timeouts, the request log and metrics, upgrades,
 // CONNECT, malformed requests (clientError), listening and a graceful close. What happens to a
-// request, step by step in order, is gateway/pipeline.ts.
+// request, step by step in order, is gateway/pipeline/handle.ts.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import { createPipeline, type Found } from './pipeline.js';
+import { createPipeline, type Found } from './pipeline/handle.js';
 import type { Duplex } from 'node:stream';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
-import { createUpstream, rawJsonAnswer, sendJson, UpstreamError, type Upstream } from './upstream.js';
-import { createAuthenticator, NOT_AUTHENTICATED, type Authenticator } from './identity.js';
-import { createLoginRouting, type LoginRouting } from './login-routing.js';
+import { createUpstream, rawJsonAnswer, sendJson, UpstreamError, type Upstream } from './upstream/proxy.js';
+import { createAuthenticator, NOT_AUTHENTICATED, type Authenticator } from './auth/authenticator.js';
+import { createLoginRouting, type LoginRouting } from './login/routes.js';
 import { classify, localeOf, type RouteClass } from '../policies/routes.js';
 
 export { classify, type RouteClass };
-import { createObservability, type Observability } from './observability.js';
-import { WebSocketTracker } from './websockets.js';
-import { createSharedState, type SharedState } from './shared-state.js';
-import { SharedStateUnavailable } from './session.js';
-import { PAGE_HEADERS, pageLocale, renderProblem, renderSessionCheckDown } from './login-pages.js';
+import { createObservability, type Observability } from './ops/observability.js';
+import { WebSocketTracker } from './http/websockets.js';
+import { createSharedState, type SharedState } from './auth/shared-state.js';
+import { SharedStateUnavailable } from './auth/session.js';
+import { PAGE_HEADERS, pageLocale, renderProblem, renderSessionCheckDown } from './login/pages.js';
 import { safeReturnTo } from '../policies/login-routing.js';
 
 export { NOT_AUTHENTICATED };

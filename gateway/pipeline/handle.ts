@@ -1,32 +1,32 @@
 // The gateway, from socket to upstream, in the order a request meets it: the steps of `handle`.
 //
-//   1. canonical target (gateway/canonical-path.ts): one form, or 400; method overrides, TRACE,
+//   1. canonical target (gateway/http/canonical-path.ts): one form, or 400; method overrides, TRACE,
 //      an invalid Host and ambiguous body framing refused
 //   2. route class (policies/routes.ts): routes the gateway answers itself (login pages,
 //      auth-providers API, /auth/*, the chat front-end's sign-out, health, metrics) go to the
 //      control app (Express); everything else stays here, outside Express: the hot path
 //   3. header hygiene: client copies of the trusted headers and hop-by-hop headers removed
-//   4. identity: session cookie or realm bearer JWT (gateway/identity.ts); an upstream API key
+//   4. identity: session cookie or realm bearer JWT (gateway/auth/authenticator.ts); an upstream API key
 //      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
 //   5. trusted headers from that identity only, and its own upstream credential
-//      (gateway/upstream-identity.ts); X-Forwarded-* as the gateway sees the request
+//      (gateway/upstream/accounts.ts); X-Forwarded-* as the gateway sees the request
 //   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
-//   7. carry it out: stream to the upstream (gateway/upstream.ts), or answer from a rewritten
-//      view (gateway/file-views.ts), after asking the upstream whose chat it is (chat-views.ts)
+//   7. carry it out: stream to the upstream (gateway/upstream/proxy.ts), or answer from a rewritten
+//      view (gateway/upstream/file-views.ts), after asking the upstream whose chat it is (chat-views.ts)
 // WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()`, with an Origin check. Sockets,
-// timeouts, the request log and the server's life are gateway/server.ts.
+// timeouts, the request log and the server's life are gateway/app.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type express from 'express';
-import type { Settings } from '../config/settings.js';
-import { decide, type Decision } from '../policies/admin-scoping.js';
-import { classify, type RouteClass } from '../policies/routes.js';
-import { canonicalize, METHOD_OVERRIDE_HEADERS } from './canonical-path.js';
-import { rawJsonAnswer, sendJson, type Upstream } from './upstream.js';
-import { UpstreamAccounts } from './upstream-identity.js';
-import { FileViews, rewriteHeaders } from './file-views.js';
-import { ChatViews } from './chat-views.js';
+import type { Settings } from '../../config/settings.js';
+import { decide, type Decision } from '../../policies/admin-scoping.js';
+import { classify, type RouteClass } from '../../policies/routes.js';
+import { canonicalize, METHOD_OVERRIDE_HEADERS } from '../http/canonical-path.js';
+import { rawJsonAnswer, sendJson, type Upstream } from '../upstream/proxy.js';
+import { UpstreamAccounts } from '../upstream/accounts.js';
+import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
+import { ChatViews } from '../upstream/chat-views.js';
 import {
   compactHeaders,
   identityHeaders,
@@ -38,11 +38,11 @@ import {
   trustedHeaderSet,
   upstreamApiKey,
   type UpstreamIdentity,
-} from './request-headers.js';
-import { NOT_AUTHENTICATED, type Authenticator, type Identity } from './identity.js';
-import type { LoginRouting } from './login-routing.js';
-import type { Observability } from './observability.js';
-import type { WebSocketTracker } from './websockets.js';
+} from '../http/request-headers.js';
+import { NOT_AUTHENTICATED, type Authenticator, type Identity } from '../auth/authenticator.js';
+import type { LoginRouting } from '../login/routes.js';
+import type { Observability } from '../ops/observability.js';
+import type { WebSocketTracker } from '../http/websockets.js';
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);

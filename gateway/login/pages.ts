@@ -7,7 +7,7 @@
 // A button is a link to [/{locale}]/auth/start?idp=<alias>&returnTo=<path>: the sign-in
 // module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
 // links to /auth/start without idp (no hint: the realm's own username and password form).
-import type { ProviderEntry } from '../policies/login-routing.js';
+import type { ProviderEntry } from '../../policies/login-routing.js';
 
 export type Lang = 'en' | 'de';
 

@@ -210,7 +210,7 @@ const gatewayCookies = new WeakMap<ServerResponse, string[]>();
 
 /**
  * Add Set-Cookie lines to an answer. A proxied answer gets the upstream's Set-Cookie copied over
- * with setHeader, which would drop these: gateway/upstream.ts merges `gatewaySetCookies(res)` into
+ * with setHeader, which would drop these: gateway/upstream/proxy.ts merges `gatewaySetCookies(res)` into
  * the upstream's lines first. No Node object is patched.
  */
 export function addSetCookie(res: ServerResponse, lines: string[]): void {
@@ -286,7 +286,7 @@ export class SharedStateUnavailable extends Error {
   }
 }
 
-/** Where ended sessions are recorded and looked up (gateway/shared-state.ts). */
+/** Where ended sessions are recorded and looked up (gateway/auth/shared-state.ts). */
 export interface EndedSessions {
   end(by: { id: string }, untilEpoch: number): void;
   /** undefined: cannot be known now */

@@ -8,10 +8,10 @@
 // Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
 // headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { FilesView } from '../policies/admin-scoping.js';
-import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../policies/file-scoping.js';
-import { UpstreamError, sendJson, type Upstream, type UpstreamResponse } from './upstream.js';
-import type { Observability } from './observability.js';
+import type { FilesView } from '../../policies/admin-scoping.js';
+import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../../policies/file-scoping.js';
+import { UpstreamError, sendJson, type Upstream, type UpstreamResponse } from './proxy.js';
+import type { Observability } from '../ops/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
 const REWRITE_KEEP = new Set(['authorization', 'cookie', 'x-api-key', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'accept-language']);
