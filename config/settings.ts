@@ -7,7 +7,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { ID_SYNTAX } from '../policies/login-routing.js';
+import { ID_SYNTAX } from '../policies/syntax.js';
 
 export type Env = Record<string, string | undefined>;
 

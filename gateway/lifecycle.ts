@@ -1,3 +1,5 @@
+// The process's life: signals (a graceful stop) and, with GATEWAY_WORKERS > 1, node:cluster.
+//
 // GATEWAY_WORKERS > 1: the primary process forks that many workers (node:cluster), each of which
 // runs the whole gateway on the shared listening socket; the primary hands out connections
 // round-robin and does nothing else. It only supervises:
@@ -58,4 +60,31 @@ export function superviseWorkers(settings: Settings): void {
 
   for (let i = 0; i < count; i++) fork();
   log.info({ workers: count }, 'gateway primary supervising workers');
+}
+
+/**
+ * SIGTERM and SIGINT: run `close` (the gateway's stops accepting, lets in-flight requests and
+ * streams finish up to SHUTDOWN_GRACE_MS and closes WebSockets), then exit 0, or 1 when closing
+ * failed. Past the grace period everything still open is cut, so this always ends.
+ */
+export function exitOnSignals(log: { info(o: object, msg: string): void; error(o: object, msg: string): void }, close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    // npm passes the terminal's Ctrl-C on as well: a repeated signal is the same request.
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    close().then(
+      () => {
+        log.info({}, 'stopped');
+        process.exit(0);
+      },
+      (err: Error) => {
+        log.error({ err: { message: err.message } }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }

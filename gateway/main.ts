@@ -2,8 +2,8 @@
 // production, the self-contained sandbox). Invalid settings stop here, before listening.
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import cluster from 'node:cluster';
-import { createOperatedGateway, exitOnSignals } from './ops/operations.js';
-import { superviseWorkers } from './lifecycle.js';
+import { createOperatedGateway } from './app.js';
+import { exitOnSignals, superviseWorkers } from './lifecycle.js';
 
 function settingsOrExit(): Settings {
   try {

@@ -3,7 +3,9 @@
 //
 // "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
 // per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
-// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/routes.ts.
+// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/routes.ts; the grammar of tenant
+// ids, aliases and locale prefixes in policies/syntax.ts.
+import { isIdSyntax, isLocaleSegment } from './syntax.js';
 
 /** The parts of a Keycloak IdentityProviderRepresentation (full form) the rules read. */
 export interface IdentityProvider {
@@ -39,30 +41,6 @@ export interface ListSettings {
 /** SHOW_IDP_LOGIN's synthetic entry: sign in at the realm itself (username and password). */
 export const DIRECT_LOGIN_ALIAS = 'direct-login';
 export const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
-
-/** Tenant ids and aliases as IDP_TENANT_IDP_ALIASES accepts them (config/settings.ts). */
-export const ID_SYNTAX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-/** Longest tenant id or alias the gateway takes from a request (a path segment, a query, a body). */
-export const MAX_ID_LENGTH = 128;
-
-/** A tenant id or alias as a request may name one: the syntax above, bounded. */
-export function isIdSyntax(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_ID_LENGTH && ID_SYNTAX.test(value);
-}
-
-/** A language tag in the first path segment: `/de/...`, `/de-CH/...` (contract: `{locale}`). */
-export const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
-
-/**
- * First path segments that belong to a route, never to a locale, although some look like a
- * language tag (`api`, `ws`): `/api/auth/login` is the chat front-end's, not a localized login page.
- */
-export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set(['api', 'ws', 'auth', 'oauth', 'openai', 'ollama', 'cache', 'static', '_app', 'favicon', 'health', 'healthz', 'readyz', 'metrics']);
-
-/** A locale prefix: the language-tag syntax, and not a reserved first segment. */
-export function isLocaleSegment(segment: string): boolean {
-  return LOCALE_SYNTAX.test(segment) && !RESERVED_FIRST_SEGMENTS.has(segment.toLowerCase());
-}
 
 /**
  * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not

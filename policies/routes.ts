@@ -2,7 +2,7 @@
 // front-end's API (identity required, 401 without), its public assets (no identity needed), or its
 // pages (identity required, the logged-out guard without). One copy, used by the request pipeline,
 // the WebSocket upgrade and the error answers.
-import { isLocaleSegment } from './login-routing.js';
+import { isLocaleSegment } from './syntax.js';
 
 /** The chat front-end's sign-out, which the gateway answers itself (it ends the gateway session too). */
 export const SIGNOUT_PATH = '/api/v1/auths/signout';

@@ -232,8 +232,9 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
 
 describe('locale prefixes: reserved first segments are never a locale (issue 12)', () => {
   it('`api` and `ws` look like language tags but name routes: /api/auth/... and /ws/auth/... stay the chat front-end\u2019s', async () => {
-    const { classify } = await import('../gateway/app.js');
-    const { isLocaleSegment, splitGuardPath, RESERVED_FIRST_SEGMENTS } = await import('../policies/login-routing.js');
+    const { classify } = await import('../policies/routes.js');
+    const { splitGuardPath } = await import('../policies/login-routing.js');
+    const { isLocaleSegment, RESERVED_FIRST_SEGMENTS } = await import('../policies/syntax.js');
     // Regression: the locale pattern took `api` for a language, so /api/auth/login was the gateway's login page.
     expect(classify('/api/auth/login')).to.equal('api');
     expect(classify('/api/auth/start')).to.equal('api');

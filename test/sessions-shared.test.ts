@@ -15,7 +15,7 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort } from './support/raw-http.js';
 import { gatewayProcess } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
-import { SESSION_CHECK_UNAVAILABLE } from '../gateway/app.js';
+import { SESSION_CHECK_UNAVAILABLE } from '../gateway/http/respond.js';
 
 async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;

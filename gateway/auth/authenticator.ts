@@ -32,9 +32,11 @@ import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem }
 import { processState, type SharedState } from './shared-state.js';
 import { clientPost } from './realm.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, TtlCache, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
-import { isIdSyntax, isLocaleSegment, safeReturnTo } from '../../policies/login-routing.js';
+import { safeReturnTo } from '../../policies/login-routing.js';
+import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { clientKey } from '../login/routes.js';
+import { NOT_AUTHENTICATED } from '../http/respond.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -77,8 +79,6 @@ const HTTP_TIMEOUT_MS = 5_000;
 const DISCOVERY_TTL_MS = 10 * 60_000;
 const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-/** The chat front-end's own words for a request without a credential. */
-export const NOT_AUTHENTICATED = 'Not authenticated';
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`). */

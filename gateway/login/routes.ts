@@ -18,19 +18,9 @@ import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from '../auth/shared-state.js';
 import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './catalog.js';
-import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../upstream/proxy.js';
-import {
-  DIRECT_LOGIN_ALIAS,
-  splitGuardPath,
-  isUsableForLinks,
-  buttonList,
-  listNeedsCatalog,
-  providerEntry,
-  providerListResponse,
-  safeReturnTo,
-  isLocaleSegment,
-  type IdentityProvider,
-} from '../../policies/login-routing.js';
+import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../http/respond.js';
+import { DIRECT_LOGIN_ALIAS, splitGuardPath, isUsableForLinks, buttonList, listNeedsCatalog, providerEntry, providerListResponse, safeReturnTo, type IdentityProvider } from '../../policies/login-routing.js';
+import { isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
 import {
   PAGE_HEADERS,
   speaksLocale,
@@ -139,12 +129,6 @@ const sendJsonBody = (res: ServerResponse, status: number, json: Buffer) => send
 function sendPage(res: Response, status: number, html: string): void {
   res.status(status).set({ ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(html)) });
   res.end(res.req.method === 'HEAD' ? undefined : html);
-}
-
-/** An alias as a path gives it: printable, bounded. Anything else names no provider. */
-function plausibleAlias(alias: string): boolean {
-  // eslint-disable-next-line no-control-regex
-  return alias.length > 0 && alias.length <= 255 && !/[\u0000-\u001f\u007f/\\]/.test(alias);
 }
 
 function firstQuery(value: unknown): unknown {

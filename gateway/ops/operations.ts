@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Settings } from '../../config/settings.js';
-import { createGateway, type Gateway, type GatewayOptions, type GatewayParts } from '../app.js';
+import type { GatewayParts } from '../app.js';
 
 export interface Check {
   ok: boolean;
@@ -188,64 +188,4 @@ export function createOperations(parts: GatewayParts): Operations {
     readiness,
     checkDrift,
   };
-}
-
-export interface OperatedGateway extends Gateway {
-  ops: Operations;
-  /** Listen, then start the drift check and the metrics listener. */
-  start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
-}
-
-/** The gateway with its operations endpoints: what `npm start` runs, in production and in the sandbox. */
-export async function createOperatedGateway(settings: Settings, options: GatewayOptions = {}): Promise<OperatedGateway> {
-  let ops: Operations | undefined;
-  const gateway = await createGateway(settings, {
-    ...options,
-    extendControl(app, parts) {
-      ops = createOperations(parts);
-      ops.mount(app);
-      options.extendControl?.(app, parts);
-    },
-  });
-  const operations = ops!;
-  const close = gateway.close.bind(gateway);
-  return Object.assign(gateway, {
-    ops: operations,
-    async start(port?: number, host?: string) {
-      const listening = await gateway.listen(port, host);
-      const { metricsUrl } = await operations.start();
-      return { ...listening, ...(metricsUrl ? { metricsUrl } : {}) };
-    },
-    async close() {
-      await operations.stop();
-      await close();
-    },
-  });
-}
-
-/**
- * SIGTERM and SIGINT: run `close` (the gateway's stops accepting, lets in-flight requests and
- * streams finish up to SHUTDOWN_GRACE_MS and closes WebSockets), then exit 0, or 1 when closing
- * failed. Past the grace period everything still open is cut, so this always ends.
- */
-export function exitOnSignals(log: { info(o: object, msg: string): void; error(o: object, msg: string): void }, close: () => Promise<void>): void {
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    // npm passes the terminal's Ctrl-C on as well: a repeated signal is the same request.
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down: finishing in-flight requests');
-    close().then(
-      () => {
-        log.info({}, 'stopped');
-        process.exit(0);
-      },
-      (err: Error) => {
-        log.error({ err: { message: err.message } }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }

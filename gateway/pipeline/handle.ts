@@ -23,7 +23,8 @@ import type { Settings } from '../../config/settings.js';
 import { decide, type Decision } from '../../policies/admin-scoping.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { canonicalize, METHOD_OVERRIDE_HEADERS } from '../http/canonical-path.js';
-import { rawJsonAnswer, sendJson, type Upstream } from '../upstream/proxy.js';
+import type { Upstream } from '../upstream/proxy.js';
+import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { UpstreamAccounts } from '../upstream/accounts.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
@@ -39,7 +40,7 @@ import {
   upstreamApiKey,
   type UpstreamIdentity,
 } from '../http/request-headers.js';
-import { NOT_AUTHENTICATED, type Authenticator, type Identity } from '../auth/authenticator.js';
+import type { Authenticator, Identity } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
@@ -80,7 +81,6 @@ export interface PipelineParts {
   /** the gateway's own routes (Express) */
   control: express.Express;
   websockets: WebSocketTracker;
-  isClosing: () => boolean;
 }
 
 export function createPipeline(parts: PipelineParts) {
@@ -240,12 +240,12 @@ export function createPipeline(parts: PipelineParts) {
     await carryOut(decision, req, res, caller, path, search, expectContinue);
   }
 
-  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
     const refuse = (status: number, reason: string) => {
       if (socket.writable) socket.end(rawJsonAnswer(status, reason));
       socket.destroy();
     };
-    if (parts.isClosing()) return refuse(503, 'Shutting down');
+    if (closing) return refuse(503, 'Shutting down');
     const canonical = canonicalize(req.url);
     if (!canonical.ok || !validHost(req.headers.host, req.httpVersion)) return refuse(400, 'Bad Request');
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');

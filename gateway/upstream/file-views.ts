@@ -10,7 +10,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../../policies/file-scoping.js';
-import { UpstreamError, sendJson, type Upstream, type UpstreamResponse } from './proxy.js';
+import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
+import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
@@ -53,7 +54,7 @@ export class FileViews {
       const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
       this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
       this.obs.log.error({ err: { message: e.message }, view }, 'rewritten file route failed closed');
-      sendJson(res, e.status, { detail: e.kind === 'timeout' ? 'The chat front-end did not answer in time' : 'The chat front-end gave an answer the gateway cannot check' });
+      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
     }
   }
 

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
+import { sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import { gatewaySetCookies } from '../auth/session.js';
 
 export interface UpstreamOptions {
@@ -36,40 +37,6 @@ export class UpstreamError extends Error {
   get status(): 502 | 504 {
     return this.kind === 'timeout' ? 504 : 502;
   }
-}
-
-export const UPSTREAM_DOWN = 'The chat front-end is not reachable';
-export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
-export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
-
-/** Send a small JSON answer (gateway-made: never cached). */
-/**
- * A whole JSON answer as raw bytes, for a socket that has no ServerResponse (a refused upgrade,
- * CONNECT, a malformed request): the connection closes after it.
- */
-export function rawJsonAnswer(status: number, detail: string, extraHeaders: Record<string, string> = {}): string {
-  const body = JSON.stringify({ detail });
-  const extra = Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  return `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Unknown'}\r\nConnection: close\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
-  sendJsonBody(res, status, JSON.stringify(body), extraHeaders);
-}
-
-/** The same with the JSON already serialized (an answer rendered once and sent many times). */
-export function sendJsonBody(res: ServerResponse, status: number, json: string | Buffer, extraHeaders: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(json),
-    'cache-control': 'private, no-store',
-    ...extraHeaders,
-  });
-  res.end(res.req?.method === 'HEAD' ? undefined : json);
 }
 
 /** `timeout=5` for a server with keepAliveTimeout 5000, as Node writes it. */

@@ -1,0 +1,184 @@
+// The listening socket and everything Node hands the gateway besides a request: timeouts, the
+// request log and metrics, `Expect: 100-continue`, upgrades, CONNECT, malformed requests
+// (clientError) and a graceful close. What happens to a request is gateway/pipeline/handle.ts.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Settings } from '../../config/settings.js';
+import { classify, type RouteClass } from '../../policies/routes.js';
+import type { Observability } from '../ops/observability.js';
+import { SharedStateUnavailable } from '../auth/session.js';
+import { UpstreamError } from '../upstream/proxy.js';
+import type { Found, Pipeline } from '../pipeline/handle.js';
+import { rawJsonAnswer, sendJson, sessionCheckUnavailable, SESSION_CHECK_UNAVAILABLE, UPSTREAM_DOWN, UPSTREAM_TIMEOUT } from './respond.js';
+import type { WebSocketTracker } from './websockets.js';
+
+export interface HttpServer {
+  server: http.Server;
+  listen(port: number, host: string): Promise<{ port: number; url: string }>;
+  /** Stop accepting; let answers under way finish up to `graceMs`, close WebSockets, then cut the rest. */
+  close(graceMs: number): Promise<void>;
+  readonly closing: boolean;
+}
+
+export function createHttpServer(o: { settings: Settings; obs: Observability; pipeline: Pipeline; websockets: WebSocketTracker; idleTimeoutMs: number }): HttpServer {
+  const { settings, obs, pipeline, websockets } = o;
+  // The request line holds fixed fields only (id, method, canonical path, status, ms, class), none
+  // of which the redact list names, so it is written without redaction: with it, pino re-parsed
+  // every redact path on every line, the largest cost of a proxied request (bench/README.md).
+  // Every other log line keeps the redaction.
+  const requestLog = obs.log.child({}, { redact: [] });
+  let closing = false;
+
+  /** Per client socket: answers still being written, and the latest request (for `clientError`). */
+  const answering = new WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>();
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const started = process.hrtime.bigint();
+    const found: Found = { routeClass: undefined };
+    let answered = answering.get(req.socket);
+    if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
+    answered.open++;
+    answered.req = req;
+    answered.res = res;
+    if (closing) res.setHeader('connection', 'close');
+    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
+    res.once('close', () => {
+      answered.open--;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const cls = found.routeClass ?? classifyTarget(req.url);
+      if (res.writableFinished) {
+        obs.metrics.requests.tally(cls, String(res.statusCode));
+        obs.metrics.latency.observe({ route_class: cls }, seconds);
+        // Shutting down: a keep-alive connection whose last response is done goes now.
+        if (closing) setImmediate(() => server.closeIdleConnections());
+      }
+      logRequest(requestLog, req, res, cls, seconds);
+    });
+    pipeline.handle(req, res, found).catch((err: unknown) => {
+      const e = err as Error;
+      if (e instanceof SharedStateUnavailable) {
+        obs.metrics.sessionChecksUnavailable.inc();
+        return sessionCheckUnavailable(res);
+      }
+      if (e instanceof UpstreamError) {
+        obs.metrics.upstreamErrors.inc({ kind: e.kind });
+        obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
+        return sendJson(res, e.status, { detail: e.status === 504 ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
+      }
+      obs.log.error({ err: { message: e?.message, stack: e?.stack } }, 'request failed');
+      sendJson(res, 500, { detail: 'Internal error' });
+    });
+  };
+
+  const server = http.createServer(
+    {
+      headersTimeout: settings.server.headersTimeoutMs,
+      requestTimeout: settings.server.requestTimeoutMs,
+      keepAliveTimeout: 5_000,
+      // Node checks both timeouts only this often (default 30 s, so slow headers lived 30 s longer).
+      connectionsCheckingInterval: Math.min(1_000, settings.server.headersTimeoutMs),
+    },
+    onRequest,
+  );
+  // IDLE_TIMEOUT_MS (at least UPSTREAM_TIMEOUT_MS, gateway/app.ts): a connection silent that long
+  // mid-request (a stalled body, REQUEST_TIMEOUT_MS being off for long uploads) or mid-answer is
+  // closed. WebSockets are exempt (Node drops the listener on upgrade).
+  server.timeout = o.idleTimeoutMs;
+  // Judge before the client sends its body: a refused upload never gets `100 Continue`.
+  server.on('checkContinue', onRequest);
+  server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => {
+      if (err instanceof SharedStateUnavailable) {
+        obs.metrics.sessionChecksUnavailable.inc();
+        if (socket.writable) socket.end(rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' }));
+        return;
+      }
+      obs.log.warn({ err: { message: err.message } }, 'websocket upgrade failed');
+      socket.destroy();
+    });
+  });
+  // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
+  // closes the socket, leaving the client without an answer).
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    socket.end(rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
+  });
+  server.on('clientError', (err: Error & { code?: string }, socket) => {
+    const entry = answering.get(socket);
+    const open = entry?.open ?? 0;
+    // Bytes after a `Connection: close` request: ignored; its answer finishes, then the socket closes.
+    if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : socket.destroy();
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const answer = rawJsonAnswer(status, status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request');
+    // The faulty bytes are the body of the request being answered: its own 400, unless its answer started.
+    const ownBody = open === 1 && !entry!.req.complete;
+    if (ownBody) return entry!.res.headersSent ? socket.destroy() : void socket.end(answer);
+    if (open === 0) return void socket.end(answer);
+    // A malformed request pipelined behind one still being answered: that answer is finished first
+    // (cut off, the client would lose the answer to a request that was carried out), then the socket
+    // closes. No 400 for it: written meanwhile it would land inside that answer's body.
+    entry!.res.once('close', () => (entry!.res.writableFinished && socket.writable ? socket.end() : socket.destroy()));
+  });
+
+  return {
+    server,
+    get closing() {
+      return closing;
+    },
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          const addr = server.address();
+          const actual = typeof addr === 'object' && addr ? addr.port : port;
+          resolve({ port: actual, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${actual}` });
+        });
+      });
+    },
+    close(graceMs) {
+      closing = true;
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        websockets.closeAll();
+        setTimeout(() => {
+          server.closeAllConnections();
+          websockets.destroyAll();
+        }, graceMs).unref();
+      });
+    },
+  };
+}
+
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * One line per request: method, canonical path (never the query, which can carry an
+ * authorization code), status, duration, request id, route class. Never headers or cookies.
+ */
+function logRequest(log: Logger, req: IncomingMessage, res: ServerResponse, routeClass: RouteClass, seconds: number): void {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  const path = (q === -1 ? url : url.slice(0, q)).slice(0, 512);
+  const line = {
+    requestId: res.getHeader('x-request-id'),
+    method: req.method,
+    path,
+    status: res.statusCode,
+    ms: Math.round(seconds * 1e4) / 10,
+    routeClass,
+    ...(res.writableFinished ? {} : { aborted: true }),
+  };
+  // Probes and scrapes every few seconds would drown the rest.
+  if (QUIET_PATHS.has(path)) log.debug(line, 'request');
+  else log.info(line, 'request');
+}
+
+/** Answers refused before classification (400, 405) are classified from the raw target. */
+function classifyTarget(url = ''): RouteClass {
+  const q = url.indexOf('?');
+  return classify(q === -1 ? url : url.slice(0, q));
+}
