@@ -21,6 +21,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# `npm start` works in the image too: with NODE_ENV=production bin/start.mjs runs dist/.
+COPY --from=build /app/bin ./bin
 # Per-stage defaults (config/dev.env, config/prod.env) ship as data. config/settings.ts looks
 # for them beside itself, i.e. dist/config/ once compiled; config/ keeps the source layout.
 COPY --from=build /app/config/*.env ./config/

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loginThroughIdp, CookieJar as IdpJar } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
@@ -236,5 +236,93 @@ describe('sandbox: kept apart from production', function () {
     expect(r.status).to.equal(2);
     expect(r.stderr).to.include('UPSTREAM_URL: required in production');
     expect(r.stdout + r.stderr).to.not.include('Sandbox ready');
+  });
+});
+
+describe('`npm start` runs what NODE_ENV says (bin/start.mjs)', function () {
+  this.timeout(60_000);
+  // A copy of what the image holds: dist/ from `npm run build`, bin/start.mjs, package.json. It
+  // lives under .tmp/ inside the repository so the production dependencies resolve from
+  // node_modules, and it carries a `tsx` of its own that fails when loaded: nearer than the real
+  // one, it shows whether a branch loads the TypeScript loader.
+  let dir = '';
+  const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+  const startCmd = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.replace(/^exec /, '').split(' ');
+  const run = (env: Record<string, string>) => {
+    const [, ...args] = startCmd();
+    return spawnSync(process.execPath, args, { cwd: dir, env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 20_000 });
+  };
+
+  before(() => {
+    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+    dir = mkdtempSync(join(ROOT, '.tmp', 'start-'));
+    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')], { encoding: 'utf8' });
+    expect(tsc.status, tsc.stdout + tsc.stderr).to.equal(0);
+    mkdirSync(join(dir, 'bin'));
+    cpSync(join(ROOT, 'bin/start.mjs'), join(dir, 'bin/start.mjs'));
+    cpSync(join(ROOT, 'config'), join(dir, 'dist/config'), { recursive: true, filter: (f) => !f.endsWith('.ts') });
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    mkdirSync(join(dir, 'node_modules/tsx/esm'), { recursive: true });
+    writeFileSync(join(dir, 'node_modules/tsx/package.json'), '{"name":"tsx","type":"module","exports":{"./esm/api":"./esm/api.js"}}\n');
+    writeFileSync(join(dir, 'node_modules/tsx/esm/api.js'), 'throw new Error("tsx was loaded");\n');
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('NODE_ENV=production: the compiled gateway listens and answers, and tsx is never loaded', async () => {
+    const env = {
+      ...baseEnv,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      PUBLIC_URL: 'https://chat.example',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+      OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform',
+      OIDC_CLIENT_ID: 'chat-gateway',
+      OIDC_CLIENT_SECRET: 'a-client-secret-of-some-length',
+      SESSION_SECRET: 'a-session-secret-of-at-least-32-characters',
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      DRIFT_CHECK_SECONDS: '0',
+    };
+    const [, ...args] = startCmd();
+    const child = spawn(process.execPath, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (c: Buffer) => {
+        output += c;
+        const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*"gateway listening"/.exec(output);
+        if (m) resolve(m[1]!);
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+    });
+    try {
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).to.equal(200);
+      expect(await health.json()).to.deep.equal({ status: 'ok' });
+      expect(output).not.to.include('tsx was loaded');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('NODE_ENV=production without a build: exit 2 and the command that builds it', () => {
+    renameSync(join(dir, 'dist'), join(dir, 'dist.away'));
+    try {
+      const r = run({ NODE_ENV: 'production' });
+      expect(r.status).to.equal(2);
+      expect(r.stderr).to.include('dist/gateway/main.js is missing: run `npm run build` first');
+    } finally {
+      renameSync(join(dir, 'dist.away'), join(dir, 'dist'));
+    }
+  });
+
+  it('from the sources without the dev dependencies (`npm ci --omit=dev`): exit 2 and what to run', () => {
+    const r = run({});
+    expect(r.status).to.equal(2);
+    expect(r.stderr).to.include('needs the dev dependencies (tsx): run `npm install`');
   });
 });

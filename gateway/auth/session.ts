@@ -12,7 +12,7 @@
 // remembered so that a copy of their cookie is refused too.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { LRUCache } from 'lru-cache';
+import { TtlCache } from '../cache.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -223,42 +223,6 @@ export function addSetCookie(res: ServerResponse, lines: string[]): void {
 /** What `addSetCookie` added to this answer, if anything. */
 export function gatewaySetCookies(res: ServerResponse): readonly string[] | undefined {
   return gatewayCookies.get(res);
-}
-
-/**
- * A bounded cache with a time-to-live, least recently used out first: repeated requests with one
- * cookie or token cost a lookup. isaacs' lru-cache does the work; this names the few operations
- * the gateway uses and gives each cache its size and lifetime in one line.
- */
-export class TtlCache<K extends {}, V extends {}> {
-  private readonly lru: LRUCache<K, V>;
-
-  constructor(max: number, ttlMs: number, clock?: () => number) {
-    // Bounded by count through maxSize (each entry counts 1), not `max`: with `max` lru-cache
-    // allocates its arrays for every slot up front (measured: +16 MB RSS for the gateway's caches).
-    // A given clock is read on every lookup (lru-cache otherwise reuses its reading for a millisecond).
-    this.lru = new LRUCache<K, V>({ maxSize: max, sizeCalculation: () => 1, ttl: ttlMs, ...(clock ? { perf: { now: clock }, ttlResolution: 0 } : {}) });
-  }
-
-  get(key: K): V | undefined {
-    return this.lru.get(key);
-  }
-
-  set(key: K, value: V, ttlMs?: number): void {
-    this.lru.set(key, value, ttlMs === undefined ? undefined : { ttl: ttlMs });
-  }
-
-  delete(key: K): void {
-    this.lru.delete(key);
-  }
-
-  clear(): void {
-    this.lru.clear();
-  }
-
-  get size(): number {
-    return this.lru.size;
-  }
 }
 
 export type RefreshResult = { kind: 'ok'; data: SessionData } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };

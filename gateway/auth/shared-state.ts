@@ -20,7 +20,8 @@
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Observability } from '../ops/observability.js';
-import { TtlCache, SharedStateUnavailable } from './session.js';
+import { SharedStateUnavailable } from './session.js';
+import { TtlCache } from '../cache.js';
 
 export { SharedStateUnavailable };
 

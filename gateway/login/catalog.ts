@@ -6,6 +6,7 @@
 // says `stale`). gateway/login/routes.ts serves the routes on top of it.
 import { readFile, stat } from 'node:fs/promises';
 import type { Observability } from '../ops/observability.js';
+import { LoadingCache } from '../cache.js';
 import { clientPost, tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
 
@@ -248,128 +249,13 @@ class CatalogHealth {
   }
 }
 
-interface CacheEntry {
-  value: unknown;
-  fetchedAt: number;
-  /** Set after a failed refresh: serve `value` without asking again until then. */
-  retryAt?: number;
-}
-
-/**
- * Time-bounded cache with one load in flight per key and stale-on-error. A key is fresh for
- * `ttlMs`; after that the next caller loads it and every concurrent caller waits for that one
- * load (no stampede). A failed load leaves the last good value in place: it is served at once
- * from then on, and every `retryMs` one background load tries the source again. With no good
- * value the failure itself is remembered for `retryMs`, so callers do not queue on a dead source.
- */
-export class SingleFlightCache {
-  private readonly values = new Map<string, CacheEntry>();
-  private readonly failures = new Map<string, { error: Error; until: number }>();
-  private readonly inflight = new Map<string, Promise<unknown>>();
-
-  constructor(
-    private readonly o: {
-      ttlMs: number;
-      retryMs: number;
-      maxEntries: number;
-      now: () => number;
-      health: CatalogHealth;
-      onLookup: (cache: string, result: 'hit' | 'miss' | 'coalesced' | 'stale' | 'error') => void;
-      onFailure: (key: string, err: Error, servingStale: boolean) => void;
-      /** keys never evicted for room */
-      pinned: (key: string) => boolean;
-    },
-  ) {}
-
-  get<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
-    const t = this.o.now();
-    const entry = this.values.get(key);
-    if (entry && t - entry.fetchedAt < this.o.ttlMs) {
-      this.o.onLookup(cache, 'hit');
-      return Promise.resolve(entry.value as T);
-    }
-    if (entry?.retryAt !== undefined) {
-      // The source failed the last time: keep serving the last good answer without waiting,
-      // and after the retry period ask again in the background (one load at a time).
-      if (t >= entry.retryAt && !this.inflight.has(key)) this.start(cache, key, load).catch(() => undefined);
-      this.o.onLookup(cache, 'stale');
-      return Promise.resolve(entry.value as T);
-    }
-    const failed = this.failures.get(key);
-    if (!entry && failed && t < failed.until) {
-      this.o.onLookup(cache, 'error');
-      return Promise.reject(failed.error);
-    }
-    const running = this.inflight.get(key);
-    if (running) {
-      this.o.onLookup(cache, 'coalesced');
-      return running as Promise<T>;
-    }
-    this.o.onLookup(cache, 'miss');
-    return this.start(cache, key, load);
-  }
-
-  /** One load of `key`; concurrent callers share it through `inflight`. */
-  private start<T>(cache: string, key: string, load: () => Promise<T>): Promise<T> {
-    const p = Promise.resolve()
-      .then(load)
-      .then(
-        (value) => {
-          this.store(key, value);
-          this.failures.delete(key);
-          this.o.health.success(key);
-          return value;
-        },
-        (err: unknown) => {
-          const error = err instanceof Error ? err : new Error(String(err));
-          const last = this.values.get(key);
-          this.o.health.failure(key, error, !!last);
-          this.o.onFailure(key, error, !!last);
-          if (last) {
-            last.retryAt = this.o.now() + this.o.retryMs;
-            this.o.onLookup(cache, 'stale');
-            return last.value as T;
-          }
-          if (this.failures.size >= this.o.maxEntries) this.failures.clear();
-          this.failures.set(key, { error, until: this.o.now() + this.o.retryMs });
-          throw error;
-        },
-      )
-      .finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
-  }
-
-  private store(key: string, value: unknown): void {
-    if (!this.values.has(key) && this.values.size >= this.o.maxEntries) {
-      for (const k of this.values.keys()) {
-        if (!this.o.pinned(k)) {
-          this.values.delete(k);
-          break;
-        }
-      }
-    }
-    this.values.delete(key); // re-insert: insertion order is age order
-    this.values.set(key, { value, fetchedAt: this.o.now() });
-  }
-
-  get size(): number {
-    return this.values.size;
-  }
-
-  /** No load in flight. */
-  idle(): boolean {
-    return this.inflight.size === 0;
-  }
-}
-
 const LIST_KEY = 'list';
 const aliasKey = (alias: string) => `alias:${alias}`;
 
 /** The identity provider catalog behind the one cache. */
 export class ProviderCatalog {
   readonly health: CatalogHealth;
-  private readonly cache: SingleFlightCache;
+  private readonly cache: LoadingCache<IdentityProvider[] | IdentityProvider | null>;
 
   constructor(
     readonly source: CatalogSource,
@@ -377,27 +263,30 @@ export class ProviderCatalog {
     obs: Observability,
   ) {
     this.health = new CatalogHealth(o.now);
-    this.cache = new SingleFlightCache({
+    const health = this.health;
+    this.cache = new LoadingCache({
       ...o,
-      health: this.health,
-      onLookup: (cache, result) => obs.metrics.cache.tally(cache, result),
-      onFailure: (key, err, servingStale) =>
+      onLookup: (key, result) => obs.metrics.cache.tally(key === LIST_KEY ? 'idp-list' : 'idp-alias', result),
+      onLoaded: (key) => health.success(key),
+      onFailed: (key, err, servingStale) => {
+        health.failure(key, err, servingStale);
         obs.log.warn(
           { source: source.kind, key, err: { message: err.message }, serving: servingStale ? 'last good answer' : 'nothing' },
           'identity provider catalog could not be read',
-        ),
+        );
+      },
       pinned: (key) => key === LIST_KEY || (key.startsWith('alias:') && o.pinnedAliases.has(key.slice(6))),
     });
   }
 
   /** Every provider of the realm (the button list filters them, B1 and B5). */
   list(): Promise<IdentityProvider[]> {
-    return this.cache.get('idp-list', LIST_KEY, () => this.source.list());
+    return this.cache.get(LIST_KEY, () => this.source.list()) as Promise<IdentityProvider[]>;
   }
 
   /** One provider by alias, hidden or not (B4); null when the realm has no such alias. */
   provider(alias: string): Promise<IdentityProvider | null> {
-    return this.cache.get('idp-alias', aliasKey(alias), () => this.source.get(alias));
+    return this.cache.get(aliasKey(alias), () => this.source.get(alias)) as Promise<IdentityProvider | null>;
   }
 
   get cachedKeys(): number {

@@ -10,7 +10,7 @@ import { UpstreamError } from './proxy.js';
 import type { TrustedHeaderNames, UpstreamIdentity } from '../http/request-headers.js';
 import { setIdentityHeaders } from '../http/request-headers.js';
 import type { Metrics } from '../ops/observability.js';
-import { TtlCache } from '../auth/session.js';
+import { TtlCache } from '../cache.js';
 
 export interface UpstreamAccount {
   userId: string;

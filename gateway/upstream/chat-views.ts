@@ -3,7 +3,7 @@
 // shows nothing the caller could not ask for; its answer never reaches the client. An answer that
 // cannot be read fails closed: the request is refused, never forwarded on a guess.
 import { chatAccessAllowed, parseChatRecord, type ChatAccess, type ChatRecord } from '../../policies/chat-scoping.js';
-import { TtlCache } from '../auth/session.js';
+import { TtlCache } from '../cache.js';
 import type { Upstream } from './proxy.js';
 
 /** A chat's owner does not change: an allowed answer is reused this long for the same caller. */
