@@ -2,6 +2,7 @@
 // before the request is handed to the proxy, never in a `proxyReq` listener (that event does
 // not fire for `Expect: 100-continue`; reference/proxy-pitfalls.md).
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Identity } from '../auth/authenticator.js';
 
 export interface TrustedHeaderNames {
   email: string;
@@ -10,13 +11,8 @@ export interface TrustedHeaderNames {
   groups: string;
 }
 
-/** What the chat front-end is told about the caller. */
-export interface UpstreamIdentity {
-  email: string;
-  name: string;
-  role: 'admin' | 'user';
-  groups: string[];
-}
+/** What the chat front-end is told about the caller (a verified gateway identity). */
+export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups'>;
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones only a proxy in front of us could set.
 // X-Forwarded-* and Forwarded are dropped: the gateway is the edge and sets its own.
@@ -84,16 +80,16 @@ function headerValue(value: string): string {
 }
 
 /** The trusted headers that tell the chat front-end who the caller is, as [name, value] pairs. */
-export function identityHeaders(names: TrustedHeaderNames, who: UpstreamIdentity): Array<[string, string]> {
+export function identityHeaders(names: TrustedHeaderNames, who: ToldIdentity): Array<[string, string]> {
   return [
     [names.email, headerValue(who.email)],
     [names.name, headerValue(who.name || who.email)],
-    [names.role, who.role],
+    [names.role, who.admin ? 'admin' : 'user'],
     [names.groups, who.groups.map((g) => headerValue(g).replace(/,/g, ' ')).join(',')],
   ];
 }
 
-export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: UpstreamIdentity): void {
+export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: ToldIdentity): void {
   for (const [name, value] of identityHeaders(names, who)) headers[name] = value;
 }
 

@@ -9,7 +9,7 @@
 //   4. identity: session cookie or realm bearer JWT (gateway/auth/authenticator.ts); an upstream API key
 //      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
 //   5. trusted headers from that identity only, and its own upstream credential
-//      (gateway/upstream/accounts.ts); X-Forwarded-* as the gateway sees the request
+//      (gateway/pipeline/caller.ts); X-Forwarded-* as the gateway sees the request
 //   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
 //   7. carry it out: stream to the upstream (gateway/upstream/proxy.ts), or answer from a rewritten
 //      view (gateway/upstream/file-views.ts), after asking the upstream whose chat it is (chat-views.ts)
@@ -25,43 +25,17 @@ import { classify, type RouteClass } from '../../policies/routes.js';
 import { canonicalize, METHOD_OVERRIDE_HEADERS } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
-import { UpstreamAccounts } from '../upstream/accounts.js';
+import { createCallers, type Caller } from './caller.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
-import {
-  compactHeaders,
-  identityHeaders,
-  publicOriginOf,
-  setForwardedHeaders,
-  setUpstreamCredential,
-  validHost,
-  stripClientHeaders,
-  trustedHeaderSet,
-  upstreamApiKey,
-  type UpstreamIdentity,
-} from '../http/request-headers.js';
-import type { Authenticator, Identity } from '../auth/authenticator.js';
+import { compactHeaders, publicOriginOf, setForwardedHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import type { Authenticator } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
-
-/**
- * Who is calling, once verified: the one type the steps after identity use. Built once per
- * Identity object (the authenticator hands out one per session state or bearer token) or per
- * looked-up API key, never per request.
- */
-export interface Caller {
-  admin: boolean;
-  /** for the audit: the email, or `api-key:<upstream user id>` */
-  label: string;
-  /** upstream user id, resolved lazily (only the file and chat policies need it) */
-  upstreamUserId: () => Promise<string>;
-  /** what the upstream is told about a gateway identity (absent for an upstream API key) */
-  told?: { who: UpstreamIdentity; headers: Array<[string, string]> };
-}
 
 /**
  * What `handle` found out about a request, for its metrics and log line: kept in an object of the
@@ -85,56 +59,22 @@ export interface PipelineParts {
 
 export function createPipeline(parts: PipelineParts) {
   const { settings, obs, upstream, authenticator, loginRouting, control, websockets } = parts;
-  const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, obs.metrics);
+  const callers = createCallers(settings, upstream, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
   const publicOrigin = publicOriginOf(settings.publicUrl);
-
-  const callers = new WeakMap<Identity, Caller>();
-  const callerOf = (identity: Identity): Caller => {
-    let caller = callers.get(identity);
-    if (!caller) {
-      const who: UpstreamIdentity = { email: identity.email, name: identity.name, role: identity.admin ? 'admin' : 'user', groups: identity.groups };
-      caller = {
-        admin: identity.admin,
-        label: identity.email,
-        upstreamUserId: async () => (await accounts.signIn(who)).userId,
-        told: { who, headers: identityHeaders(settings.trustedHeaders, who) },
-      };
-      callers.set(identity, caller);
-    }
-    return caller;
-  };
-  /** Step 5: the trusted headers, and the identity's own upstream credential. */
-  const forwardAs = async (req: IncomingMessage, identity: Identity): Promise<Caller> => {
-    const caller = callerOf(identity);
-    const told = caller.told!;
-    for (const [name, value] of told.headers) req.headers[name] = value;
-    // The upstream credential is the one of this identity's trusted-header sign-in (cached), never
-    // one the client brought along: the gateway checked the identity, not the client's token.
-    setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(told.who)).token}` });
-    return caller;
-  };
 
   /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
   async function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Promise<Caller | null | undefined> {
     const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
     stripClientHeaders(req.headers, trusted);
     const identity = await authenticator.authenticate(req, res);
-    if (identity) return forwardAs(req, identity);
+    if (identity) return callers.forward(req, identity);
     if (apiKey) {
-      // An upstream API key is not an identity of the gateway: the upstream says whose it is.
-      const credential: { authorization: string } | { 'x-api-key': string } =
-        upstreamApiKey({ authorization: req.headers.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
-      const account = await accounts.whoAmI(credential);
-      if (!account) {
-        sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        return undefined;
-      }
-      // exactly the key that was looked up, nothing else the client sent
-      setUpstreamCredential(req.headers, credential);
-      return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
+      const caller = await callers.forwardApiKey(req, apiKey);
+      if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+      return caller;
     }
     if (cls === 'public') return null;
     if (cls === 'api') {
@@ -258,7 +198,7 @@ export function createPipeline(parts: PipelineParts) {
     if (identity.via === 'session' || origin !== undefined) {
       if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
     }
-    await forwardAs(req, identity);
+    await callers.forward(req, identity);
     setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Upstream } from './proxy.js';
 import { UpstreamError } from './proxy.js';
-import type { TrustedHeaderNames, UpstreamIdentity } from '../http/request-headers.js';
+import type { TrustedHeaderNames, ToldIdentity } from '../http/request-headers.js';
 import { setIdentityHeaders } from '../http/request-headers.js';
 import type { Metrics } from '../ops/observability.js';
 import { TtlCache } from '../cache.js';
@@ -36,7 +36,7 @@ export class UpstreamAccounts {
   }
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
-  signIn(who: UpstreamIdentity): Promise<UpstreamAccount> {
+  signIn(who: ToldIdentity): Promise<UpstreamAccount> {
     return this.cached(this.keyOf(who), SIGNIN_TTL_MS, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
@@ -63,10 +63,10 @@ export class UpstreamAccounts {
 
   // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
   // The data plane hands in one object per identity, so the key is worked out once per object.
-  private readonly keys = new WeakMap<UpstreamIdentity, string>();
-  private keyOf(who: UpstreamIdentity): string {
+  private readonly keys = new WeakMap<ToldIdentity, string>();
+  private keyOf(who: ToldIdentity): string {
     let key = this.keys.get(who);
-    if (!key) this.keys.set(who, (key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.role, who.groups, who.name])));
+    if (!key) this.keys.set(who, (key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.admin, who.groups, who.name])));
     return key;
   }
 

@@ -1,0 +1,62 @@
+// Who is calling, from the verified identity to what the chat front-end is told (step 5 of
+// gateway/pipeline/handle.ts). One type, `Caller`, for every step after authentication:
+//   - a gateway identity (session cookie or realm bearer JWT, gateway/auth/authenticator.ts):
+//     the trusted headers say who it is, and the credential sent upstream is the one of that
+//     identity's own trusted-header sign-in (gateway/upstream/accounts.ts), never one the client
+//     brought along: the gateway checked the identity, not the client's token;
+//   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the
+//     upstream says whose it is, and exactly that key is forwarded.
+import type { IncomingMessage } from 'node:http';
+import type { Settings } from '../../config/settings.js';
+import type { Identity } from '../auth/authenticator.js';
+import { identityHeaders, setUpstreamCredential, upstreamApiKey } from '../http/request-headers.js';
+import type { Upstream } from '../upstream/proxy.js';
+import { UpstreamAccounts } from '../upstream/accounts.js';
+import type { Metrics } from '../ops/observability.js';
+
+export interface Caller {
+  /** the verified gateway identity; absent for an upstream API key */
+  identity?: Identity;
+  admin: boolean;
+  /** for the audit: the email, or `api-key:<upstream user id>` */
+  label: string;
+  /** upstream user id, resolved lazily (only the file and chat policies need it) */
+  upstreamUserId: () => Promise<string>;
+}
+
+export function createCallers(settings: Settings, upstream: Upstream, metrics: Metrics) {
+  const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, metrics);
+  // Built once per Identity object (the authenticator hands out one per session state or bearer
+  // token), never per request: the headers and the account lookup key are worked out once.
+  const byIdentity = new WeakMap<Identity, { caller: Caller; headers: Array<[string, string]> }>();
+
+  return {
+    /** Step 5 for a gateway identity: its trusted headers and its own upstream credential. */
+    async forward(req: IncomingMessage, identity: Identity): Promise<Caller> {
+      let known = byIdentity.get(identity);
+      if (!known) {
+        known = {
+          caller: { identity, admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
+          headers: identityHeaders(settings.trustedHeaders, identity),
+        };
+        byIdentity.set(identity, known);
+      }
+      for (const [name, value] of known.headers) req.headers[name] = value;
+      setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(identity)).token}` });
+      return known.caller;
+    },
+
+    /** Step 5 for an upstream API key: undefined when the upstream does not know it. */
+    async forwardApiKey(req: IncomingMessage, apiKey: string): Promise<Caller | undefined> {
+      const credential: { authorization: string } | { 'x-api-key': string } =
+        upstreamApiKey({ authorization: req.headers.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
+      const account = await accounts.whoAmI(credential);
+      if (!account) return undefined;
+      // exactly the key that was looked up, nothing else the client sent
+      setUpstreamCredential(req.headers, credential);
+      return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
+    },
+  };
+}
+
+export type Callers = ReturnType<typeof createCallers>;
