@@ -8,7 +8,7 @@
 //             N worker processes; skipped with a notice when `nginx` is not on PATH
 //   gateway   gateway/main.ts itself, through bench/gateway-process.ts, with GATEWAY_WORKERS
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, logPath, spawnChild, type Child } from './proc.js';
@@ -57,6 +57,27 @@ export async function prepareRunner(): Promise<Runner> {
     ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}),
     dir: out,
   };
+}
+
+/**
+ * `--baseline=REV`: the gateway as it was at a git revision, built the same way (that revision's
+ * own bench/tsconfig.json), so one run measures before and after side by side. Its sources are
+ * exported with `git archive` into a folder under .tmp/ (node_modules resolves from the
+ * repository: the baseline runs on today's dependencies).
+ */
+export async function prepareBaseline(rev: string): Promise<Runner & { rev: string }> {
+  const short = execFileSync('git', ['rev-parse', '--short', `${rev}^{commit}`], { cwd: root, encoding: 'utf8' }).trim();
+  mkdirSync(join(root, '.tmp'), { recursive: true });
+  const dir = mkdtempSync(join(root, '.tmp', `bench-baseline-${short}-`));
+  execFileSync('sh', ['-c', `git archive --format=tar ${short} | tar -x -C "${dir}"`], { cwd: root });
+  const out = join(dir, 'out');
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const r = spawnSync(node, [tsc, '-p', join(dir, 'bench/tsconfig.json'), '--outDir', out], { encoding: 'utf8' });
+  if (!existsSync(join(out, 'bench/gateway-process.js'))) throw new Error(`tsc did not build the baseline ${short}:\n${r.stdout}${r.stderr}`);
+  writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
+  // config/settings.ts reads the per-stage env files beside itself
+  for (const f of ['dev.env', 'prod.env']) if (existsSync(join(dir, 'config', f))) copyFileSync(join(dir, 'config', f), join(out, 'config', f));
+  return { kind: 'compiled', rev: short, args: (source) => [join(out, source.replace(/\.ts$/, '.js'))], dir, ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}) };
 }
 
 export interface Peer {
@@ -218,6 +239,8 @@ export interface GatewayOptions {
   issuer: string;
   clientId: string;
   clientSecret: string;
+  /** the peer's name in the table (default `gateway`, or `gateway xN`) */
+  name?: string;
   /** extra node flags, e.g. --cpu-prof --cpu-prof-dir=DIR (BENCH_GATEWAY_NODE_FLAGS) */
   nodeFlags?: string[];
   env?: Record<string, string>;
@@ -253,7 +276,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     ...o.env,
   };
   let listening = 0;
-  const name = o.workers === 1 ? 'gateway' : `gateway x${o.workers}`;
+  const name = o.name ?? (o.workers === 1 ? 'gateway' : `gateway x${o.workers}`);
   const { child } = await spawnChild(name, node, [...gatewayNodeFlags(), ...(o.nodeFlags ?? []), ...run.args('bench/gateway-process.ts')], {
     env,
     ready: (line) => (line.includes('"gateway listening"') && ++listening >= o.workers ? true : undefined),

@@ -6,6 +6,8 @@
 //   npm run bench -- --smoke         a few seconds (BENCH_SMOKE=1 too): proves the harness, not speed
 //   npm run bench -- --only=small    one scenario (comma-separated list), e.g. while profiling
 //   npm run bench -- --peers=gateway only the targets whose name starts so (comma-separated)
+//   npm run bench -- --baseline=REV  also the gateway as it was at git revision REV (`gateway@REV`),
+//                                    built and measured the same way in the same run: before/after
 //   BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- --only=small
 //   BENCH_BARE_NODE_FLAGS="--cpu-prof ..."  the same for the bare http-proxy-3 peer
 //   BENCH_LOADGEN=autocannon         use autocannon even where wrk is installed
@@ -23,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
 import { bareFeatures } from './bare-proxy.js';
-import { startUpstream, startBare, startNodeHttpProxy, startNginx, startGateway, nginxPath, nginxVersion, prepareRunner, type Peer } from './peers.js';
+import { startUpstream, startBare, startNodeHttpProxy, startNginx, startGateway, nginxPath, nginxVersion, prepareBaseline, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
@@ -35,6 +37,8 @@ const smoke = args.includes('--smoke') || process.env.BENCH_SMOKE === '1';
 const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').filter(Boolean);
 /** --peers=gateway,bare: measure only the targets whose name starts with one of these (profiling) */
 const peerFilter = args.find((a) => a.startsWith('--peers='))?.slice('--peers='.length).split(',').filter(Boolean);
+/** --baseline=REV: the gateway at that git revision runs beside today's (before/after in one run) */
+const baselineRev = args.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length);
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
 const WORKERS = Math.max(2, cpus().length);
 
@@ -69,22 +73,26 @@ async function main(): Promise<void> {
   say(`bench: ${smoke ? 'smoke' : 'full'} run, scenarios ${selected.join(', ')}; load from ${loadGenerator()}; logs in ${logDir}`);
   const notices: string[] = [];
   const building = prepareRunner(); // tsc runs while the realm starts
+  const buildingBaseline = baselineRev ? prepareBaseline(baselineRev) : undefined;
 
   // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
   // discovery document and JWKS once; a session costs one code-flow login per gateway.
   const needMulti = selected.includes('small-workers');
-  const [gatewayPort, multiPort] = (await freePorts(2)) as [number, number];
+  const [gatewayPort, multiPort, baselinePort] = (await freePorts(3)) as [number, number, number];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
   const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
   const idp = await startIdp({
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) }],
+    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort].map((p) => `http://127.0.0.1:${p}/auth/callback`) }],
     accessTokenTtl: 3600,
   });
   cleanups.push(() => idp.close());
   const runner = await building;
   cleanups.push(() => runner.dir && rmSync(runner.dir, { recursive: true, force: true }));
   if (runner.warnings) notices.push(`tsc reported errors but emitted; the run uses what it emitted:\n${runner.warnings.slice(0, 2000)}`);
+  const baselineRunner = await buildingBaseline;
+  if (baselineRunner) cleanups.push(() => rmSync(baselineRunner.dir!, { recursive: true, force: true }));
+  if (baselineRunner?.warnings) notices.push(`tsc reported errors in the baseline ${baselineRunner.rev} but emitted:\n${baselineRunner.warnings.slice(0, 2000)}`);
   const { demoIdentityProviders } = await import('../sandbox/demo-realm.js');
   const providersFile = join(logDir, 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
@@ -105,7 +113,7 @@ async function main(): Promise<void> {
   const nginxOptions = { upstreamPort, staticAuthProviders: '{}' };
   // BENCH_BARE_FEATURES: checked here, before anything starts, so a typo is a clear error.
   const bareFeatureList = [...bareFeatures(process.env.BENCH_BARE_FEATURES)].join(',');
-  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures, nodeHttp] = await Promise.all([
+  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures, nodeHttp, baseline] = await Promise.all([
     startBare(logDir, runner, upstream.url),
     nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1 }) : undefined,
     startGateway(logDir, runner, { ...gatewayOptions, port: gatewayPort, workers: 1 }),
@@ -113,6 +121,7 @@ async function main(): Promise<void> {
     needMulti ? startGateway(logDir, runner, { ...gatewayOptions, port: multiPort, workers: WORKERS }) : undefined,
     bareFeatureList && selected.includes('small') ? startBare(logDir, runner, upstream.url, bareFeatureList) : undefined,
     selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
+    baselineRunner ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` }) : undefined,
   ]);
   // nginx serves, as a static file, exactly what the gateway answers from its cache.
   say('bench: peers up');
@@ -121,7 +130,7 @@ async function main(): Promise<void> {
 
   // The gateway's credential, in order of preference: a session cookie from a real code-flow
   // login (what browsers send), a realm bearer JWT, an upstream API key (ALLOW_UPSTREAM_API_KEYS).
-  const credentials: Array<{ kind: string; headers: () => Promise<Record<string, string>> }> = [
+  const credentialsFor = (gateway: Peer): Array<{ kind: string; headers: () => Promise<Record<string, string>> }> => [
     {
       kind: 'session cookie (code-flow login of alice at the test IdP)',
       headers: async () => {
@@ -142,6 +151,7 @@ async function main(): Promise<void> {
     { kind: 'realm bearer JWT (alice, verified against the IdP JWKS)', headers: async () => ({ authorization: `Bearer ${await idp.accessTokenFor('alice', clientId)}` }) },
     { kind: 'upstream API key (ALLOW_UPSTREAM_API_KEYS=true)', headers: async () => ({ authorization: `Bearer ${BENCH_API_KEY}` }) },
   ];
+  const credentials = credentialsFor(gateway);
   const forced = process.env.BENCH_AUTH; // session | bearer | api-key
   const usable: Array<{ kind: string; headers: Record<string, string> }> = [];
   for (const c of credentials) {
@@ -159,6 +169,14 @@ async function main(): Promise<void> {
   if (!auth) throw new Error(`the gateway accepts none of the bench's credentials: ${notices.join('; ')}`);
   const bearer = usable.find((u) => u.kind.startsWith('realm bearer'));
   say(`bench: gateway credential: ${auth.kind}`);
+  // The baseline signs in the same way, as its own session (or the same kind of token).
+  const baselineTarget = baseline
+    ? { peer: baseline, name: baseline.name, url: baseline.url, headers: await credentialsFor(baseline).find((c) => c.kind === auth.kind)!.headers() }
+    : undefined;
+  if (baselineTarget) {
+    const got = await status(`${baseline!.url}/api/v1/bench/small`, baselineTarget.headers);
+    if (got !== 200) throw new Error(`the baseline gateway refused the ${auth.kind} (${got})`);
+  }
 
   const rows: Row[] = [];
   interface Target {
@@ -173,6 +191,7 @@ async function main(): Promise<void> {
     { peer: bare, name: bare.name, url: bare.url },
     ...(nginx ? [{ peer: nginx, name: nginx.name, url: nginx.url }] : []),
     { peer: gateway, name: gateway.name, url: gateway.url },
+    ...(baselineTarget ? [baselineTarget] : []),
   ];
 
   /**

@@ -1,8 +1,8 @@
 // The benchmark harness works: `npm run bench -- --smoke` starts every peer, measures every
 // scenario against each, and writes its JSON. Speed is measured in bench/, never asserted here:
 // this test checks only that the harness produced results for every scenario and peer present.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,5 +78,34 @@ describe('bench: the harness (smoke mode)', function () {
 
   it('recorded the peak RSS of every peer process it measured', () => {
     for (const r of results.rows) if (r.peer !== 'direct' || r.peakRssMB !== null) expect(r.peakRssMB, `${r.scenario} / ${r.peer}`).to.be.greaterThan(0);
+  });
+});
+
+describe('bench: --baseline=REV measures the gateway of a git revision beside today\u2019s (smoke mode)', function () {
+  this.timeout(90_000);
+
+  it('builds HEAD from git into its own folder and gives it a row of its own, signed in like the gateway', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
+    try {
+      const out = join(dir, 'results.json');
+      await new Promise<void>((resolveRun, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small', '--peers=gateway', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
+          if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
+          else resolveRun();
+        });
+      });
+      const results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+      const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+      const rows = results.rows.filter((r) => r.scenario === 'small');
+      expect(rows.map((r) => r.peer)).to.include.members(['gateway', `gateway@${head}`]);
+      const baseline = rows.find((r) => r.peer === `gateway@${head}`)!;
+      expect(baseline.errors, baseline.note ?? '').to.equal(0);
+      expect(baseline.count).to.be.greaterThan(0);
+      expect(baseline.cpuUsPerUnit).to.be.greaterThan(0);
+      // the build folder is gone with the run
+      expect(readdirSync(join(root, '.tmp')).filter((f) => f.startsWith('bench-baseline-'))).to.deep.equal([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
