@@ -289,10 +289,6 @@ export class ProviderCatalog {
     return this.cache.get(aliasKey(alias), () => this.source.get(alias)) as Promise<IdentityProvider | null>;
   }
 
-  get cachedKeys(): number {
-    return this.cache.size;
-  }
-
   /** No request to the source in flight. */
   idle(): boolean {
     return this.cache.idle();

@@ -188,7 +188,3 @@ export function createObservability(options: { level: string; auditFile?: string
   };
 }
 
-/** A silent set for tests and tools that do not want output. */
-export function silentObservability(): Observability {
-  return createObservability({ level: 'silent' });
-}
