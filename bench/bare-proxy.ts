@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { ProxyServer } from 'http-proxy-3';
 import pino from 'pino';
+import { sampleAllocations } from './alloc-profile.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 
 export const BARE_FEATURES = ['headers', 'log', 'metrics', 'hooks'] as const;
@@ -134,6 +135,7 @@ export function bareFeatures(list = ''): Set<BareFeature> {
 }
 
 if (process.env.BENCH_BARE_CHILD === '1') {
+  sampleAllocations(process.env.BENCH_BARE_KIND === 'node-http' ? 'node-http' : process.env.BENCH_BARE_FEATURES_OF_CHILD ? 'bare-features' : 'bare');
   const target = process.env.BENCH_TARGET ?? 'http://127.0.0.1:1';
   const server = process.env.BENCH_BARE_KIND === 'node-http' ? createNodeHttpProxy(target) : createBareProxy(target, bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));
   server.listen(Number(process.env.BENCH_PORT ?? 0), '127.0.0.1', () => {

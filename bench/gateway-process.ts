@@ -3,10 +3,12 @@
 // outlives a run. Cluster workers re-run this file; only the primary watches the pipe, and the
 // primary forwards SIGTERM to its workers (gateway/main.ts).
 import cluster from 'node:cluster';
+import { sampleAllocations } from './alloc-profile.js';
 
 if (cluster.isPrimary) {
   process.stdin.resume();
   process.stdin.once('end', () => process.kill(process.pid, 'SIGTERM'));
   process.stdin.once('error', () => process.kill(process.pid, 'SIGTERM'));
 }
+sampleAllocations('gateway');
 await import('../gateway/main.js');

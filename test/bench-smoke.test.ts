@@ -2,7 +2,7 @@
 // scenario against each, and writes its JSON. Speed is measured in bench/, never asserted here:
 // this test checks only that the harness produced results for every scenario and peer present.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,15 +81,17 @@ describe('bench: the harness (smoke mode)', function () {
   });
 });
 
-describe('bench: --baseline=REV measures the gateway of a git revision beside today\u2019s (smoke mode)', function () {
+describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', function () {
   this.timeout(90_000);
 
-  it('builds HEAD from git into its own folder and gives it a row of its own, signed in like the gateway', async () => {
+  it('builds HEAD from git into its own folder and gives it a row of its own, signed in like the gateway; the peers record their allocations per request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
     try {
       const out = join(dir, 'results.json');
+      const allocations = join(dir, 'alloc');
+      mkdirSync(allocations);
       await new Promise<void>((resolveRun, reject) => {
-        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small', '--peers=gateway', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
+        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small', '--peers=gateway,bare', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
           if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
           else resolveRun();
         });
@@ -104,6 +106,14 @@ describe('bench: --baseline=REV measures the gateway of a git revision beside to
       expect(baseline.cpuUsPerUnit).to.be.greaterThan(0);
       // the build folder is gone with the run
       expect(readdirSync(join(root, '.tmp')).filter((f) => f.startsWith('bench-baseline-'))).to.deep.equal([]);
+      // the gateway (and a baseline that has bench/alloc-profile.ts) and the bare floor wrote what
+      // they allocated, with the requests they served
+      const written = readdirSync(allocations).map((f) => JSON.parse(readFileSync(join(allocations, f), 'utf8')) as { name: string; requests: number });
+      expect(written.filter((w) => w.name === 'gateway' && w.requests > 0)).to.have.length.of.at.least(1);
+      expect(written.filter((w) => w.name === 'bare' && w.requests > 0)).to.have.length(1);
+      const report = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'bench/alloc-report.ts'), allocations], { cwd: root, encoding: 'utf8' });
+      expect(report).to.match(/^gateway +\d+ requests, \d+ bytes allocated per request$/m);
+      expect(report).to.include('bytes per request, by allocating function (gateway, bare, difference)');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
