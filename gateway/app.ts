@@ -94,7 +94,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
 
   const websockets = new WebSocketTracker();
   const pipeline = createPipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
-  const front = createHttpServer({ settings, obs, pipeline, websockets, idleTimeoutMs });
+  const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
   return {
     ...parts,

@@ -196,8 +196,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     // who is an admin, and the realm may sit behind plain http inside a network.
     const id = idToken ? await verifyIdToken(idToken) : undefined;
     const access = accessToken && JWT_SHAPE.test(accessToken) ? await verifyRealmJwt(accessToken) : undefined;
-    let user = userFromClaims(settings, { id, access });
-    if ('error' in user && user.error === 'no email claim' && accessToken) user = userFromClaims(settings, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
+    let user = userFromClaims(o, { id, access });
+    if ('error' in user && user.error === 'no email claim' && accessToken) user = userFromClaims(o, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
     if ('error' in user) throw Object.assign(new Error(`sign-in refused: ${user.error}`), { status: 403 });
     return user;
   }
@@ -275,7 +275,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     if (hit) return hit.exp > epoch() - CLOCK_TOLERANCE_S ? hit.identity : undefined;
     try {
       const payload = await verifyRealmJwt(token);
-      const user = userFromClaims(settings, { access: payload });
+      const user = userFromClaims(o, { access: payload });
       if ('error' in user) {
         obs.log.info({ reason: user.error, sub: payload.sub }, 'bearer token is not an identity');
         return undefined;

@@ -3,6 +3,9 @@
 // gateway/auth/authenticator.ts. Whether those roles make a chat admin is policies/admin-scoping.ts.
 import type { JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
+
+/** Where the roles, groups and tenants are (OAUTH_ROLES_CLAIM, OAUTH_GROUPS_CLAIM, OAUTH_TENANTS_CLAIM). */
+export type ClaimNames = Pick<Settings['oidc'], 'rolesClaim' | 'groupsClaim' | 'tenantsClaim'>;
 import type { SessionUser } from './session.js';
 
 /** A claim by name, or by dotted path (`realm_access.roles`); a literal dotted name wins. */
@@ -31,14 +34,13 @@ const firstString = (...vs: unknown[]) => vs.find((v): v is string => typeof v =
  * token, plus the access token's `realm_access.roles` (where Keycloak puts realm roles by default).
  * No email: not an identity (the chat front-end keys its users by email).
  */
-export function userFromClaims(settings: Settings, sources: { id?: JWTPayload; userinfo?: Record<string, unknown>; access?: JWTPayload }): SessionUser | { error: string } {
+export function userFromClaims(o: ClaimNames, sources: { id?: JWTPayload; userinfo?: Record<string, unknown>; access?: JWTPayload }): SessionUser | { error: string } {
   const { id, userinfo, access } = sources;
   const all = [id, userinfo, access].filter((c): c is Record<string, unknown> => !!c);
   const subs = new Set(all.map((c) => c.sub).filter((s) => typeof s === 'string'));
   if (subs.size !== 1) return { error: subs.size ? 'the tokens name different subjects' : 'no subject' };
   const email = firstString(...all.map((c) => c.email));
   if (!email) return { error: 'no email claim' };
-  const o = settings.oidc;
   return {
     sub: [...subs][0] as string,
     email,

@@ -21,8 +21,8 @@ export interface HttpServer {
   readonly closing: boolean;
 }
 
-export function createHttpServer(o: { settings: Settings; obs: Observability; pipeline: Pipeline; websockets: WebSocketTracker; idleTimeoutMs: number }): HttpServer {
-  const { settings, obs, pipeline, websockets } = o;
+export function createHttpServer(o: { server: Settings['server']; obs: Observability; pipeline: Pipeline; websockets: WebSocketTracker; idleTimeoutMs: number }): HttpServer {
+  const { obs, pipeline, websockets } = o;
   // The request line holds fixed fields only (id, method, canonical path, status, ms, class), none
   // of which the redact list names, so it is written without redaction: with it, pino re-parsed
   // every redact path on every line, the largest cost of a proxied request (bench/README.md).
@@ -73,11 +73,11 @@ export function createHttpServer(o: { settings: Settings; obs: Observability; pi
 
   const server = http.createServer(
     {
-      headersTimeout: settings.server.headersTimeoutMs,
-      requestTimeout: settings.server.requestTimeoutMs,
+      headersTimeout: o.server.headersTimeoutMs,
+      requestTimeout: o.server.requestTimeoutMs,
       keepAliveTimeout: 5_000,
       // Node checks both timeouts only this often (default 30 s, so slow headers lived 30 s longer).
-      connectionsCheckingInterval: Math.min(1_000, settings.server.headersTimeoutMs),
+      connectionsCheckingInterval: Math.min(1_000, o.server.headersTimeoutMs),
     },
     onRequest,
   );

@@ -7,9 +7,8 @@
 //   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the
 //     upstream says whose it is, and exactly that key is forwarded.
 import type { IncomingMessage } from 'node:http';
-import type { Settings } from '../../config/settings.js';
 import type { Identity } from '../auth/authenticator.js';
-import { identityHeaders, setUpstreamCredential, upstreamApiKey } from '../http/request-headers.js';
+import { identityHeaders, setUpstreamCredential, upstreamApiKey, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts } from '../upstream/accounts.js';
 import type { Metrics } from '../ops/observability.js';
@@ -24,8 +23,8 @@ export interface Caller {
   upstreamUserId: () => Promise<string>;
 }
 
-export function createCallers(settings: Settings, upstream: Upstream, metrics: Metrics) {
-  const accounts = new UpstreamAccounts(upstream, settings.trustedHeaders, metrics);
+export function createCallers(names: TrustedHeaderNames, upstream: Upstream, metrics: Metrics) {
+  const accounts = new UpstreamAccounts(upstream, names, metrics);
   // Built once per Identity object (the authenticator hands out one per session state or bearer
   // token), never per request: the headers and the account lookup key are worked out once.
   const byIdentity = new WeakMap<Identity, { caller: Caller; headers: Array<[string, string]> }>();
@@ -37,7 +36,7 @@ export function createCallers(settings: Settings, upstream: Upstream, metrics: M
       if (!known) {
         known = {
           caller: { identity, admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
-          headers: identityHeaders(settings.trustedHeaders, identity),
+          headers: identityHeaders(names, identity),
         };
         byIdentity.set(identity, known);
       }

@@ -59,7 +59,7 @@ export interface PipelineParts {
 
 export function createPipeline(parts: PipelineParts) {
   const { settings, obs, upstream, authenticator, loginRouting, control, websockets } = parts;
-  const callers = createCallers(settings, upstream, obs.metrics);
+  const callers = createCallers(settings.trustedHeaders, upstream, obs.metrics);
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
