@@ -11,24 +11,23 @@
 //   5. trusted headers from that identity only, and its own upstream credential
 //      (gateway/pipeline/caller.ts); X-Forwarded-* as the gateway sees the request
 //   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
-//   7. carry it out: stream to the upstream (gateway/upstream/proxy.ts), or answer from a rewritten
-//      view (gateway/upstream/file-views.ts), after asking the upstream whose chat it is (chat-views.ts)
+//   7. carry it out (gateway/pipeline/enforce.ts): stream to the upstream, or answer from a
+//      rewritten view, after asking the upstream whose chat or file it is
 // WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()`, with an Origin check. Sockets,
-// timeouts, the request log and the server's life are gateway/app.ts.
+// timeouts and the request log are gateway/http/server.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type express from 'express';
 import type { Settings } from '../../config/settings.js';
-import { decide, type Decision } from '../../policies/admin-scoping.js';
+import { decide } from '../../policies/admin-scoping.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { canonicalize, METHOD_OVERRIDE_HEADERS } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
-import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
-import { ChatViews } from '../upstream/chat-views.js';
-import { compactHeaders, publicOriginOf, setForwardedHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import { createEnforcer } from './enforce.js';
+import { publicOriginOf, setForwardedHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
@@ -60,9 +59,8 @@ export interface PipelineParts {
 export function createPipeline(parts: PipelineParts) {
   const { settings, obs, upstream, authenticator, loginRouting, control, websockets } = parts;
   const callers = createCallers(settings.trustedHeaders, upstream, obs.metrics);
-  const fileViews = new FileViews(upstream, obs);
-  const chatViews = new ChatViews(upstream);
   const trusted = trustedHeaderSet(settings.trustedHeaders);
+  const enforce = createEnforcer({ obs, upstream, trusted });
   const publicOrigin = publicOriginOf(settings.publicUrl);
 
   /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
@@ -85,57 +83,6 @@ export function createPipeline(parts: PipelineParts) {
     res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
     res.end();
     return undefined;
-  }
-
-  async function carryOut(decision: Decision, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean) {
-    obs.metrics.policyDecisions.tally(decision.action, decision.rule);
-    const proceed = () => {
-      if (expectContinue) res.writeContinue();
-      req.headers = compactHeaders(req.headers);
-      upstream.forward(req, res);
-    };
-    switch (decision.action) {
-      case 'deny':
-        obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
-        return sendJson(res, decision.status, { detail: decision.detail });
-      case 'filter-own-files': {
-        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        const callerId = await caller.upstreamUserId();
-        return fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(req.headers, trusted), callerId);
-      }
-      case 'audit-file-access': {
-        if (!caller) return proceed();
-        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(req.headers, trusted))]).then(([me, owner]) => {
-          if (owner !== me) {
-            obs.audit.warn(
-              { event: 'admin-file-access', caller: caller.label, callerId: me, fileId: decision.fileId, owner: owner ?? 'unknown', operation: decision.operation, method: req.method, path },
-              'admin touched a file they do not own',
-            );
-          }
-        });
-        if (decision.operation === 'delete') await lookup.catch(() => {});
-        else lookup.catch(() => {});
-        return proceed();
-      }
-      case 'require-own-chat': {
-        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        // Known before anything is forwarded: a write never reaches the upstream on a guess.
-        const callerId = await caller.upstreamUserId();
-        if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed();
-        obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
-        return sendJson(res, 401, { detail: decision.detail });
-      }
-      case 'audit-chat-delete': {
-        if (!caller) return proceed();
-        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
-        if (owner !== me) {
-          obs.audit.warn({ event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path }, 'admin deleted a chat they do not own');
-        }
-        return proceed();
-      }
-      case 'pass':
-        return proceed();
-    }
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
@@ -177,7 +124,7 @@ export function createPipeline(parts: PipelineParts) {
     // 6. the policy
     const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
     // 7. carry it out
-    await carryOut(decision, req, res, caller, path, search, expectContinue);
+    await enforce(decision, req, res, caller, path, search, expectContinue);
   }
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
@@ -206,7 +153,7 @@ export function createPipeline(parts: PipelineParts) {
     upstream.forwardUpgrade(req, socket, head);
   }
 
-  return { handle, upgrade, clear: () => chatViews.clear() };
+  return { handle, upgrade, clear: () => enforce.clear() };
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>;
