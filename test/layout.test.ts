@@ -1,0 +1,56 @@
+// The layout keeps its promises (README "Development", issue "One request pipeline"): every
+// production module is on the README's map, and the things the gateway does in one place stay in
+// that one place. A test fails when a change adds a second copy or an unmapped file.
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const sources = (dir: string) =>
+  readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join(dir, f));
+const text = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+const production = [...sources('gateway'), ...sources('policies'), ...sources('config')];
+const code = (file: string) => text(file).replace(/^\s*(\/\/|\*|\/\*\*).*$/gm, '');
+/** Files other than `home` whose code matches `pattern`, comments left out; `home` must match it. */
+const offenders = (pattern: RegExp, home: string[]) => {
+  for (const f of home) expect(pattern.test(code(f)), `${f} holds it`).to.equal(true);
+  return production.filter((f) => !home.includes(f) && pattern.test(code(f)));
+};
+
+describe('layout: one obvious place for each thing', () => {
+  it('every production module is on the README\u2019s map of the code', () => {
+    const readme = text('README.md');
+    const map = readme.slice(readme.indexOf('## Development'));
+    const missing = production.filter((f) => {
+      const [top, ...rest] = f.split('/');
+      const name = rest.at(-1)!;
+      // listed by its path (gateway/main.ts) or by its name on its folder's line (gateway/http/ ... server.ts)
+      return !map.includes(f) && !new RegExp(`${top}/${rest.slice(0, -1).map((p) => `${p}/`).join('')}[^\\n]*(\\n {21}[^\\n]*)*\\b${name.replace('.', '\\.')}`).test(map);
+    });
+    expect(missing).to.deep.equal([]);
+  });
+
+  it('raw HTTP answers are written in gateway/http/respond.ts only', () => {
+    expect(offenders(/HTTP\/1\.1 |STATUS_CODES/, ['gateway/http/respond.ts'])).to.deep.equal([]);
+  });
+
+  it('caches are built on gateway/cache.ts only (one store, one set of eviction rules)', () => {
+    expect(offenders(/from 'lru-cache'|from 'node-cache'/, ['gateway/cache.ts'])).to.deep.equal([]);
+  });
+
+  it('the tenant, alias and locale grammar is written once, in policies/syntax.ts', () => {
+    expect(offenders(/\[A-Za-z0-9\]\[A-Za-z0-9\._-\]\*|\[a-z\]\{2,3\}/, ['policies/syntax.ts'])).to.deep.equal([]);
+  });
+
+  it('the realm-role rule for chat admins is written once, in policies/admin-scoping.ts', () => {
+    expect(offenders(/\.some\(\(\w+\) => \w*[aA]dminRoles\.includes|adminRoles\.(some|includes|has)\(|\.roles\.(some|includes)\(/, ['policies/admin-scoping.ts'])).to.deep.equal([]);
+  });
+
+  it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in main.ts)', () => {
+    expect(offenders(/from '(\.\.\/)+(test|sandbox)\/|import\('(\.\.\/)+(test|sandbox)\//, [])).to.deep.equal([]);
+    expect(code('gateway/main.ts')).to.include("const sandboxModule = '../sandbox/main.js';");
+  });
+});
