@@ -4,6 +4,8 @@
 // (diagnostics_channel `http.server.request.start`). At SIGTERM it writes
 // DIR/<name>-<pid>.json = {name, requests, profile}. `node --import tsx bench/alloc-report.ts DIR`
 // prints bytes per request and where the gateway allocates more than the floor.
+// BENCH_ALLOC_PROFILE_SURVIVORS=1 keeps only what outlived the young generation (objects promoted
+// to the old one, collected later or not): what makes the old generation grow and mark-compacts run.
 import diagnostics from 'node:diagnostics_channel';
 import inspector from 'node:inspector';
 import { writeFileSync } from 'node:fs';
@@ -17,7 +19,8 @@ export function sampleAllocations(name: string): void {
   const session = new inspector.Session();
   session.connect();
   session.post('HeapProfiler.enable');
-  session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as inspector.HeapProfiler.StartSamplingParameterType);
+  const survivorsOnly = process.env.BENCH_ALLOC_PROFILE_SURVIVORS === '1';
+  session.post('HeapProfiler.startSampling', { samplingInterval: survivorsOnly ? 1024 : 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !survivorsOnly } as inspector.HeapProfiler.StartSamplingParameterType);
   process.prependListener('SIGTERM', () => {
     // The in-process session answers synchronously: the file is written before any exit.
     session.post('HeapProfiler.stopSampling', (err, result) => {

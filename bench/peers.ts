@@ -273,7 +273,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     GATEWAY_WORKERS: String(o.workers),
     SHUTDOWN_GRACE_MS: '500',
     DRIFT_CHECK_SECONDS: '0',
-    ...(process.env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR } : {}),
+    ...(process.env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' } : {}),
     ...o.env,
   };
   let listening = 0;
