@@ -285,15 +285,15 @@ async function main(): Promise<void> {
       case 'upload':
       case 'download': {
         const path = scenario === 'upload' ? '/api/v1/bench/upload' : '/api/v1/bench/download';
-        await compare(scenario, 'MB/s', peersOf(), (t) => transfer(`${t.url}${path}`, h, scenario, P.transferBytes, smoke ? 20_000 : 120_000), 1);
+        await compare(scenario, 'MB/s', peersOf(), (t) => transfer(`${t.url}${path}`, t.headers ?? h, scenario, P.transferBytes, smoke ? 20_000 : 120_000), 1);
         break;
       }
       case 'sse':
-        await compare(scenario, 'events/s', peersOf(), (t) => sseLoad(`${t.url}/api/v1/bench/sse`, h, P.sseStreams, P.sseSeconds, 20), 1);
+        await compare(scenario, 'events/s', peersOf(), (t) => sseLoad(`${t.url}/api/v1/bench/sse`, t.headers ?? h, P.sseStreams, P.sseSeconds, 20), 1);
         break;
       case 'websocket':
         // CPU per echo would count the 5,000 handshakes too: not shown.
-        await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
+        await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, t.headers ?? h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
         break;
       case 'auth-providers': {
         const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];

@@ -91,7 +91,7 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
       const allocations = join(dir, 'alloc');
       mkdirSync(allocations);
       await new Promise<void>((resolveRun, reject) => {
-        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small', '--peers=gateway,bare', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
+        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small,websocket', '--peers=gateway,bare', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
           if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
           else resolveRun();
         });
@@ -104,6 +104,10 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
       expect(baseline.errors, baseline.note ?? '').to.equal(0);
       expect(baseline.count).to.be.greaterThan(0);
       expect(baseline.cpuUsPerUnit).to.be.greaterThan(0);
+      // a WebSocket carries the baseline's own credential and Origin (a cookie session's Origin must be its own)
+      const ws = results.rows.find((r) => r.scenario === 'websocket' && r.peer === `gateway@${head}`);
+      expect(ws, 'websocket row of the baseline').to.not.equal(undefined);
+      expect(ws!.errors, ws!.note ?? '').to.equal(0);
       // the build folder is gone with the run
       expect(readdirSync(join(root, '.tmp')).filter((f) => f.startsWith('bench-baseline-'))).to.deep.equal([]);
       // the gateway (and a baseline that has bench/alloc-profile.ts) and the bare floor wrote what
