@@ -6,6 +6,10 @@
 // a child process, on the real proxy over real sockets.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createUpstream } from '../gateway/upstream/proxy.js';
+import { createObservability } from '../gateway/ops/observability.js';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,5 +34,44 @@ describe('upstream proxy: memory per exchange', function () {
     // Measured: about 180 bytes per request (what the sockets and agent keep); 6,900 when each
     // exchange was kept alive.
     expect(perRequest).to.be.below(1_500);
+  });
+
+  it('an exchange the client leaves before the answer keeps no timer: nothing holds it until UPSTREAM_TIMEOUT_MS', async () => {
+    const held: http.ServerResponse[] = [];
+    const origin = http.createServer((_req, res) => void held.push(res)); // never answers
+    const listen = (server: http.Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+    const upstream = createUpstream({ url: await listen(origin), timeoutMs: 60_000, maxSockets: 64, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 120_000 }, createObservability({ level: 'silent' }));
+    const front = http.createServer((req, res) => upstream.forward(req, res));
+    const url = await listen(front);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    try {
+      const count = 40;
+      await Promise.all(
+        Array.from({ length: count }, (_, i) => {
+          const req = http.get(`${url}/api/v1/slow/${i}`, { agent: false });
+          req.on('error', () => {});
+          return new Promise<void>((resolve) => {
+            // left once the origin has the request: the gateway's upstream timer is running
+            const poll = setInterval(() => {
+              if (held.length > i) {
+                clearInterval(poll);
+                req.destroy();
+                resolve();
+              }
+            }, 5);
+          });
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect(timers() - before, 'timers still armed for exchanges whose client left').to.be.below(5);
+    } finally {
+      for (const res of held) res.destroy();
+      upstream.close();
+      front.closeAllConnections();
+      origin.closeAllConnections();
+      front.close();
+      origin.close();
+    }
   });
 });

@@ -182,8 +182,16 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
       // listeners lead back to the request, its own key) kept every exchange alive through the
       // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
-      // generation, a mark-compact every 2 s under load (bench/README.md, "Fifth pass").
-      res.once('close', () => exchanges.delete(req));
+      // generation, a mark-compact every 2 s under load (bench/README.md, "Fifth pass"). An
+      // answer cut short (the client left first) also stops its upstream timer, which would hold
+      // the exchange until UPSTREAM_TIMEOUT_MS: http-proxy-3 has already aborted that request.
+      res.once('close', () => {
+        const tracked = exchanges.get(req);
+        if (!tracked) return;
+        clearTimeout(tracked.timer);
+        tracked.answered = true;
+        exchanges.delete(req);
+      });
       proxy.web(req, res, {}, (err) => onError(err as Error, req, res));
     },
     /** Proxy a WebSocket upgrade whose url and headers the gateway has already set. */
