@@ -142,6 +142,27 @@ export function splitGuardPath(path: string): GuardPath {
   return isIdSyntax(tenant) ? { locale, tenant, rest } : { locale, rest };
 }
 
+/** Where a logged-out page visit goes (links 6 to 8). */
+export type LoggedOutRedirect =
+  | { to: 'login'; locale?: string; returnTo?: string }
+  | { to: 'tenant-provider'; idp: string; tenant: string; locale?: string; returnTo: string };
+
+/**
+ * Links 6 to 8, the decision. A visit that names a tenant whose provider is usable for links goes
+ * straight to that provider's sign-in, and comes back to what follows the tenant segment (the
+ * chat follows the active tenant, not the URL: links 10). Anything else goes to the login page,
+ * in `loginLocale`, with the visited page to come back to (links 8). `alias` is the tenant's
+ * provider as the lookup found it: null when there is none usable, the lookup failed or was
+ * refused (rate limit), or the visit names no tenant.
+ */
+export function loggedOutRedirect(visit: GuardPath, path: string, search: string, alias: string | null, loginLocale: string | undefined): LoggedOutRedirect {
+  if (visit.tenant === undefined || alias === null) {
+    const returnTo = path === '/' ? undefined : safeReturnTo(path + search);
+    return { to: 'login', ...(loginLocale ? { locale: loginLocale } : {}), ...(returnTo ? { returnTo } : {}) };
+  }
+  return { to: 'tenant-provider', idp: alias, tenant: visit.tenant, ...(visit.locale ? { locale: visit.locale } : {}), returnTo: safeReturnTo(visit.rest + search) ?? '/' };
+}
+
 /** The tenant a logged-out visit of `path` names (links 6), or undefined. */
 export function guardTarget(path: string): string | undefined {
   return splitGuardPath(path).tenant;

@@ -10,6 +10,7 @@ import {
   guardTarget,
   isHiddenOnLoginPage,
   isUsableForLinks,
+  loggedOutRedirect,
   providerEntry,
   providerListResponse,
   safeReturnTo,
@@ -125,6 +126,23 @@ describe('login routing rules (policies/login-routing.ts)', () => {
     it('keeps the locale only in front of more segments', () => {
       expect(splitGuardPath('/de/acme').locale).to.equal('de');
       expect(splitGuardPath('/de').locale).to.equal(undefined);
+    });
+
+    describe('where the visit goes (loggedOutRedirect, links 6 to 8)', () => {
+      const go = (path: string, search: string, alias: string | null, loginLocale?: string) => loggedOutRedirect(splitGuardPath(path), path, search, alias, loginLocale);
+      it('a tenant with a usable provider: straight to its sign-in, back to what follows the tenant segment', () => {
+        expect(go('/de/acme/c/1', '?x=1', 'acme-oidc')).to.deep.equal({ to: 'tenant-provider', idp: 'acme-oidc', tenant: 'acme', locale: 'de', returnTo: '/c/1?x=1' });
+        expect(go('/acme', '', 'acme-oidc')).to.deep.equal({ to: 'tenant-provider', idp: 'acme-oidc', tenant: 'acme', returnTo: '/' });
+      });
+      it('no usable provider, no tenant, or no lookup: the login page, with the visited page to come back to', () => {
+        expect(go('/acme/c/1', '', null, 'de')).to.deep.equal({ to: 'login', locale: 'de', returnTo: '/acme/c/1' });
+        expect(go('/', '', null)).to.deep.equal({ to: 'login' });
+        expect(go('/%7Eacme/c', '', 'acme-oidc'), 'not a tenant id: no tenant, whatever was looked up').to.deep.equal({ to: 'login', returnTo: '/%7Eacme/c' });
+      });
+      it('never offers a way back off the site', () => {
+        expect(go('//evil.example/x', '', null).to).to.equal('login');
+        expect(go('//evil.example/x', '', null)).to.not.have.property('returnTo', '//evil.example/x');
+      });
     });
   });
 

@@ -19,7 +19,7 @@ import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from '../auth/shared-state.js';
 import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './catalog.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../http/respond.js';
-import { DIRECT_LOGIN_ALIAS, splitGuardPath, isUsableForLinks, buttonList, listNeedsCatalog, providerEntry, providerListResponse, safeReturnTo, type IdentityProvider } from '../../policies/login-routing.js';
+import { DIRECT_LOGIN_ALIAS, loggedOutRedirect, splitGuardPath, isUsableForLinks, buttonList, listNeedsCatalog, providerEntry, providerListResponse, safeReturnTo, type IdentityProvider } from '../../policies/login-routing.js';
 import { isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
 import {
   PAGE_HEADERS,
@@ -338,31 +338,27 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
    * enters the browser history (links 7). Anything else ends on /auth/login, locale kept (links 8).
    */
   async function guard(path: string, req: IncomingMessage): Promise<string> {
-    const split = splitGuardPath(path);
-    // The locale of the login page: a tag in front of more segments, or a lone segment that is
-    // a language the pages speak (`/de`); a lone `/zzz` is a tenant candidate, not a locale.
-    const lone = path.split('/').filter(Boolean);
-    const locale = split.locale ?? (lone.length === 1 && isLocaleSegment(lone[0]!) && speaksLocale(lone[0]!) ? lone[0] : undefined);
+    const visit = splitGuardPath(path);
     const q = req.url?.indexOf('?') ?? -1;
     const search = q >= 0 && req.url ? req.url.slice(q) : '';
-    const asked = path === '/' ? undefined : safeReturnTo(path + search);
-    const toLogin = () => loginPath(pageLocale(locale)) + (asked ? `?${new URLSearchParams({ returnTo: asked })}` : '');
-    const { tenant, rest } = split;
-    if (tenant === undefined) return toLogin();
-    const client = clientKey(req.socket.remoteAddress);
-    const allowed = await take(client);
-    if (!allowed.ok) {
-      auditLookup('guard', tenant, 'rate-limited', client);
-      return toLogin();
+    let alias: string | null = null;
+    if (visit.tenant !== undefined) {
+      const client = clientKey(req.socket.remoteAddress);
+      if ((await take(client)).ok) {
+        const found = await resolveTenant(visit.tenant);
+        auditLookup('guard', visit.tenant, found.outcome, client);
+        alias = found.alias;
+      } else auditLookup('guard', visit.tenant, 'rate-limited', client);
     }
-    const { alias, outcome } = await resolveTenant(tenant);
-    auditLookup('guard', tenant, outcome, client);
-    if (alias === null) return toLogin();
-    // The chat front-end follows the active tenant, not the URL (links 10): come back to what
-    // follows the tenant segment, or to the start page.
-    const returnTo = safeReturnTo(rest + search) ?? '/';
-    return startHref({ idp: alias, tenant, returnTo, locale: split.locale });
+    // The login page's locale: a tag in front of more segments, or a lone segment that is a
+    // language the pages speak (`/de`); a lone `/zzz` is a tenant candidate, not a locale.
+    const lone = path.split('/').filter(Boolean);
+    const loginLocale = visit.locale ?? (lone.length === 1 && isLocaleSegment(lone[0]!) && speaksLocale(lone[0]!) ? lone[0] : undefined);
+    const to = loggedOutRedirect(visit, path, search, alias, loginLocale);
+    if (to.to === 'tenant-provider') return startHref({ idp: to.idp, tenant: to.tenant, returnTo: to.returnTo, locale: to.locale });
+    return loginPath(pageLocale(to.locale)) + (to.returnTo ? `?${new URLSearchParams({ returnTo: to.returnTo })}` : '');
   }
+
 
   const warmed = options.warm === false ? Promise.resolve() : warm().catch(() => undefined);
 
