@@ -24,13 +24,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
-import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
-import { clientPost } from './realm.js';
+import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
@@ -65,20 +65,6 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-interface Discovery {
-  issuer: string;
-  token_endpoint: string;
-  jwks_uri: string;
-  userinfo_endpoint?: string;
-  revocation_endpoint?: string;
-  end_session_endpoint?: string;
-}
-
-/** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
-const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
-const CLOCK_TOLERANCE_S = 5;
-const HTTP_TIMEOUT_MS = 5_000;
-const DISCOVERY_TTL_MS = 10 * 60_000;
 const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** Open WebUI's session cookie (its JWT). */
@@ -100,7 +86,6 @@ function realmSessionId(idToken: unknown): string | null {
   }
 }
 
-const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
 /** Where to land after sign-in: a local path (policies/login-routing.ts), never back into /auth. */
 export function returnToAfterSignIn(value: unknown): string {
@@ -120,74 +105,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
   const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, 5 * 60_000);
 
-  // ---- the identity provider: discovery, JWKS, token endpoint -------------------------------
-
-  let discovered: { at: number; value: Promise<Discovery> } | undefined;
-  let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
-
-  async function fetchDiscovery(timeoutMs: number): Promise<Discovery> {
-    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
-    const d = (await res.json()) as Partial<Discovery>;
-    if (typeof d.issuer !== 'string' || trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
-    if (typeof d.token_endpoint !== 'string' || typeof d.jwks_uri !== 'string') throw new Error('discovery lacks token_endpoint or jwks_uri');
-    return d as Discovery;
-  }
-
-  function discovery(): Promise<Discovery> {
-    const now = Date.now();
-    if (!discovered || now - discovered.at > DISCOVERY_TTL_MS) {
-      const value = fetchDiscovery(HTTP_TIMEOUT_MS);
-      const entry = { at: now, value };
-      discovered = entry;
-      // A failure is remembered for a few seconds only.
-      value.catch(() => {
-        if (discovered === entry) entry.at = now - DISCOVERY_TTL_MS + 5_000;
-      });
-    }
-    return discovered.value;
-  }
-
-  async function keySet() {
-    const d = await discovery();
-    if (jwks?.uri !== d.jwks_uri) {
-      // Cached; an unknown `kid` refetches (at most every 30 s): key rotation works without a restart.
-      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: 30_000, cacheMaxAge: DISCOVERY_TTL_MS }) };
-    }
-    return { d, set: jwks.set };
-  }
-
-  /**
-   * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
-   * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
-   * the client id OR `azp` equal to it is accepted. ID and refresh tokens (`typ` ID, Refresh) are not.
-   */
-  async function verifyRealmJwt(token: string): Promise<JWTPayload> {
-    const { d, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] });
-    const aud = typeof payload.aud === 'string' ? [payload.aud] : payload.aud ?? [];
-    if (!aud.includes(o.clientId) && payload.azp !== o.clientId) throw new Error('token is not meant for this client');
-    if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
-    return payload;
-  }
-
-  /** An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with tolerance. */
-  async function verifyIdToken(token: string): Promise<JWTPayload> {
-    const { d, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, audience: o.clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub'] });
-    return payload;
-  }
-
-  async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
-    return fetch(endpoint, { ...clientPost(o.clientId, o.clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
-  }
-
-  async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
-    const d = await discovery();
-    if (!d.userinfo_endpoint) return undefined;
-    const res = await fetch(d.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
-    return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : undefined;
-  }
+  // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
+  const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
 
   /** The user behind freshly issued tokens (login or refresh). Both tokens are verified with the realm's keys. */
   async function userOfTokens(idToken: string | undefined, accessToken: string | undefined): Promise<SessionUser> {

@@ -1,6 +1,8 @@
-// Keycloak as the gateway calls it, written once: its URL layout and a confidential client's
-// POST to the token endpoint (client_secret_basic, RFC 6749 2.3.1), used for the sign-in refresh
-// and revocation (gateway/auth/authenticator.ts) and the catalog's service-account token (gateway/login/routes.ts).
+// Keycloak as the gateway calls it, written once: its URL layout, a confidential client's POST to
+// the token endpoint (client_secret_basic, RFC 6749 2.3.1; the sign-in's refresh and revocation
+// and the catalog's service-account token), and the OIDC client of the sign-in: discovery, the
+// realm's keys, JWT checks, userinfo (gateway/auth/authenticator.ts).
+import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {
@@ -17,4 +19,94 @@ export function clientPost(clientId: string, clientSecret: string, form: Record<
     headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
     body: new URLSearchParams(form).toString(),
   };
+}
+
+export const CLOCK_TOLERANCE_S = 5;
+export const HTTP_TIMEOUT_MS = 5_000;
+/** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const DISCOVERY_TTL_MS = 10 * 60_000;
+
+export const trimSlash = (s: string) => s.replace(/\/+$/, '');
+
+export interface Discovery {
+  issuer: string;
+  token_endpoint: string;
+  jwks_uri: string;
+  userinfo_endpoint?: string;
+  revocation_endpoint?: string;
+  end_session_endpoint?: string;
+}
+
+/** The realm as an OIDC client of it sees it: discovery (cached), its keys, its tokens. */
+export function realmClient(issuer: string, clientId: string, clientSecret: string) {
+  const o = { clientId, clientSecret };
+  let discovered: { at: number; value: Promise<Discovery> } | undefined;
+  let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
+
+  async function fetchDiscovery(timeoutMs: number): Promise<Discovery> {
+    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
+    const d = (await res.json()) as Partial<Discovery>;
+    if (typeof d.issuer !== 'string' || trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
+    if (typeof d.token_endpoint !== 'string' || typeof d.jwks_uri !== 'string') throw new Error('discovery lacks token_endpoint or jwks_uri');
+    return d as Discovery;
+  }
+
+  function discovery(): Promise<Discovery> {
+    const now = Date.now();
+    if (!discovered || now - discovered.at > DISCOVERY_TTL_MS) {
+      const value = fetchDiscovery(HTTP_TIMEOUT_MS);
+      const entry = { at: now, value };
+      discovered = entry;
+      // A failure is remembered for a few seconds only.
+      value.catch(() => {
+        if (discovered === entry) entry.at = now - DISCOVERY_TTL_MS + 5_000;
+      });
+    }
+    return discovered.value;
+  }
+
+  async function keySet() {
+    const d = await discovery();
+    if (jwks?.uri !== d.jwks_uri) {
+      // Cached; an unknown `kid` refetches (at most every 30 s): key rotation works without a restart.
+      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: 30_000, cacheMaxAge: DISCOVERY_TTL_MS }) };
+    }
+    return { d, set: jwks.set };
+  }
+
+  /**
+   * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
+   * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
+   * the client id OR `azp` equal to it is accepted. ID and refresh tokens (`typ` ID, Refresh) are not.
+   */
+  async function verifyRealmJwt(token: string): Promise<JWTPayload> {
+    const { d, set } = await keySet();
+    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] });
+    const aud = typeof payload.aud === 'string' ? [payload.aud] : payload.aud ?? [];
+    if (!aud.includes(o.clientId) && payload.azp !== o.clientId) throw new Error('token is not meant for this client');
+    if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
+    return payload;
+  }
+
+  /** An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with tolerance. */
+  async function verifyIdToken(token: string): Promise<JWTPayload> {
+    const { d, set } = await keySet();
+    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, audience: o.clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub'] });
+    return payload;
+  }
+
+  async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
+    return fetch(endpoint, { ...clientPost(o.clientId, o.clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  }
+
+  async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
+    const d = await discovery();
+    if (!d.userinfo_endpoint) return undefined;
+    const res = await fetch(d.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : undefined;
+  }
+
+  return { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo };
 }
