@@ -614,6 +614,31 @@ describe('operations: graceful shutdown', function () {
   });
 });
 
+describe('operations: GATEWAY_WORKERS without REDIS_URL', function () {
+  this.timeout(20_000);
+  let upstream: OpenWebUIStandIn;
+  before(async () => {
+    upstream = await startOpenWebUI();
+  });
+  after(async () => {
+    await upstream?.close();
+  });
+
+  it('warns at start that a logout in one worker does not reach the others, and names REDIS_URL', async () => {
+    const warned = (lines: Array<Record<string, unknown>>) => lines.filter((l) => l.level === 40 && /GATEWAY_WORKERS > 1 without REDIS_URL/.test(String(l.msg)));
+    const several = await startGateway(baseEnv(upstream.url, { GATEWAY_WORKERS: '2' }));
+    const one = await startGateway(baseEnv(upstream.url));
+    try {
+      expect(warned(several.obs.lines as Array<Record<string, unknown>>)).to.have.length(1);
+      expect(String(warned(several.obs.lines as Array<Record<string, unknown>>)[0]!.msg)).to.include('set REDIS_URL');
+      expect(warned(one.obs.lines as Array<Record<string, unknown>>)).to.have.length(0);
+    } finally {
+      await several.close();
+      await one.close();
+    }
+  });
+});
+
 describe('operations: two gateway instances behind one address', function () {
   this.timeout(20_000);
   let idp: TestIdp;
