@@ -40,7 +40,6 @@ export interface Discovery {
 
 /** The realm as an OIDC client of it sees it: discovery (cached), its keys, its tokens. */
 export function realmClient(issuer: string, clientId: string, clientSecret: string) {
-  const o = { clientId, clientSecret };
   let discovered: { at: number; value: Promise<Discovery> } | undefined;
   let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
 
@@ -85,7 +84,7 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     const { d, set } = await keySet();
     const { payload } = await jwtVerify(token, set, { issuer: d.issuer, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] });
     const aud = typeof payload.aud === 'string' ? [payload.aud] : payload.aud ?? [];
-    if (!aud.includes(o.clientId) && payload.azp !== o.clientId) throw new Error('token is not meant for this client');
+    if (!aud.includes(clientId) && payload.azp !== clientId) throw new Error('token is not meant for this client');
     if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
     return payload;
   }
@@ -93,12 +92,12 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   /** An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with tolerance. */
   async function verifyIdToken(token: string): Promise<JWTPayload> {
     const { d, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, audience: o.clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub'] });
+    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, audience: clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub'] });
     return payload;
   }
 
   async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
-    return fetch(endpoint, { ...clientPost(o.clientId, o.clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    return fetch(endpoint, { ...clientPost(clientId, clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
   }
 
   async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
