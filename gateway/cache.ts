@@ -33,10 +33,6 @@ export class TtlCache<K extends {}, V extends {}> {
     this.lru.delete(key);
   }
 
-  has(key: K): boolean {
-    return this.lru.has(key);
-  }
-
   clear(): void {
     this.lru.clear();
   }

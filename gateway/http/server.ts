@@ -18,7 +18,6 @@ export interface HttpServer {
   listen(port: number, host: string): Promise<{ port: number; url: string }>;
   /** Stop accepting; let answers under way finish up to `graceMs`, close WebSockets, then cut the rest. */
   close(graceMs: number): Promise<void>;
-  readonly closing: boolean;
 }
 
 export function createHttpServer(o: { server: Settings['server']; obs: Observability; pipeline: Pipeline; websockets: WebSocketTracker; idleTimeoutMs: number }): HttpServer {
@@ -125,9 +124,6 @@ export function createHttpServer(o: { server: Settings['server']; obs: Observabi
 
   return {
     server,
-    get closing() {
-      return closing;
-    },
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

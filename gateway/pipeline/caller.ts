@@ -57,5 +57,3 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
     },
   };
 }
-
-export type Callers = ReturnType<typeof createCallers>;
