@@ -62,7 +62,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
   }
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState, signedIn: (req, res) => authenticator.authenticate(req, res) }));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState, signedIn: async (req, res) => authenticator.authenticate(req, res) }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
 
   const control = express();

@@ -59,7 +59,7 @@ export interface Authenticator {
    * cookies are removed from `req.headers`, so they never reach the chat front-end (which could not
    * use them, and would take a realm JWT in `Authorization` for its own credential).
    */
-  authenticate(req: IncomingMessage, res?: ServerResponse): Promise<Identity | undefined>;
+  authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined>;
   /** For /readyz: can the identity provider be reached? */
   ready(): Promise<{ ok: boolean; detail: string }>;
   close(): Promise<void>;
@@ -189,9 +189,13 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
   }
 
-  async function bearerIdentity(token: string): Promise<Identity | undefined> {
+  function bearerIdentity(token: string): Identity | undefined | Promise<Identity | undefined> {
     const hit = bearers.get(token);
     if (hit) return hit.exp > epoch() - CLOCK_TOLERANCE_S ? hit.identity : undefined;
+    return verifiedBearer(token);
+  }
+
+  async function verifiedBearer(token: string): Promise<Identity | undefined> {
     try {
       const payload = await verifyRealmJwt(token);
       const user = userFromClaims(o, { access: payload });
@@ -208,24 +212,34 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
   }
 
-  async function authenticate(req: IncomingMessage, res?: ServerResponse): Promise<Identity | undefined> {
+  function authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
     const headers = req.headers;
-    let identity: Identity | undefined;
     const bearer = realmBearer(headers.authorization);
-    if (bearer) {
-      delete headers.authorization;
-      identity = await bearerIdentity(bearer);
-    }
+    if (bearer) delete headers.authorization;
+    // A verified token or a known live session answers synchronously; only a first verification
+    // or a token refresh waits.
+    const fromBearer = bearer ? bearerIdentity(bearer) : undefined;
+    const session = gatewaySession(headers);
+    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, res));
+    return fromBearer ?? sessionOf(session, res);
+  }
+
+  /** The session cookie of a request (removed with the gateway's other cookies from what goes upstream). */
+  function gatewaySession(headers: IncomingMessage['headers']): { value: string; names: string[] } | undefined {
     const cookie = headers.cookie;
-    if (typeof cookie === 'string' && /appSession|auth_verification/.test(cookie)) {
-      let split = cookieHeaders.get(cookie);
-      if (!split) cookieHeaders.set(cookie, (split = { rest: withoutGatewayCookies(cookie), session: readSessionCookie(cookie) }));
-      if (split.rest) headers.cookie = split.rest;
-      else delete headers.cookie;
-      const entry = split.session && !identity ? await store.live(split.session, res) : undefined;
-      if (entry) identity = sessionIdentity(entry.data);
-    }
-    return identity;
+    if (typeof cookie !== 'string' || !/appSession|auth_verification/.test(cookie)) return undefined;
+    let split = cookieHeaders.get(cookie);
+    if (!split) cookieHeaders.set(cookie, (split = { rest: withoutGatewayCookies(cookie), session: readSessionCookie(cookie) }));
+    if (split.rest) headers.cookie = split.rest;
+    else delete headers.cookie;
+    return split.session;
+  }
+
+  function sessionOf(session: { value: string; names: string[] } | undefined, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
+    if (!session) return undefined;
+    const entry = store.live(session, res);
+    if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
+    return entry ? sessionIdentity(entry.data) : undefined;
   }
 
   // ---- control routes ------------------------------------------------------------------------
@@ -412,7 +426,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
     if (req.path.startsWith('/auth/callback')) obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
     // A callback replayed (Back button) by a browser that is signed in: nothing to do.
-    if (req.path.startsWith('/auth/callback') && (await authenticate(req).catch(() => undefined))) return void res.redirect('/');
+    if (req.path.startsWith('/auth/callback') && (await Promise.resolve().then(() => authenticate(req)).catch(() => undefined))) return void res.redirect('/');
     const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
     // A browser that lands here (a replayed or bare callback) gets a page with the way back; API clients keep JSON.
     if (req.path.startsWith('/auth/callback') && req.accepts(['json', 'html']) === 'html') {

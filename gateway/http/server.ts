@@ -54,20 +54,31 @@ export function createHttpServer(o: { server: Settings['server']; obs: Observabi
       }
       logRequest(requestLog, req, res, cls, seconds);
     });
-    pipeline.handle(req, res, found).catch((err: unknown) => {
-      const e = err as Error;
-      if (e instanceof SharedStateUnavailable) {
-        obs.metrics.sessionChecksUnavailable.inc();
-        return sessionCheckUnavailable(res);
-      }
-      if (e instanceof UpstreamError) {
-        obs.metrics.upstreamErrors.inc({ kind: e.kind });
-        obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
-        return sendJson(res, e.status, { detail: e.status === 504 ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
-      }
-      obs.log.error({ err: { message: e?.message, stack: e?.stack } }, 'request failed');
-      sendJson(res, 500, { detail: 'Internal error' });
-    });
+    // The pipeline answers most requests without a promise; a step that throws, at once or later,
+    // gets the same clean answer.
+    let pending: void | Promise<void>;
+    try {
+      pending = pipeline.handle(req, res, found);
+    } catch (err) {
+      return failed(res, err);
+    }
+    if (pending) pending.catch((err: unknown) => failed(res, err));
+  };
+
+  /** A step failed: 503 when the session cannot be checked, 502/504 for the upstream, else 500. */
+  const failed = (res: ServerResponse, err: unknown): void => {
+    const e = err as Error;
+    if (e instanceof SharedStateUnavailable) {
+      obs.metrics.sessionChecksUnavailable.inc();
+      return sessionCheckUnavailable(res);
+    }
+    if (e instanceof UpstreamError) {
+      obs.metrics.upstreamErrors.inc({ kind: e.kind });
+      obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
+      return sendJson(res, e.status, { detail: e.status === 504 ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
+    }
+    obs.log.error({ err: { message: e?.message, stack: e?.stack } }, 'request failed');
+    sendJson(res, 500, { detail: 'Internal error' });
   };
 
   const server = http.createServer(

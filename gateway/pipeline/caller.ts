@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Identity } from '../auth/authenticator.js';
 import { identityHeaders, setUpstreamCredential, upstreamApiKey, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
-import { UpstreamAccounts } from '../upstream/accounts.js';
+import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';
 import type { Metrics } from '../ops/observability.js';
 
 export interface Caller {
@@ -23,6 +23,12 @@ export interface Caller {
   upstreamUserId: () => Promise<string>;
 }
 
+/** The identity's own upstream token, in place of any credential the client sent. */
+function credentialed(req: IncomingMessage, account: UpstreamAccount, caller: Caller): Caller {
+  setUpstreamCredential(req.headers, { authorization: `Bearer ${account.token}` });
+  return caller;
+}
+
 export function createCallers(names: TrustedHeaderNames, upstream: Upstream, metrics: Metrics) {
   const accounts = new UpstreamAccounts(upstream, names, metrics);
   // Built once per Identity object (the authenticator hands out one per session state or bearer
@@ -30,8 +36,11 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
   const byIdentity = new WeakMap<Identity, { caller: Caller; headers: Array<[string, string]> }>();
 
   return {
-    /** Step 5 for a gateway identity: its trusted headers and its own upstream credential. */
-    async forward(req: IncomingMessage, identity: Identity): Promise<Caller> {
+    /**
+     * Step 5 for a gateway identity: its trusted headers and its own upstream credential.
+     * Synchronous once the identity's upstream sign-in is done (every request but its first).
+     */
+    forward(req: IncomingMessage, identity: Identity): Caller | Promise<Caller> {
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
@@ -41,8 +50,10 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
         byIdentity.set(identity, known);
       }
       for (const [name, value] of known.headers) req.headers[name] = value;
-      setUpstreamCredential(req.headers, { authorization: `Bearer ${(await accounts.signIn(identity)).token}` });
-      return known.caller;
+      const account = accounts.signedIn(identity);
+      const caller = known.caller;
+      if (account instanceof Promise) return account.then((a) => credentialed(req, a, caller));
+      return credentialed(req, account, caller);
     },
 
     /** Step 5 for an upstream API key: undefined when the upstream does not know it. */

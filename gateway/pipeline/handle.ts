@@ -28,10 +28,27 @@ import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
 import { createEnforcer } from './enforce.js';
 import { publicOriginOf, setForwardedHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Authenticator, Identity } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
+
+/** What steps 5 to 7 need of a request that steps 1 to 4 let through. */
+interface Judged {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  path: string;
+  search: string;
+  requestId: string;
+  expectContinue: boolean;
+}
+
+/** Any method-override header (X-HTTP-Method-Override and the like) makes a request unjudgeable. */
+function hasMethodOverride(headers: IncomingMessage['headers']): boolean {
+  for (let i = 0; i < METHOD_OVERRIDE_HEADERS.length; i++) if (headers[METHOD_OVERRIDE_HEADERS[i]!] !== undefined) return true;
+  return false;
+}
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -63,35 +80,47 @@ export function createPipeline(parts: PipelineParts) {
   const enforce = createEnforcer({ obs, upstream, trusted });
   const publicOrigin = publicOriginOf(settings.publicUrl);
 
-  /** Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered. */
-  async function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Promise<Caller | null | undefined> {
+  /**
+   * Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered; null:
+   * an anonymous request to a public path. Synchronous for a known session or token whose upstream
+   * sign-in is done: the common request costs no promise (bench/README.md, "Sixth pass").
+   */
+  function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Caller | null | undefined | Promise<Caller | null | undefined> {
     const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
     stripClientHeaders(req.headers, trusted);
-    const identity = await authenticator.authenticate(req, res);
+    const identity = authenticator.authenticate(req, res);
+    if (identity instanceof Promise) return identity.then((known) => callerOf(req, res, cls, path, known, apiKey));
+    return callerOf(req, res, cls, path, identity, apiKey);
+  }
+
+  function callerOf(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string, identity: Identity | undefined, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
     if (identity) return callers.forward(req, identity);
     if (apiKey) {
-      const caller = await callers.forwardApiKey(req, apiKey);
-      if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-      return caller;
+      return callers.forwardApiKey(req, apiKey).then((caller) => {
+        if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        return caller;
+      });
     }
     if (cls === 'public') return null;
     if (cls === 'api') {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
     }
-    const location = await loginRouting.guard(path, req);
-    res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
-    res.end();
-    return undefined;
+    return loginRouting.guard(path, req).then((location) => {
+      res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
+      res.end();
+      return undefined;
+    });
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
+  /** A request's steps, in order. A promise only when a step had to wait (a first sign-in, a refresh, an owner lookup). */
+  function handle(req: IncomingMessage, res: ServerResponse, found: Found): void | Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     // 1. canonical target; what cannot be judged is refused
     const canonical = canonicalize(req.url);
     if (!canonical.ok) return sendJson(res, 400, { detail: `Bad request: ${canonical.reason}` });
-    if (METHOD_OVERRIDE_HEADERS.some((h) => req.headers[h] !== undefined)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
+    if (hasMethodOverride(req.headers)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
     const method = req.method ?? 'GET';
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
     if (!validHost(req.headers.host, req.httpVersion)) return sendJson(res, 400, { detail: 'Bad request: invalid Host header' }, { connection: 'close' });
@@ -118,13 +147,20 @@ export function createPipeline(parts: PipelineParts) {
     }
     const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
     // 3 to 5. header hygiene, identity, trusted headers (or 401, or the logged-out guard)
-    const caller = await identify(req, res, cls, path);
+    const caller = identify(req, res, cls, path);
+    const request: Judged = { req, res, method, path, search, requestId, expectContinue };
+    if (caller instanceof Promise) return caller.then((known) => (known === undefined ? undefined : judge(request, known)));
     if (caller === undefined) return;
-    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId });
+    return judge(request, caller);
+  }
+
+  /** Steps 5 (forwarding headers) to 7 for a request whose caller is known. */
+  function judge(r: Judged, caller: Caller | null): void | Promise<void> {
+    setForwardedHeaders(r.req.headers, { clientIp: r.req.socket.remoteAddress, publicOrigin, requestId: r.requestId });
     // 6. the policy
-    const decision = decide({ method, path }, settings.policy, { admin: caller?.admin ?? false });
+    const decision = decide({ method: r.method, path: r.path }, settings.policy, { admin: caller?.admin ?? false });
     // 7. carry it out
-    await enforce(decision, req, res, caller, path, search, expectContinue);
+    return enforce(decision, r.req, r.res, caller, r.path, r.search, r.expectContinue);
   }
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {

@@ -23,8 +23,14 @@ const SIGNIN_TTL_MS = 10 * 60_000;
 const WHOAMI_TTL_MS = 30_000;
 const MAX_ENTRIES = 50_000;
 
+/** A sign-in or lookup under way, and its answer once it came (read synchronously on the hot path). */
+interface Pending {
+  promise: Promise<UpstreamAccount>;
+  value?: UpstreamAccount;
+}
+
 export class UpstreamAccounts {
-  private readonly entries: TtlCache<string, Promise<UpstreamAccount>>;
+  private readonly entries: TtlCache<string, Pending>;
 
   constructor(
     private readonly upstream: Upstream,
@@ -37,6 +43,16 @@ export class UpstreamAccounts {
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
   signIn(who: ToldIdentity): Promise<UpstreamAccount> {
+    return this.signingIn(who).promise;
+  }
+
+  /** The same, answered synchronously once the sign-in is done: a request then costs no promise. */
+  signedIn(who: ToldIdentity): UpstreamAccount | Promise<UpstreamAccount> {
+    const pending = this.signingIn(who);
+    return pending.value ?? pending.promise;
+  }
+
+  private signingIn(who: ToldIdentity): Pending {
     return this.cached(this.keyOf(who), SIGNIN_TTL_MS, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
@@ -58,7 +74,7 @@ export class UpstreamAccounts {
       if (res.status === 401 || res.status === 403) return { userId: '', role: 'none' };
       if (res.status !== 200 || typeof body?.id !== 'string') throw new UpstreamError('bad-body', `GET /api/v1/auths/ answered ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user') };
-    }).then((a) => (a.userId ? a : undefined));
+    }).promise.then((a) => (a.userId ? a : undefined));
   }
 
   // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
@@ -70,20 +86,25 @@ export class UpstreamAccounts {
     return key;
   }
 
-  private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Promise<UpstreamAccount> {
+  private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Pending {
     const hit = this.entries.get(key);
     if (hit) {
       this.metrics?.cache.tally('upstream-account', 'hit');
       return hit;
     }
     this.metrics?.cache.tally('upstream-account', 'miss');
-    const value = load();
-    this.entries.set(key, value, ttlMs);
-    // A failure is not cached: the next request tries again.
-    value.catch(() => {
-      if (this.entries.get(key) === value) this.entries.delete(key);
-    });
-    return value;
+    const pending: Pending = { promise: load() };
+    this.entries.set(key, pending, ttlMs);
+    pending.promise.then(
+      (value) => {
+        pending.value = value;
+      },
+      // A failure is not cached: the next request tries again.
+      () => {
+        if (this.entries.get(key) === pending) this.entries.delete(key);
+      },
+    );
+    return pending;
   }
 }
 
