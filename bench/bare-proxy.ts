@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { ProxyServer } from 'http-proxy-3';
 import pino from 'pino';
 import { sampleAllocations } from './alloc-profile.js';
+import { countMarkCompacts } from './gc-count.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 
 export const BARE_FEATURES = ['headers', 'log', 'metrics', 'hooks'] as const;
@@ -135,6 +136,7 @@ export function bareFeatures(list = ''): Set<BareFeature> {
 }
 
 if (process.env.BENCH_BARE_CHILD === '1') {
+  countMarkCompacts();
   sampleAllocations(process.env.BENCH_BARE_KIND === 'node-http' ? 'node-http' : process.env.BENCH_BARE_FEATURES_OF_CHILD ? 'bare-features' : 'bare');
   const target = process.env.BENCH_TARGET ?? 'http://127.0.0.1:1';
   const server = process.env.BENCH_BARE_KIND === 'node-http' ? createNodeHttpProxy(target) : createBareProxy(target, bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));

@@ -4,6 +4,7 @@
 // primary forwards SIGTERM to its workers (gateway/main.ts).
 import cluster from 'node:cluster';
 import { sampleAllocations } from './alloc-profile.js';
+import { countMarkCompacts } from './gc-count.js';
 
 if (cluster.isPrimary) {
   process.stdin.resume();
@@ -11,4 +12,5 @@ if (cluster.isPrimary) {
   process.stdin.once('error', () => process.kill(process.pid, 'SIGTERM'));
 }
 sampleAllocations('gateway');
+countMarkCompacts();
 await import('../gateway/main.js');

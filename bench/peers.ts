@@ -30,11 +30,13 @@ export interface Runner {
   warnings?: string;
   /** the build folder (removed at the end of the run) */
   dir?: string;
+  /** its node peers count their mark-compacts (bench/gc-count.ts; a baseline older than that does not) */
+  countsGc: boolean;
 }
 
 export async function prepareRunner(): Promise<Runner> {
   if (process.env.BENCH_TSX === '1') {
-    return { kind: 'tsx', args: (source) => ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, source)] };
+    return { kind: 'tsx', countsGc: true, args: (source) => ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, source)] };
   }
   mkdirSync(join(root, '.tmp'), { recursive: true });
   const out = mkdtempSync(join(root, '.tmp', 'bench-build-'));
@@ -53,6 +55,7 @@ export async function prepareRunner(): Promise<Runner> {
   writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
   return {
     kind: 'compiled',
+    countsGc: true,
     args: (source) => [join(out, source.replace(/\.ts$/, '.js'))],
     ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}),
     dir: out,
@@ -77,7 +80,7 @@ export async function prepareBaseline(rev: string): Promise<Runner & { rev: stri
   writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
   // config/settings.ts reads the per-stage env files beside itself
   for (const f of ['dev.env', 'prod.env']) if (existsSync(join(dir, 'config', f))) copyFileSync(join(dir, 'config', f), join(out, 'config', f));
-  return { kind: 'compiled', rev: short, args: (source) => [join(out, source.replace(/\.ts$/, '.js'))], dir, ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}) };
+  return { kind: 'compiled', rev: short, countsGc: existsSync(join(out, 'bench/gc-count.js')), args: (source) => [join(out, source.replace(/\.ts$/, '.js'))], dir, ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}) };
 }
 
 export interface Peer {
@@ -85,6 +88,8 @@ export interface Peer {
   /** http://127.0.0.1:PORT */
   url: string;
   child: Child;
+  /** a node peer of this build that counts its mark-compacts (bench/gc-count.ts) */
+  countsGc: boolean;
   pids(): number[];
   stop(): Promise<void>;
 }
@@ -94,8 +99,8 @@ const portLine = (line: string) => {
   return m ? Number(m[1]) : undefined;
 };
 
-function peer(name: string, port: number, child: Child): Peer {
-  return { name, url: `http://127.0.0.1:${port}`, child, pids: () => child.pids(), stop: () => child.stop() };
+function peer(name: string, port: number, child: Child, countsGc: boolean): Peer {
+  return { name, url: `http://127.0.0.1:${port}`, child, countsGc, pids: () => child.pids(), stop: () => child.stop() };
 }
 
 export async function startUpstream(logDir: string, run: Runner): Promise<Peer> {
@@ -104,7 +109,7 @@ export async function startUpstream(logDir: string, run: Runner): Promise<Peer> 
     ready: portLine,
     logFile: logPath(logDir, 'upstream'),
   });
-  return peer('upstream', info, child);
+  return peer('upstream', info, child, run.countsGc);
 }
 
 /** The bare floor; with `features` (bench/bare-proxy.ts), the floor plus the cheapest form of those. */
@@ -116,7 +121,7 @@ export async function startBare(logDir: string, run: Runner, target: string, fea
     ready: portLine,
     logFile: logPath(logDir, features ? 'bare-features' : 'bare'),
   });
-  return peer(name, info, child);
+  return peer(name, info, child, run.countsGc);
 }
 
 /** http-proxy-3's own cost: the same proxy written on node:http alone (bench/bare-proxy.ts). */
@@ -126,7 +131,7 @@ export async function startNodeHttpProxy(logDir: string, run: Runner, target: st
     ready: portLine,
     logFile: logPath(logDir, 'node-http'),
   });
-  return peer('node:http proxy', info, child);
+  return peer('node:http proxy', info, child, run.countsGc);
 }
 
 export function nginxPath(): string | undefined {
@@ -229,7 +234,7 @@ export async function startNginx(logDir: string, bin: string, o: NginxOptions): 
     ready: (line) => (/start worker process/.test(line) && ++started >= o.workers ? true : undefined),
     logFile: logPath(logDir, `nginx-${o.workers}w`),
   });
-  return peer(o.workers === 1 ? 'nginx' : `nginx x${o.workers}`, port, child);
+  return peer(o.workers === 1 ? 'nginx' : `nginx x${o.workers}`, port, child, false);
 }
 
 export interface GatewayOptions {
@@ -273,6 +278,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     GATEWAY_WORKERS: String(o.workers),
     SHUTDOWN_GRACE_MS: '500',
     DRIFT_CHECK_SECONDS: '0',
+    ...(process.env.BENCH_GC_DIR ? { BENCH_GC_DIR: process.env.BENCH_GC_DIR } : {}),
     ...(process.env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' } : {}),
     ...o.env,
   };
@@ -284,5 +290,5 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     timeoutMs: 30_000,
     logFile: logPath(logDir, name),
   });
-  return peer(name, port, child);
+  return peer(name, port, child, run.countsGc);
 }

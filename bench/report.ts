@@ -10,6 +10,8 @@ export interface Row {
   peakRssMB: number | null;
   /** the peer's own CPU time (user + system, all its processes) per unit of work, microseconds */
   cpuUsPerUnit?: number | null;
+  /** V8 mark-compacts (full GCs) the peer ran during the measured runs, all rounds; null where not counted (nginx) */
+  markCompacts?: number | null;
   errors: number;
   count: number;
   /** measurements taken (interleaved with the other peers); the row is their median */
@@ -121,7 +123,7 @@ function notMeasured(gw: Row | undefined, ref: Row | undefined): string {
 const num = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
 
 export function tableLines(r: Results): string[] {
-  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'vs nginx', 'vs direct', 'target met'];
+  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'full GCs', 'vs nginx', 'vs direct', 'target met'];
   const body = r.rows.map((x) => [
     x.scenario,
     x.peer,
@@ -131,13 +133,14 @@ export function tableLines(r: Results): string[] {
     num(x.p99Ms),
     num(x.peakRssMB, 0),
     num(x.cpuUsPerUnit, 0),
+    num(x.markCompacts, 0),
     num(x.vsNginx),
     num(x.vsDirect),
     (x.target ?? '') + (x.errors ? ` (${x.errors} errors)` : ''),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 9 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 9 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 10 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 10 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
 }
 
 export function targetLines(r: Results): string[] {

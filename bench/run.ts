@@ -19,7 +19,7 @@
 //   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
 //                                    those gateway features (headers, log, metrics, hooks, or all)
 import { cpus, totalmem, tmpdir } from 'node:os';
-import { mkdtempSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
@@ -30,6 +30,7 @@ import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
+import { markCompacts } from './gc-count.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -69,6 +70,10 @@ async function main(): Promise<void> {
   if (smoke && process.env.BENCH_LOADGEN !== 'wrk') process.env.BENCH_LOADGEN = 'autocannon'; // wrk cannot run for less than 1 s
   const logDir = mkdtempSync(join(tmpdir(), 'bench-'));
   chmodSync(logDir, 0o755);
+  // Every node peer counts its mark-compacts here (bench/gc-count.ts), per pid.
+  const gcDir = join(logDir, 'gc');
+  mkdirSync(gcDir);
+  process.env.BENCH_GC_DIR = gcDir;
   const say = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
   say(`bench: ${smoke ? 'smoke' : 'full'} run, scenarios ${selected.join(', ')}; load from ${loadGenerator()}; logs in ${logDir}`);
   const notices: string[] = [];
@@ -205,14 +210,16 @@ async function main(): Promise<void> {
    */
   async function compare(scenario: Scenario, unit: Row['unit'], all: Target[], fn: (t: Target, run: { first: boolean; measuring: () => void }) => Promise<Measured>, rounds: number, cpuPerUnit = true) {
     const targets = peerFilter ? all.filter((t) => peerFilter.some((f) => t.name.startsWith(f))) : all;
-    const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null }>>();
+    const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null; markCompacts: number | null }>>();
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < targets.length; i++) {
         const t = targets[(i + r) % targets.length]!;
         const rss = t.peer ? watchRss(() => t.peer!.pids()) : undefined;
         let cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
+        let gc0 = t.peer ? markCompacts(gcDir, t.peer.pids()) : 0;
         const measuring = () => {
           if (t.peer) cpu0 = cpuMs(t.peer.pids());
+          if (t.peer) gc0 = markCompacts(gcDir, t.peer.pids());
         };
         let m: Measured;
         try {
@@ -221,9 +228,9 @@ async function main(): Promise<void> {
           m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, units: 0, note: (e as Error).message };
         }
         if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
-        const sample = { ...m, rss: rss ? rss.stop() : null, cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null };
+        const sample = { ...m, rss: rss ? rss.stop() : null, cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null, markCompacts: t.peer?.countsGc ? markCompacts(gcDir, t.peer.pids()) - gc0 : null };
         samples.set(t, [...(samples.get(t) ?? []), sample]);
-        say(`  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`);
+        say(`  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${sample.markCompacts === null ? '' : `  full GCs ${sample.markCompacts}`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`);
         await sleep(smoke ? 50 : 300); // let the previous peer's sockets settle
       }
     }
@@ -241,6 +248,7 @@ async function main(): Promise<void> {
         p99Ms: median(list.map((x) => x.p99)),
         peakRssMB: list.some((x) => x.rss !== null) ? Math.max(...list.map((x) => x.rss ?? 0)) : null,
         cpuUsPerUnit: cpu !== null && cpuPerUnit && units > 0 ? (cpu * 1000) / units : null,
+        markCompacts: list.every((x) => x.markCompacts !== null) ? list.reduce((a, x) => a + x.markCompacts!, 0) : null,
         errors: list.reduce((a, x) => a + x.errors, 0),
         count: list.reduce((a, x) => a + x.count, 0),
         rounds: list.length,

@@ -22,6 +22,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { countMarkCompacts } from './gc-count.js';
 
 export const BENCH_USER_ID = 'b3f0c9e2-5d1a-4c6b-9e7f-000000000001';
 export const BENCH_API_KEY = 'sk-bench0000000000000000000000000000';
@@ -150,6 +151,7 @@ export function createBenchUpstream(): http.Server {
 // As a process: listen on 127.0.0.1 (BENCH_UPSTREAM_PORT or any free port), say where, and live
 // exactly as long as the stdin pipe from the bench.
 if (process.env.BENCH_UPSTREAM_CHILD === '1') {
+  countMarkCompacts();
   const server = createBenchUpstream();
   server.listen(Number(process.env.BENCH_UPSTREAM_PORT ?? 0), '127.0.0.1', () => {
     process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n');
