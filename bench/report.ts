@@ -96,6 +96,21 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     targets.push({ id: `${s} RSS`, scenario: s, goal: `gateway peak RSS < ${limit} MB`, measured: g?.peakRssMB != null ? `${g.peakRssMB.toFixed(0)} MB` : 'not measured', met: g?.peakRssMB != null && ok(g) ? g.peakRssMB < limit : g ? false : null });
     ratio(`${s} throughput`, s, g, find(s, 'nginx'), 'nginx', 0.7);
   }
+  // Issue 16: streaming must not set off full GCs the floor does not run (the pattern: dozens of
+  // mark-compacts a second once the heap had JSON work, each freeing nothing).
+  const streamed: Array<[string, Row | undefined, Row | undefined]> = [
+    ['files page passed through', find('files-page', 'gateway (pass-through)'), find('files-page', 'bare http-proxy-3')],
+    ['upload', gw('upload'), find('upload', 'bare http-proxy-3')],
+    ['download', gw('download'), find('download', 'bare http-proxy-3')],
+  ];
+  const counted = streamed.filter(([, g, b]) => g?.markCompacts != null && b?.markCompacts != null);
+  targets.push({
+    id: 'streaming full GCs',
+    scenario: 'download',
+    goal: 'gateway mark-compacts while streaming <= the bare floor\'s + 1 per round',
+    measured: counted.length ? counted.map(([what, g, b]) => `${what} ${g!.markCompacts} (floor ${b!.markCompacts})`).join(', ') : 'not measured',
+    met: counted.length ? counted.every(([, g, b]) => g!.markCompacts! <= b!.markCompacts! + (g!.rounds ?? 1)) : null,
+  });
   const sse = gw('sse');
   targets.push({ id: 'sse p99', scenario: 'sse', goal: 'event upstream -> client p99 <= 5 ms', measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse), met: sse ? ok(sse) && sse.p99Ms <= 5 : null });
   const ws = gw('websocket');

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import type { Results } from '../bench/report.js';
+import { evaluateTargets, type Results, type Row } from '../bench/report.js';
 import { SCENARIOS } from '../bench/scenarios.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -78,6 +78,37 @@ describe('bench: the harness (smoke mode)', function () {
 
   it('recorded the peak RSS of every peer process it measured', () => {
     for (const r of results.rows) if (r.peer !== 'direct' || r.peakRssMB !== null) expect(r.peakRssMB, `${r.scenario} / ${r.peer}`).to.be.greaterThan(0);
+  });
+
+  it('counted the mark-compacts of every node peer (a number, nginx none) and judged streaming by them', () => {
+    for (const r of results.rows) {
+      if (r.peer.startsWith('nginx')) expect(r.markCompacts ?? null, `${r.scenario} / ${r.peer}`).to.equal(null);
+      else expect(r.markCompacts, `${r.scenario} / ${r.peer}`).to.be.a('number').and.at.least(0);
+    }
+    expect(output).to.match(/\| full GCs \|/);
+    const streaming = results.targets.find((t) => t.id === 'streaming full GCs');
+    expect(streaming?.met, streaming?.measured).to.be.a('boolean');
+    expect(streaming?.measured).to.match(/files page passed through \d+ \(floor \d+\), upload \d+ \(floor \d+\), download \d+ \(floor \d+\)/);
+  });
+});
+
+describe('bench: the streaming full-GC target', () => {
+  const row = (scenario: string, peer: string, markCompacts: number, rounds = 1): Row => ({ scenario, peer, unit: 'MB/s', rate: 1, p50Ms: 1, p99Ms: 1, peakRssMB: 1, errors: 0, count: 1, rounds, markCompacts });
+  const judged = (passThrough: number, floor: number) =>
+    evaluateTargets(
+      [row('files-page', 'gateway (pass-through)', passThrough, 3), row('files-page', 'bare http-proxy-3', floor, 3), row('upload', 'gateway', 0), row('upload', 'bare http-proxy-3', 0), row('download', 'gateway', 1), row('download', 'bare http-proxy-3', 0)],
+      { wsConnections: 1, smoke: true },
+    ).find((t) => t.id === 'streaming full GCs')!;
+
+  it('is met while the gateway runs at most one more mark-compact a round than the floor', () => {
+    expect(judged(5, 2).met).to.equal(true);
+    expect(judged(0, 0).met).to.equal(true);
+  });
+
+  it('is missed by the pattern of issue 16 (dozens of mark-compacts while a body streams)', () => {
+    const t = judged(134, 3);
+    expect(t.met).to.equal(false);
+    expect(t.measured).to.equal('files page passed through 134 (floor 3), upload 0 (floor 0), download 1 (floor 0)');
   });
 });
 
