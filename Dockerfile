@@ -35,4 +35,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The V8 flag is the one `npm start` gives (package.json, README "Performance"): a larger first
 # old-generation limit, so streaming a large body does not set off a full GC every 50 ms.
-CMD ["node", "--initial-old-space-size=32", "dist/gateway/main.js"]
+CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "dist/gateway/main.js"]

@@ -763,7 +763,7 @@ describe('deployment: Dockerfile and .dockerignore', function () {
     expect(hc).to.include('/healthz').and.include('fetch');
     expect(finalStage.some((l) => /^EXPOSE\s+8080\b/i.test(l))).to.equal(true);
     const cmd = finalStage.filter((l) => /^CMD\s/i.test(l)).pop();
-    expect(cmd).to.equal('CMD ["node", "--initial-old-space-size=32", "dist/gateway/main.js"]');
+    expect(cmd).to.equal('CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "dist/gateway/main.js"]');
   });
 
   it('runs node with the same flags as `npm start`', function () {
