@@ -218,8 +218,9 @@ async function main(): Promise<void> {
         let cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
         let gc0 = t.peer ? markCompacts(gcDir, t.peer.pids()) : 0;
         const measuring = () => {
-          if (t.peer) cpu0 = cpuMs(t.peer.pids());
-          if (t.peer) gc0 = markCompacts(gcDir, t.peer.pids());
+          if (!t.peer) return;
+          cpu0 = cpuMs(t.peer.pids());
+          gc0 = markCompacts(gcDir, t.peer.pids());
         };
         let m: Measured;
         try {

@@ -310,6 +310,11 @@ export class SessionStore {
       current = entry.next;
       this.entries.set(current.value, current);
     }
+    return this.renewed(found, current, res);
+  }
+
+  /** The session as it now stands; a cookie that changed (rolled or refreshed) is set on `res`. */
+  private renewed(found: { value: string; names: string[] }, current: SessionEntry, res?: ServerResponse): SessionEntry {
     if (res && current.value !== found.value) addSetCookie(res, this.codec.setCookieLines(current.value, current.header.exp, found.names));
     return current;
   }
@@ -341,8 +346,7 @@ export class SessionStore {
       this.hooks.unavailable(data, r.reason);
       if (data.expires_at <= now) return undefined;
     }
-    if (res && current.value !== found.value) addSetCookie(res, this.codec.setCookieLines(current.value, current.header.exp, found.names));
-    return current;
+    return this.renewed(found, current, res);
   }
 
   /** Replace a live session's data (tenant switch) and set the new cookie. */

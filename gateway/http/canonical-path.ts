@@ -174,4 +174,10 @@ function encodeSegment(text: string): string {
 }
 
 /** Methods that may carry a different method past a check; refused outright. */
-export const METHOD_OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
+const METHOD_OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
+
+/** Any method-override header (X-HTTP-Method-Override and the like) makes a request unjudgeable. */
+export function hasMethodOverride(headers: Readonly<Record<string, unknown>>): boolean {
+  for (const name of METHOD_OVERRIDE_HEADERS) if (headers[name] !== undefined) return true;
+  return false;
+}

@@ -22,7 +22,7 @@ import type express from 'express';
 import type { Settings } from '../../config/settings.js';
 import { decide } from '../../policies/admin-scoping.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
-import { canonicalize, METHOD_OVERRIDE_HEADERS } from '../http/canonical-path.js';
+import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
@@ -42,12 +42,6 @@ interface Judged {
   search: string;
   requestId: string;
   expectContinue: boolean;
-}
-
-/** Any method-override header (X-HTTP-Method-Override and the like) makes a request unjudgeable. */
-function hasMethodOverride(headers: IncomingMessage['headers']): boolean {
-  for (let i = 0; i < METHOD_OVERRIDE_HEADERS.length; i++) if (headers[METHOD_OVERRIDE_HEADERS[i]!] !== undefined) return true;
-  return false;
 }
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
