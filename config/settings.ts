@@ -209,12 +209,10 @@ const schema = z.object({
 type Parsed = z.output<typeof schema>;
 
 export interface Settings {
-  stage: 'development' | 'production' | 'test';
   /** No UPSTREAM_URL outside production: `npm start` runs the self-contained sandbox. */
   sandbox: boolean;
   listen: { host: string; port: number; metricsPort: number };
   publicUrl: string;
-  publicOrigin: string;
   /** Origins allowed to open WebSockets: the public origin plus ALLOWED_ORIGINS. */
   allowedOrigins: string[];
   upstream: {
@@ -373,11 +371,9 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
   const publicOrigin = new URL(publicUrl).origin;
   const adminUrl = e.IDP_ADMIN_URL ?? deriveAdminUrl(e.OIDC_ISSUER_URL);
   return {
-    stage: e.NODE_ENV,
     sandbox,
     listen: { host: e.HOST, port: e.PORT, metricsPort: e.METRICS_PORT },
     publicUrl,
-    publicOrigin,
     allowedOrigins: [publicOrigin, ...e.ALLOWED_ORIGINS.map((o) => o.replace(/\/$/, ''))],
     upstream: {
       url: e.UPSTREAM_URL ?? '',

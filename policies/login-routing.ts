@@ -163,11 +163,6 @@ export function loggedOutRedirect(visit: GuardPath, path: string, search: string
   return { to: 'tenant-provider', idp: alias, tenant: visit.tenant, ...(visit.locale ? { locale: visit.locale } : {}), returnTo: safeReturnTo(visit.rest + search) ?? '/' };
 }
 
-/** The tenant a logged-out visit of `path` names (links 6), or undefined. */
-export function guardTarget(path: string): string | undefined {
-  return splitGuardPath(path).tenant;
-}
-
 /**
  * A `returnTo` that stays on this site: a path starting with one `/`, no backslash, no control
  * characters, bounded. Anything else is dropped (open-redirect guard).

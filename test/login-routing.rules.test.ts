@@ -7,7 +7,6 @@ import { expect } from 'chai';
 import {
   DIRECT_LOGIN_ALIAS,
   buttonList,
-  guardTarget,
   isHiddenOnLoginPage,
   isUsableForLinks,
   loggedOutRedirect,
@@ -119,7 +118,7 @@ describe('login routing rules (policies/login-routing.ts)', () => {
     ];
     for (const [path, tenant, rest] of cases) {
       it(`${path} names ${tenant ?? 'no tenant'}`, () => {
-        expect(guardTarget(path)).to.equal(tenant);
+        expect(splitGuardPath(path).tenant).to.equal(tenant);
         expect(splitGuardPath(path).rest).to.equal(rest);
       });
     }

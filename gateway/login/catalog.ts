@@ -40,8 +40,6 @@ function asProviderArray(value: unknown, where: string): IdentityProvider[] {
   return value.map((v, i) => asProvider(v, `${where}[${i}]`));
 }
 
-export { tokenUrlFor };
-
 const PAGE_SIZE = 100;
 const MAX_PAGES = 1000;
 
