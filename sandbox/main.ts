@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { redactSettings } from '../config/redact.js';
 import { createOperatedGateway, type OperatedGateway } from '../gateway/app.js';
 import { exitOnSignals } from '../gateway/lifecycle.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
@@ -82,7 +83,7 @@ async function loadIdp(): Promise<typeof import('./idp.js')> {
  */
 export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
   const env = options.env ?? process.env;
-  const host = env.HOST?.trim() || '127.0.0.1'; // demo passwords: not on every interface unless asked
+  const host = base.listen.host; // 127.0.0.1 unless HOST says otherwise (config/settings.ts): demo passwords are public
   const port = base.listen.port === 0 ? await freePort(host === '0.0.0.0' ? '127.0.0.1' : host) : base.listen.port;
   const publicUrl = env.PUBLIC_URL?.trim() ? base.publicUrl : `http://localhost:${port}`;
   const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
@@ -204,6 +205,7 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
     `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.idp.issuer}`,
     `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
+    ...(settings.redisUrl ? [`    shared state     Redis ${String(redactSettings(settings).redisUrl)} (REDIS_URL)`] : []),
     '',
     '  Demo logins (username / password), each owning 2 files and 1 chat:',
     ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),
