@@ -164,7 +164,10 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       throw err;
     }
 
-    const banner = renderBanner(settings, { idp, upstream, listenHost: host });
+    // With REDIS_URL, the first connection decides whether "ready" is true (issue 28 item 2).
+    const deadline = Date.now() + 2_500;
+    while (settings.redisUrl && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const banner = renderBanner(settings, { idp, upstream, listenHost: host, shared: gateway.sharedState.ready() });
     if (options.print !== false) process.stdout.write(banner);
     const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp, settings, banner, close: cleanup };
     if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
@@ -184,7 +187,7 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
   return `tenant link: straight to provider "${alias}"`;
 }
 
-function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string }): string {
+function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } }): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
@@ -199,7 +202,8 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     '',
     'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
     '',
-    `  Sandbox ready: ${u}/`,
+    parts.shared.ok ? `  Sandbox ready: ${u}/` : `  Sandbox started but NOT READY: ${u}/`,
+    ...(parts.shared.ok ? [] : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,

@@ -164,6 +164,10 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
     try {
       expect(sandbox.banner).to.include('Redis redis://[redacted]@127.0.0.1:9/0');
+      // Issue 28 item 2: with Redis at nothing the banner does not say "ready".
+      expect(sandbox.banner).to.include('Sandbox started but NOT READY');
+      expect(sandbox.banner).to.not.include('Sandbox ready');
+      expect(sandbox.banner).to.match(/WARNING: Redis redis:\/\/127\.0\.0\.1:9\/0 unreachable/);
       clean('the sandbox banner', sandbox.banner);
       for (const s of [sandbox.settings.oidc.clientSecret, ...sandbox.settings.oidc.sessionSecrets]) expect(sandbox.banner).to.not.include(s);
     } finally {
