@@ -38,7 +38,7 @@ import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { defaultTenant, userFromClaims } from './claims.js';
 import { clientKey } from '../login/routes.js';
-import { NOT_AUTHENTICATED } from '../http/respond.js';
+import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -332,6 +332,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
     for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
     res.set('cache-control', 'no-store');
+    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser (issue 28)
     return idToken;
   }
 
