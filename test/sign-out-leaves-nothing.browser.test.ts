@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
-import { startWorld, type World } from './support/cookie-jar.js';
+import { CLIENT_ID, startWorld, type World } from './support/cookie-jar.js';
 
 async function signInToChat(page: Page, w: World, username = 'alice'): Promise<void> {
   await page.goto(`${w.url}/auth/start?returnTo=%2F`);
@@ -100,6 +100,24 @@ describe('signing out leaves nothing behind, in headless Chromium (issue 28, ite
     } finally {
       w.idp.failRefresh = false;
     }
+  });
+
+  it('a session the realm ended by back-channel logout: the next request clears what the browser kept', async () => {
+    tab = await openPage(browser);
+    const { page } = tab;
+    await signInToChat(page, w, 'tina');
+    await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
+    const sub = ((await (await tab.context.request.get(`${w.url}/auth/session`)).json()) as { user: { sub: string } }).user.sub;
+    await page.waitForTimeout(1_100); // the token's iat must be after the sign-in (one-second resolution)
+    const token = await w.idp.signJwt({ aud: CLIENT_ID, sub, jti: `bcl-${Date.now()}`, events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, exp: undefined });
+    const posted = await fetch(`${w.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token: token }) });
+    expect(posted.status).to.equal(204);
+    await page.goto(`${w.url}/`);
+    await page.waitForURL((u) => u.pathname === '/auth/login');
+    const shown = await visible(page);
+    expect(shown).to.not.include('tina');
+    expect(shown).to.not.include('chat-front-end-token');
+    expect(await tab.context.cookies(w.url)).to.deep.equal([]);
   });
 
   it('what the headers say: the API and pages never stored, static assets as the upstream says', async () => {
