@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ID_SYNTAX } from '../policies/syntax.js';
-import { redactValue } from './redact.js';
+import { redactUrl, redactValue } from './redact.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -72,7 +72,7 @@ const urlSetting = (schemes: string[], message: (v: string) => string, check: (u
 
 const httpUrl = urlSetting(
   ['http:', 'https:'],
-  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(v)})`,
+  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(redactUrl(v))})`,
   (u) => {
     if (u.username || u.password) throw new Error('credentials');
     return u.href.replace(/\/$/, '');

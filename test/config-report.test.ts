@@ -145,6 +145,11 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     const bad = await checkConfig({ ...production, ...secrets, PORT: 'eighty' });
     expect(bad.code).to.equal(2);
     clean('check-config (invalid)', bad.out);
+    // A URL refused for carrying credentials is named without them.
+    const withCredentials = await checkConfig({ ...production, UPSTREAM_URL: 'http://webui:leak-upstream-password@open-webui:8080' });
+    expect(withCredentials.code).to.equal(2);
+    expect(withCredentials.out).to.match(/UPSTREAM_URL: must be an absolute http\(s\) URL without credentials \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/);
+    expect(withCredentials.out).to.not.include('leak-upstream-password');
   });
 
   it('the gateway process: its startup lines (the effective settings among them) and its Redis warnings', async () => {
