@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ID_SYNTAX } from '../policies/syntax.js';
+import { redactUrl, redactValue } from './redact.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -71,17 +72,31 @@ const urlSetting = (schemes: string[], message: (v: string) => string, check: (u
 
 const httpUrl = urlSetting(
   ['http:', 'https:'],
-  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(v)})`,
+  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(redactUrl(v))})`,
   (u) => {
     if (u.username || u.password) throw new Error('credentials');
     return u.href.replace(/\/$/, '');
   },
 );
 
+/**
+ * A password holding `#`, `@`, `/`, `?` or `%` breaks the URL (`#` starts a fragment, a second `@`
+ * moves the host): say how to write it, without echoing it.
+ */
+export function redisPasswordHint(value: string): string {
+  const rest = value.trim().replace(/^rediss?:\/\//i, '');
+  const at = rest.lastIndexOf('@');
+  const userinfo = at >= 0 ? rest.slice(0, at) : rest.split(/[/?]/)[0] ?? '';
+  const chars = ['#', '@', '/', '?'].filter((c) => (c === '#' ? rest.includes('#') : userinfo.includes(c)));
+  if (!chars.length) return '';
+  const codes: Record<string, string> = { '#': '%23', '@': '%40', '/': '%2F', '?': '%3F' };
+  return `; a ${chars.map((c) => `'${c}'`).join(' or ')} in the password must be percent-encoded (${chars.map((c) => `${c} as ${codes[c]}`).join(', ')})`;
+}
+
 /** redis:// or rediss:// (TLS), credentials allowed (redacted wherever settings are shown, never echoed). */
 const redisUrl = urlSetting(
   ['redis:', 'rediss:'],
-  () => 'must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)',
+  (v) => `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)${redisPasswordHint(v)}`,
   (u) => {
     if (!u.hostname) throw new Error('host');
     return u.href;
@@ -115,43 +130,63 @@ const headerName = (fallback: string) =>
       return name.toLowerCase();
     });
 
+/** What a tenant id and an alias may look like, in words (the grammar is policies/syntax.ts). */
+const ID_WORDS = "letters, digits, '.', '_' and '-', starting with a letter or digit";
+
 /**
  * IDP_TENANT_IDP_ALIASES: `<tenant_id>=<idp_alias>,...`. Empty turns tenant links off.
- * Spec, login links rule 5: a malformed pair or a repeated tenant stops startup.
+ * Spec, login links rule 5: a malformed pair or a repeated tenant stops startup. Every problem is
+ * named, each pair on its own (`acme=,globex` gives two). An empty entry (a trailing or doubled
+ * comma) is refused too, with words saying so: a template whose pair came out empty
+ * (`acme=x,${GLOBEX_PAIR}`) must not pass unnoticed.
  */
-export function parseTenantAliases(raw: string | undefined): { ok: true; map: Map<string, string> } | { ok: false; error: string } {
+export function tenantAliasProblems(raw: string | undefined): { map: Map<string, string>; problems: string[] } {
   const map = new Map<string, string>();
-  if (raw === undefined || raw.trim() === '') return { ok: true, map };
-  for (const part of raw.split(',')) {
+  const problems: string[] = [];
+  if (raw === undefined || raw.trim() === '') return { map, problems };
+  const parts = raw.split(',');
+  parts.forEach((part, i) => {
     const pair = part.trim();
-    const eq = pair.indexOf('=');
-    const tenant = eq > 0 ? pair.slice(0, eq).trim() : '';
-    const alias = eq > 0 ? pair.slice(eq + 1).trim() : '';
-    if (!tenant || !alias || !ID_SYNTAX.test(tenant) || !ID_SYNTAX.test(alias)) {
-      return { ok: false, error: `malformed pair ${JSON.stringify(pair)}: expected <tenant_id>=<idp_alias>` };
+    const where = parts.length > 1 ? ` (entry ${i + 1} of ${parts.length})` : '';
+    if (!pair) {
+      const why = i === parts.length - 1 ? 'a trailing comma' : i === 0 ? 'a leading comma' : 'two commas in a row';
+      problems.push(`malformed pair${where}: the entry is empty (${why}); remove the extra comma`);
+      return;
     }
-    if (map.has(tenant)) return { ok: false, error: `tenant ${JSON.stringify(tenant)} appears twice` };
+    const eq = pair.indexOf('=');
+    const bad = (why: string) => problems.push(`malformed pair ${JSON.stringify(pair)}${where}: ${why}; expected <tenant_id>=<idp_alias>`);
+    if (eq < 0) return void bad('no "="');
+    const tenant = pair.slice(0, eq).trim();
+    const alias = pair.slice(eq + 1).trim();
+    if (!tenant) return void bad('no tenant id before "="');
+    if (!alias) return void bad(`no alias after "=" for tenant ${JSON.stringify(tenant)}`);
+    if (!ID_SYNTAX.test(tenant)) return void bad(`tenant id ${JSON.stringify(tenant)} is not a valid tenant id (${ID_WORDS})`);
+    if (!ID_SYNTAX.test(alias)) return void bad(`alias ${JSON.stringify(alias)} is not a valid provider alias (${ID_WORDS})`);
+    if (map.has(tenant)) return void problems.push(`tenant ${JSON.stringify(tenant)} appears twice`);
     map.set(tenant, alias);
-  }
-  return { ok: true, map };
+  });
+  return { map, problems: [...new Set(problems)] };
+}
+
+export function parseTenantAliases(raw: string | undefined): { ok: true; map: Map<string, string> } | { ok: false; error: string } {
+  const { map, problems } = tenantAliasProblems(raw);
+  return problems.length ? { ok: false, error: problems.join('; ') } : { ok: true, map };
 }
 
 const tenantAliases = z
   .string()
   .optional()
   .transform((v, ctx) => {
-    const parsed = parseTenantAliases(v);
-    if (!parsed.ok) {
-      ctx.addIssue({ code: 'custom', message: parsed.error });
-      return z.NEVER;
-    }
-    return parsed.map;
+    const { map, problems } = tenantAliasProblems(v);
+    for (const message of problems) ctx.addIssue({ code: 'custom', message });
+    return problems.length ? z.NEVER : map;
   });
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: int(8080, 0, 65535),
-  HOST: z.string().default('0.0.0.0'),
+  /** default 0.0.0.0, and 127.0.0.1 for the sandbox (its demo passwords are public): see loadSettings */
+  HOST: optionalText,
   PUBLIC_URL: httpUrl,
   UPSTREAM_URL: httpUrl,
   UPSTREAM_TIMEOUT_MS: int(60_000, 100, 3_600_000),
@@ -372,7 +407,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
   const adminUrl = e.IDP_ADMIN_URL ?? deriveAdminUrl(e.OIDC_ISSUER_URL);
   return {
     sandbox,
-    listen: { host: e.HOST, port: e.PORT, metricsPort: e.METRICS_PORT },
+    listen: { host: e.HOST ?? (sandbox ? '127.0.0.1' : '0.0.0.0'), port: e.PORT, metricsPort: e.METRICS_PORT },
     publicUrl,
     allowedOrigins: [publicOrigin, ...e.ALLOWED_ORIGINS.map((o) => o.replace(/\/$/, ''))],
     upstream: {
@@ -437,14 +472,16 @@ export function deriveAdminUrl(issuer: string | undefined): string | undefined {
   return m ? `${m[1]}/admin/realms/${m[2]}` : undefined;
 }
 
-/** The effective settings as text, secrets redacted (for `npm run check-config` and startup logs). */
+/** The effective settings as text, secrets redacted (for `npm run check-config`): config/redact.ts decides. */
 export function describeSettings(env: Env): Record<string, string> {
   const out: Record<string, string> = {};
   const effective = effectiveEnv(env);
   for (const key of Object.keys(schema.shape).sort()) {
     const v = effective[key];
-    if (v === undefined) continue;
-    out[key] = SECRETS.includes(key) ? (v ? '[redacted]' : '') : key === 'REDIS_URL' ? v.replace(/\/\/[^@/]*@/, '//[redacted]@') : v;
+    if (v !== undefined) out[key] = redactValue(key, v);
   }
   return out;
 }
+
+/** Every variable the gateway reads (for the check of misspelt names, config/lint.ts). */
+export const KNOWN_VARIABLES: readonly string[] = Object.keys(schema.shape);

@@ -1,40 +1,77 @@
 // `npm run check-config`, like `nginx -t`: validate the environment as `npm start` would (the
 // process environment over config/dev.env or config/prod.env), print the effective settings with
-// secrets redacted and "configuration OK" (exit 0), or every problem (exit 2). Starts nothing.
-import { describeSettings, loadSettings, SettingsError, stageFile, type Settings } from '../config/settings.js';
+// secrets redacted (config/redact.ts) and "configuration OK" (exit 0), or every problem (exit 2).
+// Warnings (config/lint.ts: a variable the gateway does not read although it looks like one of its
+// own, a Redis password to percent-encode; a tenant link to an alias the provider catalog does not
+// know, checked when the catalog can be read) are printed either way and do not fail the check.
+// Starts nothing; reads the provider catalog (file or Keycloak admin API) once, with a time limit.
+import { describeSettings, effectiveEnv, loadSettings, SettingsError, stageFile, type Settings } from '../config/settings.js';
+import { redactSettings } from '../config/redact.js';
+import { configWarnings } from '../config/lint.js';
+import { FileSource, KeycloakAdminSource, type CatalogSource } from './login/catalog.js';
 
-const REDACTED = '[redacted]';
+const CATALOG_TIMEOUT_MS = 5_000;
 
-/** The resolved settings as plain JSON, every secret replaced. */
-function redacted(settings: Settings): unknown {
-  return {
-    ...settings,
-    oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },
-    catalog: { ...settings.catalog, clientSecret: settings.catalog.clientSecret ? REDACTED : '' },
-    login: { ...settings.login, tenantAliases: Object.fromEntries(settings.login.tenantAliases) },
-  };
+/** Tenant links whose alias the catalog does not know (or cannot use), or why the catalog could not be read. */
+export async function catalogWarnings(settings: Settings): Promise<string[]> {
+  const links = [...settings.login.tenantAliases];
+  if (!links.length) return [];
+  let source: CatalogSource | undefined;
+  const closing = new AbortController();
+  if (settings.catalog.providersFile) source = new FileSource(settings.catalog.providersFile);
+  else if (settings.catalog.adminUrl && settings.catalog.clientId && settings.catalog.clientSecret) {
+    source = new KeycloakAdminSource(settings.catalog.adminUrl, settings.catalog.clientId, settings.catalog.clientSecret, globalThis.fetch, CATALOG_TIMEOUT_MS, Date.now, closing.signal);
+  }
+  const where = settings.catalog.providersFile ? `IDP_PROVIDERS_FILE ${settings.catalog.providersFile}` : `the Keycloak admin API ${settings.catalog.adminUrl ?? ''}`.trim();
+  if (!source) return [`IDP_TENANT_IDP_ALIASES: the provider catalog cannot be read here (no IDP_PROVIDERS_FILE, no admin URL or client): the aliases ${links.map(([, a]) => JSON.stringify(a)).join(', ')} were not checked`];
+  try {
+    const providers = await source.list();
+    const out: string[] = [];
+    for (const [tenant, alias] of links) {
+      const p = providers.find((x) => x.alias === alias);
+      if (!p) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which ${where} does not know: its link leads to the login page${suggestAlias(alias, providers.map((x) => x.alias))}`);
+      else if (p.enabled !== true) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is disabled: its link leads to the login page`);
+      else if (p.linkOnly === true) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is link-only: its link leads to the login page`);
+    }
+    return out;
+  } catch (err) {
+    return [`IDP_TENANT_IDP_ALIASES: could not read the provider catalog (${where}: ${(err as Error).message}); the aliases were not checked`];
+  } finally {
+    closing.abort();
+  }
 }
 
-function main(): number {
+function suggestAlias(alias: string, known: string[]): string {
+  const lower = alias.toLowerCase();
+  const near = known.find((k) => k.toLowerCase() === lower || k.toLowerCase().includes(lower) || lower.includes(k.toLowerCase()));
+  return near ? ` (the catalog has ${JSON.stringify(near)})` : known.length ? ` (the catalog has ${known.slice(0, 8).map((k) => JSON.stringify(k)).join(', ')}${known.length > 8 ? ', ...' : ''})` : '';
+}
+
+async function main(): Promise<number> {
   const env = process.env;
   const stage = env.NODE_ENV === 'production' ? 'production' : 'development';
   const out: string[] = [`Stage: ${stage} (defaults from ${stageFile(stage)}; the environment wins)`, '', 'Effective settings:'];
   const described = describeSettings(env);
   const width = Math.max(0, ...Object.keys(described).map((k) => k.length));
   for (const [key, value] of Object.entries(described)) out.push(`  ${key.padEnd(width)}  ${value}`);
+  const warnings = configWarnings(effectiveEnv(env));
+  const warningBlock = (list: string[]) => (list.length ? ['', `Warnings (${list.length}):`, ...list.map((w) => `  - ${w}`)] : []);
   try {
     const settings = loadSettings(env);
-    out.push('', 'Resolved (defaults filled in):', JSON.stringify(redacted(settings), null, 2).replace(/^/gm, '  '), '');
+    warnings.push(...(await catalogWarnings(settings)));
+    out.push('', 'Resolved (defaults filled in):', JSON.stringify(redactSettings(settings), null, 2).replace(/^/gm, '  '));
+    out.push(...warningBlock(warnings), '');
     if (settings.sandbox) out.push('No UPSTREAM_URL: `npm start` runs the sandbox (stand-ins and demo logins, not for production).');
-    out.push('configuration OK');
+    out.push(warnings.length ? `configuration OK, with ${warnings.length} warning${warnings.length === 1 ? '' : 's'}` : 'configuration OK');
     process.stdout.write(out.join('\n') + '\n');
     return 0;
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
+    out.push(...warningBlock(warnings));
     out.push('', err.message, '', `configuration NOT OK: ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'}`);
     process.stderr.write(out.join('\n') + '\n');
     return 2;
   }
 }
 
-process.exitCode = main();
+process.exitCode = await main();

@@ -1,6 +1,8 @@
 // `npm start`: validate the settings, then run the gateway (or, with no UPSTREAM_URL outside
 // production, the self-contained sandbox). Invalid settings stop here, before listening.
-import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { effectiveEnv, loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { redactSettings } from '../config/redact.js';
+import { configWarnings } from '../config/lint.js';
 import cluster from 'node:cluster';
 import { createOperatedGateway } from './app.js';
 import { exitOnSignals, superviseWorkers } from './lifecycle.js';
@@ -38,5 +40,8 @@ if (settings.sandbox) {
   const gateway = await createOperatedGateway(settings);
   const { url, metricsUrl } = await gateway.start();
   gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url, metricsUrl }, 'gateway listening');
+  // What it runs with, secrets redacted (config/redact.ts), and what `npm run check-config` warns about.
+  gateway.obs.log.info({ settings: redactSettings(settings) }, 'effective settings');
+  for (const warning of configWarnings(effectiveEnv(process.env))) gateway.obs.log.warn({ event: 'config-warning' }, warning);
   exitOnSignals(gateway.obs.log, () => gateway.close().then(() => gateway.obs.close()));
 }

@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { redactSettings } from '../config/redact.js';
 import { createOperatedGateway, type OperatedGateway } from '../gateway/app.js';
 import { exitOnSignals } from '../gateway/lifecycle.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
@@ -82,7 +83,7 @@ async function loadIdp(): Promise<typeof import('./idp.js')> {
  */
 export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
   const env = options.env ?? process.env;
-  const host = env.HOST?.trim() || '127.0.0.1'; // demo passwords: not on every interface unless asked
+  const host = base.listen.host; // 127.0.0.1 unless HOST says otherwise (config/settings.ts): demo passwords are public
   const port = base.listen.port === 0 ? await freePort(host === '0.0.0.0' ? '127.0.0.1' : host) : base.listen.port;
   const publicUrl = env.PUBLIC_URL?.trim() ? base.publicUrl : `http://localhost:${port}`;
   const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
@@ -163,7 +164,10 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       throw err;
     }
 
-    const banner = renderBanner(settings, { idp, upstream, listenHost: host });
+    // With REDIS_URL, the first connection decides whether "ready" is true (issue 28 item 2).
+    const deadline = Date.now() + 2_500;
+    while (settings.redisUrl && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const banner = renderBanner(settings, { idp, upstream, listenHost: host, shared: gateway.sharedState.ready() });
     if (options.print !== false) process.stdout.write(banner);
     const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp, settings, banner, close: cleanup };
     if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
@@ -183,7 +187,7 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
   return `tenant link: straight to provider "${alias}"`;
 }
 
-function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string }): string {
+function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } }): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
@@ -198,12 +202,14 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     '',
     'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
     '',
-    `  Sandbox ready: ${u}/`,
+    parts.shared.ok ? `  Sandbox ready: ${u}/` : `  Sandbox started but NOT READY: ${u}/`,
+    ...(parts.shared.ok ? [] : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
     `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.idp.issuer}`,
     `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
+    ...(settings.redisUrl ? [`    shared state     Redis ${String(redactSettings(settings).redisUrl)} (REDIS_URL)`] : []),
     '',
     '  Demo logins (username / password), each owning 2 files and 1 chat:',
     ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),

@@ -28,7 +28,7 @@ import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
-import { loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem } from '../login/pages.js';
+import { callbackError, loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem, renderSignInError } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
@@ -38,7 +38,7 @@ import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { defaultTenant, userFromClaims } from './claims.js';
 import { clientKey } from '../login/routes.js';
-import { NOT_AUTHENTICATED } from '../http/respond.js';
+import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -284,6 +284,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
       // with it, the realm ends its session at logout without asking the user to confirm.
       if (session.id_token) shared.keepIdToken(data.id, session.id_token, epoch() + o.absoluteSeconds);
+      // Through another tenant's link (links rule 11): say so once, on the way to returnTo (issue 28).
+      if (linked !== undefined && !member) {
+        const back = typeof state.returnTo === 'string' && state.returnTo ? state.returnTo : '/';
+        state.returnTo = `/auth/signed-in?${new URLSearchParams({ link: linked, returnTo: back })}`;
+      }
       const admin = isChatAdmin(user.roles, o.adminRoles);
       obs.audit.info({ event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null }, 'signed in');
       return data as unknown as typeof session;
@@ -332,6 +337,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
     for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
     res.set('cache-control', 'no-store');
+    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser (issue 28)
     return idToken;
   }
 
@@ -415,6 +421,15 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   });
 
   router.use(async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
+    // The realm answered with an error (`?error=access_denied&state=...`): say what it means
+    // (issue 28 item 3), whatever else went wrong with that answer.
+    const realmError = req.path.startsWith('/auth/callback') && !res.headersSent ? callbackError(req) : undefined;
+    if (realmError) {
+      obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: realmError, status: 400 }, 'sign-in failed');
+      if (req.accepts(['json', 'html']) !== 'html') return void res.status(400).set('cache-control', 'no-store').json({ detail: 'Sign-in failed', error: realmError });
+      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
+      return void res.status(400).set(PAGE_HEADERS).send(renderSignInError({ locale, code: realmError }));
+    }
     const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
     if (!status && !res.headersSent && /^\/auth\/(start|callback|logout)\/?$/.test(req.path)) {
       // The realm cannot be reached (discovery, token endpoint): a page that says so, not a 500.

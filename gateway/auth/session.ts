@@ -13,6 +13,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { TtlCache } from '../cache.js';
+import { CLEAR_SITE_DATA } from '../http/respond.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -322,6 +323,9 @@ export class SessionStore {
   /** The cookie is dead: cleared on `res` (every copy of it), and no session. */
   private cleared(found: { names: string[] }, res?: ServerResponse): undefined {
     if (res) addSetCookie(res, found.names.map((n) => this.codec.clearLine(n)));
+    // Ended elsewhere (back-channel logout, a refused refresh) or expired: this browser keeps
+    // nothing of it either (cached pages, the chat front-end's token and storage).
+    if (res && !res.headersSent) res.setHeader('clear-site-data', CLEAR_SITE_DATA);
     return undefined;
   }
 

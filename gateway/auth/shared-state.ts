@@ -169,7 +169,10 @@ export function redactedRedisUrl(url: string): string {
   }
 }
 
-export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string } = {}): Promise<SharedState> {
+/** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
+export const REDIS_DOWN_LOG_MS = 60_000;
+
+export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string; downLogEveryMs?: number } = {}): Promise<SharedState> {
   const { Redis } = await import('ioredis');
   const prefix = options.keyPrefix ?? 'chat-gateway:';
   const endedKey = `${prefix}ended`;
@@ -192,6 +195,7 @@ export async function redisState(url: string, obs: Observability, options: { key
   let lastError = 'connecting';
   let generation = 0;
   let closed = false;
+  let everSynced = false;
 
   const setSynced = (value: boolean, reason?: string) => {
     if (reason) lastError = reason;
@@ -201,12 +205,29 @@ export async function redisState(url: string, obs: Observability, options: { key
     if (value) {
       obs.log.info({ redis: where, downForMs: downSince ? Date.now() - downSince : 0, ended: ended.size }, 'shared session state in sync with Redis');
       downSince = undefined;
+      everSynced = true;
     } else {
       downSince = Date.now();
       if (!closed) obs.log.warn({ redis: where, reason: lastError }, 'shared session state lost Redis: cookie sessions answer 503 until it is back');
     }
   };
   obs.metrics.sharedStateUp.set(0);
+  obs.metrics.sharedStateDownSince = () => downSince;
+
+  // A Redis unreachable from the start never fires a transition: say so once the first connection
+  // attempt has had its time, then again every downLogEveryMs while it lasts (issue 28 item 2).
+  const stillDown = () => {
+    if (synced || closed || downSince === undefined) return;
+    const seconds = Math.round((Date.now() - downSince) / 1000);
+    obs.log.warn(
+      { event: 'shared-state-unreachable', redis: where, reason: lastError, downForSeconds: seconds, sinceStart: !everSynced },
+      `Redis ${where} unreachable ${everSynced ? `for ${seconds} s` : `since start (${seconds} s)`}: signed-in requests answer 503 and /readyz reports not ready until it is back`,
+    );
+  };
+  const firstCheck = setTimeout(stillDown, connection.connectTimeout + 500);
+  firstCheck.unref();
+  const repeat = setInterval(stillDown, options.downLogEveryMs ?? REDIS_DOWN_LOG_MS);
+  repeat.unref();
 
   const publish = (member: string, until: number) =>
     client.multi().zadd(endedKey, 'GT', until, member).publish(endedKey, `${until} ${member}`).exec().then((r) => {
@@ -319,11 +340,14 @@ export async function redisState(url: string, obs: Observability, options: { key
     ready() {
       if (synced) return { ok: true, detail: `sessions and rate limits shared through Redis ${where}` };
       const since = downSince ? ` for ${Math.round((Date.now() - downSince) / 1000)} s` : '';
-      return { ok: false, detail: `Redis ${where} unreachable${since} (${lastError}): cookie sessions answer 503, rate limits count per instance` };
+      return { ok: false, detail: `Redis ${where} unreachable${since}${everSynced ? '' : ' (never reached since start)'} (${lastError}): signed-in requests (cookie sessions) answer 503, rate limits count per instance` };
     },
     async close() {
       closed = true;
       clearInterval(sweep);
+      clearTimeout(firstCheck);
+      clearInterval(repeat);
+      obs.metrics.sharedStateDownSince = () => undefined;
       client.disconnect();
       subscriber.disconnect();
     },

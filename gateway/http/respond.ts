@@ -14,6 +14,18 @@ export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
 export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right now; try again in a few seconds';
 
 /**
+ * Sent where a browser's session ends (issue 28 item 1): the gateway's /auth/logout, the chat
+ * front-end's own sign-out, and the first request that comes with a cookie whose session ended
+ * elsewhere (back-channel logout, a refused refresh, expiry). The browser drops its HTTP cache of
+ * this site (the chat page and the JSON answers Back would show), its cookies (the chat
+ * front-end's `token` with the gateway's) and its storage (Open WebUI keeps its token in
+ * localStorage). `cookies` covers the whole registrable domain (README, "Signing out").
+ */
+export const CLEAR_SITE_DATA = '"cache", "cookies", "storage"';
+/** Proxied answers of the chat front-end's API and pages (not static assets): personal, never stored. */
+export const PERSONAL_CACHE_CONTROL = 'private, no-store';
+
+/**
  * A whole JSON answer as raw bytes, for a socket that has no ServerResponse (a refused upgrade,
  * CONNECT, a malformed request): the connection closes after it.
  */

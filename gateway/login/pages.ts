@@ -39,6 +39,40 @@ interface Texts {
   notFoundTitle: string;
   notFoundText: string;
   toSignIn: string;
+  /** What the realm's error answer at the callback means for the user (OAuth 2.0 / OIDC error codes). */
+  oauthErrors: Record<OAuthErrorKind, { title: string; text: string }>;
+  errorCode: (code: string) => string;
+  tenantNotMemberTitle: string;
+  tenantNotMemberText: (linked: string, active: string | null) => string;
+}
+
+/** The error codes of an authorization error answer (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6), grouped by what the user can do. */
+export type OAuthErrorKind = 'access_denied' | 'login_required' | 'interaction_required' | 'consent_required' | 'account_selection_required' | 'temporarily_unavailable' | 'server_error' | 'misconfigured' | 'other';
+
+const OAUTH_ERROR_KINDS: Readonly<Record<string, OAuthErrorKind>> = {
+  access_denied: 'access_denied',
+  login_required: 'login_required',
+  interaction_required: 'interaction_required',
+  consent_required: 'consent_required',
+  account_selection_required: 'account_selection_required',
+  temporarily_unavailable: 'temporarily_unavailable',
+  server_error: 'server_error',
+  // The request itself was refused: the gateway or the realm's client is set up wrongly.
+  invalid_request: 'misconfigured',
+  unauthorized_client: 'misconfigured',
+  unsupported_response_type: 'misconfigured',
+  invalid_scope: 'misconfigured',
+  invalid_request_uri: 'misconfigured',
+  invalid_request_object: 'misconfigured',
+  request_not_supported: 'misconfigured',
+  request_uri_not_supported: 'misconfigured',
+  registration_not_supported: 'misconfigured',
+  invalid_client: 'misconfigured',
+};
+
+/** An error code's kind; `other` for one outside the standards. */
+export function oauthErrorKind(code: string): OAuthErrorKind {
+  return Object.hasOwn(OAUTH_ERROR_KINDS, code) ? OAUTH_ERROR_KINDS[code]! : 'other';
 }
 
 const TEXTS: Record<Lang, Texts> = {
@@ -70,6 +104,21 @@ const TEXTS: Record<Lang, Texts> = {
     notFoundTitle: 'Page not found',
     notFoundText: 'There is no page at this address.',
     toSignIn: 'Go to the sign-in page',
+    oauthErrors: {
+      access_denied: { title: 'Sign-in was cancelled', text: 'The sign-in was cancelled, or your sign-in service refused it (your account may not have access to this service). Nothing was changed.' },
+      login_required: { title: 'Please sign in', text: 'Your sign-in service needs you to sign in again before you can continue.' },
+      interaction_required: { title: 'Your sign-in service needs something from you', text: 'Your sign-in service needs you to do something first, for example accept its terms or finish setting up your account. Sign in again to do it.' },
+      consent_required: { title: 'Consent needed', text: 'Your sign-in service needs your consent before it shares your name and email with this service. Sign in again and allow it.' },
+      account_selection_required: { title: 'Choose an account', text: 'Your sign-in service needs you to choose which account to use. Sign in again and choose one.' },
+      temporarily_unavailable: { title: 'Sign-in is temporarily unavailable', text: 'Your sign-in service is busy or down for maintenance. Please try again in a few minutes.' },
+      server_error: { title: 'Your sign-in service had a problem', text: 'Your sign-in service ran into an error of its own. Please try again; if it keeps happening, tell your administrator.' },
+      misconfigured: { title: 'Sign-in is not set up correctly', text: 'Your sign-in service refused the sign-in request of this service: it is set up wrongly. Please tell your administrator; signing in again will not help.' },
+      other: { title: 'Sign-in did not complete', text: 'Your sign-in service reported an error. Please sign in again; if it keeps happening, tell your administrator.' },
+    },
+    errorCode: (code) => `Error code (for your administrator): ${code}`,
+    tenantNotMemberTitle: 'Signed in, but not to the organisation of your link',
+    tenantNotMemberText: (linked, active) =>
+      `You signed in through the sign-in link of "${linked}", but your account is not a member of it.${active ? ` You are working in "${active}", your own organisation.` : ' You are working without an organisation.'}`,
   },
   de: {
     signInTitle: 'Anmelden',
@@ -100,6 +149,21 @@ const TEXTS: Record<Lang, Texts> = {
     notFoundTitle: 'Seite nicht gefunden',
     notFoundText: 'Unter dieser Adresse gibt es keine Seite.',
     toSignIn: 'Zur Anmeldeseite',
+    oauthErrors: {
+      access_denied: { title: 'Die Anmeldung wurde abgebrochen', text: 'Die Anmeldung wurde abgebrochen oder von Ihrem Anmeldedienst abgelehnt (Ihr Konto hat vielleicht keinen Zugang zu diesem Dienst). Es wurde nichts geändert.' },
+      login_required: { title: 'Bitte melden Sie sich an', text: 'Ihr Anmeldedienst verlangt, dass Sie sich erneut anmelden, bevor es weitergeht.' },
+      interaction_required: { title: 'Ihr Anmeldedienst braucht etwas von Ihnen', text: 'Ihr Anmeldedienst verlangt zuerst einen Schritt von Ihnen, zum Beispiel seine Bedingungen zu akzeptieren oder Ihr Konto fertig einzurichten. Melden Sie sich erneut an, um ihn zu erledigen.' },
+      consent_required: { title: 'Zustimmung nötig', text: 'Ihr Anmeldedienst braucht Ihre Zustimmung, bevor er Ihren Namen und Ihre E-Mail-Adresse an diesen Dienst weitergibt. Melden Sie sich erneut an und stimmen Sie zu.' },
+      account_selection_required: { title: 'Wählen Sie ein Konto', text: 'Ihr Anmeldedienst verlangt, dass Sie das Konto wählen. Melden Sie sich erneut an und wählen Sie eines.' },
+      temporarily_unavailable: { title: 'Die Anmeldung ist vorübergehend nicht möglich', text: 'Ihr Anmeldedienst ist ausgelastet oder wird gewartet. Bitte versuchen Sie es in einigen Minuten erneut.' },
+      server_error: { title: 'Ihr Anmeldedienst hatte ein Problem', text: 'Bei Ihrem Anmeldedienst ist ein eigener Fehler aufgetreten. Bitte versuchen Sie es erneut; wenn es wieder passiert, wenden Sie sich an Ihre Administration.' },
+      misconfigured: { title: 'Die Anmeldung ist falsch eingerichtet', text: 'Ihr Anmeldedienst hat die Anmeldeanfrage dieses Dienstes abgelehnt: er ist falsch eingerichtet. Bitte wenden Sie sich an Ihre Administration; eine erneute Anmeldung hilft nicht.' },
+      other: { title: 'Die Anmeldung wurde nicht abgeschlossen', text: 'Ihr Anmeldedienst hat einen Fehler gemeldet. Bitte melden Sie sich erneut an; wenn es wieder passiert, wenden Sie sich an Ihre Administration.' },
+    },
+    errorCode: (code) => `Fehlercode (für Ihre Administration): ${code}`,
+    tenantNotMemberTitle: 'Angemeldet, aber nicht bei der Organisation Ihres Links',
+    tenantNotMemberText: (linked, active) =>
+      `Sie haben sich über den Anmeldelink von „${linked}“ angemeldet, Ihr Konto gehört aber nicht dazu.${active ? ` Sie arbeiten in „${active}“, Ihrer eigenen Organisation.` : ' Sie arbeiten ohne Organisation.'}`,
   },
 };
 
@@ -326,4 +390,44 @@ export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' |
     `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert">${escapeHtml(text)}</p>\n<p><a id="back-to-login" class="button" href="${escapeHtml(loginPath(model.locale))}">${escapeHtml(link)}</a></p>`,
     model.kind,
   );
+}
+
+/**
+ * The realm answered the sign-in with an error (`/auth/callback?error=...`): what happened, in the
+ * user's words, and the way back. `code` is printed (escaped, bounded) for the administrator.
+ */
+export function renderSignInError(model: LoginPageModel & { code: string }): string {
+  const t = TEXTS[model.locale.lang];
+  const kind = oauthErrorKind(model.code);
+  const { title, text } = t.oauthErrors[kind];
+  const again = loginPath(model.locale) + (model.returnTo ? `?${new URLSearchParams({ returnTo: model.returnTo })}` : '');
+  return page(
+    model.locale,
+    title,
+    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert" id="sign-in-error" data-error="${escapeHtml(kind)}">${escapeHtml(text)}</p>\n<p><a id="back-to-login" class="button" href="${escapeHtml(again)}">${escapeHtml(t.signInAgain)}</a></p>\n<p class="small" id="error-code">${escapeHtml(t.errorCode(model.code.slice(0, 64)))}</p>`,
+    'sign-in-error',
+  );
+}
+
+/**
+ * Said once after signing in through another tenant's link (spec links rules 10 and 11): the user
+ * is signed in, in their own tenant (or none), not in the one of the link.
+ */
+export function renderTenantNotMember(model: LoginPageModel & { linked: string; active: string | null; continueHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(
+    model.locale,
+    t.tenantNotMemberTitle,
+    `<h1 id="page-title">${escapeHtml(t.tenantNotMemberTitle)}</h1>\n<p role="status" id="tenant-notice">${escapeHtml(t.tenantNotMemberText(model.linked, model.active))}</p>\n<p><a id="continue" class="button" href="${escapeHtml(model.continueHref)}">${escapeHtml(t.continueToChat)}</a></p>`,
+    'tenant-not-member',
+  );
+}
+
+/** The error code of a callback the realm answered with an error (query or form body), if it is one. */
+export function callbackError(req: { query?: unknown; body?: unknown }): string | undefined {
+  for (const source of [req.query, req.body]) {
+    const e = source && typeof source === 'object' ? (source as Record<string, unknown>).error : undefined;
+    if (typeof e === 'string' && /^[\x20-\x7e]{1,128}$/.test(e)) return e;
+  }
+  return undefined;
 }

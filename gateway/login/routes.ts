@@ -20,7 +20,7 @@ import { processState, type SharedState } from '../auth/shared-state.js';
 import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './catalog.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../http/respond.js';
 import { DIRECT_LOGIN_ALIAS, loggedOutRedirect, splitGuardPath, isUsableForLinks, buttonList, listNeedsCatalog, providerEntry, providerListResponse, safeReturnTo, type IdentityProvider } from '../../policies/login-routing.js';
-import { isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
+import { isIdSyntax, isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
 import {
   PAGE_HEADERS,
   speaksLocale,
@@ -32,6 +32,10 @@ import {
   renderProviderPage,
   renderWelcome,
   renderSignedIn,
+  renderSignInError,
+  renderProblem,
+  renderTenantNotMember,
+  callbackError,
   startHref,
   type PageLocale,
 } from './pages.js';
@@ -75,7 +79,7 @@ export interface LoginRoutingOptions {
   /** Where the rate-limit counters live (Redis with REDIS_URL). Default: this process. */
   shared?: SharedState;
   /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
-  signedIn?: (req: IncomingMessage, res: ServerResponse) => Promise<{ name: string; email: string } | undefined>;
+  signedIn?: (req: IncomingMessage, res: ServerResponse) => Promise<{ name: string; email: string; tenants?: string[]; activeTenant?: string | null } | undefined>;
 }
 
 export interface LoginRoutingImpl extends LoginRouting {
@@ -325,6 +329,34 @@ export async function createLoginRouting(settings: Settings, obs: Observability,
   };
   startCheck.get('/auth/start', checkStart);
   startCheck.get('/:locale/auth/start', checkStart);
+
+  // `/{locale}/auth/callback` is no redirect URI (the realm only knows `$PUBLIC_URL/auth/callback`),
+  // but a browser that lands there gets a page in its language, not JSON (issue 28 item 5): what
+  // the realm's error means, or that this is no sign-in answer, and the way back.
+  const localizedCallback = (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const code = callbackError(req);
+    sendPage(res, 400, code ? renderSignInError({ locale, code }) : renderProblem({ locale, kind: 'sign-in-failed' }));
+  };
+  router.get('/:locale/auth/callback', localizedCallback);
+
+  // Said once after signing in through a tenant's link the user is not a member of (links rules
+  // 10 and 11): the sign-in lands here instead of on `returnTo` (gateway/auth/authenticator.ts).
+  const tenantNotice = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req) ?? '/';
+    const linked = firstQuery(req.query.link);
+    const who = options.signedIn ? await options.signedIn(req, res).catch(() => undefined) : undefined;
+    if (!who || typeof linked !== 'string' || !isIdSyntax(linked) || who.tenants?.includes(linked)) {
+      res.set('cache-control', 'no-store');
+      return void res.redirect(302, returnTo);
+    }
+    sendPage(res, 200, renderTenantNotMember({ locale, linked, active: who.activeTenant ?? null, continueHref: returnTo }));
+  };
+  router.get('/auth/signed-in', tenantNotice);
+  router.get('/:locale/auth/signed-in', tenantNotice);
 
   router.get('/auth/login', loginPage);
   router.get('/:locale/auth/login', loginPage);

@@ -69,6 +69,8 @@ export interface Metrics {
   openWebSockets: Gauge;
   anonymousAudit: Counter<'event' | 'written'>;
   sharedStateUp: Gauge;
+  /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
+  sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
 }
 
@@ -164,8 +166,18 @@ export function createObservability(options: { level: string; auditFile?: string
     openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),
     anonymousAudit: new Counter({ name: 'gateway_anonymous_audit_events_total', help: 'Audit events anonymous clients caused, written or held back', labelNames: ['event', 'written'], registers: [registry] }),
     sharedStateUp: new Gauge({ name: 'gateway_shared_state_up', help: '1 when the shared session state (Redis, or this process without REDIS_URL) can be trusted, else 0', registers: [registry] }),
+    sharedStateDownSince: () => undefined,
     sessionChecksUnavailable: new Counter({ name: 'gateway_session_checks_unavailable_total', help: 'Cookie-session requests answered 503 because the shared session state could not be checked', registers: [registry] }),
   };
+  new Gauge({
+    name: 'gateway_shared_state_unreachable_seconds',
+    help: 'How long the shared session state (Redis) has been unreachable, 0 while it is reachable (or not used)',
+    registers: [registry],
+    collect(this: Gauge) {
+      const since = metrics.sharedStateDownSince();
+      this.set(since === undefined ? 0 : (Date.now() - since) / 1000);
+    },
+  });
   const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
   const heldBack = (held: Array<{ client: string; suppressed: number }>) => {
     for (const h of held) audit.warn({ event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 }, 'anonymous audit events held back (rate)');

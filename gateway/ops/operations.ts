@@ -3,8 +3,9 @@
 //   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
 //   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
 //                  policyDrift, sharedState}}. Not ready when the chat front-end, the identity
-//                  provider or the provider catalog is down; a stale catalog (served from the last
-//                  good answer), policy drift and an unreachable Redis are reported but stay ready.
+//                  provider, the provider catalog or the shared session state (Redis) is down; a
+//                  stale catalog (served from the last good answer) and policy drift are reported
+//                  but stay ready.
 //   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
 //
 // Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
@@ -90,9 +91,13 @@ export function createOperations(parts: GatewayParts): Operations {
     } catch (err) {
       catalog = { ok: false, detail: `provider catalog: ${(err as Error).message}` };
     }
-    // Shared state (REDIS_URL) is reported, not a reason to leave the load balancer: every instance
-    // shares that Redis, and bearer tokens and anonymous routes are still served without it.
-    return { ready: up.ok && idp.ok && catalog.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: sharedState.ready() } };
+    // Shared state (REDIS_URL) unreachable: not ready. Such an instance answers every signed-in
+    // request 503, so a load balancer should send users elsewhere (an instance cut off from Redis
+    // while others reach it); the body says why (issue 28 item 2). When every instance has lost
+    // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
+    // not make them useful to the signed-in users who are the traffic.
+    const shared = sharedState.ready();
+    return { ready: up.ok && idp.ok && catalog.ok && shared.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared } };
   }
 
   function readiness(): Promise<Readiness> {

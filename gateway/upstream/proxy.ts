@@ -7,7 +7,8 @@ import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
-import { sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { PERSONAL_CACHE_CONTROL, sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { classify } from '../../policies/routes.js';
 import { gatewaySetCookies } from '../auth/session.js';
 
 export interface UpstreamOptions {
@@ -43,6 +44,13 @@ export class UpstreamError extends Error {
 function keepAliveHint(socket: object | null): string | undefined {
   const ms = (socket as { server?: { keepAliveTimeout?: number } } | null)?.server?.keepAliveTimeout;
   return ms ? `timeout=${Math.floor(ms / 1000)}` : undefined;
+}
+
+/** The path of a request target (the canonical one the gateway set), without its query. */
+function pathOf(url: string | undefined): string {
+  if (!url) return '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
 }
 
 /** One proxied exchange, kept beside the request (never as fields added to Node's objects). */
@@ -127,6 +135,11 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
     headers['keep-alive'] = keepAlive ? keepAliveHint((res as ServerResponse).socket) : undefined;
     if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
+    // The chat front-end's API answers and pages are a signed-in user's (GET /api/v1/auths/ even
+    // carries its token, with an ETag and no Cache-Control): never stored, so that Back after
+    // signing out shows nothing from the cache (issue 28 item 1). Static assets (/static/, /_app/,
+    // ...) keep what the upstream says: they cost nothing more.
+    if (classify(pathOf(req.url)) !== 'public') headers['cache-control'] = PERSONAL_CACHE_CONTROL;
     // The gateway's own Set-Cookie (a renewed or cleared session) first: http-proxy-3 copies the
     // upstream's with setHeader, which replaces what the answer already holds.
     const ours = gatewaySetCookies(res as ServerResponse);

@@ -1,0 +1,55 @@
+// One place that decides what of the configuration may be shown: `npm run check-config`, the
+// startup log line and the sandbox banner all print settings through here, so no secret (the
+// session secrets, the OIDC client secret, the admin client secret, a password in REDIS_URL) can
+// reach a terminal or a log file by one of them forgetting it.
+import type { Env, Settings } from './settings.js';
+
+export const REDACTED = '[redacted]';
+
+/** Variables whose whole value is secret. */
+export const SECRET_VARIABLES: readonly string[] = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET', 'WEBUI_SECRET_KEY'];
+/** Variables that are URLs which may carry credentials (user:password@). */
+const URL_VARIABLES: readonly string[] = ['REDIS_URL', 'DATABASE_URL'];
+
+/**
+ * A URL as it may be shown: `redis://user:secret@host:6379/0` gives `redis://[redacted]@host:6379/0`.
+ * A value that is not a URL is shown only up to its scheme (it may hold a password the parser did
+ * not find, e.g. one with an unencoded `#`).
+ */
+export function redactUrl(value: string): string {
+  try {
+    const u = new URL(value);
+    if (!u.username && !u.password) return value;
+    u.username = '';
+    u.password = '';
+    return u.href.replace(/^([a-z][a-z0-9+.-]*:\/\/)/i, `$1${REDACTED}@`);
+  } catch {
+    const scheme = /^([a-z][a-z0-9+.-]*:\/\/)/i.exec(value.trim())?.[1];
+    return scheme ? `${scheme}${REDACTED}` : REDACTED;
+  }
+}
+
+/** One variable's value as it may be shown. */
+export function redactValue(name: string, value: string): string {
+  if (SECRET_VARIABLES.includes(name) || /SECRET|PASSWORD|_TOKEN$/i.test(name)) return value ? REDACTED : '';
+  if (URL_VARIABLES.includes(name) || /_URL$/.test(name)) return redactUrl(value);
+  return value;
+}
+
+/** An environment as it may be shown. */
+export function redactEnv(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = redactValue(k, v);
+  return out;
+}
+
+/** The resolved settings as plain JSON, every secret replaced. */
+export function redactSettings(settings: Settings): Record<string, unknown> {
+  return {
+    ...settings,
+    oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },
+    catalog: { ...settings.catalog, clientSecret: settings.catalog.clientSecret ? REDACTED : '' },
+    login: { ...settings.login, tenantAliases: Object.fromEntries(settings.login.tenantAliases) },
+    ...(settings.redisUrl ? { redisUrl: redactUrl(settings.redisUrl) } : {}),
+  };
+}

@@ -1,0 +1,182 @@
+// Issue 28 item 4: what `npm run check-config` tells an operator who got something wrong, and
+// issue 26 item 5: one redaction (config/redact.ts) for check-config, the startup log and the
+// sandbox banner, none of which ever prints a secret.
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadSettings } from '../config/settings.js';
+import { redactSettings } from '../config/redact.js';
+import { baseEnv, gatewayProcess } from './support/gateway-harness.js';
+import { freePort } from './support/raw-http.js';
+import { startSandbox } from '../sandbox/main.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+function checkConfig(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/check-config.ts'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (code) => done({ code, out }));
+  });
+}
+
+const production = {
+  NODE_ENV: 'production',
+  UPSTREAM_URL: 'http://open-webui:8080',
+  PUBLIC_URL: 'https://chat.example',
+  OIDC_ISSUER_URL: 'https://kc.example/realms/platform',
+  OIDC_CLIENT_ID: 'chat-gateway',
+  OIDC_CLIENT_SECRET: 'cc-client-secret-value',
+  SESSION_SECRET: 'cc-session-secret-value-0123456789abcdef',
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+  CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+};
+
+describe('check-config: what operators get wrong (issue 28, item 4)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'check-config-'));
+    writeFileSync(join(dir, 'providers.json'), JSON.stringify([{ alias: 'acme-entra', enabled: true }, { alias: 'globex-okta', enabled: true }, { alias: 'old-idp', enabled: false }]));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('names every malformed pair of IDP_TENANT_IDP_ALIASES, not just the first', async () => {
+    const r = await checkConfig({ ...production, IDP_TENANT_IDP_ALIASES: 'acme=,globex' });
+    expect(r.code).to.equal(2);
+    expect(r.out).to.match(/IDP_TENANT_IDP_ALIASES: malformed pair "acme=".*no alias after "="/);
+    expect(r.out).to.match(/IDP_TENANT_IDP_ALIASES: malformed pair "globex".*no "="/);
+    expect(r.out).to.include('configuration NOT OK: 2 problems');
+  });
+
+  it('a trailing comma is said in words, never as `malformed pair ""`', async () => {
+    const r = await checkConfig({ ...production, IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,' });
+    expect(r.code).to.equal(2);
+    expect(r.out).to.not.include('malformed pair ""');
+    expect(r.out).to.match(/IDP_TENANT_IDP_ALIASES: .*empty \(a trailing comma\); remove the extra comma/);
+  });
+
+  it('an invalid tenant id is named as a tenant id, an invalid alias as an alias', async () => {
+    const r = await checkConfig({ ...production, IDP_TENANT_IDP_ALIASES: 'ac me=acme-entra,globex=okta/2' });
+    expect(r.code).to.equal(2);
+    expect(r.out).to.match(/tenant id "ac me" is not a valid tenant id/);
+    expect(r.out).to.match(/alias "okta\/2" is not a valid provider alias/);
+  });
+
+  it('a mapped alias the provider catalog does not know (or cannot use) is reported when the catalog can be read', async () => {
+    const r = await checkConfig({ ...production, IDP_PROVIDERS_FILE: join(dir, 'providers.json'), IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okt,initech=old-idp' });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.match(/tenant "globex" maps to alias "globex-okt", which IDP_PROVIDERS_FILE .* does not know: its link leads to the login page \(the catalog has "globex-okta"\)/);
+    expect(r.out).to.match(/tenant "initech" maps to alias "old-idp", which is disabled/);
+    expect(r.out).to.not.match(/tenant "acme" maps/);
+    expect(r.out).to.include('configuration OK, with 2 warnings');
+  });
+
+  it('and a warning says so when the catalog cannot be read', async () => {
+    const port = await freePort();
+    const r = await checkConfig({ ...production, IDP_ADMIN_URL: `http://127.0.0.1:${port}/admin/realms/platform`, IDP_TENANT_IDP_ALIASES: 'acme=acme-entra' });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.match(/IDP_TENANT_IDP_ALIASES: could not read the provider catalog \(the Keycloak admin API http:\/\/127\.0\.0\.1:\d+\/admin\/realms\/platform: .*\); the aliases were not checked/);
+  });
+
+  it('a misspelt switch is not "configuration OK": every unknown variable with a gateway prefix is named, with the nearest known name', async () => {
+    const r = await checkConfig({ ...production, CHATUI_BYPASS_ADMIN_ACCES_CONTROL: 'true', OIDC_CLIENTID: 'x', REDIS_ULR: 'redis://r:6379', GATEWAY_WORKER: '2', WEBUI_AUTH_SIGNOUT_REDIRECT_URL: 'https://chat.example/auth/logout' });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.include('CHATUI_BYPASS_ADMIN_ACCES_CONTROL: not a setting of the gateway, ignored; did you mean CHATUI_BYPASS_ADMIN_ACCESS_CONTROL?');
+    expect(r.out).to.include('OIDC_CLIENTID: not a setting of the gateway, ignored; did you mean OIDC_CLIENT_ID?');
+    expect(r.out).to.include('REDIS_ULR: not a setting of the gateway, ignored; did you mean REDIS_URL?');
+    expect(r.out).to.include('GATEWAY_WORKER: not a setting of the gateway, ignored; did you mean GATEWAY_WORKERS?');
+    // Open WebUI's own variable in the shared env file is not a typo.
+    expect(r.out).to.not.include('WEBUI_AUTH_SIGNOUT_REDIRECT_URL: not a setting');
+    expect(r.out).to.include('configuration OK, with 4 warnings');
+  });
+
+  it('a "#" or "@" in the Redis password gets the hint to percent-encode it, and the password is not echoed', async () => {
+    const hash = await checkConfig({ ...production, REDIS_URL: 'redis://user:pa#ss-word-1@redis:6379/0' });
+    expect(hash.code).to.equal(2);
+    expect(hash.out).to.match(/REDIS_URL: must be redis:.*a '#' in the password must be percent-encoded \(# as %23\)/);
+    const at = await checkConfig({ ...production, REDIS_URL: 'redis://user:pa@ss-word-2@redis:6379/0' });
+    expect(at.code).to.equal(0);
+    expect(at.out).to.match(/REDIS_URL: .*a '@' in the password must be percent-encoded \(@ as %40\)/);
+    for (const text of [hash.out, at.out]) expect(text).to.not.match(/ss-word-/);
+  });
+
+  it('the sandbox resolves to the address it binds: 127.0.0.1, not 0.0.0.0', async () => {
+    const r = await checkConfig({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.match(/"host": "127\.0\.0\.1"/);
+    expect(r.out).to.not.include('0.0.0.0');
+    const withHost = await checkConfig({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false', HOST: '0.0.0.0' });
+    expect(withHost.out).to.match(/"host": "0\.0\.0\.0"/);
+    expect(loadSettings(production, { stageFiles: false }).listen.host, 'the gateway itself').to.equal('0.0.0.0');
+  });
+});
+
+describe('redactSettings: no secret printed by check-config, the startup log or the sandbox banner (issue 26 item 5)', function () {
+  this.timeout(60_000);
+  const secrets = {
+    OIDC_CLIENT_SECRET: 'leak-oidc-client-secret',
+    SESSION_SECRET: 'leak-session-secret-0123456789abcdef,leak-old-session-secret-0123456789ab',
+    IDP_ADMIN_CLIENT_SECRET: 'leak-admin-client-secret',
+    REDIS_URL: 'redis://gateway:leak-redis-password@127.0.0.1:9/0',
+  };
+  const needles = ['leak-oidc-client-secret', 'leak-session-secret', 'leak-old-session-secret', 'leak-admin-client-secret', 'leak-redis-password'];
+  const clean = (what: string, text: string) => {
+    for (const n of needles) expect(text.includes(n), `${what} prints ${n}:\n${text.slice(0, 3000)}`).to.equal(false);
+  };
+
+  it('redactSettings replaces each of them', () => {
+    const s = loadSettings({ ...production, ...secrets, IDP_ADMIN_CLIENT_ID: 'admin' }, { stageFiles: false });
+    const shown = JSON.stringify(redactSettings(s));
+    clean('redactSettings', shown);
+    expect(shown).to.include('redis://[redacted]@127.0.0.1:9/0');
+  });
+
+  it('check-config, valid and invalid', async () => {
+    const ok = await checkConfig({ ...production, ...secrets, IDP_ADMIN_CLIENT_ID: 'admin' });
+    expect(ok.code, ok.out).to.equal(0);
+    expect(ok.out).to.include('[redacted]');
+    clean('check-config', ok.out);
+    const bad = await checkConfig({ ...production, ...secrets, PORT: 'eighty' });
+    expect(bad.code).to.equal(2);
+    clean('check-config (invalid)', bad.out);
+    // A URL refused for carrying credentials is named without them.
+    const withCredentials = await checkConfig({ ...production, UPSTREAM_URL: 'http://webui:leak-upstream-password@open-webui:8080' });
+    expect(withCredentials.code).to.equal(2);
+    expect(withCredentials.out).to.match(/UPSTREAM_URL: must be an absolute http\(s\) URL without credentials \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/);
+    expect(withCredentials.out).to.not.include('leak-upstream-password');
+  });
+
+  it('the gateway process: its startup lines (the effective settings among them) and its Redis warnings', async () => {
+    const gw = await gatewayProcess({ ...baseEnv('http://127.0.0.1:9'), ...secrets, IDP_ADMIN_CLIENT_ID: 'admin', HOST: '127.0.0.1', PORT: '0', DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'debug' });
+    try {
+      await new Promise((r) => setTimeout(r, 3_000)); // Redis at nothing: its warnings come within the connect timeout
+      expect(gw.output()).to.include('effective settings');
+      expect(gw.output()).to.match(/Redis/);
+      clean('the gateway log', gw.output());
+    } finally {
+      gw.child.kill('SIGKILL');
+    }
+  });
+
+  it('the sandbox banner', async () => {
+    const env = { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false', PORT: '0', LOG_LEVEL: 'silent', REDIS_URL: secrets.REDIS_URL };
+    const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
+    try {
+      expect(sandbox.banner).to.include('Redis redis://[redacted]@127.0.0.1:9/0');
+      // Issue 28 item 2: with Redis at nothing the banner does not say "ready".
+      expect(sandbox.banner).to.include('Sandbox started but NOT READY');
+      expect(sandbox.banner).to.not.include('Sandbox ready');
+      expect(sandbox.banner).to.match(/WARNING: Redis redis:\/\/127\.0\.0\.1:9\/0 unreachable/);
+      clean('the sandbox banner', sandbox.banner);
+      for (const s of [sandbox.settings.oidc.clientSecret, ...sandbox.settings.oidc.sessionSecrets]) expect(sandbox.banner).to.not.include(s);
+    } finally {
+      await sandbox.close();
+    }
+  });
+});
