@@ -178,7 +178,8 @@ const SPA_SHELL = `<!doctype html>
 /**
  * The stand-in's front-end: who is signed in (as the chat front-end sees the trusted headers),
  * links to try the policies, and the chat front-end's own "Sign out", done as Open WebUI's
- * UserMenu does it (GET /api/v1/auths/signout, then `location.href = redirect_url ?? '/auth'`).
+ * UserMenu does it since 0.10.2 (POST /api/v1/auths/signout, then `location.href` = `redirect_url`,
+ * or `/auth?state=logout` without one).
  */
 const standInAppJs = (flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean }) => `const app = document.getElementById('app');
 const SWITCHES = ${JSON.stringify({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: flags.bypassAdminAccessControl, CHATUI_ENABLE_ADMIN_EXPORT: flags.enableAdminExport })};
@@ -199,10 +200,10 @@ async function main() {
     + '<p id="switches">Switches (set alike here and on the gateway): ' + Object.entries(SWITCHES).map(([k, v]) => esc(k) + '=<strong>' + esc(v) + '</strong>').join(', ') + '</p>'
     + '<p><button id="sign-out" type="button">Sign out</button> (the chat front-end\\'s own menu entry)</p></main>';
   document.getElementById('sign-out').addEventListener('click', async () => {
-    const res = await fetch('/api/v1/auths/signout', { method: 'GET', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
+    const res = await fetch('/api/v1/auths/signout', { method: 'POST', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
       .then((r) => r.json()).catch(() => null);
     localStorage.removeItem('token');
-    location.href = res?.redirect_url ?? '/auth';
+    location.href = res?.redirect_url ?? '/auth?state=logout';
   });
 }
 main();
@@ -1066,7 +1067,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     }
     sendJson(ctx, 200, { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) }, { 'set-cookie': tokenCookie(token, exp) });
   });
-  route('GET', '/api/v1/auths/signout', (ctx) =>
+  // POST since 0.10.2 (a GET falls through to the single-page app, 200 text/html, in 0.12.4).
+  route('POST', '/api/v1/auths/signout', (ctx) =>
     sendJson(ctx, 200, { status: true }, { 'set-cookie': 'token=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=lax' }),
   );
 
