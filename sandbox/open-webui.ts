@@ -1,7 +1,8 @@
 /**
- * An in-process stand-in of Open WebUI 0.11 ("the chat front-end"), faithful to
- * /work/shared/reference/open-webui.md. Used by the gateway's tests, the `npm start`
- * sandbox and the benchmarks, because the real (Python) upstream cannot run here.
+ * An in-process stand-in of Open WebUI 0.12.4 ("the chat front-end"), faithful to
+ * /work/shared/reference/open-webui.md and re-checked against the installed 0.12.4 source. Used by
+ * the `npm start` sandbox (which stays Python-free), the gateway's fast tests and the benchmarks;
+ * test/real-open-webui/ runs the same promises against the real Open WebUI (scripts/open-webui.sh).
  *
  * Notable upstream behaviours reproduced on purpose:
  * - routing happens on the percent-DECODED path (uvicorn unquotes the whole path, `%2F`
@@ -136,7 +137,7 @@ export interface OpenWebUIStandIn {
 // Constants and small helpers
 // ---------------------------------------------------------------------------------------
 
-const VERSION = '0.11.0';
+const VERSION = '0.12.4';
 const PAGE_SIZE = 50;
 const JWT_TTL_S = 4 * 7 * 24 * 3600; // JWT_EXPIRES_IN default: 4 weeks
 const KEEP_UPLOAD_BYTES = 1024 * 1024; // uploads up to this size keep their bytes for /content

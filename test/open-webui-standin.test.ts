@@ -457,7 +457,7 @@ describe('Open WebUI stand-in', function () {
       expect((await call(s, 'GET', '/manifest.json')).json().name).to.equal('Open WebUI');
       expect((await call(s, 'GET', '/static/favicon.png')).raw.length).to.be.greaterThan(0);
       const cfg = (await call(s, 'GET', '/api/config')).json();
-      expect(cfg).to.include({ status: true, name: 'Open WebUI', version: '0.11.0' });
+      expect(cfg).to.include({ status: true, name: 'Open WebUI', version: '0.12.4' });
       expect(cfg.features).to.include({ auth: true, enable_admin_export: true, enable_admin_chat_access: true });
       expect((await call(s, 'GET', '/some/page')).text()).to.match(/<!doctype html>/i);
       expect((await call(s, 'GET', '/api/v1/nope', { headers: bearer(tok['u-alice']!) })).status).to.equal(404);
