@@ -898,7 +898,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       updated_at: now,
     };
     files.set(id, record);
-    sendJson(ctx, 200, fileResponse(record));
+    // 0.12.4 adds `status: true` to the upload answer (routers/files.py upload_file_handler).
+    sendJson(ctx, 200, { ...fileResponse(record), status: true });
   }
 
   // ----- chats ---------------------------------------------------------------------------------
@@ -1042,11 +1043,11 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     }
     const role = firstHeader(ctx.req, trusted.role);
     if (role === 'admin' || role === 'user' || role === 'pending') user.role = role;
+    // 0.12.4 auths.py: groups are synced only when the header names at least one; an absent or
+    // empty header leaves the user's memberships as they were.
     const groupHeader = firstHeader(ctx.req, trusted.groups);
-    if (groupHeader !== undefined) {
-      const wanted = groupHeader.split(',').map((g) => g.trim()).filter(Boolean);
-      user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
-    }
+    const wanted = (groupHeader ?? '').split(',').map((g) => g.trim()).filter(Boolean);
+    if (wanted.length) user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
     const { token, exp } = await issueToken(user.id);
     sendJson(
       ctx,
