@@ -80,6 +80,16 @@ for (const { title, flags } of FLAG_SETS) {
       expect(exportStatus).to.equal(flags.ENABLE_ADMIN_EXPORT ? 200 : 401);
     });
 
+    it('readiness: the upstream is reachable, and the drift check does not claim a match it cannot see', async () => {
+      const r = await fetch(`${w.url}/readyz`);
+      const body = (await r.json()) as { checks: { upstream: { ok: boolean }; policyDrift: { ok: boolean; detail: string } } };
+      expect(body.checks.upstream.ok).to.equal(true);
+      // 0.12.4 reports its admin flags to signed-in callers only; the check is anonymous
+      expect(body.checks.policyDrift.detail).to.match(/^not checked/);
+      const config = (await (await fetch(`${w.owui.url}/api/config`)).json()) as { features: Record<string, unknown> };
+      expect(config.features).to.not.have.property('enable_admin_export');
+    });
+
     it('the platform admin sees only their own files: list, search and count', async () => {
       const list = await browse(admin, '/api/v1/files/');
       expect(list.status).to.equal(200);
