@@ -96,6 +96,12 @@ export interface OpenWebUIOptions {
   files?: StandInFile[];
   chats?: StandInChat[];
   groups?: string[];
+  /**
+   * Who /api/config tells the admin flags (`enable_admin_export`, `enable_admin_chat_access`,
+   * `enable_admin_analytics`): 'signed-in' (default) as 0.12.4 does, only a caller with a valid
+   * token; 'anyone' as the 0.11.0 reference describes (for tests of the gateway's drift check).
+   */
+  adminFlagsInConfig?: 'signed-in' | 'anyone';
 }
 
 export interface RecordedRequest {
@@ -1001,28 +1007,39 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       icons: [{ src: '/static/logo.png', type: 'image/png', sizes: '500x500', purpose: 'any' }],
     }),
   );
-  route('GET', '/api/config', (ctx) =>
+  route('GET', '/api/config', async (ctx) => {
+    // 0.12.4 main.py get_app_config: the public features for everyone, the rest (admin flags
+    // included) only for a caller whose token names a user.
+    const token = findToken(ctx.req);
+    const signedIn = opts.adminFlagsInConfig === 'anyone' || (token !== undefined && (await userOfToken(token).catch(() => undefined)) !== undefined);
     sendJson(ctx, 200, {
       status: true,
       name: 'Open WebUI',
       version: VERSION,
       default_locale: '',
-      oauth: { providers: {} },
+      i18n: {},
+      oauth: { providers: {}, auto_redirect: false },
       features: {
+        slim: false,
         auth: true,
         auth_trusted_header: Boolean(trusted.email),
+        enable_signup_password_confirmation: false,
         enable_ldap: false,
-        enable_api_keys: true,
         enable_signup: false,
         enable_login_form: true,
         enable_websocket: true,
-        enable_version_update_check: false,
-        enable_admin_export: flags.enableAdminExport,
-        enable_admin_chat_access: flags.enableAdminChatAccess,
-        enable_community_sharing: true,
+        ...(signedIn
+          ? {
+              enable_api_keys: true,
+              enable_community_sharing: true,
+              enable_admin_export: flags.enableAdminExport,
+              enable_admin_chat_access: flags.enableAdminChatAccess,
+              enable_admin_analytics: true,
+            }
+          : {}),
       },
-    }),
-  );
+    });
+  });
 
   // auths
   route('POST', '/api/v1/auths/signin', async (ctx) => {
