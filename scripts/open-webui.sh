@@ -61,6 +61,7 @@ serve() {
   export OFFLINE_MODE="${OFFLINE_MODE:-true}"               # HF_HUB_OFFLINE, no update check, no model auto-update
   export ENABLE_VERSION_UPDATE_CHECK=false
   export ENABLE_OLLAMA_API="${ENABLE_OLLAMA_API:-false}"
+  export ENABLE_OPENAI_API="${ENABLE_OPENAI_API:-false}"     # no api.openai.com unless a base URL is given
   export RAG_EMBEDDING_ENGINE="${RAG_EMBEDDING_ENGINE:-openai}"   # remote engine: no sentence-transformers model
   export BYPASS_EMBEDDING_AND_RETRIEVAL="${BYPASS_EMBEDDING_AND_RETRIEVAL:-true}"
   export ANONYMIZED_TELEMETRY=false SCARF_NO_ANALYTICS=true DO_NOT_TRACK=true

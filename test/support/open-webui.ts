@@ -52,6 +52,31 @@ export function openWebUIInstalled(): boolean {
 
 const bool = (v: boolean) => (v ? 'True' : 'False');
 
+/** Process groups of the Open WebUIs still running: killed when this process exits or is interrupted. */
+const liveGroups = new Set<number>();
+let exitHooked = false;
+function killLiveGroups(): void {
+  for (const pid of liveGroups) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  liveGroups.clear();
+}
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.once('exit', killLiveGroups);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      killLiveGroups();
+      process.kill(process.pid, signal); // the default action, now that this handler is gone
+    });
+  }
+}
+
 /**
  * Start the real Open WebUI. `env` adds to (and overrides) the settings below, which are the
  * trusted-header settings docker-compose.yml gives it plus the off-the-network ones.
@@ -103,8 +128,11 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
       /* gone */
     }
   };
-  const onExit = () => killGroup('SIGKILL');
-  process.once('exit', onExit);
+  hookExit();
+  if (child.pid) liveGroups.add(child.pid);
+  const forget = () => {
+    if (child.pid) liveGroups.delete(child.pid);
+  };
   const url = `http://127.0.0.1:${port}`;
   try {
     await new Promise<void>((resolveUp, reject) => {
@@ -128,7 +156,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     });
   } catch (err) {
     killGroup('SIGKILL');
-    process.off('exit', onExit);
+    forget();
     throw new Error(`${(err as Error).message}\n--- its output ---\n${output().slice(-6000)}`);
   }
   const bootSeconds = (Date.now() - started) / 1000;
@@ -147,7 +175,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
       }
       // uvicorn may leave children (none expected with one worker): the group goes in any case.
       killGroup('SIGKILL');
-      process.off('exit', onExit);
+      forget();
       log.end();
       rmSync(dataDir, { recursive: true, force: true });
     },
