@@ -1,7 +1,8 @@
 /**
- * An in-process stand-in of Open WebUI 0.11 ("the chat front-end"), faithful to
- * /work/shared/reference/open-webui.md. Used by the gateway's tests, the `npm start`
- * sandbox and the benchmarks, because the real (Python) upstream cannot run here.
+ * An in-process stand-in of Open WebUI 0.12.4 ("the chat front-end"), faithful to
+ * /work/shared/reference/open-webui.md and re-checked against the installed 0.12.4 source. Used by
+ * the `npm start` sandbox (which stays Python-free), the gateway's fast tests and the benchmarks;
+ * test/real-open-webui/ runs the same promises against the real Open WebUI (scripts/open-webui.sh).
  *
  * Notable upstream behaviours reproduced on purpose:
  * - routing happens on the percent-DECODED path (uvicorn unquotes the whole path, `%2F`
@@ -95,6 +96,12 @@ export interface OpenWebUIOptions {
   files?: StandInFile[];
   chats?: StandInChat[];
   groups?: string[];
+  /**
+   * Who /api/config tells the admin flags (`enable_admin_export`, `enable_admin_chat_access`,
+   * `enable_admin_analytics`): 'signed-in' (default) as 0.12.4 does, only a caller with a valid
+   * token; 'anyone' as the 0.11.0 reference describes (for tests of the gateway's drift check).
+   */
+  adminFlagsInConfig?: 'signed-in' | 'anyone';
 }
 
 export interface RecordedRequest {
@@ -136,7 +143,7 @@ export interface OpenWebUIStandIn {
 // Constants and small helpers
 // ---------------------------------------------------------------------------------------
 
-const VERSION = '0.11.0';
+const VERSION = '0.12.4';
 const PAGE_SIZE = 50;
 const JWT_TTL_S = 4 * 7 * 24 * 3600; // JWT_EXPIRES_IN default: 4 weeks
 const KEEP_UPLOAD_BYTES = 1024 * 1024; // uploads up to this size keep their bytes for /content
@@ -178,7 +185,8 @@ const SPA_SHELL = `<!doctype html>
 /**
  * The stand-in's front-end: who is signed in (as the chat front-end sees the trusted headers),
  * links to try the policies, and the chat front-end's own "Sign out", done as Open WebUI's
- * UserMenu does it (GET /api/v1/auths/signout, then `location.href = redirect_url ?? '/auth'`).
+ * UserMenu does it since 0.10.2 (POST /api/v1/auths/signout, then `location.href` = `redirect_url`,
+ * or `/auth?state=logout` without one).
  */
 const standInAppJs = (flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean }) => `const app = document.getElementById('app');
 const SWITCHES = ${JSON.stringify({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: flags.bypassAdminAccessControl, CHATUI_ENABLE_ADMIN_EXPORT: flags.enableAdminExport })};
@@ -199,10 +207,10 @@ async function main() {
     + '<p id="switches">Switches (set alike here and on the gateway): ' + Object.entries(SWITCHES).map(([k, v]) => esc(k) + '=<strong>' + esc(v) + '</strong>').join(', ') + '</p>'
     + '<p><button id="sign-out" type="button">Sign out</button> (the chat front-end\\'s own menu entry)</p></main>';
   document.getElementById('sign-out').addEventListener('click', async () => {
-    const res = await fetch('/api/v1/auths/signout', { method: 'GET', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
+    const res = await fetch('/api/v1/auths/signout', { method: 'POST', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
       .then((r) => r.json()).catch(() => null);
     localStorage.removeItem('token');
-    location.href = res?.redirect_url ?? '/auth';
+    location.href = res?.redirect_url ?? '/auth?state=logout';
   });
 }
 main();
@@ -896,7 +904,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       updated_at: now,
     };
     files.set(id, record);
-    sendJson(ctx, 200, fileResponse(record));
+    // 0.12.4 adds `status: true` to the upload answer (routers/files.py upload_file_handler).
+    sendJson(ctx, 200, { ...fileResponse(record), status: true });
   }
 
   // ----- chats ---------------------------------------------------------------------------------
@@ -998,28 +1007,39 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       icons: [{ src: '/static/logo.png', type: 'image/png', sizes: '500x500', purpose: 'any' }],
     }),
   );
-  route('GET', '/api/config', (ctx) =>
+  route('GET', '/api/config', async (ctx) => {
+    // 0.12.4 main.py get_app_config: the public features for everyone, the rest (admin flags
+    // included) only for a caller whose token names a user.
+    const token = findToken(ctx.req);
+    const signedIn = opts.adminFlagsInConfig === 'anyone' || (token !== undefined && (await userOfToken(token).catch(() => undefined)) !== undefined);
     sendJson(ctx, 200, {
       status: true,
       name: 'Open WebUI',
       version: VERSION,
       default_locale: '',
-      oauth: { providers: {} },
+      i18n: {},
+      oauth: { providers: {}, auto_redirect: false },
       features: {
+        slim: false,
         auth: true,
         auth_trusted_header: Boolean(trusted.email),
+        enable_signup_password_confirmation: false,
         enable_ldap: false,
-        enable_api_keys: true,
         enable_signup: false,
         enable_login_form: true,
         enable_websocket: true,
-        enable_version_update_check: false,
-        enable_admin_export: flags.enableAdminExport,
-        enable_admin_chat_access: flags.enableAdminChatAccess,
-        enable_community_sharing: true,
+        ...(signedIn
+          ? {
+              enable_api_keys: true,
+              enable_community_sharing: true,
+              enable_admin_export: flags.enableAdminExport,
+              enable_admin_chat_access: flags.enableAdminChatAccess,
+              enable_admin_analytics: true,
+            }
+          : {}),
       },
-    }),
-  );
+    });
+  });
 
   // auths
   route('POST', '/api/v1/auths/signin', async (ctx) => {
@@ -1040,11 +1060,11 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     }
     const role = firstHeader(ctx.req, trusted.role);
     if (role === 'admin' || role === 'user' || role === 'pending') user.role = role;
+    // 0.12.4 auths.py: groups are synced only when the header names at least one; an absent or
+    // empty header leaves the user's memberships as they were.
     const groupHeader = firstHeader(ctx.req, trusted.groups);
-    if (groupHeader !== undefined) {
-      const wanted = groupHeader.split(',').map((g) => g.trim()).filter(Boolean);
-      user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
-    }
+    const wanted = (groupHeader ?? '').split(',').map((g) => g.trim()).filter(Boolean);
+    if (wanted.length) user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
     const { token, exp } = await issueToken(user.id);
     sendJson(
       ctx,
@@ -1066,7 +1086,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     }
     sendJson(ctx, 200, { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) }, { 'set-cookie': tokenCookie(token, exp) });
   });
-  route('GET', '/api/v1/auths/signout', (ctx) =>
+  // POST since 0.10.2 (a GET falls through to the single-page app, 200 text/html, in 0.12.4).
+  route('POST', '/api/v1/auths/signout', (ctx) =>
     sendJson(ctx, 200, { status: true }, { 'set-cookie': 'token=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=lax' }),
   );
 

@@ -381,7 +381,7 @@ describe('Open WebUI stand-in', function () {
       const off = await get('u-admin', '/api/v1/chats/all/db');
       expect(off.status).to.equal(401);
       expect(off.json().detail).to.be.a('string');
-      expect((await call(s, 'GET', '/api/config')).json().features.enable_admin_export).to.equal(false);
+      expect((await call(s, 'GET', '/api/config', { headers: bearer(tok['u-admin']!) })).json().features.enable_admin_export).to.equal(false);
     });
 
     it('utils/db/download: same gates, a sqlite file', async () => {
@@ -457,8 +457,12 @@ describe('Open WebUI stand-in', function () {
       expect((await call(s, 'GET', '/manifest.json')).json().name).to.equal('Open WebUI');
       expect((await call(s, 'GET', '/static/favicon.png')).raw.length).to.be.greaterThan(0);
       const cfg = (await call(s, 'GET', '/api/config')).json();
-      expect(cfg).to.include({ status: true, name: 'Open WebUI', version: '0.11.0' });
-      expect(cfg.features).to.include({ auth: true, enable_admin_export: true, enable_admin_chat_access: true });
+      expect(cfg).to.include({ status: true, name: 'Open WebUI', version: '0.12.4' });
+      // 0.12.4: the admin flags only for a signed-in caller
+      expect(cfg.features).to.include({ auth: true, auth_trusted_header: true });
+      expect(cfg.features).to.not.have.any.keys('enable_admin_export', 'enable_admin_chat_access', 'enable_admin_analytics');
+      const signedIn = (await call(s, 'GET', '/api/config', { headers: bearer(tok['u-alice']!) })).json();
+      expect(signedIn.features).to.include({ enable_admin_export: true, enable_admin_chat_access: true, enable_admin_analytics: true });
       expect((await call(s, 'GET', '/some/page')).text()).to.match(/<!doctype html>/i);
       expect((await call(s, 'GET', '/api/v1/nope', { headers: bearer(tok['u-alice']!) })).status).to.equal(404);
     });

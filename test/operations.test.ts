@@ -116,6 +116,8 @@ describe('operations: health, readiness, metrics, request logs, drift', function
       bypassAdminAccessControl: false,
       enableAdminExport: false,
       enableAdminChatAccess: false,
+      // an upstream that tells anyone its admin flags (0.11.0 as the reference describes): what the drift check compares
+      adminFlagsInConfig: 'anyone',
     });
     key = upstream.apiKeyFor('u-admin');
     gw = await opsGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true', IDP_PROVIDERS_FILE: providersFile(), DRIFT_CHECK_SECONDS: '0' }));
@@ -229,6 +231,20 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     const cleared = await gw.ops.checkDrift();
     expect(cleared.ok).to.equal(true);
     expect(gw.obs.lines.some((l) => l.event === 'policy-drift-cleared')).to.equal(true);
+  });
+
+  it('policy drift against an upstream that reports its admin flags to signed-in callers only (Open WebUI 0.12.4): "not checked", never "matches"', async () => {
+    const quiet = await startOpenWebUI({ enableAdminExport: true, enableAdminChatAccess: true });
+    const other = await opsGateway(baseEnv(quiet.url, { IDP_PROVIDERS_FILE: providersFile(), DRIFT_CHECK_SECONDS: '0' }));
+    try {
+      const drift = await other.ops.checkDrift();
+      expect(drift.ok).to.equal(true);
+      expect(drift.detail).to.match(/^not checked/);
+      expect(drift.detail).to.not.include('matches');
+    } finally {
+      await other.close();
+      await quiet.close();
+    }
   });
 
   it('the drift check runs at start and on its timer', async () => {

@@ -48,13 +48,14 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
     });
   });
 
-  describe('the chat front-end\'s own sign-out (GET /api/v1/auths/signout)', () => {
-    it('ends the gateway session and the chat front-end\'s cookies, and sends the browser through the realm to the login page', async () => {
+  describe('the chat front-end\'s own sign-out (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before)', () => {
+    for (const method of ['POST', 'GET']) it(`${method}: ends the gateway session and the chat front-end\'s cookies, and sends the browser through the realm to the login page`, async () => {
       const { jar, idpJar } = await signIn(w.url, 'alice');
       expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
       const stolen = jar.clone();
       const before = w.upstream.requests.length;
-      const out = await browse(jar, SIGNOUT);
+      // As Open WebUI 0.12.4's front-end sends it: same origin, JSON content type, cookies included.
+      const out = await browse(jar, SIGNOUT, method === 'POST' ? { method, headers: { 'content-type': 'application/json', origin: w.url, 'sec-fetch-site': 'same-origin' } } : {});
       expect(out.status).to.equal(200);
       const body = out.json<{ status: boolean; redirect_url: string }>();
       expect(body.status).to.equal(true);
@@ -62,7 +63,7 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
       expect(end.origin + end.pathname).to.equal(`${w.idp.issuer}/protocol/openid-connect/logout`);
       expect(end.searchParams.get('post_logout_redirect_uri')).to.equal(`${w.url}/auth/login`);
       expect(end.searchParams.get('id_token_hint')).to.be.a('string');
-      for (const name of ['appSession', 'token', 'oui-session']) {
+      for (const name of ['appSession', 'token', 'owui-session', 'oui-session', 'oauth_id_token']) {
         expect(out.setCookies.some((c) => c.startsWith(`${name}=;`) && /Expires=Thu, 01 Jan 1970/.test(c)), `${name} cleared`).to.equal(true);
       }
       expect(w.upstream.requests.slice(before).some((r) => r.url.includes('/auths/signout')), 'never forwarded').to.equal(false);
@@ -74,13 +75,21 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
     });
 
     it('without a session it still answers as the chat front-end expects; other methods 405; a cross-site request 403', async () => {
-      const anonymous = await fetch(`${w.url}${SIGNOUT}`);
-      expect(anonymous.status).to.equal(200);
-      expect(((await anonymous.json()) as { status: boolean }).status).to.equal(true);
-      expect((await fetch(`${w.url}${SIGNOUT}`, { method: 'POST' })).status).to.equal(405);
+      for (const method of ['POST', 'GET']) {
+        const anonymous = await fetch(`${w.url}${SIGNOUT}`, { method });
+        expect(anonymous.status).to.equal(200);
+        expect(((await anonymous.json()) as { status: boolean }).status).to.equal(true);
+      }
+      const put = await fetch(`${w.url}${SIGNOUT}`, { method: 'PUT' });
+      expect(put.status).to.equal(405);
+      expect(put.headers.get('allow')).to.equal('GET, POST');
       const { jar } = await signIn(w.url, 'alice');
-      const crossSite = await browse(jar, SIGNOUT, { headers: { 'sec-fetch-site': 'cross-site' } });
-      expect(crossSite.status).to.equal(403);
+      for (const method of ['POST', 'GET']) {
+        const crossSite = await browse(jar, SIGNOUT, { method, headers: { 'sec-fetch-site': 'cross-site' } });
+        expect(crossSite.status, `${method} cross-site`).to.equal(403);
+      }
+      const foreign = await browse(jar, SIGNOUT, { method: 'POST', headers: { origin: 'https://evil.example' } });
+      expect(foreign.status, 'POST from another origin').to.equal(403);
       expect((await browse(jar, '/api/v1/auths/')).status, 'still signed in').to.equal(200);
     });
   });

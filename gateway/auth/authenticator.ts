@@ -10,7 +10,7 @@
 //     shared state (gateway/auth/shared-state.ts) for `id_token_hint`: logout then ends the realm
 //     session without Keycloak's confirmation page.
 //   logout, three ways, one effect (`endSession`): /auth/logout, the chat front-end's own sign-out
-//     (GET /api/v1/auths/signout, answered here and never forwarded), and the realm's back-channel
+//     (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before; answered here, never forwarded), and the realm's back-channel
 //     logout token. The ended session is recorded in the shared state: every instance refuses
 //     every copy of its cookie.
 //   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
@@ -69,8 +69,8 @@ const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
-/** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`). */
-const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'oui-session'];
+/** Open WebUI's cookies that its own sign-out deletes (0.12.4 auths.py `signout`; `owui-session` is its starlette session). */
+const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
 export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
 /** A logout token older than this is refused (its jti is remembered as long). */
 const LOGOUT_TOKEN_MAX_AGE_S = 600;
@@ -363,20 +363,26 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     }
   });
 
-  // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`): it fetches this, then
-  // sends the browser to `redirect_url`. Answered here, never forwarded: the gateway session ends
-  // with it, then the realm's, and the browser lands on the gateway's login page.
-  router.get(SIGNOUT_PATH, async (req, res, next) => {
+  // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`). Open WebUI 0.10.2 and later
+  // (0.12.4 included) POST it, older releases GET it; the front-end then removes its token and sets
+  // `location.href` to `redirect_url` (0.12.4 keeps a URL that names a `post_logout_redirect_uri` as
+  // it is). Answered here, never forwarded: the gateway session ends with it, then the realm's, and
+  // the browser lands on the gateway's login page, signed out.
+  const signOut = async (req: Request, res: Response, next: NextFunction) => {
     try {
-      // A page elsewhere must not sign the user out (an <img> pointing here).
+      // A page elsewhere must not sign the user out (an <img> or a cross-site form pointing here).
       if (req.headers['sec-fetch-site'] === 'cross-site') return void res.status(403).json({ detail: 'Forbidden' });
+      const origin = req.headers.origin;
+      if (req.method === 'POST' && origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
       const idToken = await endSession(req, res, 'chat front-end');
       res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
     } catch (err) {
       next(err);
     }
-  });
-  router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET').json({ detail: 'Method Not Allowed' }));
+  };
+  router.get(SIGNOUT_PATH, signOut);
+  router.post(SIGNOUT_PATH, signOut);
+  router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET, POST').json({ detail: 'Method Not Allowed' }));
 
   /** A verified logout token (express-openid-connect checked signature, iss, aud, events, nonce, sid/sub). */
   async function endByLogoutToken(token: JWTPayload): Promise<void> {

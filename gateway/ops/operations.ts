@@ -12,7 +12,8 @@
 // true by default upstream). The gateway enforces the platform's values whatever the upstream
 // says, but an upstream set differently is a deployment mistake worth a warning (log line,
 // gateway_policy_drift_total{kind}, readiness detail): at start and every DRIFT_CHECK_SECONDS.
-// The bypass flag is not reported by /api/config and cannot be checked this way.
+// The bypass flag is not reported by /api/config and cannot be checked this way; Open WebUI 0.12
+// reports the other two only to signed-in callers, so against it the check says "not checked".
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -113,6 +114,12 @@ export function createOperations(parts: GatewayParts): Operations {
       if (res.status !== 200) throw new Error(`GET /api/config answered ${res.status}`);
       const features = (JSON.parse(res.body.toString('utf8')) as { features?: Record<string, unknown> }).features ?? {};
       const differences: string[] = [];
+      // Open WebUI 0.12 reports its admin flags to signed-in callers only: to this anonymous check
+      // they are absent, and an absent flag must not read as "matches".
+      if (!Object.keys(enforced).some((kind) => typeof features[kind] === 'boolean')) {
+        drift = { ok: true, detail: 'not checked: the chat front-end does not report ENABLE_ADMIN_EXPORT or ENABLE_ADMIN_CHAT_ACCESS to anonymous callers (Open WebUI 0.12); the gateway enforces its own values' };
+        return drift;
+      }
       for (const [kind, want] of Object.entries(enforced)) {
         const have = features[kind];
         if (typeof have !== 'boolean') continue; // not reported: nothing to compare

@@ -27,6 +27,8 @@ const MAX_ENTRIES = 50_000;
 interface Pending {
   promise: Promise<UpstreamAccount>;
   value?: UpstreamAccount;
+  /** what the upstream was told at this sign-in (role, groups, name) */
+  told?: string;
 }
 
 export class UpstreamAccounts {
@@ -53,7 +55,13 @@ export class UpstreamAccounts {
   }
 
   private signingIn(who: ToldIdentity): Pending {
-    return this.cached(this.keyOf(who), SIGNIN_TTL_MS, async () => {
+    const { key, told } = this.keyOf(who);
+    // One entry per email: the upstream keeps ONE role per user, the one of its latest sign-in. A
+    // sign-in told something else since (a promotion, then a demotion back to what an older entry
+    // held) must be told again, or the upstream keeps the other role (found on Open WebUI 0.12.4).
+    const hit = this.entries.get(key);
+    if (hit && hit.told !== told) this.entries.delete(key);
+    return this.cached(key, SIGNIN_TTL_MS, told, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
       const res = await this.upstream.call('POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
@@ -68,7 +76,7 @@ export class UpstreamAccounts {
   /** The upstream account behind an API key (or other upstream credential headers). */
   whoAmI(credential: Record<string, string>): Promise<UpstreamAccount | undefined> {
     const key = 'cred:' + createHash('sha256').update(JSON.stringify(credential)).digest('base64url');
-    return this.cached(key, WHOAMI_TTL_MS, async () => {
+    return this.cached(key, WHOAMI_TTL_MS, undefined, async () => {
       const res = await this.upstream.call('GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
       const body = json(res.body) as { id?: unknown; role?: unknown } | undefined;
       if (res.status === 401 || res.status === 403) return { userId: '', role: 'none' };
@@ -77,23 +85,23 @@ export class UpstreamAccounts {
     }).promise.then((a) => (a.userId ? a : undefined));
   }
 
-  // Role, groups and name are part of the key: a change re-signs in, which updates them upstream.
-  // The data plane hands in one object per identity, so the key is worked out once per object.
-  private readonly keys = new WeakMap<ToldIdentity, string>();
-  private keyOf(who: ToldIdentity): string {
-    let key = this.keys.get(who);
-    if (!key) this.keys.set(who, (key = 'id:' + JSON.stringify([who.email.toLowerCase(), who.admin, who.groups, who.name])));
-    return key;
+  // Keyed by email; role, groups and name are what was told: a change re-signs in, which updates
+  // them upstream. The data plane hands in one object per identity, so both are worked out once per object.
+  private readonly keys = new WeakMap<ToldIdentity, { key: string; told: string }>();
+  private keyOf(who: ToldIdentity): { key: string; told: string } {
+    let k = this.keys.get(who);
+    if (!k) this.keys.set(who, (k = { key: 'id:' + who.email.toLowerCase(), told: JSON.stringify([who.admin, who.groups, who.name]) }));
+    return k;
   }
 
-  private cached(key: string, ttlMs: number, load: () => Promise<UpstreamAccount>): Pending {
+  private cached(key: string, ttlMs: number, told: string | undefined, load: () => Promise<UpstreamAccount>): Pending {
     const hit = this.entries.get(key);
     if (hit) {
       this.metrics?.cache.tally('upstream-account', 'hit');
       return hit;
     }
     this.metrics?.cache.tally('upstream-account', 'miss');
-    const pending: Pending = { promise: load() };
+    const pending: Pending = { promise: load(), told };
     this.entries.set(key, pending, ttlMs);
     pending.promise.then(
       (value) => {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The real Open WebUI for the end-to-end suite (issue 23), from the project's own files.
+#
+#   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
+#   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
+#   scripts/open-webui.sh path         print the venv's folder
+#
+# Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
+# (shipped inside the wheel: Open WebUI's pinned torch-free subset, what its slim image runs).
+# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see README
+# "The real Open WebUI" for what is left out and why. A marker file records a complete install;
+# a half-done one (no marker) is removed and done again.
+#
+# Serve: settings come from the environment (test/support/open-webui.ts sets them); this script
+# only adds the ones that keep start-up off the network and off local models, unless already set.
+set -euo pipefail
+
+OWUI_VERSION="${OWUI_VERSION:-0.12.4}"
+CACHE="${CHATGW_CACHE:-$HOME/.cache/chat-gateway}"
+ROOT="$CACHE/open-webui-$OWUI_VERSION"
+VENV="$ROOT/venv"
+MARKER="$ROOT/.installed"
+PYTHON="${PYTHON:-python3}"
+
+install() {
+  if [ -f "$MARKER" ] && [ -x "$VENV/bin/open-webui" ]; then
+    echo "open-webui $OWUI_VERSION already installed in $VENV"
+    return 0
+  fi
+  local started; started=$(date +%s)
+  "$PYTHON" -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 13), "Open WebUI needs Python >=3.11,<3.13, this is " + sys.version' 
+  rm -rf "$VENV" "$MARKER"
+  mkdir -p "$ROOT"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip
+  # The wheel alone; the pip cache keeps it for the next fresh venv.
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "open-webui==$OWUI_VERSION"
+  local slim
+  slim=$("$VENV/bin/python" - <<'PY'
+import importlib.metadata as m
+files = m.distribution('open-webui').files or []
+hits = [f.locate() for f in files if str(f).endswith('requirements-slim.txt')]
+print(hits[0] if hits else '')
+PY
+)
+  [ -n "$slim" ] && [ -f "$slim" ] || { echo "requirements-slim.txt not found in the open-webui $OWUI_VERSION wheel" >&2; exit 1; }
+  # The package's own torch-free subset, exactly as pinned there.
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$slim"
+  "$VENV/bin/python" -c 'import open_webui' >/dev/null
+  echo "$OWUI_VERSION $(date -u +%FT%TZ)" > "$MARKER"
+  echo "open-webui $OWUI_VERSION installed in $VENV in $(( $(date +%s) - started ))s"
+}
+
+serve() {
+  local port="${1:?usage: open-webui.sh serve PORT}"
+  [ -f "$MARKER" ] || { echo "open-webui $OWUI_VERSION is not installed: run scripts/open-webui.sh install" >&2; exit 1; }
+  : "${DATA_DIR:?set DATA_DIR (a temporary folder)}"
+  : "${WEBUI_SECRET_KEY:?set WEBUI_SECRET_KEY}"
+  # Nothing reaches the network or loads a local model at start.
+  export USE_SLIM_DOCKER="${USE_SLIM_DOCKER:-true}"         # the slim image's mode: no torch, no chromadb import
+  export OFFLINE_MODE="${OFFLINE_MODE:-true}"               # HF_HUB_OFFLINE, no update check, no model auto-update
+  export ENABLE_VERSION_UPDATE_CHECK=false
+  export ENABLE_OLLAMA_API="${ENABLE_OLLAMA_API:-false}"
+  export ENABLE_OPENAI_API="${ENABLE_OPENAI_API:-false}"     # no api.openai.com unless a base URL is given
+  export RAG_EMBEDDING_ENGINE="${RAG_EMBEDDING_ENGINE:-openai}"   # remote engine: no sentence-transformers model
+  export BYPASS_EMBEDDING_AND_RETRIEVAL="${BYPASS_EMBEDDING_AND_RETRIEVAL:-true}"
+  export ANONYMIZED_TELEMETRY=false SCARF_NO_ANALYTICS=true DO_NOT_TRACK=true
+  export ENABLE_OTEL="${ENABLE_OTEL:-false}"
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  cd "$DATA_DIR"   # anything it writes beside the working folder lands in the temp folder
+  exec "$VENV/bin/open-webui" serve --host 127.0.0.1 --port "$port"
+}
+
+case "${1:-}" in
+  install) install ;;
+  serve) shift; serve "$@" ;;
+  path) echo "$VENV" ;;
+  *) echo "usage: $0 install | serve PORT | path" >&2; exit 2 ;;
+esac

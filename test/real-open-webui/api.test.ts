@@ -1,0 +1,229 @@
+// The gateway's promises checked on the REAL Open WebUI 0.12.4's answers (issue 23): admin scoping
+// with Open WebUI's own three admin flags all TRUE (drifted from the platform) and all false; the
+// role inside Open WebUI following the realm; a realm bearer JWT against the real API. Each flag
+// set boots Open WebUI once. Users sign in by the real code flow at the embedded realm.
+import { expect } from 'chai';
+import { browse, signIn, type Jar } from '../support/cookie-jar.js';
+import { CLIENT_ID } from '../support/cookie-jar.js';
+import { startRealWorld, type AdminFlags, type RealWorld } from '../support/open-webui.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface FileRecord {
+  id: string;
+  user_id: string;
+  filename: string;
+}
+
+async function upload(w: RealWorld, auth: { jar?: Jar; bearer?: string }, name: string): Promise<FileRecord> {
+  const form = new FormData();
+  form.append('file', new Blob([`${name}: content of ${name}\n`], { type: 'text/plain' }), name);
+  const headers: Record<string, string> = auth.bearer ? { authorization: `Bearer ${auth.bearer}` } : { cookie: auth.jar!.header('/api/v1/files/') };
+  const res = await fetch(`${w.url}/api/v1/files/`, { method: 'POST', headers, body: form });
+  expect(res.status, await res.clone().text()).to.equal(200);
+  return (await res.json()) as FileRecord;
+}
+
+async function me(jar: Jar): Promise<{ id: string; email: string; role: string }> {
+  const r = await browse(jar, '/api/v1/auths/');
+  expect(r.status, r.text).to.equal(200);
+  return r.json();
+}
+
+const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
+  { title: "Open WebUI's own admin flags all TRUE (drifted)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true } },
+  { title: "Open WebUI's own admin flags all false (the platform's setting)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } },
+];
+
+for (const { title, flags } of FLAG_SETS) {
+  describe(`admin scoping on the real Open WebUI 0.12.4: ${title}; gateway switches false`, function () {
+    this.timeout(120_000);
+    let w: RealWorld;
+    let admin: Jar;
+    let alice: Jar;
+    let bob: Jar;
+    let ids: { admin: string; alice: string; bob: string };
+    let files: { admin: FileRecord; alice: FileRecord; bob: FileRecord };
+    let aliceChat: string;
+
+    before(async function () {
+      this.timeout(240_000);
+      w = await startRealWorld({ flags });
+      const jars = (await Promise.all(['sysadmin', 'alice', 'bob'].map((u) => signIn(w.url, u)))).map((s) => s.jar);
+      [admin, alice, bob] = [jars[0]!, jars[1]!, jars[2]!];
+      ids = { admin: (await me(admin)).id, alice: (await me(alice)).id, bob: (await me(bob)).id };
+      files = { admin: await upload(w, { jar: admin }, 'admin-own.txt'), alice: await upload(w, { jar: alice }, 'alice-private.txt'), bob: await upload(w, { jar: bob }, 'bob-private.txt') };
+      const chat = await browse(alice, '/api/v1/chats/new', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chat: { title: 'Alice private chat', models: [], messages: [], history: { messages: {}, currentId: null } } }),
+      });
+      expect(chat.status, chat.text).to.equal(200);
+      aliceChat = chat.json<{ id: string }>().id;
+    });
+    after(async () => {
+      await w?.close();
+    });
+
+    it('the upstream itself is set as the title says (checked on its own answers, without the gateway)', async () => {
+      // the admin's own Open WebUI token, from a trusted-header sign-in straight at Open WebUI
+      const direct = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' },
+        body: JSON.stringify({ email: '', password: '' }),
+      });
+      const token = ((await direct.json()) as { token: string }).token;
+      const list = (await (await fetch(`${w.owui.url}/api/v1/files/?content=false`, { headers: { authorization: `Bearer ${token}` } })).json()) as { items: FileRecord[] };
+      const owners = new Set(list.items.map((f) => f.user_id));
+      expect(owners.has(ids.alice), 'Open WebUI alone shows the admin alice\'s file').to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
+      const exportStatus = (await fetch(`${w.owui.url}/api/v1/chats/all/db`, { headers: { authorization: `Bearer ${token}` } })).status;
+      expect(exportStatus).to.equal(flags.ENABLE_ADMIN_EXPORT ? 200 : 401);
+    });
+
+    it('readiness: the upstream is reachable, and the drift check does not claim a match it cannot see', async () => {
+      const r = await fetch(`${w.url}/readyz`);
+      const body = (await r.json()) as { checks: { upstream: { ok: boolean }; policyDrift: { ok: boolean; detail: string } } };
+      expect(body.checks.upstream.ok).to.equal(true);
+      // 0.12.4 reports its admin flags to signed-in callers only; the check is anonymous
+      expect(body.checks.policyDrift.detail).to.match(/^not checked/);
+      const config = (await (await fetch(`${w.owui.url}/api/config`)).json()) as { features: Record<string, unknown> };
+      expect(config.features).to.not.have.property('enable_admin_export');
+    });
+
+    it('the platform admin sees only their own files: list, search and count', async () => {
+      const list = await browse(admin, '/api/v1/files/');
+      expect(list.status).to.equal(200);
+      const body = list.json<{ items: FileRecord[]; total: number }>();
+      expect(body.items.map((f) => f.filename)).to.deep.equal(['admin-own.txt']);
+      expect(body.total).to.equal(1);
+      expect(body.items.every((f) => f.user_id === ids.admin)).to.equal(true);
+
+      const search = await browse(admin, '/api/v1/files/search?filename=*.txt');
+      expect(search.status).to.equal(200);
+      expect(search.json<FileRecord[]>().map((f) => f.filename)).to.deep.equal(['admin-own.txt']);
+      const others = await browse(admin, '/api/v1/files/search?filename=alice*');
+      expect(others.status, 'no own match: as Open WebUI answers an empty search').to.equal(404);
+
+      const count = await browse(admin, '/api/v1/files/count');
+      expect(count.status).to.equal(200);
+      expect(count.json()).to.equal(1);
+    });
+
+    it('a plain user sees their own files only', async () => {
+      const list = (await browse(alice, '/api/v1/files/')).json<{ items: FileRecord[]; total: number }>();
+      expect(list.items.map((f) => f.id)).to.deep.equal([files.alice.id]);
+    });
+
+    it('/api/v1/chats/all/db and /api/v1/utils/db/download answer 401 to the admin', async () => {
+      for (const path of ['/api/v1/chats/all/db', '/api/v1/utils/db/download']) {
+        const r = await browse(admin, path);
+        expect(r.status, path).to.equal(401);
+        expect(r.text).to.not.include('Alice private chat');
+      }
+      expect((await browse(alice, '/api/v1/chats/all/db')).status).to.equal(401);
+    });
+
+    it('the chat side doors stay closed to the admin: another user\'s chat by id, by user, by share route, clone', async () => {
+      const doors: Array<[string, string]> = [
+        ['GET', `/api/v1/chats/${aliceChat}`],
+        ['GET', `/api/v1/chats/list/user/${ids.alice}`],
+        ['GET', `/api/v1/chats/share/${aliceChat}`],
+        ['POST', `/api/v1/chats/${aliceChat}/clone/shared`],
+        ['GET', `/api/v1/chats/stats/export/${aliceChat}`],
+      ];
+      for (const [method, path] of doors) {
+        const r = await browse(admin, path, { method, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, body: method === 'POST' ? '{}' : undefined });
+        expect(r.status, `${method} ${path}`).to.equal(401);
+        expect(r.text, `${method} ${path}`).to.not.include('Alice private chat');
+      }
+      // alice herself still reads her chat through the gateway
+      const own = await browse(alice, `/api/v1/chats/${aliceChat}`);
+      expect(own.status).to.equal(200);
+      expect(own.json<{ title: string }>().title).to.equal('Alice private chat');
+    });
+
+    it('per-file routes answer as Open WebUI does (spec A7), and the admin touching another user\'s file is audited', async () => {
+      const r = await browse(admin, `/api/v1/files/${files.bob.id}`);
+      expect(r.status).to.equal(200);
+      expect(r.json<FileRecord>().user_id).to.equal(ids.bob);
+      // the owner lookup runs beside the forwarded request: its audit line may come just after
+      const audited = () => w.obs.lines.some((l) => l.event === 'admin-file-access' && l.fileId === files.bob.id && l.owner === ids.bob);
+      for (let i = 0; i < 40 && !audited(); i++) await sleep(50);
+      expect(audited()).to.equal(true);
+    });
+  });
+}
+
+describe('roles and bearer tokens on the real Open WebUI 0.12.4', function () {
+  this.timeout(120_000);
+  const TTL = 30;
+  const MARGIN = 25;
+  let w: RealWorld;
+
+  before(async function () {
+    this.timeout(240_000);
+    w = await startRealWorld({
+      flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false },
+      accessTokenTtl: TTL,
+      env: { TOKEN_REFRESH_MARGIN_SECONDS: String(MARGIN) },
+    });
+  });
+  after(async () => {
+    await w?.close();
+  });
+
+  const account = (username: string) => w.accounts.find((a) => a.username === username)!;
+
+  it('the role inside Open WebUI follows the realm at every sign-in', async () => {
+    const alice = account('alice');
+    const original = [...alice.roles];
+    try {
+      expect((await me((await signIn(w.url, 'alice')).jar)).role).to.equal('user');
+      alice.roles = [...original, 'PlatformSysAdmin'];
+      const promoted = (await signIn(w.url, 'alice')).jar;
+      expect((await me(promoted)).role).to.equal('admin');
+      expect((await browse(promoted, '/api/v1/users/')).status, 'an admin-only route of Open WebUI').to.equal(200);
+      alice.roles = original;
+      const again = (await signIn(w.url, 'alice')).jar;
+      expect((await me(again)).role).to.equal('user');
+      expect((await browse(again, '/api/v1/users/')).status).to.equal(401);
+    } finally {
+      alice.roles = original;
+    }
+  });
+
+  it('a demotion at the realm takes effect on a signed-in session at its next token refresh', async () => {
+    const sysadmin = account('sysadmin');
+    const original = [...sysadmin.roles];
+    try {
+      const { jar } = await signIn(w.url, 'sysadmin');
+      expect((await me(jar)).role).to.equal('admin');
+      expect((await browse(jar, '/api/v1/users/')).status).to.equal(200);
+      sysadmin.roles = [];
+      await sleep((TTL - MARGIN + 1) * 1000);
+      const after = await me(jar);
+      expect(after.role, 'Open WebUI\'s stored role').to.equal('user');
+      expect((await browse(jar, '/api/v1/users/')).status).to.equal(401);
+      expect((await browse(jar, '/auth/session')).json<{ user: { admin: boolean } }>().user.admin).to.equal(false);
+    } finally {
+      sysadmin.roles = original;
+    }
+  });
+
+  it('a bearer JWT of the realm works against the real API through the gateway', async () => {
+    const token = await w.idp.accessTokenFor('bob', CLIENT_ID);
+    const auth = { authorization: `Bearer ${token}` };
+    const who = await fetch(`${w.url}/api/v1/auths/`, { headers: auth });
+    expect(who.status).to.equal(200);
+    expect(((await who.json()) as { email: string; role: string })).to.include({ email: 'bob@globex.example', role: 'user' });
+    const file = await upload(w, { bearer: token }, 'bob-by-bearer.txt');
+    const list = await fetch(`${w.url}/api/v1/files/?content=false`, { headers: auth });
+    expect(list.status).to.equal(200);
+    expect(((await list.json()) as { items: FileRecord[] }).items.map((f) => f.id)).to.include(file.id);
+    const models = await fetch(`${w.url}/api/models`, { headers: auth });
+    expect(models.status).to.equal(200);
+    // a token the realm never signed is no identity
+    const forged = await w.idp.signForeignJwt({ sub: 'x', email: 'bob@globex.example', aud: CLIENT_ID });
+    expect((await fetch(`${w.url}/api/v1/auths/`, { headers: { authorization: `Bearer ${forged}` } })).status).to.equal(401);
+  });
+});
