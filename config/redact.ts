@@ -48,6 +48,7 @@ export function redactSettings(settings: Settings): Record<string, unknown> {
   return {
     ...settings,
     oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },
+    trustedHeaders: { ...settings.trustedHeaders, noGroups: REDACTED },
     catalog: { ...settings.catalog, clientSecret: settings.catalog.clientSecret ? REDACTED : '' },
     login: { ...settings.login, tenantAliases: Object.fromEntries(settings.login.tenantAliases) },
     ...(settings.redisUrl ? { redisUrl: redactUrl(settings.redisUrl) } : {}),

@@ -4,6 +4,7 @@
 // config/prod.env, chosen by NODE_ENV), then the schema default. Every problem is reported at
 // once, naming the variable, so an operator fixes a bad deployment in one round.
 import { readFileSync, existsSync } from 'node:fs';
+import { createHmac, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -281,7 +282,14 @@ export interface Settings {
     tenantLookupRateWindowSeconds: number;
   };
   catalog: { adminUrl?: string; clientId: string; clientSecret: string; providersFile?: string };
-  trustedHeaders: { email: string; name: string; role: string; groups: string };
+  /**
+   * The trusted-header names, and `noGroups`: the groups header's value for a user in no group. Open
+   * WebUI 0.12.4 syncs memberships only when the header names a group (auths.py `signin`), so an
+   * empty header left a user removed from every realm group in their old Open WebUI groups, with
+   * those groups' grants. A name no group can have makes the sync remove every membership: derived
+   * from the session secret, so no admin can create a group of that name beforehand.
+   */
+  trustedHeaders: { email: string; name: string; role: string; groups: string; noGroups: string };
   allowUpstreamApiKeys: boolean;
   log: { level: Parsed['LOG_LEVEL']; auditFile?: string };
   driftCheckSeconds: number;
@@ -307,6 +315,12 @@ export function parseEnvFile(text: string): Env {
     env[m[1]!] = value;
   }
   return env;
+}
+
+/** The groups header's value for a user in no group (see Settings.trustedHeaders). */
+export function noGroupsName(secret: string | undefined): string {
+  const key = secret ?? randomBytes(32).toString('hex');
+  return 'no-group-' + createHmac('sha256', key).update('open-webui groups header: a member of no group').digest('hex').slice(0, 32);
 }
 
 export function stageFile(stage: string): string {
@@ -457,6 +471,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       name: e.WEBUI_AUTH_TRUSTED_NAME_HEADER,
       role: e.WEBUI_AUTH_TRUSTED_ROLE_HEADER,
       groups: e.WEBUI_AUTH_TRUSTED_GROUPS_HEADER,
+      noGroups: noGroupsName(e.SESSION_SECRET[0]),
     },
     allowUpstreamApiKeys: e.ALLOW_UPSTREAM_API_KEYS,
     log: { level: e.LOG_LEVEL, auditFile: e.AUDIT_LOG_FILE },

@@ -9,6 +9,8 @@ export interface TrustedHeaderNames {
   name: string;
   role: string;
   groups: string;
+  /** the groups header's value for a user in no group (config/settings.ts) */
+  noGroups: string;
 }
 
 /** What the chat front-end is told about the caller (a verified gateway identity). */
@@ -79,13 +81,19 @@ function headerValue(value: string): string {
   return /^[\x20-\x7e]*$/.test(clean) ? clean : encodeURIComponent(clean);
 }
 
+/** Group names, comma-separated; a user in none gets the name no group has, never an empty header (Open WebUI ignores that). */
+function groupsValue(names: TrustedHeaderNames, groups: readonly string[]): string {
+  const told = groups.map((g) => headerValue(g).replace(/,/g, ' ').trim()).filter(Boolean);
+  return told.length ? told.join(',') : names.noGroups;
+}
+
 /** The trusted headers that tell the chat front-end who the caller is, as [name, value] pairs. */
 export function identityHeaders(names: TrustedHeaderNames, who: ToldIdentity): Array<[string, string]> {
   return [
     [names.email, headerValue(who.email)],
     [names.name, headerValue(who.name || who.email)],
     [names.role, who.admin ? 'admin' : 'user'],
-    [names.groups, who.groups.map((g) => headerValue(g).replace(/,/g, ' ')).join(',')],
+    [names.groups, groupsValue(names, who.groups)],
   ];
 }
 

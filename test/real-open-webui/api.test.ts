@@ -210,6 +210,34 @@ describe('roles and bearer tokens on the real Open WebUI 0.12.4', function () {
     }
   });
 
+  it('group memberships follow the realm, down to none: a user removed from every realm group leaves every Open WebUI group', async () => {
+    // Open WebUI syncs groups only when the groups header names one (auths.py `signin`): an empty
+    // header would leave the user in their old groups, with those groups' grants.
+    const admin = (await signIn(w.url, 'sysadmin')).jar;
+    const created = await browse(admin, '/api/v1/groups/create', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: w.url },
+      body: JSON.stringify({ name: 'acme', description: 'tenant acme' }),
+    });
+    expect(created.status, created.text).to.equal(200);
+    const groupsOf = async (jar: Jar) => {
+      const r = await browse(jar, '/api/v1/groups/');
+      expect(r.status, r.text).to.equal(200);
+      return r.json<Array<{ name: string }>>().map((g) => g.name);
+    };
+    const tina = account('tina');
+    const original = [...tina.groups];
+    try {
+      expect(await groupsOf((await signIn(w.url, 'tina')).jar)).to.deep.equal(['acme']);
+      tina.groups = [];
+      expect(await groupsOf((await signIn(w.url, 'tina')).jar), 'after the realm removed tina from every group').to.deep.equal([]);
+      tina.groups = original;
+      expect(await groupsOf((await signIn(w.url, 'tina')).jar), 'back in the realm group').to.deep.equal(['acme']);
+    } finally {
+      tina.groups = original;
+    }
+  });
+
   it('a bearer JWT of the realm works against the real API through the gateway', async () => {
     const token = await w.idp.accessTokenFor('bob', CLIENT_ID);
     const auth = { authorization: `Bearer ${token}` };
