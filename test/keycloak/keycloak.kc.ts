@@ -157,6 +157,8 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
     it('a provider disabled in Keycloak while the gateway runs disappears once the 5-minute cache turns', async () => {
       const path = `/admin/realms/${REALM}/identity-provider/instances/globex-okta`;
       const globex = (await w.kc.admin<Record<string, unknown>>('GET', path)).body;
+      // Visitors have just read the list and the tenant link: both are in the cache.
+      expect(((await list()) as { providers: unknown[] }).providers).to.have.length(2);
       expect(await tenant('globex')).to.deep.equal({ alias: 'globex-okta' });
       await w.kc.admin('PUT', path, { ...globex, enabled: false });
       try {
@@ -236,6 +238,164 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout')).to.equal(true);
         const api = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
         expect(api.status).to.equal(401);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe('refresh under refresh-token rotation (Revoke Refresh Token on, reuse 0, 15 s access tokens)', () => {
+    const LIFESPAN_S = 15;
+    const MARGIN_S = 5;
+    let realmBefore: Record<string, unknown>;
+    const signedIn = new Map<string, { cookie: string; at: number; close: () => Promise<void> }>();
+
+    before(async () => {
+      realmBefore = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}`)).body;
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: true,
+        refreshTokenMaxReuse: 0,
+        accessTokenLifespan: LIFESPAN_S,
+        eventsEnabled: true,
+        enabledEventTypes: ['REFRESH_TOKEN', 'REFRESH_TOKEN_ERROR'],
+      });
+      // Three people sign in now; the tests below act when their access tokens run out.
+      for (const [username, password] of [['superuser', 'superuser-pass'], ['sysadmin', 'sysadmin-pass'], ['bob', 'bob-pass']] as const) {
+        const { page, context, close } = await browserSignIn(username, password);
+        await page.waitForSelector('#who');
+        signedIn.set(username, { cookie: await cookieHeader(context, w.a.url), at: Date.now(), close });
+      }
+    });
+    after(async () => {
+      for (const s of signedIn.values()) await s.close();
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: realmBefore.revokeRefreshToken,
+        refreshTokenMaxReuse: realmBefore.refreshTokenMaxReuse,
+        accessTokenLifespan: realmBefore.accessTokenLifespan,
+        eventsEnabled: false,
+      });
+    });
+
+    /** Wait until this session's access token is inside the refresh margin (the gateway then refreshes). */
+    const refreshDue = async (username: string) => {
+      const due = signedIn.get(username)!.at + (LIFESPAN_S - MARGIN_S + 1) * 1000;
+      if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
+    };
+    const events = async (username: string, type: string) =>
+      (await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/events?type=${type}&user=${await w.userId(username)}&max=100`)).body.length;
+
+    it('20 concurrent requests of one session over two instances as its access token expires: none fails, one refresh, still signed in', async () => {
+      const { cookie } = signedIn.get('superuser')!;
+      await refreshDue('superuser');
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fetch(`${(i % 2 ? w.b : w.a).url}/api/v1/auths/`, { headers: { cookie } }).then(async (r) => ({ status: r.status, body: await r.text(), setCookie: r.headers.getSetCookie() }))),
+      );
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
+      expect(await events('superuser', 'REFRESH_TOKEN')).to.equal(1);
+      expect(await events('superuser', 'REFRESH_TOKEN_ERROR')).to.equal(0);
+      // Every answer carries a renewed cookie (each instance encrypts its own copy); with any of
+      // them, and with the old one still, the user is signed in at both instances.
+      const renewed = new Set(answers.map((a) => a.setCookie.find((c) => c.startsWith('appSession='))?.split(';')[0]));
+      expect(renewed).to.not.include(undefined);
+      expect(renewed.size).to.be.within(1, 2);
+      for (const g of [w.a, w.b]) {
+        for (const c of [...renewed, cookie]) expect((await sessionAt(g.url, c!)).authenticated).to.equal(true);
+      }
+      expect((await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/users/${await w.userId('superuser')}/sessions`)).body).to.have.length(1);
+    });
+
+    it('a realm role removed in Keycloak reaches the chat front-end at the next refresh', async () => {
+      const { cookie } = signedIn.get('sysadmin')!;
+      const id = await w.userId('sysadmin');
+      const role = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}/roles/PlatformSysAdmin`)).body;
+      expect((await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } })).status).to.equal(200);
+      expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('admin');
+      await w.kc.admin('DELETE', `/admin/realms/${REALM}/users/${id}/role-mappings/realm`, [role]);
+      try {
+        await refreshDue('sysadmin');
+        const res = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
+        expect(res.status).to.equal(200);
+        expect(((await res.json()) as { role: string }).role).to.equal('user');
+        expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('user');
+      } finally {
+        await w.kc.admin('POST', `/admin/realms/${REALM}/users/${id}/role-mappings/realm`, [role]);
+      }
+    });
+
+    it('a user disabled in Keycloak loses access at the next refresh, on every instance', async () => {
+      const { cookie } = signedIn.get('bob')!;
+      const id = await w.userId('bob');
+      const user = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}/users/${id}`)).body;
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: false });
+      try {
+        await refreshDue('bob');
+        expect((await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status).to.equal(401);
+        for (const g of [w.a, w.b]) await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
+      } finally {
+        await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: true });
+      }
+    });
+  });
+
+  describe('Keycloak’s signing key rotated while users are signed in', () => {
+    const BEARER_CLIENT = 'kc-suite-bearer';
+    const tokenFor = async (username: string, password: string) => {
+      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: BEARER_CLIENT, username, password, scope: 'openid' }).toString(),
+      });
+      const body = (await res.json()) as { access_token: string };
+      expect(res.status, JSON.stringify(body)).to.equal(200);
+      return body.access_token;
+    };
+    const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
+    const asBearer = (url: string, token: string) => fetch(`${url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+
+    before(async () => {
+      // A test-only client that may use the password grant, its tokens meant for the gateway (audience).
+      await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
+        clientId: BEARER_CLIENT,
+        publicClient: true,
+        directAccessGrantsEnabled: true,
+        standardFlowEnabled: false,
+        protocolMappers: [
+          { name: 'audience', protocol: 'openid-connect', protocolMapper: 'oidc-audience-mapper', config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' } },
+        ],
+      });
+    });
+
+    it('a new RS256 key, the old one disabled: new tokens are accepted without a restart, the old key’s tokens refused', async () => {
+      const old = await tokenFor('alice', 'alice-pass');
+      expect(await asBearer(w.a.url, old)).to.equal(200);
+      expect(await asBearer(w.b.url, old)).to.equal(200);
+      const realmId = (await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}`)).body.id;
+      const providers = (await w.kc.admin<Array<{ id: string; name: string; providerId: string; config: Record<string, string[]> }>>('GET', `/admin/realms/${REALM}/components?type=org.keycloak.keys.KeyProvider`)).body;
+      const oldRsa = providers.filter((p) => p.providerId === 'rsa-generated');
+      expect(oldRsa).to.have.length(1);
+      await w.kc.admin('POST', `/admin/realms/${REALM}/components`, {
+        name: 'rsa-rotated',
+        providerId: 'rsa-generated',
+        providerType: 'org.keycloak.keys.KeyProvider',
+        parentId: realmId,
+        config: { priority: ['1000'], keySize: ['2048'], algorithm: ['RS256'], active: ['true'], enabled: ['true'] },
+      });
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/components/${oldRsa[0]!.id}`, { ...oldRsa[0], config: { ...oldRsa[0]!.config, enabled: ['false'], active: ['false'] } });
+
+      const fresh = await tokenFor('alice', 'alice-pass');
+      expect(kidOf(fresh)).to.not.equal(kidOf(old));
+      const jwks = (await (await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/certs`)).json()) as { keys: Array<{ kid: string }> };
+      expect(jwks.keys.map((k) => k.kid)).to.include(kidOf(fresh)).and.not.include(kidOf(old));
+      const t0 = Date.now();
+      for (const g of [w.a, w.b]) await until(`the new key's token accepted at ${g.url}`, async () => (await asBearer(g.url, fresh)) === 200, 10_000, 500);
+      const acceptedMs = Date.now() - t0;
+      for (const g of [w.a, w.b]) await until(`the old key's token refused at ${g.url}`, async () => (await asBearer(g.url, old)) === 401, 90_000, 1_000);
+      console.log(`      (new key accepted after ${acceptedMs} ms, old key refused after ${Date.now() - t0} ms)`);
+      // A sign-in after the rotation: its ID token, signed with the new key, is verified and accepted.
+      const { page, close } = await browserSignIn('carol', 'carol-pass');
+      try {
+        await page.waitForSelector('#who');
+        expect(await page.textContent('#role')).to.equal('user');
       } finally {
         await close();
       }
