@@ -1,23 +1,21 @@
 // The world of the real-Keycloak suite (issue 25): one Keycloak boot for the whole suite (the
-// platform realm from deploy/keycloak/realm-platform.json, plus test/keycloak/realm-acme-idp.json
+// platform realm from deploy/keycloak/realm-platform.json, plus sandbox/realm-acme-idp.json
 // playing Acme's own identity provider), a real redis-server, the chat front-end stand-in
 // (it records every request it receives, trusted headers included) and two gateway instances
 // sharing SESSION_SECRET and REDIS_URL. A is the address users and Keycloak know.
 //
-// Test-only changes to the platform realm, made through the Admin REST API as an operator would:
+// Test-only changes to the platform realm (sandbox/keycloak.ts pointRealmAt), made through the Admin REST API as an operator would:
 // the gateway client's addresses (the realm file names http://localhost:8080; the test gateways
 // listen on free ports) and the acme-entra provider's endpoints (the realm file points at
 // Microsoft; here they point at the acme-idp realm of the same server).
 import { freePort } from '../support/raw-http.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
-import { startKeycloak, type RunningKeycloak } from '../support/keycloak.js';
+import { ACME_IDP_REALM_FILE, pointRealmAt, startKeycloak, type RunningKeycloak } from '../../sandbox/keycloak.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import type { Observability } from '../../gateway/ops/observability.js';
-import { join } from 'node:path';
-import { REPO } from '../support/keycloak.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'kc-suite-gateway-secret';
@@ -58,7 +56,7 @@ after(async function () {
 
 async function startWorld(): Promise<KcWorld> {
   const t0 = Date.now();
-  const kc = await startKeycloak({ realms: [join(REPO, 'test/keycloak/realm-acme-idp.json')], env: { OIDC_CLIENT_SECRET: CLIENT_SECRET } });
+  const kc = await startKeycloak({ realms: [ACME_IDP_REALM_FILE], env: { OIDC_CLIENT_SECRET: CLIENT_SECRET } });
   console.log(`      (Keycloak started in ${(kc.startMs / 1000).toFixed(1)} s, realms imported)`);
   const closers: Array<() => Promise<unknown>> = [() => kc.stop()];
   try {
@@ -69,29 +67,7 @@ async function startWorld(): Promise<KcWorld> {
     const [portA, portB] = [await freePort(), await freePort()];
     const [urlA, urlB] = [`http://127.0.0.1:${portA}`, `http://127.0.0.1:${portB}`];
 
-    // The gateway client's addresses (test-only: the realm file's are the compose ones).
-    const clients = await kc.admin<Array<{ id: string; clientId: string; attributes: Record<string, string>; redirectUris: string[] }>>('GET', `/admin/realms/${REALM}/clients?clientId=${CLIENT_ID}`);
-    const client = clients.body[0]!;
-    await kc.admin('PUT', `/admin/realms/${REALM}/clients/${client.id}`, {
-      ...client,
-      redirectUris: [`${urlA}/auth/callback`, `${urlB}/auth/callback`],
-      webOrigins: [urlA, urlB],
-      attributes: { ...client.attributes, 'post.logout.redirect.uris': `${urlA}/*##${urlB}/*`, 'backchannel.logout.url': `${urlA}/auth/backchannel-logout` },
-    });
-    // acme-entra brokers to the acme-idp realm of this server (test-only: the file's is Microsoft's).
-    const acme = (await kc.admin<{ config: Record<string, string> }>('GET', `/admin/realms/${REALM}/identity-provider/instances/acme-entra`)).body;
-    const tenantIdp = kc.issuer('acme-idp');
-    await kc.admin('PUT', `/admin/realms/${REALM}/identity-provider/instances/acme-entra`, {
-      ...acme,
-      config: {
-        ...acme.config,
-        issuer: tenantIdp,
-        authorizationUrl: `${tenantIdp}/protocol/openid-connect/auth`,
-        tokenUrl: `${tenantIdp}/protocol/openid-connect/token`,
-        userInfoUrl: `${tenantIdp}/protocol/openid-connect/userinfo`,
-        jwksUrl: `${tenantIdp}/protocol/openid-connect/certs`,
-      },
-    });
+    await pointRealmAt(kc, { gatewayUrls: [urlA, urlB], backchannelUrl: `${urlA}/auth/backchannel-logout` });
 
     const clock = {
       offsetMs: 0,
@@ -113,6 +89,8 @@ async function startWorld(): Promise<KcWorld> {
       OAUTH_ROLES_CLAIM: 'roles',
       REDIS_URL: redis.url,
       DRIFT_CHECK_SECONDS: '0',
+      // The refresh tests shorten the realm's access tokens to 15 s: refresh 5 s before expiry.
+      TOKEN_REFRESH_MARGIN_SECONDS: '5',
       LOG_LEVEL: 'info',
     };
     const instance = async (port: number, url: string): Promise<GatewayInstance> => {
