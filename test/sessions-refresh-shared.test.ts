@@ -12,7 +12,7 @@ import { createObservability } from '../gateway/ops/observability.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
-import { demoIdentityProviders } from '../sandbox/demo-realm.js';
+import { demoAccounts, demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { capturingObservability } from './support/gateway-harness.js';
@@ -82,6 +82,9 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
   let a: string;
   let b: string;
   const refreshes: string[] = [];
+  // The realm's accounts, changed by a test (the stand-in reads them at every token).
+  const accounts = structuredClone(demoAccounts);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   before(async () => {
     redis = await startRedis();
@@ -93,6 +96,7 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
       clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${a}/auth/callback`], post_logout_redirect_uris: [`${a}/auth/login`] }],
       accessTokenTtl: 8,
       rotateRefreshTokens: true,
+      accounts,
     });
     idp.provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: unknown } } }) => {
       if (ctx.oidc.params?.grant_type === 'refresh_token') refreshes.push('ok');
@@ -131,6 +135,24 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
     // The next refresh uses the new refresh token: accepted once more.
     await new Promise((r) => setTimeout(r, 5_000));
     expect((await browse(renewed, `${b}/api/v1/auths/`)).status).to.equal(200);
+    expect(refreshes).to.deep.equal(['ok', 'ok']);
+  });
+
+  it('an instance a refresh behind catches up at once: the latest refresh’s roles, and no refresh of its own', async () => {
+    refreshes.length = 0;
+    const { jar } = await signIn(a, 'sysadmin');
+    const original = jar.clone();
+    await sleep(4_500);
+    expect((await browse(jar, `${a}/api/v1/auths/`)).status).to.equal(200);
+    accounts.find((x) => x.username === 'sysadmin')!.roles = [];
+    await sleep(4_500);
+    const atA = (await browse(jar, `${a}/auth/session`)).json<{ user: { admin: boolean } }>();
+    expect(atA.user.admin).to.equal(false);
+    expect(refreshes).to.deep.equal(['ok', 'ok']);
+    // B has never seen this session: the first cookie, two refreshes old, is current there at once.
+    const atB = (await browse(original, `${b}/auth/session`)).json<{ authenticated: boolean; user: { admin: boolean } }>();
+    expect(atB.authenticated).to.equal(true);
+    expect(atB.user.admin).to.equal(false);
     expect(refreshes).to.deep.equal(['ok', 'ok']);
   });
 });

@@ -154,7 +154,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     if (mine) return mine;
     if (outcome?.startsWith('ok:')) {
       const renewed = codec.decrypt(outcome.slice(3))?.data;
-      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed };
+      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
     }
     if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
     return { kind: 'unavailable', reason: 'the refresh begun by another instance gave no answer' };
