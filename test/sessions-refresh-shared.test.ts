@@ -17,7 +17,7 @@ import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { freePort } from './support/raw-http.js';
-import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET } from './support/cookie-jar.js';
+import { browse, signIn, startWorld, worldEnv, CLIENT_ID, CLIENT_SECRET, type World } from './support/cookie-jar.js';
 
 async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -154,5 +154,28 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
     expect(atB.authenticated).to.equal(true);
     expect(atB.user.admin).to.equal(false);
     expect(refreshes).to.deep.equal(['ok', 'ok']);
+  });
+});
+
+describe('sessions: refreshes with an identity provider that hands the same refresh token back', function () {
+  this.timeout(60_000);
+  let w: World;
+  const refreshes: string[] = [];
+  before(async () => {
+    // Keycloak's default and the stand-in's: refresh tokens are not rotated. One instance, no Redis.
+    w = await startWorld({ accessTokenTtl: 6, env: { TOKEN_REFRESH_MARGIN_SECONDS: '3' } });
+    w.idp.provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: unknown } } }) => {
+      if (ctx.oidc.params?.grant_type === 'refresh_token') refreshes.push('ok');
+    });
+  });
+  after(async () => w?.close());
+
+  it('every due refresh reaches the identity provider: an earlier outcome is never served again', async () => {
+    const { jar } = await signIn(w.url, 'alice');
+    for (const expected of [['ok'], ['ok', 'ok'], ['ok', 'ok', 'ok']]) {
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect((await browse(jar, `${w.url}/api/v1/auths/`)).status).to.equal(200);
+      expect(refreshes).to.deep.equal(expected);
+    }
   });
 });

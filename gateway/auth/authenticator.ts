@@ -137,7 +137,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
    */
   async function refresh(data: SessionData): Promise<RefreshResult> {
     if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
-    const key = `refresh:${data.id}:${createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22)}`;
+    // The session's state being refreshed: its id, refresh token and access token expiry (an
+    // identity provider that does not rotate refresh tokens hands the same one back every time).
+    const key = `refresh:${data.id}:${data.expires_at}:${createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22)}`;
     let mine: RefreshResult | undefined;
     let outcome: string | undefined;
     try {

@@ -354,6 +354,8 @@ export class SessionStore {
         break;
       }
     }
+    // Never an expired access token, whatever was shared.
+    if (current !== entry && current.data.expires_at <= epoch()) return undefined;
     return this.renewed(found, current, res);
   }
 
