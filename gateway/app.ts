@@ -11,7 +11,7 @@ import type { Settings } from '../config/settings.js';
 import { localeOf } from '../policies/routes.js';
 import { createUpstream, type Upstream } from './upstream/proxy.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js';
-import { createLoginRouting, type LoginRouting } from './login/routes.js';
+import { createLoginRouting, type LoginRouting, type LoginRoutingOptions } from './login/routes.js';
 import { createObservability, type Observability } from './ops/observability.js';
 import { createOperations, type Operations } from './ops/operations.js';
 import { WebSocketTracker } from './http/websockets.js';
@@ -28,6 +28,8 @@ export interface GatewayOptions {
   loginRouting?: LoginRouting;
   /** where ended sessions and rate limits live; default from REDIS_URL */
   sharedState?: SharedState;
+  /** the login routing's clock and Keycloak client settings (tests move the catalog cache's clock) */
+  loginRoutingOptions?: Pick<LoginRoutingOptions, 'now' | 'fetch' | 'timeoutMs' | 'retryMs'>;
   /** extra routes on the control app (operations endpoints) */
   extendControl?: (app: express.Express, parts: GatewayParts) => void;
 }
@@ -62,7 +64,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
   }
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { shared: sharedState, signedIn: async (req, res) => authenticator.authenticate(req, res) }));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { ...options.loginRoutingOptions, shared: sharedState, signedIn: async (req, res) => authenticator.authenticate(req, res) }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
 
   const control = express();

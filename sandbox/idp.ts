@@ -50,6 +50,12 @@ export interface IdpOptions {
   accessTokenTtl?: number;
   /** Default '/realms/platform', so the issuer looks like Keycloak's. */
   issuerPath?: string;
+  /**
+   * Keycloak's "Revoke Refresh Token" with "Refresh token max reuse" 0: every refresh answers a
+   * new refresh token and the one used is spent (using it again is invalid_grant). Default false:
+   * Keycloak's default, a refresh token can be used again.
+   */
+  rotateRefreshTokens?: boolean;
 }
 
 export interface TestIdp {
@@ -368,7 +374,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
       return stripUndefined({ azp: token.clientId, typ: 'Bearer', ...keycloakUserClaims(a), ...realmAccess(a) });
     },
     issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    rotateRefreshToken: false, // Keycloak's default: a refresh token can be used again
+    rotateRefreshToken: opts.rotateRefreshTokens === true, // Keycloak's default: a refresh token can be used again
     clientBasedCORS: () => true,
     ttl: {
       AccessToken: ttl,

@@ -43,6 +43,12 @@ export interface SandboxOptions {
   print?: boolean;
   /** stop everything and exit on SIGTERM/SIGINT (default true) */
   signals?: boolean;
+  /**
+   * Sign in against this realm instead of the embedded OpenID provider, the provider catalog
+   * read from its Admin REST API (`npm run sandbox:keycloak`: the real Keycloak, sandbox/keycloak.ts).
+   * It must already accept the gateway's addresses (`onAddress` is called before the gateway starts).
+   */
+  realm?: { issuer: string; clientSecret: string; onAddress(publicUrl: string): Promise<void>; close(): Promise<void> };
 }
 
 async function freePort(host: string): Promise<number> {
@@ -89,7 +95,8 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
   const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
   if (!Number.isInteger(idpPort) || idpPort < 0 || idpPort > 65535) fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
 
-  const { startIdp } = await loadIdp();
+  const realm = options.realm;
+  const { startIdp } = realm ? { startIdp: undefined } : await loadIdp();
   const dir = mkdtempSync(join(tmpdir(), 'chat-gateway-sandbox-'));
   const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
   const cleanup = async () => {
@@ -109,9 +116,13 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     });
     cleanups.push(() => upstream.close());
 
-    const clientSecret = randomBytes(24).toString('base64url');
-    let idp: TestIdp;
-    try {
+    if (realm) {
+      cleanups.push(() => realm.close());
+      await realm.onAddress(publicUrl);
+    }
+    const clientSecret = realm?.clientSecret ?? randomBytes(24).toString('base64url');
+    let idp: TestIdp | undefined;
+    if (startIdp) try {
       idp = await startIdp({
         port: idpPort,
         clients: [
@@ -127,10 +138,11 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
       throw err;
     }
-    cleanups.push(() => idp.close());
+    if (idp) cleanups.push(() => idp.close());
 
-    const providersFile = env.IDP_PROVIDERS_FILE?.trim() || join(dir, 'providers.json');
-    if (!env.IDP_PROVIDERS_FILE?.trim()) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
+    // With the real realm the catalog comes from its Admin REST API (IDP_PROVIDERS_FILE unset).
+    const providersFile = env.IDP_PROVIDERS_FILE?.trim() || (realm ? '' : join(dir, 'providers.json'));
+    if (!env.IDP_PROVIDERS_FILE?.trim() && !realm) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
 
     let settings: Settings;
     try {
@@ -140,11 +152,11 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         PORT: String(port),
         PUBLIC_URL: publicUrl,
         UPSTREAM_URL: upstream.url,
-        OIDC_ISSUER_URL: idp.issuer,
+        OIDC_ISSUER_URL: realm?.issuer ?? idp!.issuer,
         OIDC_CLIENT_ID: SANDBOX_CLIENT_ID,
         OIDC_CLIENT_SECRET: clientSecret,
         SESSION_SECRET: randomBytes(32).toString('base64url'),
-        IDP_PROVIDERS_FILE: providersFile,
+        ...(providersFile ? { IDP_PROVIDERS_FILE: providersFile } : {}),
         IDP_TENANT_IDP_ALIASES: env.IDP_TENANT_IDP_ALIASES ?? demoTenantAliases,
         // The gateway's own default (info: a line per request, and the audit lines): one truth for
         // the README, check-config and the sandbox. LOG_LEVEL=warn keeps only warnings and audit.
@@ -167,9 +179,9 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     // With REDIS_URL, the first connection decides whether "ready" is true (issue 28 item 2).
     const deadline = Date.now() + 2_500;
     while (settings.redisUrl && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const banner = renderBanner(settings, { idp, upstream, listenHost: host, shared: gateway.sharedState.ready() });
+    const banner = renderBanner(settings, { issuer: realm?.issuer ?? idp!.issuer, real: !!realm, upstream, listenHost: host, shared: gateway.sharedState.ready() });
     if (options.print !== false) process.stdout.write(banner);
-    const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp, settings, banner, close: cleanup };
+    const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: cleanup };
     if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
     return sandbox;
   } catch (err) {
@@ -187,14 +199,14 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
   return `tenant link: straight to provider "${alias}"`;
 }
 
-function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } }): string {
+function renderBanner(settings: Settings, parts: { issuer: string; real: boolean; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } }): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
   const tenants = [...settings.login.tenantAliases.entries()];
   let catalog: KeycloakIdentityProvider[] = [];
   try {
-    catalog = JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[];
+    catalog = parts.real ? demoIdentityProviders : (JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[]);
   } catch {
     /* the gateway says what is wrong with it */
   }
@@ -207,8 +219,12 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
-    `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.idp.issuer}`,
-    `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
+    parts.real
+      ? `    sign-in          the real Keycloak, realm "platform" of deploy/keycloak/realm-platform.json  ${parts.issuer}`
+      : `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.issuer}`,
+    parts.real
+      ? `    provider list    Keycloak's Admin REST API (${settings.catalog.adminUrl}); Acme's provider is the realm acme-idp (dana / dana-pass)`
+      : `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
     ...(settings.redisUrl ? [`    shared state     Redis ${String(redactSettings(settings).redisUrl)} (REDIS_URL)`] : []),
     '',
     '  Demo logins (username / password), each owning 2 files and 1 chat:',
@@ -220,8 +236,9 @@ function renderBanner(settings: Settings, parts: { idp: TestIdp; upstream: OpenW
       : `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
     `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.login.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
-    '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
-    '    login form, naming the provider hint it received. Sign in there with a demo login.',
+    ...(parts.real
+      ? ['    Acme\'s link goes through Keycloak to the realm acme-idp (sign in as dana / dana-pass); the other', '    brokered providers point at outside services that do not exist here.']
+      : ['    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own', '    login form, naming the provider hint it received. Sign in there with a demo login.']),
     `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
     settings.policy.bypassAdminAccessControl
       ? `    ${u}/api/v1/files/        as sysadmin: everyone's files (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true)`

@@ -21,7 +21,7 @@
 //     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
 //     SharedStateUnavailable: the request gets a 503, never a pass.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
 import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
@@ -30,7 +30,7 @@ import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { callbackError, loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem, renderSignInError } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
-import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
+import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, JWKS_MAX_AGE_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
@@ -74,6 +74,8 @@ const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-
 export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
 /** A logout token older than this is refused (its jti is remembered as long). */
 const LOGOUT_TOKEN_MAX_AGE_S = 600;
+/** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
+const REFRESH_SHARED_SECONDS = 300;
 
 /** The realm's session id of an ID token (already verified by the caller), or null. */
 function realmSessionId(idToken: unknown): string | null {
@@ -103,7 +105,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   }
   const issuer = trimSlash(o.issuerUrl);
   const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
-  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, 5 * 60_000);
+  // A verified bearer JWT is not checked again for as long as the realm's keys are trusted (a key
+  // removed from the realm must stop its tokens within that time).
+  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, JWKS_MAX_AGE_MS);
 
   // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
   const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
@@ -123,11 +127,45 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   // ---- sessions ------------------------------------------------------------------------------
 
+  /**
+   * A session's refresh, once among every instance (shared state's single flight, keyed by the
+   * session and its refresh token): with Keycloak's "Revoke Refresh Token" a refresh token can be
+   * used once, so two instances (or a request arriving after the refresh with the old cookie)
+   * refreshing the same token would end the session. The outcome is shared encrypted with the
+   * session key, as long as the cookie cache keeps an old cookie (5 minutes): a renewed session
+   * (`ok`) or a refused one (`ended`); an unreachable realm shares nothing.
+   */
   async function refresh(data: SessionData): Promise<RefreshResult> {
     if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
+    // The session's state being refreshed: its id, refresh token and access token expiry (an
+    // identity provider that does not rotate refresh tokens hands the same one back every time).
+    const key = `refresh:${data.id}:${data.expires_at}:${createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22)}`;
+    let mine: RefreshResult | undefined;
+    let outcome: string | undefined;
+    try {
+      outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, 2 * HTTP_TIMEOUT_MS + 2_000, async () => {
+        mine = await refreshAtRealm(data);
+        if (mine.kind === 'ok') return `ok:${codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
+        if (mine.kind === 'ended') return `ended:${mine.reason}`;
+        return undefined;
+      });
+    } catch (err) {
+      // Redis failed after this instance refreshed: its outcome stands; else ask again later.
+      if (!mine) return { kind: 'unavailable', reason: (err as Error).message };
+    }
+    if (mine) return mine;
+    if (outcome?.startsWith('ok:')) {
+      const renewed = codec.decrypt(outcome.slice(3))?.data;
+      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
+    }
+    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
+    return { kind: 'unavailable', reason: 'the refresh begun by another instance gave no answer' };
+  }
+
+  async function refreshAtRealm(data: SessionData): Promise<RefreshResult> {
     let res: globalThis.Response;
     try {
-      res = await tokenRequest((await discovery()).token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token });
+      res = await tokenRequest((await discovery()).token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token! });
     } catch (err) {
       return { kind: 'unavailable', reason: (err as Error).message };
     }

@@ -26,6 +26,10 @@ export const HTTP_TIMEOUT_MS = 5_000;
 /** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 const DISCOVERY_TTL_MS = 10 * 60_000;
+/** How soon a token with an unknown `kid` may refetch the realm's keys. */
+export const JWKS_COOLDOWN_MS = 5_000;
+/** How long the realm's keys are trusted without asking again: a removed key stops working within it. */
+export const JWKS_MAX_AGE_MS = 60_000;
 
 export const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
@@ -69,8 +73,11 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   async function keySet() {
     const d = await discovery();
     if (jwks?.uri !== d.jwks_uri) {
-      // Cached; an unknown `kid` refetches (at most every 30 s): key rotation works without a restart.
-      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: 30_000, cacheMaxAge: DISCOVERY_TTL_MS }) };
+      // Key rotation without a restart, both ways (test/keycloak): a token signed with a new key
+      // (unknown `kid`) refetches the set, at most every JWKS_COOLDOWN_MS; a key the realm removed
+      // (disabled or deleted in Keycloak) is forgotten within JWKS_MAX_AGE_MS, so tokens it signed
+      // stop being honoured then. (Before: 30 s and 10 minutes.)
+      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS }) };
     }
     return { d, set: jwks.set };
   }

@@ -226,7 +226,8 @@ export function gatewaySetCookies(res: ServerResponse): readonly string[] | unde
   return gatewayCookies.get(res);
 }
 
-export type RefreshResult = { kind: 'ok'; data: SessionData } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
+/** `shared`: the outcome of a refresh made earlier (another instance, another request), not just now. */
+export type RefreshResult = { kind: 'ok'; data: SessionData; shared?: boolean } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
 
 export interface SessionEntry {
   value: string;
@@ -331,25 +332,34 @@ export class SessionStore {
 
   /** `live` for a session whose access token is (nearly) expired: refreshed once, on every request that waits for it. */
   private async refreshed(entry: SessionEntry, found: { value: string; names: string[] }, now: number, res?: ServerResponse): Promise<SessionEntry | undefined> {
-    const { data } = entry;
     let current = entry;
-    const r = await this.refreshOnce(data);
-    if (r.kind === 'ok') {
-      entry.next ??= this.entryOf(r.data, entry.header.iat);
-      current = entry.next;
-      this.entries.set(current.value, current);
-    } else if (r.kind === 'ended') {
-      if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
-        this.revoke(data.id, entry.header.exp - now);
-        this.hooks.ended(data, r.reason);
+    // An outcome another instance (or an earlier request) refreshed may itself be due by now: this
+    // instance's copy of the session was a refresh behind. Follow on, at most three links, so every
+    // instance serves the latest roles at once.
+    for (let link = 0; link < 3; link++) {
+      const { data } = current;
+      const r = await this.refreshOnce(data);
+      if (r.kind === 'ok') {
+        current.next ??= this.entryOf(r.data, current.header.iat);
+        current = current.next;
+        this.entries.set(current.value, current);
+        if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
+      } else if (r.kind === 'ended') {
+        if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
+          this.revoke(data.id, entry.header.exp - now);
+          this.hooks.ended(data, r.reason);
+        }
+        this.entries.delete(found.value);
+        return this.cleared(found, res);
+      } else {
+        // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
+        this.hooks.unavailable(data, r.reason);
+        if (data.expires_at <= now) return undefined;
+        break;
       }
-      this.entries.delete(found.value);
-      return this.cleared(found, res);
-    } else {
-      // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
-      this.hooks.unavailable(data, r.reason);
-      if (data.expires_at <= now) return undefined;
     }
+    // Never an expired access token, whatever was shared.
+    if (current !== entry && current.data.expires_at <= epoch()) return undefined;
     return this.renewed(found, current, res);
   }
 

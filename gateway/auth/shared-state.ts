@@ -9,6 +9,8 @@
 //     `sub:<epoch s>:<subject>` (every session of the subject begun at or before then); the score is
 //     when the entry may go (no session it names can live longer). No count cap.
 //   - channel `<prefix>ended`: every new member, so the other mirrors learn it at once.
+//   - `<prefix>sf-lock:<key>` / `<prefix>sf:<key>`: single flights (a session's token refresh runs
+//     once among every instance; its outcome, encrypted with the session key, kept 5 minutes).
 //   - on every (re)connection the mirror is reloaded from the ZSET (a message published while an
 //     instance was cut off is not lost), after writing what this instance ended meanwhile.
 // Fail closed: while the mirror cannot be trusted (Redis unreachable, reload not done), "has this
@@ -22,6 +24,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Observability } from '../ops/observability.js';
 import { SharedStateUnavailable } from './session.js';
 import { TtlCache } from '../cache.js';
+import { randomUUID } from 'node:crypto';
 
 export { SharedStateUnavailable };
 
@@ -53,6 +56,15 @@ export interface SharedState {
   /** false when this logout token id was seen before (replay). */
   firstUse(jti: string, untilEpoch: number): Promise<boolean>;
   rateLimit(name: string, points: number, windowSeconds: number): RateLimit;
+  /**
+   * Run `work` once for `key` among every instance and share its answer for `keepSeconds`: the
+   * first caller runs it, the others (here or on other instances) wait for its answer. `work`
+   * answering undefined shares nothing (the others then get undefined too, and may try again).
+   * Without Redis, once in this process. With Redis: a lock `<prefix>sf-lock:<key>` (SET NX PX)
+   * and the answer `<prefix>sf:<key>`; a waiter gives up (undefined) when the holder's lock goes
+   * without an answer or after `waitMs`. Redis unreachable: throws SharedStateUnavailable.
+   */
+  singleFlight(key: string, keepSeconds: number, waitMs: number, work: () => Promise<string | undefined>): Promise<string | undefined>;
   ready(): { ok: boolean; detail: string };
   close(): Promise<void>;
 }
@@ -136,6 +148,8 @@ export function processState(obs: Observability): SharedState {
   const ended = new EndedMirror();
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
   const usedJtis = new TtlCache<string, true>(20_000, 3600_000);
+  const flights = new Map<string, Promise<string | undefined>>();
+  const answers = new TtlCache<string, string>(20_000, 3600_000);
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
   return {
@@ -150,6 +164,21 @@ export function processState(obs: Observability): SharedState {
       return true;
     },
     rateLimit: (name, points, windowSeconds) => limiterOf((lib) => new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds })),
+    async singleFlight(key, keepSeconds, _waitMs, work) {
+      const answered = answers.get(key);
+      if (answered !== undefined) return answered;
+      let flight = flights.get(key);
+      if (!flight) {
+        flight = work()
+          .then((value) => {
+            if (value !== undefined) answers.set(key, value, keepSeconds * 1000);
+            return value;
+          })
+          .finally(() => flights.delete(key));
+        flights.set(key, flight);
+      }
+      return flight;
+    },
     ready: () => ({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' }),
     async close() {
       clearInterval(sweep);
@@ -189,6 +218,7 @@ export async function redisState(url: string, obs: Observability, options: { key
   const subscriber = new Redis(url, connection);
   const ended = new EndedMirror();
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
+  const flights = new Map<string, Promise<string | undefined>>();
   const pending: Array<[string, number]> = [];
   let synced = false;
   let downSince: number | undefined = Date.now();
@@ -336,6 +366,43 @@ export async function redisState(url: string, obs: Observability, options: { key
           insuranceLimiter: new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds }),
         }),
       );
+    },
+    async singleFlight(key, keepSeconds, waitMs, work) {
+      const local = flights.get(key);
+      if (local) return local;
+      const flight = (async () => {
+        const answerKey = `${prefix}sf:${key}`;
+        const lockKey = `${prefix}sf-lock:${key}`;
+        try {
+          const answered = await client.get(answerKey);
+          if (answered !== null) return answered;
+          const mine = randomUUID();
+          if ((await client.set(lockKey, mine, 'PX', waitMs, 'NX')) === 'OK') {
+            try {
+              const value = await work();
+              if (value !== undefined) await client.set(answerKey, value, 'EX', keepSeconds);
+              return value;
+            } finally {
+              // Only our own lock (it may have run out and been taken since).
+              await client.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, lockKey, mine).catch(() => undefined);
+            }
+          }
+          // Another caller runs it: wait for its answer while its lock lives.
+          const deadline = Date.now() + waitMs;
+          while (Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 25));
+            const [answer, locked] = await Promise.all([client.get(answerKey), client.exists(lockKey)]);
+            if (answer !== null) return answer;
+            if (!locked) return (await client.get(answerKey)) ?? undefined;
+          }
+          return undefined;
+        } catch (err) {
+          if (err instanceof SharedStateUnavailable) throw err;
+          throw new SharedStateUnavailable((err as Error).message);
+        }
+      })().finally(() => flights.delete(key));
+      flights.set(key, flight);
+      return flight;
     },
     ready() {
       if (synced) return { ok: true, detail: `sessions and rate limits shared through Redis ${where}` };

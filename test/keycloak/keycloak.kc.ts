@@ -1,0 +1,410 @@
+// Every sign-in flow against the real Keycloak (issue 25): `npm run test:keycloak`, after
+// `scripts/keycloak.sh install`. One Keycloak boot for the whole suite (test/keycloak/world.ts),
+// real sockets, real Chromium where a person clicks (Keycloak's own login form, its broker).
+import { expect } from 'chai';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium, openPage } from '../support/browser.js';
+import type { RecordedRequest } from '../../sandbox/open-webui.js';
+import { kcWorld, REALM, CLIENT_ID, type KcWorld } from './world.js';
+
+const TRUSTED = ['x-forwarded-email', 'x-forwarded-name', 'x-forwarded-role', 'x-forwarded-groups'] as const;
+
+async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000, everyMs = 200): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The trusted headers of the last request the chat front-end received for `path` with this email. */
+function trustedSeen(requests: RecordedRequest[], email: string, path = '/api/v1/auths/'): Record<string, string | undefined> {
+  const r = [...requests].reverse().find((q) => q.url === path && q.headers['x-forwarded-email'] === email);
+  if (!r) throw new Error(`the chat front-end received no ${path} for ${email}`);
+  return Object.fromEntries(TRUSTED.map((h) => [h, r.headers[h] as string | undefined]));
+}
+
+/** On Keycloak's own login form (any realm): type the password and press "Sign In". */
+async function signInAtKeycloak(page: Page, username: string, password: string, landsOn: string): Promise<void> {
+  await page.waitForSelector('#kc-form-login');
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForURL((u) => u.href.startsWith(landsOn), { timeout: 30_000 }), page.click('#kc-login')]);
+}
+
+const cookieHeader = async (context: BrowserContext, url: string) => (await context.cookies(url)).map((c) => `${c.name}=${c.value}`).join('; ');
+
+async function sessionAt(url: string, cookie: string): Promise<{ authenticated: boolean; user?: { email: string; roles: string[]; admin: boolean }; tenants?: string[]; active_tenant?: string | null }> {
+  const res = await fetch(`${url}/auth/session`, { headers: { cookie } });
+  return (await res.json()) as never;
+}
+
+describe('the real Keycloak: every sign-in flow against the deployment realm', function () {
+  this.timeout(300_000);
+  let w: KcWorld;
+  let browser: Browser;
+
+  before(async function () {
+    this.timeout(400_000);
+    [w, browser] = await Promise.all([kcWorld(), launchChromium()]);
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  /** A person signs in at gateway A through Keycloak's own form; the page the gateway lands on. */
+  async function browserSignIn(username: string, password: string, start = '/auth/start') {
+    const opened = await openPage(browser);
+    await opened.page.goto(`${w.a.url}${start}`);
+    await signInAtKeycloak(opened.page, username, password, w.a.url);
+    return opened;
+  }
+
+  describe('code flow through Keycloak’s login form', () => {
+    const cases = [
+      { username: 'alice', password: 'alice-pass', email: 'alice@acme.example', name: 'Alice Acme', role: 'user', groups: 'acme', what: 'a tenant user' },
+      { username: 'sysadmin', password: 'sysadmin-pass', email: 'sysadmin@platform.example', name: 'Sam Sysadmin', role: 'admin', groups: '', what: 'PlatformSysAdmin: a chat admin' },
+      { username: 'tina', password: 'tina-pass', email: 'tina@acme.example', name: 'Tina Tenantadmin', role: 'user', groups: 'acme', what: 'PlatformAdmin in the platform store only: an ordinary chat user' },
+    ];
+    for (const c of cases) {
+      it(`${c.username} (${c.what}) signs in; the chat front-end is told exactly who they are`, async () => {
+        const { page, context, close, errors } = await browserSignIn(c.username, c.password);
+        try {
+          // The stand-in's page shows who the chat front-end thinks is signed in.
+          await page.waitForSelector('#who');
+          expect(await page.textContent('#role')).to.equal(c.role);
+          expect(await page.textContent('#who')).to.contain(c.email);
+          expect(trustedSeen(w.upstream.requests, c.email)).to.deep.equal({
+            'x-forwarded-email': c.email,
+            'x-forwarded-name': c.name,
+            'x-forwarded-role': c.role,
+            'x-forwarded-groups': c.groups,
+          });
+          const session = await sessionAt(w.a.url, await cookieHeader(context, w.a.url));
+          expect(session.authenticated).to.equal(true);
+          expect(session.user!.admin).to.equal(c.role === 'admin');
+          expect(session.user!.roles).to.not.include('PlatformAdmin');
+          expect(errors).to.deep.equal([]);
+        } finally {
+          await close();
+        }
+      });
+    }
+  });
+
+  describe('the provider catalog from Keycloak’s Admin REST API', () => {
+    const list = async (url = w.a.url) => (await fetch(`${url}/api/v1/auth-providers/`)).json();
+    const one = async (alias: string) => (await fetch(`${w.a.url}/api/v1/auth-providers/${alias}`)).json();
+    const tenant = async (id: string) => {
+      const res = await fetch(`${w.a.url}/api/v1/auth-providers/tenants/${id}`);
+      expect(res.status).to.equal(200);
+      return res.json();
+    };
+
+    it('the gateway’s service account holds only view-identity-providers', async () => {
+      const clients = await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/clients?clientId=${CLIENT_ID}`);
+      const sa = await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}/clients/${clients.body[0]!.id}/service-account-user`);
+      const mappings = await w.kc.admin<{ clientMappings?: Record<string, { mappings: Array<{ name: string }> }> }>('GET', `/admin/realms/${REALM}/users/${sa.body.id}/role-mappings`);
+      const clientRoles = Object.entries(mappings.body.clientMappings ?? {}).flatMap(([client, m]) => m.mappings.map((r) => `${client}:${r.name}`));
+      expect(clientRoles).to.deep.equal(['realm-management:view-identity-providers']);
+    });
+
+    it('enabled, disabled, hidden and link-only providers give exactly the spec’s answers', async () => {
+      expect(await list()).to.deep.equal({
+        welcome_page: false,
+        providers: [
+          { alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' },
+          { alias: 'globex-okta', display_name: 'Globex (Okta)' },
+        ],
+      });
+      expect(await one('acme-entra')).to.deep.equal({ alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' });
+      expect(await one('hidden-saml')).to.deep.equal({ alias: 'hidden-saml', display_name: 'Hidden SAML partner' });
+      expect(await one('partner-linkonly')).to.equal(null);
+      expect(await one('legacy-disabled')).to.equal(null);
+      expect(await one('no-such-provider')).to.equal(null);
+      expect(await tenant('acme')).to.deep.equal({ alias: 'acme-entra' });
+      expect(await tenant('hidden')).to.deep.equal({ alias: 'hidden-saml' });
+      expect(await tenant('partner')).to.deep.equal({ alias: null });
+      expect(await tenant('legacy')).to.deep.equal({ alias: null });
+      expect(await tenant('initech')).to.deep.equal({ alias: null });
+      expect(await tenant('nobody')).to.deep.equal({ alias: null });
+    });
+
+    it('more providers than one page of the admin API: every page is read', async () => {
+      const extra = Array.from({ length: 101 }, (_, i) => `bulk-${String(i).padStart(3, '0')}`);
+      const create = (alias: string, i: number) =>
+        w.kc.admin('POST', `/admin/realms/${REALM}/identity-provider/instances`, {
+          alias,
+          displayName: `Bulk ${alias}`,
+          providerId: 'oidc',
+          enabled: true,
+          config: { clientId: 'x', clientSecret: 'x', authorizationUrl: 'https://bulk.example/auth', tokenUrl: 'https://bulk.example/token', guiOrder: String(100 + i) },
+        });
+      try {
+        for (let i = 0; i < extra.length; i += 10) await Promise.all(extra.slice(i, i + 10).map((alias, j) => create(alias, i + j)));
+        // Once the cache turns, the list is read again: 103 providers, two pages of 100.
+        w.clock.offsetMs += 5 * 60_000 + 1_000;
+        const answer = (await list()) as { providers: Array<{ alias: string }> };
+        expect(answer.providers.map((p) => p.alias)).to.deep.equal(['acme-entra', 'globex-okta', ...extra]);
+      } finally {
+        for (let i = 0; i < extra.length; i += 10) await Promise.all(extra.slice(i, i + 10).map((alias) => w.kc.admin('DELETE', `/admin/realms/${REALM}/identity-provider/instances/${alias}`).catch(() => undefined)));
+        w.clock.offsetMs += 5 * 60_000 + 1_000;
+      }
+    });
+
+    it('a provider disabled in Keycloak while the gateway runs disappears once the 5-minute cache turns', async () => {
+      const path = `/admin/realms/${REALM}/identity-provider/instances/globex-okta`;
+      const globex = (await w.kc.admin<Record<string, unknown>>('GET', path)).body;
+      // Visitors have just read the list and the tenant link: both are in the cache.
+      expect(((await list()) as { providers: unknown[] }).providers).to.have.length(2);
+      expect(await tenant('globex')).to.deep.equal({ alias: 'globex-okta' });
+      await w.kc.admin('PUT', path, { ...globex, enabled: false });
+      try {
+        // Still cached: the same answers.
+        expect(((await list()) as { providers: unknown[] }).providers).to.have.length(2);
+        expect(await tenant('globex')).to.deep.equal({ alias: 'globex-okta' });
+        w.clock.offsetMs += 5 * 60_000 + 1_000;
+        expect(await list()).to.deep.equal({ welcome_page: false, providers: [{ alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' }] });
+        expect(await one('globex-okta')).to.equal(null);
+        expect(await tenant('globex')).to.deep.equal({ alias: null });
+      } finally {
+        await w.kc.admin('PUT', path, { ...globex, enabled: true });
+        w.clock.offsetMs += 5 * 60_000 + 1_000;
+      }
+      expect(await tenant('globex')).to.deep.equal({ alias: 'globex-okta' });
+    });
+  });
+
+  describe('a tenant link while signed out', () => {
+    it('/acme goes through kc_idp_hint to Acme’s own provider; the brokered login comes back signed in, tenant acme active', async () => {
+      const { page, context, close, documents } = await openPage(browser);
+      try {
+        await page.goto(`${w.a.url}/acme`);
+        // Keycloak sent the browser straight on to the tenant's provider: its form, not the platform's.
+        await page.waitForSelector('#kc-form-login');
+        expect(new URL(page.url()).pathname).to.match(/^\/realms\/acme-idp\/protocol\/openid-connect\/auth/);
+        expect(documents.some((d) => new URL(d).pathname.startsWith('/realms/platform/login-actions/authenticate'))).to.equal(false);
+        await signInAtKeycloak(page, 'dana', 'dana-pass', w.a.url);
+        await page.waitForSelector('#who');
+        expect(await page.textContent('#tenant')).to.equal('acme');
+        const session = await sessionAt(w.a.url, await cookieHeader(context, w.a.url));
+        expect(session).to.deep.include({ authenticated: true, tenants: ['acme'], active_tenant: 'acme' });
+        expect(session.user!.email).to.equal('dana@acme.example');
+        expect(trustedSeen(w.upstream.requests, 'dana@acme.example')).to.deep.equal({
+          'x-forwarded-email': 'dana@acme.example',
+          'x-forwarded-name': 'Dana Acme',
+          'x-forwarded-role': 'user',
+          'x-forwarded-groups': '',
+        });
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe('signing out', () => {
+    it('one click at the gateway also ends the Keycloak session, with no confirmation page', async () => {
+      const { page, context, close, documents } = await browserSignIn('bob', 'bob-pass');
+      try {
+        await page.waitForSelector('#who');
+        const bob = await w.userId('bob');
+        expect((await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/users/${bob}/sessions`)).body).to.have.length(1);
+        const before = documents.length;
+        await Promise.all([page.waitForURL(`${w.a.url}/auth/login`), page.click('#sign-out')]);
+        // Straight from the chat front-end to the login page: no Keycloak page in between.
+        expect(documents.slice(before).map((d) => new URL(d).origin)).to.deep.equal([w.a.url]);
+        expect((await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/users/${bob}/sessions`)).body).to.deep.equal([]);
+        expect((await sessionAt(w.a.url, await cookieHeader(context, w.a.url))).authenticated).to.equal(false);
+        // Signing in again asks for the password: Keycloak's session is gone.
+        await page.goto(`${w.a.url}/auth/start`);
+        await page.waitForSelector('#kc-form-login');
+      } finally {
+        await close();
+      }
+    });
+
+    it('an administrator ending the user’s sessions in Keycloak signs them out on every instance (back-channel logout)', async () => {
+      const { page, context, close } = await browserSignIn('carol', 'carol-pass');
+      try {
+        await page.waitForSelector('#who');
+        const cookie = await cookieHeader(context, w.a.url);
+        for (const g of [w.a, w.b]) expect((await sessionAt(g.url, cookie)).authenticated).to.equal(true);
+        const carol = await w.userId('carol');
+        await w.kc.admin('POST', `/admin/realms/${REALM}/users/${carol}/logout`);
+        // Keycloak posted its logout token to A; B learns it through Redis.
+        for (const g of [w.a, w.b]) await until(`carol signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
+        expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout')).to.equal(true);
+        const api = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
+        expect(api.status).to.equal(401);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe('refresh under refresh-token rotation (Revoke Refresh Token on, reuse 0, 15 s access tokens)', () => {
+    const LIFESPAN_S = 15;
+    const MARGIN_S = 5;
+    let realmBefore: Record<string, unknown>;
+    const signedIn = new Map<string, { cookie: string; at: number; close: () => Promise<void> }>();
+
+    before(async () => {
+      realmBefore = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}`)).body;
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: true,
+        refreshTokenMaxReuse: 0,
+        accessTokenLifespan: LIFESPAN_S,
+        eventsEnabled: true,
+        enabledEventTypes: ['REFRESH_TOKEN', 'REFRESH_TOKEN_ERROR'],
+      });
+      // Three people sign in now; the tests below act when their access tokens run out.
+      for (const [username, password] of [['superuser', 'superuser-pass'], ['sysadmin', 'sysadmin-pass'], ['bob', 'bob-pass']] as const) {
+        const { page, context, close } = await browserSignIn(username, password);
+        await page.waitForSelector('#who');
+        signedIn.set(username, { cookie: await cookieHeader(context, w.a.url), at: Date.now(), close });
+      }
+    });
+    after(async () => {
+      for (const s of signedIn.values()) await s.close();
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: realmBefore.revokeRefreshToken,
+        refreshTokenMaxReuse: realmBefore.refreshTokenMaxReuse,
+        accessTokenLifespan: realmBefore.accessTokenLifespan,
+        eventsEnabled: false,
+      });
+    });
+
+    /** Wait until this session's access token is inside the refresh margin (the gateway then refreshes). */
+    const refreshDue = async (username: string) => {
+      const due = signedIn.get(username)!.at + (LIFESPAN_S - MARGIN_S + 1) * 1000;
+      if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
+    };
+    const events = async (username: string, type: string) =>
+      (await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/events?type=${type}&user=${await w.userId(username)}&max=100`)).body.length;
+
+    it('20 concurrent requests of one session over two instances as its access token expires: none fails, one refresh, still signed in', async () => {
+      const { cookie } = signedIn.get('superuser')!;
+      await refreshDue('superuser');
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fetch(`${(i % 2 ? w.b : w.a).url}/api/v1/auths/`, { headers: { cookie } }).then(async (r) => ({ status: r.status, body: await r.text(), setCookie: r.headers.getSetCookie() }))),
+      );
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
+      expect(await events('superuser', 'REFRESH_TOKEN')).to.equal(1);
+      expect(await events('superuser', 'REFRESH_TOKEN_ERROR')).to.equal(0);
+      // Every answer carries a renewed cookie (each instance encrypts its own copy); with any of
+      // them, and with the old one still, the user is signed in at both instances.
+      const renewed = new Set(answers.map((a) => a.setCookie.find((c) => c.startsWith('appSession='))?.split(';')[0]));
+      expect(renewed).to.not.include(undefined);
+      expect(renewed.size).to.be.within(1, 2);
+      for (const g of [w.a, w.b]) {
+        for (const c of [...renewed, cookie]) expect((await sessionAt(g.url, c!)).authenticated).to.equal(true);
+      }
+      expect((await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/users/${await w.userId('superuser')}/sessions`)).body).to.have.length(1);
+    });
+
+    it('a realm role removed in Keycloak reaches the chat front-end at the next refresh', async () => {
+      const { cookie } = signedIn.get('sysadmin')!;
+      const id = await w.userId('sysadmin');
+      const role = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}/roles/PlatformSysAdmin`)).body;
+      expect((await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } })).status).to.equal(200);
+      expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('admin');
+      await w.kc.admin('DELETE', `/admin/realms/${REALM}/users/${id}/role-mappings/realm`, [role]);
+      try {
+        // The access token in hand may have just been renewed: within one lifetime, the next refresh
+        // brings the change; meanwhile every request is answered.
+        const statuses = new Set<number>();
+        await until('the chat front-end told role user', async () => {
+          const res = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
+          statuses.add(res.status);
+          return res.status === 200 && ((await res.json()) as { role: string }).role === 'user';
+        }, (LIFESPAN_S + MARGIN_S) * 1000, 500);
+        expect([...statuses]).to.deep.equal([200]);
+        expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('user');
+        expect((await sessionAt(w.a.url, cookie)).user!.admin).to.equal(false);
+      } finally {
+        await w.kc.admin('POST', `/admin/realms/${REALM}/users/${id}/role-mappings/realm`, [role]);
+      }
+    });
+
+    it('a user disabled in Keycloak loses access at the next refresh, on every instance', async () => {
+      const { cookie } = signedIn.get('bob')!;
+      const id = await w.userId('bob');
+      const user = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}/users/${id}`)).body;
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: false });
+      try {
+        // At the next refresh (within one access token lifetime) the session ends: 401 from then on.
+        await until('bob refused', async () => (await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status === 401, (LIFESPAN_S + MARGIN_S) * 1000, 500);
+        for (const g of [w.a, w.b]) await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
+      } finally {
+        await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: true });
+      }
+    });
+  });
+
+  describe('Keycloak’s signing key rotated while users are signed in', () => {
+    const BEARER_CLIENT = 'kc-suite-bearer';
+    const tokenFor = async (username: string, password: string) => {
+      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: BEARER_CLIENT, username, password, scope: 'openid' }).toString(),
+      });
+      const body = (await res.json()) as { access_token: string };
+      expect(res.status, JSON.stringify(body)).to.equal(200);
+      return body.access_token;
+    };
+    const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
+    const asBearer = (url: string, token: string) => fetch(`${url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+
+    before(async () => {
+      // A test-only client that may use the password grant, its tokens meant for the gateway (audience).
+      await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
+        clientId: BEARER_CLIENT,
+        publicClient: true,
+        directAccessGrantsEnabled: true,
+        standardFlowEnabled: false,
+        protocolMappers: [
+          { name: 'audience', protocol: 'openid-connect', protocolMapper: 'oidc-audience-mapper', config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' } },
+        ],
+      });
+    });
+
+    it('a new RS256 key, the old one disabled: new tokens are accepted without a restart, the old key’s tokens refused', async () => {
+      const old = await tokenFor('alice', 'alice-pass');
+      expect(await asBearer(w.a.url, old)).to.equal(200);
+      expect(await asBearer(w.b.url, old)).to.equal(200);
+      const realmId = (await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}`)).body.id;
+      const providers = (await w.kc.admin<Array<{ id: string; name: string; providerId: string; config: Record<string, string[]> }>>('GET', `/admin/realms/${REALM}/components?type=org.keycloak.keys.KeyProvider`)).body;
+      const oldRsa = providers.filter((p) => p.providerId === 'rsa-generated');
+      expect(oldRsa).to.have.length(1);
+      await w.kc.admin('POST', `/admin/realms/${REALM}/components`, {
+        name: 'rsa-rotated',
+        providerId: 'rsa-generated',
+        providerType: 'org.keycloak.keys.KeyProvider',
+        parentId: realmId,
+        config: { priority: ['1000'], keySize: ['2048'], algorithm: ['RS256'], active: ['true'], enabled: ['true'] },
+      });
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/components/${oldRsa[0]!.id}`, { ...oldRsa[0], config: { ...oldRsa[0]!.config, enabled: ['false'], active: ['false'] } });
+
+      const fresh = await tokenFor('alice', 'alice-pass');
+      expect(kidOf(fresh)).to.not.equal(kidOf(old));
+      const jwks = (await (await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/certs`)).json()) as { keys: Array<{ kid: string }> };
+      expect(jwks.keys.map((k) => k.kid)).to.include(kidOf(fresh)).and.not.include(kidOf(old));
+      const t0 = Date.now();
+      for (const g of [w.a, w.b]) await until(`the new key's token accepted at ${g.url}`, async () => (await asBearer(g.url, fresh)) === 200, 10_000, 500);
+      const acceptedMs = Date.now() - t0;
+      for (const g of [w.a, w.b]) await until(`the old key's token refused at ${g.url}`, async () => (await asBearer(g.url, old)) === 401, 90_000, 1_000);
+      console.log(`      (new key accepted after ${acceptedMs} ms, old key refused after ${Date.now() - t0} ms)`);
+      // A sign-in after the rotation: its ID token, signed with the new key, is verified and accepted.
+      const { page, close } = await browserSignIn('carol', 'carol-pass');
+      try {
+        await page.waitForSelector('#who');
+        expect(await page.textContent('#role')).to.equal('user');
+      } finally {
+        await close();
+      }
+    });
+  });
+});
