@@ -365,8 +365,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   ].map((r) => chat(r.split(' ')[0]!, `/api/v1/chats${r.split(' ')[1]!}`)),
 
   // ---- routers/notes.py (/api/v1/notes)
-  list('GET', '/api/v1/notes/'),
-  list('GET', '/api/v1/notes/pinned'),
+  // the caller's own and shared notes whatever the role (get_notes_by_user_id); pins are the caller's
+  own('GET', '/api/v1/notes/'),
+  own('GET', '/api/v1/notes/pinned'),
   list('GET', '/api/v1/notes/search'),
   own('POST', '/api/v1/notes/create'),
   read('GET', '/api/v1/notes/{id}', NOTE),

@@ -10,6 +10,8 @@ import { compactHeaders } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
+import { ObjectViews } from '../upstream/object-views.js';
+import { readJsonBody, chatNamedInBody } from '../http/request-body.js';
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
 
@@ -17,12 +19,19 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const { obs, upstream, trusted } = parts;
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
+  const objectViews = new ObjectViews(upstream, obs);
 
   /** Stream the request on: `100 Continue` first when the client waits for it, headers compacted. */
-  function proceed(req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
-    if (expectContinue) res.writeContinue();
+  function proceed(req: IncomingMessage, res: ServerResponse, expectContinue: boolean, body?: Buffer): void {
+    if (expectContinue && !body) res.writeContinue();
     req.headers = compactHeaders(req.headers);
-    upstream.forward(req, res);
+    upstream.forward(req, res, body);
+  }
+
+  /** A refusal of the route table (admins, bypass off): audited with its rule, never forwarded. */
+  function refuse(res: ServerResponse, caller: Caller, callerId: string, method: string | undefined, path: string, rule: string, detail: string): void {
+    obs.audit.warn({ event: 'admin-access-denied', rule, caller: caller.label, callerId, method, path }, detail);
+    sendJson(res, 403, { detail });
   }
 
   /** Synchronous for `pass` and `deny`, the decisions of nearly every request; the others ask the upstream first. */
@@ -68,6 +77,46 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
+      case 'require-own-chat-in-body': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        // The body is read (bounded) to find the chat it names, then sent on unchanged.
+        if (expectContinue) res.writeContinue();
+        const body = await readJsonBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const named = chatNamedInBody(body.json);
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        let allowed = named.kind !== 'unreadable';
+        if (named.kind === 'chat') allowed = await chatViews.mayAccess({ need: 'own-chat', chatId: named.id }, callerId, headers);
+        else if (named.kind === 'channel') allowed = (await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)).ok;
+        if (allowed) return proceed(req, res, false, body.raw);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        return sendJson(res, 401, { detail: decision.detail });
+      }
+      case 'require-access': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        const who = await objectViews.principal(callerId, headers);
+        const { ok } = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
+        if (ok) return proceed(req, res, expectContinue);
+        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+      }
+      case 'require-own-account': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const callerId = await caller.upstreamUserId();
+        if (callerId && decision.userId === callerId) return proceed(req, res, expectContinue);
+        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+      }
+      case 'filter-listing': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        const who = await objectViews.principal(callerId, headers);
+        return objectViews.serveListing(res, path + search, headers, who, (removed) =>
+          obs.audit.info({ event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed }, 'items of other users removed from an admin\u2019s list'),
+        );
+      }
       case 'audit-chat-delete': {
         if (!caller) return proceed(req, res, expectContinue);
         const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
@@ -79,5 +128,10 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     }
   }
 
-  return Object.assign(enforce, { clear: () => chatViews.clear() });
+  return Object.assign(enforce, {
+    clear: () => {
+      chatViews.clear();
+      objectViews.clear();
+    },
+  });
 }

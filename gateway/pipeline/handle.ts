@@ -152,7 +152,7 @@ export function createPipeline(parts: PipelineParts) {
   function judge(r: Judged, caller: Caller | null): void | Promise<void> {
     setForwardedHeaders(r.req.headers, { clientIp: r.req.socket.remoteAddress, publicOrigin, requestId: r.requestId });
     // 6. the policy
-    const decision = decide({ method: r.method, path: r.path }, settings.policy, { admin: caller?.admin ?? false });
+    const decision = decide({ method: r.method, path: r.path, search: r.search }, settings.policy, { admin: caller?.admin ?? false });
     // 7. carry it out
     return enforce(decision, r.req, r.res, caller, r.path, r.search, r.expectContinue);
   }

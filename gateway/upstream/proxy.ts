@@ -3,7 +3,7 @@
 // (sign-in, rewritten routes, owner lookups, drift checks). Client bodies are piped, never
 // buffered; only `call()` buffers, and only up to a bound.
 import http, { type IncomingMessage, type ServerResponse, type IncomingHttpHeaders } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
@@ -178,7 +178,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   return {
     agent,
     /** Stream a request whose url and headers the gateway has already set. */
-    forward(req: IncomingMessage, res: ServerResponse): void {
+    forward(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
       // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
       // listeners lead back to the request, its own key) kept every exchange alive through the
       // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
@@ -192,7 +192,8 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
         tracked.answered = true;
         exchanges.delete(req);
       });
-      proxy.web(req, res, {}, (err) => onError(err as Error, req, res));
+      // `body`: a request body the gateway had to read to judge it, sent on byte for byte
+      proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err) => onError(err as Error, req, res));
     },
     /** Proxy a WebSocket upgrade whose url and headers the gateway has already set. */
     forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
