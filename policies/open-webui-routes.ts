@@ -672,17 +672,32 @@ export const OPEN_WEBUI_SOCKET_EVENTS: Readonly<Record<string, 'own' | 'note'>> 
 
 interface Compiled extends RouteRow {
   segments: string[];
-  /** the last segment is `{x:path}` */
-  rest: boolean;
+  /** the template as a case-insensitive regular expression over the path without a trailing slash */
+  pattern: RegExp;
+  names: string[];
+  /** literal segments: the more, the more specific */
+  literals: number;
 }
+
+const isParam = (s: string) => s.startsWith('{') && s.endsWith('}');
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const compiled: Compiled[] = OPEN_WEBUI_ROUTES.map((r) => {
   const segments = r.path.toLowerCase().split('/').filter(Boolean);
-  const rest = segments.length > 0 && /^\{[^}]*:path\}$/.test(segments[segments.length - 1]!);
-  return { ...r, segments, rest };
+  const names: string[] = [];
+  // Starlette's convertors: `{x}` one segment, `{x:path}` anything, slashes included
+  const body = r.path
+    .split('/')
+    .filter(Boolean)
+    .map((seg) => {
+      if (!isParam(seg)) return escape(seg);
+      const [name, conv] = seg.slice(1, -1).split(':');
+      names.push(name!);
+      return conv === 'path' ? '(.+)' : '([^/]+)';
+    })
+    .join('/');
+  return { ...r, segments, names, pattern: new RegExp(`^/${body}$`, 'i'), literals: segments.filter((s) => !isParam(s)).length };
 });
-
-const isParam = (s: string) => s.startsWith('{') && s.endsWith('}');
 
 /** Rows by their first three segments ("api/v1/notes"), or fewer for short paths. */
 const byPrefix = new Map<string, Compiled[]>();
@@ -699,16 +714,11 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
-function matchRow(c: Compiled, lower: string[], raw: string[]): Record<string, string> | undefined {
-  if (c.rest ? lower.length < c.segments.length : lower.length !== c.segments.length) return undefined;
+function matchRow(c: Compiled, path: string): Record<string, string> | undefined {
+  const m = c.pattern.exec(path);
+  if (!m) return undefined;
   const params: Record<string, string> = {};
-  for (let i = 0; i < c.segments.length; i++) {
-    const t = c.segments[i]!;
-    if (isParam(t)) {
-      const name = t.slice(1, -1).split(':')[0]!;
-      params[name] = c.rest && i === c.segments.length - 1 ? raw.slice(i).join('/') : raw[i]!;
-    } else if (t !== lower[i]) return undefined;
-  }
+  c.names.forEach((name, i) => (params[name] = m[i + 1]!));
   return params;
 }
 
@@ -720,6 +730,7 @@ function matchRow(c: Compiled, lower: string[], raw: string[]): Record<string, s
 export function matchRoute(method: string, path: string): RouteMatch | undefined {
   const raw = path.split('/').filter(Boolean);
   const lower = raw.map((s) => s.toLowerCase());
+  const normalized = `/${raw.join('/')}`;
   const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
   let best: { c: Compiled; params: Record<string, string>; score: number } | undefined;
   const keys = new Set<string>();
@@ -732,10 +743,10 @@ export function matchRoute(method: string, path: string): RouteMatch | undefined
   for (const key of keys) {
     for (const c of byPrefix.get(key) ?? []) {
       if (!c.methods.includes(m) && !(m === 'GET' && c.methods.includes('HEAD'))) continue;
-      const params = matchRow(c, lower, raw);
+      const params = matchRow(c, normalized);
       if (!params) continue;
-      // more literal segments, then a fixed length, win
-      const score = c.segments.filter((s) => !isParam(s)).length * 2 + (c.rest ? 0 : 1);
+      // more literal segments, then fewer `:path` parameters, win
+      const score = c.literals * 2 + (c.path.includes(':path}') ? 0 : 1);
       if (!best || score > best.score) best = { c, params, score };
     }
   }
