@@ -21,6 +21,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import zlib from 'node:zlib';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SignJWT, jwtVerify } from 'jose';
+import { emptyWorkspace, installWorkspace, type Workspace } from './open-webui-workspace.js';
 
 // ---------------------------------------------------------------------------------------
 // Public API
@@ -95,6 +96,8 @@ export interface OpenWebUIOptions {
   files?: StandInFile[];
   chats?: StandInChat[];
   groups?: string[];
+  /** notes, folders, knowledge, channels, feedback, memories, models, ... (sandbox/open-webui-workspace.ts) */
+  workspace?: Workspace;
 }
 
 export interface RecordedRequest {
@@ -120,6 +123,8 @@ export interface OpenWebUIStandIn {
   /** access grants on shared chats (resource_type 'shared_chat'), by chat id */
   chatGrants: Map<string, StandInGrant[]>;
   groups: Set<string>;
+  /** the workspace objects, mutable at run time */
+  workspace: Workspace;
   /** mutable at run time */
   flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean; enableAdminChatAccess: boolean };
   /** a valid upstream session JWT */
@@ -982,6 +987,10 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     routes.push({ method, re, h });
   };
 
+  // workspace objects first: their literal routes before any of the stand-in's own patterns
+  const workspace = opts.workspace ?? emptyWorkspace();
+  installWorkspace<Ctx>({ route, authenticate, sendJson, readJsonObject, query: q, fail: (status, detail) => new HttpError(status, detail), flags, users, chats }, workspace);
+
   // meta
   route('GET', '/health', (ctx) => sendJson(ctx, 200, { status: true }));
   route('GET', '/health/db', (ctx) => sendJson(ctx, 200, { status: true }));
@@ -1482,6 +1491,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     chats,
     chatGrants,
     groups,
+    workspace,
     flags,
     async tokenFor(userId: string): Promise<string> {
       if (!users.has(userId)) throw new Error(`stand-in: unknown user ${userId}`);
