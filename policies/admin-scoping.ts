@@ -50,7 +50,9 @@ export type Decision =
   /** Forward only when `userId` is the caller's own upstream id, else 403. */
   | { action: 'require-own-account'; userId: string; detail: string; rule: string }
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
-  | { action: 'filter-listing'; rule: string };
+  | { action: 'filter-listing'; rule: string }
+  /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
+  | { action: 'guard-socketio-post'; rule: string };
 
 /**
  * Authentication rule 2: the chat admin role comes from the realm roles claim, by one of
@@ -134,7 +136,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   }
 
   // Admins while the bypass is off: the route table's class decides (A3 to A5 and the doors of issue 24).
-  if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '');
+  if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '', method);
 
   // Rule A8: nothing here changes what the platform API exposes; everything else passes.
   return { action: 'pass', rule: 'no policy' };
@@ -156,8 +158,10 @@ function fillLookup(template: string, params: Record<string, string>, search: st
 }
 
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
-function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string): Decision {
+function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
   if (!route) {
+    // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames.
+    if (s[0] === 'ws' && s[1] === 'socket.io' && method === 'POST') return { action: 'guard-socketio-post', rule: 'route table: Socket.IO note events' };
     // Not a route of Open WebUI 0.12.4: fail closed in its API space; static files, the web app
     // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
     if (s.length > 0 && API_SPACE.includes(s[0]!)) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };

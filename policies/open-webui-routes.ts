@@ -758,3 +758,30 @@ export function tableHas(method: string, template: string): boolean {
   const t = template.toLowerCase().split('/').filter(Boolean).join('/');
   return compiled.some((c) => c.segments.join('/') === t && c.methods.includes(method.toUpperCase()));
 }
+
+/** What an admin's Socket.IO event needs before it reaches Open WebUI (bypass off). */
+export type SocketEventNeed = { need: 'none' } | { need: 'note'; noteId: string; permission: 'read' | 'write' } | { need: 'drop'; why: string };
+
+/** Note ids as Open WebUI makes them; anything else could steer the gateway's lookup elsewhere. */
+const NOTE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The note an event joins or edits (socket/main.py): `join-note` names `note_id`; the ydoc events
+ * name `document_id`, `note:<id>` or `note_<id>` (normalize_document_id). A ydoc document that is
+ * not a note, or a note event whose id cannot be read, is dropped (fail closed).
+ */
+export function socketEventNeed(event: string, data: unknown): SocketEventNeed {
+  const kind = Object.prototype.hasOwnProperty.call(OPEN_WEBUI_SOCKET_EVENTS, event) ? OPEN_WEBUI_SOCKET_EVENTS[event] : 'own';
+  if (kind !== 'note') return { need: 'none' };
+  const d = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  let noteId: unknown;
+  if (event === 'join-note') noteId = d.note_id;
+  else if (typeof d.document_id === 'string') {
+    const doc = d.document_id;
+    if (doc.startsWith('note:')) noteId = doc.slice(5);
+    else if (doc.startsWith('note_')) noteId = doc.slice(5);
+    else return { need: 'drop', why: 'a collaborative document that is not a note' };
+  }
+  if (typeof noteId !== 'string' || !NOTE_ID.test(noteId)) return { need: 'drop', why: 'no readable note id' };
+  return { need: 'note', noteId, permission: event === 'ydoc:document:update' ? 'write' : 'read' };
+}

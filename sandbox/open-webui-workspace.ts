@@ -39,6 +39,8 @@ export interface Workspace {
   /** channel id -> member user ids (dm and group channels) */
   members: Map<string, Set<string>>;
   messages: ChannelMessage[];
+  /** bodies of Socket.IO long-polling POSTs received (engine.io packets, \x1e-separated) */
+  polled: string[];
 }
 
 export function grant(kind: string, resourceId: string, principal: `${'user' | 'group'}:${string}`, permission: 'read' | 'write' = 'read'): Grant {
@@ -52,6 +54,7 @@ export function emptyWorkspace(): Workspace {
     objects: { note: m(), folder: m(), knowledge: m(), channel: m(), feedback: m(), memory: m(), model: m(), prompt: m(), tool: m(), skill: m() },
     members: new Map(),
     messages: [],
+    polled: [],
   };
 }
 
@@ -69,6 +72,8 @@ export interface Kit<C> {
   authenticate(ctx: C, level: 'verified' | 'admin'): Promise<{ user: User }>;
   sendJson(ctx: C, status: number, value: unknown): void;
   readJsonObject(ctx: C): Promise<Record<string, unknown>>;
+  readText(ctx: C): Promise<string>;
+  sendText(ctx: C, status: number, text: string): void;
   query(ctx: C, name: string): string | undefined;
   fail(status: number, detail: string): Error;
   flags: { bypassAdminAccessControl: boolean };
@@ -112,6 +117,14 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     // group ids are the stand-in's group names
     sendJson(ctx, 200, user.groups.map((g) => ({ id: g, name: g, description: '', user_id: '', created_at: 0, updated_at: 0 })));
   });
+
+  // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`
+  for (const p of ['/ws/socket.io', '/ws/socket.io/']) {
+    route('POST', p, async (ctx) => {
+      ws.polled.push(await kit.readText(ctx));
+      kit.sendText(ctx, 200, 'OK');
+    });
+  }
 
   // notes.py
   route('GET', '/api/v1/notes/search', async (ctx) => {

@@ -989,7 +989,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
 
   // workspace objects first: their literal routes before any of the stand-in's own patterns
   const workspace = opts.workspace ?? emptyWorkspace();
-  installWorkspace<Ctx>({ route, authenticate, sendJson, readJsonObject, query: q, fail: (status, detail) => new HttpError(status, detail), flags, users, chats }, workspace);
+  installWorkspace<Ctx>({ route, authenticate, sendJson, readJsonObject, readText: async (ctx) => (await readBody(ctx)).toString('utf8'), sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'), query: q, fail: (status, detail) => new HttpError(status, detail), flags, users, chats }, workspace);
 
   // meta
   route('GET', '/health', (ctx) => sendJson(ctx, 200, { status: true }));
@@ -1448,6 +1448,18 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     })();
   });
 
+  /** The note a Socket.IO `join-note` or `ydoc:document:join` text packet names, if any. */
+  const noteJoined = (text: string): string | undefined => {
+    if (!text.startsWith('42')) return undefined;
+    try {
+      const [event, body] = JSON.parse(text.slice(2).replace(/^\/[^,]*,/, '')) as [string, Record<string, unknown>];
+      if (event === 'join-note' && typeof body?.note_id === 'string') return body.note_id;
+      if (event === 'ydoc:document:join' && typeof body?.document_id === 'string') return body.document_id.replace(/^note[:_]/, '');
+    } catch {
+      /* not an event */
+    }
+    return undefined;
+  };
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     record(req, true);
@@ -1460,11 +1472,24 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
       return;
     }
+    const token = findToken(req);
+    const sender = token ? userOfToken(token).catch(() => undefined) : Promise.resolve(undefined);
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       ws.on('error', () => undefined);
       ws.send(JSON.stringify({ type: 'hello', headers: req.headers }));
       ws.on('message', (data, isBinary) => {
-        if (ws.readyState === ws.OPEN) ws.send(data, { binary: isBinary });
+        if (ws.readyState !== ws.OPEN) return;
+        // socket/main.py `join-note` / `ydoc:document:join` (0.12.4): an admin joins any note and
+        // is sent its state; others only their own or a shared one. Everything else is echoed.
+        const note = isBinary ? undefined : noteJoined(String(data));
+        if (!note) return ws.send(data, { binary: isBinary });
+        void sender.then((user) => {
+          const n = workspace.objects.note.get(note);
+          if (!n || !user || ws.readyState !== ws.OPEN) return;
+          const shared = (n.access_grants ?? []).some((g) => g.permission === 'read' && ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id))));
+          if (user.role !== 'admin' && n.user_id !== user.id && !shared) return;
+          ws.send(`42${JSON.stringify(['ydoc:document:state', { document_id: `note:${n.id}`, state: n.data ?? null, title: n.title }])}`);
+        });
       });
     });
   });

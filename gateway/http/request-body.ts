@@ -7,7 +7,19 @@ export const MAX_JUDGED_BODY_BYTES = 32 * 1024 * 1024;
 
 export type ReadBody = { ok: true; raw: Buffer; json: unknown } | { ok: false; status: 400 | 413; detail: string };
 
+export type RawBody = { ok: true; raw: Buffer } | { ok: false; status: 413; detail: string };
+
+/** The body's bytes, bounded. */
+export async function readRawBody(req: IncomingMessage, limit = MAX_JUDGED_BODY_BYTES): Promise<RawBody> {
+  const read = await readBody(req, limit, false);
+  return read.ok ? { ok: true, raw: read.raw } : { ok: false, status: 413, detail: read.detail };
+}
+
 export function readJsonBody(req: IncomingMessage, limit = MAX_JUDGED_BODY_BYTES): Promise<ReadBody> {
+  return readBody(req, limit, true);
+}
+
+function readBody(req: IncomingMessage, limit: number, parse: boolean): Promise<ReadBody> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -34,6 +46,7 @@ export function readJsonBody(req: IncomingMessage, limit = MAX_JUDGED_BODY_BYTES
       if (done) return;
       done = true;
       const raw = Buffer.concat(chunks);
+      if (!parse) return resolve({ ok: true, raw, json: undefined });
       try {
         resolve({ ok: true, raw, json: raw.length === 0 ? undefined : JSON.parse(raw.toString('utf8')) });
       } catch {

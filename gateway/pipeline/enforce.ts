@@ -11,7 +11,8 @@ import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
 import { ObjectViews } from '../upstream/object-views.js';
-import { readJsonBody, chatNamedInBody } from '../http/request-body.js';
+import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
+import { guardPollingBody, type DropReport, type NoteJudge } from '../http/socketio-guard.js';
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
 
@@ -117,6 +118,23 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
           obs.audit.info({ event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed }, 'items of other users removed from an admin\u2019s list'),
         );
       }
+      case 'guard-socketio-post': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        if (expectContinue) res.writeContinue();
+        const body = await readRawBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const kept = await guardPollingBody(body.raw.toString('utf8'), noteJudge(caller, headers), dropReport(caller, path, 'polling'));
+        if (kept === undefined) {
+          // every packet dropped: answered as Engine.IO answers a POST
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2', 'cache-control': 'private, no-store' });
+          return void res.end('OK');
+        }
+        const out = Buffer.from(kept, 'utf8');
+        delete req.headers['transfer-encoding'];
+        req.headers['content-length'] = String(out.length);
+        return proceed(req, res, false, out);
+      }
       case 'audit-chat-delete': {
         if (!caller) return proceed(req, res, expectContinue);
         const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
@@ -128,7 +146,23 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     }
   }
 
+  /** Socket.IO note events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note? */
+  function noteJudge(caller: Caller, headers: Record<string, string | string[] | undefined>): NoteJudge {
+    return async (noteId, permission) => {
+      const callerId = await caller.upstreamUserId();
+      const who = await objectViews.principal(callerId, headers);
+      return (await objectViews.mayAccess(`/api/v1/notes/${encodeURIComponent(noteId)}`, permission, who, headers)).ok;
+    };
+  }
+
+  /** The audit line of a dropped Socket.IO event. */
+  function dropReport(caller: Caller, path: string, transport: 'websocket' | 'polling'): DropReport {
+    return (event, why) => obs.audit.warn({ event: 'admin-socket-event-dropped', rule: 'route table: Socket.IO note events', caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
+  }
+
   return Object.assign(enforce, {
+    noteJudge,
+    dropReport,
     clear: () => {
       chatViews.clear();
       objectViews.clear();

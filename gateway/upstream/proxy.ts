@@ -200,6 +200,57 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       proxy.ws(req, socket, head, {}, (err) => onError(err as Error, req, socket));
     },
     /**
+     * Proxy a WebSocket upgrade whose client-to-upstream bytes must be read (an admin's Socket.IO,
+     * gateway/http/socketio-guard.ts): the gateway makes the upstream connection itself, sends the
+     * upstream's bytes to the client untouched, and the client's through `guard`, which calls
+     * `send` with what may go on. Any other answer than 101 is relayed and the socket ended.
+     */
+    forwardUpgradeGuarded(req: IncomingMessage, socket: Duplex, head: Buffer, makeGuard: (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void }): void {
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = v;
+      headers.host = target.host;
+      const up = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers });
+      const timer = setTimeout(() => up.destroy(new Error('upstream upgrade timeout')), options.timeoutMs);
+      up.on('response', (res) => {
+        clearTimeout(timer);
+        // not an upgrade (a refusal): relay it as HTTP
+        const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+        socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+        res.pipe(socket);
+      });
+      up.on('upgrade', (res, upSocket, upHead) => {
+        clearTimeout(timer);
+        const lines = [`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`];
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+        socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+        if (upHead.length) socket.write(upHead);
+        upSocket.pipe(socket);
+        const close = () => {
+          upSocket.destroy();
+          socket.destroy();
+        };
+        const guard = makeGuard((b) => {
+          if (!upSocket.write(b)) {
+            socket.pause();
+            upSocket.once('drain', () => socket.resume());
+          }
+        }, close);
+        socket.on('data', (b: Buffer) => guard.write(b));
+        socket.on('end', () => upSocket.end());
+        socket.on('error', close);
+        socket.on('close', () => upSocket.destroy());
+        upSocket.on('error', close);
+        upSocket.on('close', () => socket.end());
+        if (head.length) guard.write(head);
+      });
+      up.on('error', (err: Error & { code?: string }) => {
+        clearTimeout(timer);
+        onError(err, req, socket);
+      });
+      up.end();
+    },
+    /**
      * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
      * Throws UpstreamError (502/504 material) on every failure.
      */
