@@ -128,6 +128,8 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
         ? { action: 'pass', rule: 'A2: bypass on, the upstream decides' }
         : { action: 'filter-own-files', view, rule: 'A1: only the caller\u2019s own files' };
     }
+    // The caller's own files by name (0.12.4's /files/user/search and /files/user/count): no file of anyone else.
+    if (s.length === 5 && s[3] === 'user' && (s[4] === 'search' || s[4] === 'count') && method === 'GET') return { action: 'pass', rule: 'own files' };
     // Rule A7: per-file routes check the admin role upstream and ignore the bypass switch.
     if (s.length >= 4 && !view && caller.admin) {
       const operation = method === 'DELETE' ? 'delete' : method === 'GET' ? 'read' : 'write';

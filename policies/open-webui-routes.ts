@@ -135,7 +135,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET,HEAD', '/ollama/'),
   cfg('GET', '/ollama/config'),
   refused('POST', '/ollama/config/update', PROMPT_ROUTE),
-  refused('POST', '/ollama/verify', PROMPT_ROUTE),
+  cfg('POST', '/ollama/verify'),
   ...['/ollama/api/tags', '/ollama/api/version', '/ollama/v1/models'].flatMap((p) => [cfg('GET', p), cfg('GET', `${p}/{url_idx}`)]),
   cfg('GET', '/ollama/api/ps'),
   cfg('POST', '/ollama/api/unload'),
@@ -146,7 +146,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // ---- routers/openai.py (/openai)
   cfg('GET', '/openai/config'),
   refused('POST', '/openai/config/update', PROMPT_ROUTE),
-  refused('POST', '/openai/verify', PROMPT_ROUTE),
+  cfg('POST', '/openai/verify'),
   cfg('GET', '/openai/models'),
   cfg('GET', '/openai/models/{url_idx}'),
   cfg('DELETE', '/openai/models/{url_idx}'),
@@ -210,7 +210,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/retrieval/reset/uploads', 'wipes every user\u2019s uploads'),
 
   // ---- routers/configs.py (/api/v1/configs): admin settings
-  cfg('POST', '/api/v1/configs/import'),
+  refused('POST', '/api/v1/configs/import', `sets every setting at once, connections and webhooks included: ${PROMPT_ROUTE}`),
   cfg('GET', '/api/v1/configs/export'),
   cfg('GET', '/api/v1/configs/connections'),
   refused('POST', '/api/v1/configs/connections', PROMPT_ROUTE),
