@@ -51,6 +51,8 @@ export type Decision =
   | { action: 'require-own-account'; userId: string; detail: string; rule: string }
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
   | { action: 'filter-listing'; rule: string }
+  /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
+  | { action: 'redact-fields'; fields: readonly string[]; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
   | { action: 'guard-socketio-post'; rule: string };
 
@@ -184,6 +186,8 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
       return { action: 'require-own-account', userId: params.user_id!, detail: ADMIN_SCOPED, rule };
     case 'refused':
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
+    case 'admin-config':
+      return row.redact ? { action: 'redact-fields', fields: row.redact, rule } : { action: 'pass', rule };
     default:
       // own, admin-config, gateway; export, chat and files were decided above
       return { action: 'pass', rule };

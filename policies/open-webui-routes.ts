@@ -50,6 +50,8 @@ export interface RouteRow {
   lookup?: string;
   /** refused: why (also the audit line's rule) */
   why?: string;
+  /** admin-config: fields removed from the answer (each user's own settings and info) */
+  redact?: readonly string[];
 }
 
 const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<RouteRow> = {}): RouteRow => ({
@@ -259,7 +261,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   ...['challenge', 'enroll/start', 'enroll/confirm', 'verify', 'replace', 'recovery/codes', 'recover'].map((p) => own('POST', `/api/v1/auths/mfa/${p}`)),
 
   // ---- routers/users.py (/api/v1/users)
-  cfg('GET', '/api/v1/users/'),
+  // UserModel carries each user's own `settings` (their UI settings, system prompt, tool servers)
+  // and `info`: the admin's user management gets the records without them
+  row('GET', '/api/v1/users/', 'admin-config', { redact: ['settings', 'info'] }),
   cfg('GET', '/api/v1/users/all'),
   cfg('GET', '/api/v1/users/search'),
   own('GET', '/api/v1/users/groups'),
@@ -275,8 +279,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('GET', '/api/v1/users/user/variables'),
   own('POST', '/api/v1/users/user/variables/update'),
   cfg('GET', '/api/v1/users/usage'),
-  cfg('GET', '/api/v1/users/{user_id}'),
-  account('GET', '/api/v1/users/{user_id}/info'),
+  row('GET', '/api/v1/users/{user_id}', 'admin-config', { redact: ['settings', 'info'] }),
+  // UserInfoResponse: name, email, bio, status (any verified user may ask, for profile previews)
+  cfg('GET', '/api/v1/users/{user_id}/info'),
   account('GET', '/api/v1/users/{user_id}/oauth/sessions'),
   cfg('GET', '/api/v1/users/{user_id}/profile/image'),
   cfg('GET', '/api/v1/users/{user_id}/active'),
@@ -313,7 +318,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('DELETE', '/api/v1/channels/{channel_id}/apps/{app_id}', '/api/v1/channels/{channel_id}'),
   read('GET', '/api/v1/channels/{id}/messages', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/pinned', CHANNEL),
-  read('POST', '/api/v1/channels/{id}/messages/post', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/data', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/thread', CHANNEL),

@@ -93,3 +93,17 @@ export function parseGroupIds(body: unknown): Set<string> | undefined {
   }
   return ids;
 }
+
+/** Remove `fields` from a record, an array of records, or the `users`/`items` array of an answer. Undefined: not such a shape. */
+export function redactFields(body: unknown, fields: readonly string[]): unknown {
+  const strip = (v: unknown): unknown => {
+    if (!isObj(v)) return v;
+    const out: Obj = { ...v };
+    for (const f of fields) delete out[f];
+    return out;
+  };
+  if (Array.isArray(body)) return body.map(strip);
+  if (!isObj(body)) return undefined;
+  for (const key of ['users', 'items'] as const) if (Array.isArray(body[key])) return { ...body, [key]: (body[key] as unknown[]).map(strip) };
+  return strip(body);
+}

@@ -41,6 +41,8 @@ export interface Workspace {
   messages: ChannelMessage[];
   /** bodies of Socket.IO long-polling POSTs received (engine.io packets, \x1e-separated) */
   polled: string[];
+  /** each user's own UserModel.settings (their UI settings, system prompt) */
+  settings: Map<string, Record<string, unknown>>;
 }
 
 export function grant(kind: string, resourceId: string, principal: `${'user' | 'group'}:${string}`, permission: 'read' | 'write' = 'read'): Grant {
@@ -55,6 +57,7 @@ export function emptyWorkspace(): Workspace {
     members: new Map(),
     messages: [],
     polled: [],
+    settings: new Map(),
   };
 }
 
@@ -116,6 +119,20 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     const { user } = await authenticate(ctx, 'verified');
     // group ids are the stand-in's group names
     sendJson(ctx, 200, user.groups.map((g) => ({ id: g, name: g, description: '', user_id: '', created_at: 0, updated_at: 0 })));
+  });
+
+  // users.py: UserModel as dumped, `settings` and `info` included (UserGroupIdsModel, UserActiveResponse extra='allow')
+  const userModel = (u: User) => ({ id: u.id, email: u.email, name: u.name, role: u.role, settings: ws.settings.get(u.id) ?? null, info: null, group_ids: u.groups });
+  route('GET', '/api/v1/users/', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const all = [...kit.users.values()].map(userModel);
+    sendJson(ctx, 200, { users: all, total: all.length });
+  });
+  route('GET', '/api/v1/users/{user_id}', async (ctx, [id]) => {
+    await authenticate(ctx, 'admin');
+    const u = kit.users.get(id ?? '');
+    if (!u) throw fail(400, 'User not found');
+    sendJson(ctx, 200, { ...userModel(u), groups: u.groups.map((g) => ({ id: g, name: g })), is_active: false });
   });
 
   // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`

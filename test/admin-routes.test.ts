@@ -42,6 +42,7 @@ function seed(): Workspace {
   put('model', { id: 'm-tenant-a', user_id: '', name: 'tenant-a model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] } });
   put('model', { id: 'm-tenant-b', user_id: '', name: 'tenant-b model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-b', 'group:tenant-b')] } });
   put('model', { id: 'gpt-base', user_id: '', name: 'base connection model' });
+  ws.settings.set('u-bob', { ui: { system: `${SECRET} system prompt` } });
   return ws;
 }
 
@@ -221,6 +222,19 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(upstream.users.get('u-bob')!.email).to.equal('bob@globex.test');
         expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status).to.equal(200);
         expect(denied('account POST /api/v1/users/{user_id}/update')).to.have.length.greaterThan(0);
+      });
+
+      it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {
+        const list = await call('GET', '/api/v1/users/', adminKey);
+        const one = await call('GET', '/api/v1/users/u-bob', adminKey);
+        expect([list.status, one.status]).to.deep.equal([200, 200]);
+        const [listText, oneText] = [await text(list), await text(one)];
+        if (bypass) return expect(listText).to.include(SECRET);
+        for (const t of [listText, oneText]) expect(t).to.not.include(SECRET);
+        const users = JSON.parse(listText).users;
+        expect(users.map((u: { id: string }) => u.id)).to.include.members(['u-admin', 'u-alice', 'u-bob']);
+        expect(users.every((u: object) => !('settings' in u) && !('info' in u))).to.equal(true);
+        expect(JSON.parse(oneText)).to.include({ id: 'u-bob', email: 'bob@globex.test' });
       });
 
       it('a completion naming another user\u2019s chat never reaches Open WebUI (either switch); one\u2019s own and unsaved chats work', async () => {

@@ -118,6 +118,10 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
           obs.audit.info({ event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed }, 'items of other users removed from an admin\u2019s list'),
         );
       }
+      case 'redact-fields': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        return objectViews.serveRedacted(res, path + search, rewriteHeaders(req.headers, trusted), decision.fields);
+      }
       case 'guard-socketio-post': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         if (expectContinue) res.writeContinue();

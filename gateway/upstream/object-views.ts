@@ -9,7 +9,7 @@
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
 import type { ServerResponse } from 'node:http';
-import { filterList, mayReach, parseGroupIds, type Permission, type Principal } from '../../policies/resource-access.js';
+import { filterList, mayReach, parseGroupIds, redactFields, type Permission, type Principal } from '../../policies/resource-access.js';
 import { TtlCache } from '../cache.js';
 import { UpstreamError, type Upstream } from './proxy.js';
 import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
@@ -63,6 +63,22 @@ export class ObjectViews {
       const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
       this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
       this.obs.log.error({ err: { message: e.message } }, 'filtered list route failed closed');
+      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+    }
+  }
+
+  /** Answer with `fields` removed from the upstream's records. */
+  async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[]): Promise<void> {
+    try {
+      const up = await this.upstream.call('GET', pathAndQuery, headers);
+      if (up.status !== 200) return passError(res, up.status, up.body);
+      const body = redactFields(json(up.body), fields);
+      if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
+      sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
+      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
+      this.obs.log.error({ err: { message: e.message } }, 'redacted route failed closed');
       sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
     }
   }
