@@ -13,6 +13,8 @@ const users = [
   { id: 'u-admin', email: 'sysadmin@platform.test', name: 'Sys Admin', role: 'admin' as const, groups: ['tenant-a'] },
   { id: 'u-alice', email: 'alice@acme.test', name: 'Alice', role: 'user' as const, groups: ['tenant-a'] },
   { id: 'u-bob', email: 'bob@globex.test', name: 'Bob', role: 'user' as const, groups: ['tenant-b'] },
+  // the platform superuser: an admin in every tenant group (spec A5)
+  { id: 'u-super', email: 'superuser@platform.test', name: 'Super', role: 'admin' as const, groups: ['tenant-a', 'tenant-b'] },
 ];
 const SECRET = 'GLOBEX-SECRET';
 const now = Math.floor(Date.now() / 1000);
@@ -64,10 +66,12 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
   let upstream: OpenWebUIStandIn;
   let adminKey: string;
   let aliceKey: string;
+  let superKey: string;
 
   before(async () => {
     upstream = await startOpenWebUI({ users, chats, groups: ['tenant-a', 'tenant-b'], workspace: seed() });
     adminKey = upstream.apiKeyFor('u-admin');
+    superKey = upstream.apiKeyFor('u-super');
     aliceKey = upstream.apiKeyFor('u-alice');
   });
   after(() => upstream.close());
@@ -207,6 +211,15 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
         if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
         expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
+      });
+
+      it('A5: the superuser in every tenant group loses no tenant\u2019s models or knowledge', async () => {
+        const models = JSON.parse(await text(await call('GET', '/api/models', superKey))).data.map((m: { id: string }) => m.id);
+        expect(models).to.include.members(['m-tenant-a', 'm-tenant-b']);
+        const kbs = JSON.parse(await text(await call('GET', '/api/v1/knowledge/', superKey))).items.map((k: { id: string }) => k.id);
+        expect(kbs).to.include.members(['k-tenant-a', 'k-tenant-b']);
+        expect((await call('GET', '/api/v1/knowledge/k-tenant-b/export', superKey)).status).to.equal(200);
+        if (!bypass) expect(models).to.not.include('arena-model');
       });
 
       it(bypass ? 'account updates pass' : 'an admin cannot change another user\u2019s email or password; their own account works', async () => {
