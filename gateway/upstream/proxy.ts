@@ -7,7 +7,7 @@ import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
-import { sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { rawResponseHead, sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import { gatewaySetCookies } from '../auth/session.js';
 
 export interface UpstreamOptions {
@@ -214,16 +214,12 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       up.on('response', (res) => {
         clearTimeout(timer);
         // not an upgrade (a refusal): relay it as HTTP
-        const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
-        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
-        socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+        socket.write(rawResponseHead(res.statusCode ?? 502, res.statusMessage, res.rawHeaders));
         res.pipe(socket);
       });
       up.on('upgrade', (res, upSocket, upHead) => {
         clearTimeout(timer);
-        const lines = [`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`];
-        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
-        socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+        socket.write(rawResponseHead(101, res.statusMessage, res.rawHeaders));
         if (upHead.length) socket.write(upHead);
         upSocket.pipe(socket);
         const close = () => {
