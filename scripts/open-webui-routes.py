@@ -12,7 +12,11 @@ import os
 import sys
 import tempfile
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+
 data_dir = tempfile.mkdtemp(prefix='owui-routes-')
+atexit.register(shutil.rmtree, data_dir, True)
 for key, value in {
     'DATA_DIR': data_dir,
     'WEBUI_SECRET_KEY': 'route-table',
