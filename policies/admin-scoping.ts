@@ -54,7 +54,7 @@ export type Decision =
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
-  | { action: 'guard-socketio-post'; rule: string };
+  | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
 /**
  * Authentication rule 2: the chat admin role comes from the realm roles claim, by one of
@@ -139,6 +139,12 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     }
   }
 
+  // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames
+  // (chat joins always, note events while the bypass is off).
+  if (caller.admin && s[0] === 'ws' && s[1] === 'socket.io' && method === 'POST') {
+    return { action: 'guard-socketio-post', notes: !settings.bypassAdminAccessControl, rule: 'route table: Socket.IO events' };
+  }
+
   // Admins while the bypass is off: the route table's class decides (A3 to A5 and the doors of issue 24).
   if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '', method);
 
@@ -164,8 +170,6 @@ function fillLookup(template: string, params: Record<string, string>, search: st
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
 function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
   if (!route) {
-    // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames.
-    if (s[0] === 'ws' && s[1] === 'socket.io' && method === 'POST') return { action: 'guard-socketio-post', rule: 'route table: Socket.IO note events' };
     // Not a route of Open WebUI 0.12.4: fail closed in its API space; static files, the web app
     // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
     if (s.length > 0 && API_SPACE.includes(s[0]!)) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };

@@ -643,12 +643,12 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 export const OPEN_WEBUI_MOUNTS: Readonly<Record<string, RouteClassName>> = { '/ws': 'own', '/static': 'own', '/pyodide': 'own', '/': 'own' };
 
 /**
- * Socket.IO client events of 0.12.4 (socket/main.py, socket/encryption.py) for an admin with the
- * bypass off: 'note' events are dropped unless the note is the admin's own or shared with them;
- * the rest act on the sender's own session, chats or channels (Open WebUI checks those itself,
- * chats and channels by the sender's id).
+ * Socket.IO client events of 0.12.4 (socket/main.py, socket/encryption.py) for an admin: 'note'
+ * events (bypass off) are dropped unless the note is the admin's own or shared with them; a 'chat'
+ * join (either bypass value) unless the chat is the admin's own; the rest act on the sender's own
+ * session or the channels they belong to (Open WebUI checks those itself, by the sender's id).
  */
-export const OPEN_WEBUI_SOCKET_EVENTS: Readonly<Record<string, 'own' | 'note'>> = {
+export const OPEN_WEBUI_SOCKET_EVENTS: Readonly<Record<string, 'own' | 'note' | 'chat'>> = {
   connect: 'own',
   disconnect: 'own',
   usage: 'own',
@@ -657,7 +657,9 @@ export const OPEN_WEBUI_SOCKET_EVENTS: Readonly<Record<string, 'own' | 'note'>> 
   'join-channels': 'own',
   'join-note': 'note',
   'events:channel': 'own',
-  'events:chat': 'own',
+  // {chat_id, data: {type: 'join'}} enters the chat's room (its live tokens) for any chat an admin
+  // may open upstream: with ENABLE_ADMIN_CHAT_ACCESS fixed false, only the admin's own chats
+  'events:chat': 'chat',
   'ydoc:document:join': 'note',
   'ydoc:document:state': 'note',
   'ydoc:document:update': 'note',
@@ -765,7 +767,11 @@ export function tableHas(method: string, template: string): boolean {
 }
 
 /** What an admin's Socket.IO event needs before it reaches Open WebUI (bypass off). */
-export type SocketEventNeed = { need: 'none' } | { need: 'note'; noteId: string; permission: 'read' | 'write' } | { need: 'drop'; why: string };
+export type SocketEventNeed =
+  | { need: 'none' }
+  | { need: 'note'; noteId: string; permission: 'read' | 'write' }
+  | { need: 'own-chat'; chatId: string }
+  | { need: 'drop'; why: string };
 
 /** Note ids as Open WebUI makes them; anything else could steer the gateway's lookup elsewhere. */
 const NOTE_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -775,10 +781,18 @@ const NOTE_ID = /^[A-Za-z0-9_-]{1,128}$/;
  * name `document_id`, `note:<id>` or `note_<id>` (normalize_document_id). A ydoc document that is
  * not a note, or a note event whose id cannot be read, is dropped (fail closed).
  */
-export function socketEventNeed(event: string, data: unknown): SocketEventNeed {
+export function socketEventNeed(event: string, data: unknown, judgeNotes: boolean): SocketEventNeed {
   const kind = Object.prototype.hasOwnProperty.call(OPEN_WEBUI_SOCKET_EVENTS, event) ? OPEN_WEBUI_SOCKET_EVENTS[event] : 'own';
-  if (kind !== 'note') return { need: 'none' };
   const d = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  if (kind === 'chat') {
+    const type = typeof d.data === 'object' && d.data !== null ? (d.data as Record<string, unknown>).type : undefined;
+    if (type !== 'join') return { need: 'none' };
+    const chatId = d.chat_id;
+    // Open WebUI ignores a join without a saved chat id (temporary:, local:, channel: ones)
+    if (typeof chatId !== 'string' || chatId === '' || /^(temporary|local|channel):/.test(chatId)) return { need: 'none' };
+    return NOTE_ID.test(chatId) ? { need: 'own-chat', chatId } : { need: 'drop', why: 'no readable chat id' };
+  }
+  if (kind !== 'note' || !judgeNotes) return { need: 'none' };
   let noteId: unknown;
   if (event === 'join-note') noteId = d.note_id;
   else if (typeof d.document_id === 'string') {

@@ -42,6 +42,7 @@ async function connect(w: World, token: string): Promise<Client> {
 }
 
 const event = (name: string, data: unknown) => `42${JSON.stringify([name, data])}`;
+const chat = (id: string, user_id: string) => ({ id, user_id, title: id, chat: { messages: [] }, created_at: 0, updated_at: 0, share_id: null, archived: false, pinned: false, meta: {}, folder_id: null });
 const waitFor = async (pred: () => boolean, ms = 2000) => {
   const end = Date.now() + ms;
   while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
@@ -62,7 +63,7 @@ for (const bypass of [false, true]) {
       w = await startWorld({
         env: { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: String(bypass) },
         // Open WebUI as it ships: its own admin flags on
-        upstream: { bypassAdminAccessControl: true, enableAdminChatAccess: true, users: upstreamUsers, workspace: workspace() },
+        upstream: { bypassAdminAccessControl: true, enableAdminChatAccess: true, users: upstreamUsers, workspace: workspace(), chats: [chat('c-bob', 'u-bob'), chat('c-sys', 'u-sysadmin')] },
       });
     });
     after(() => w?.close());
@@ -96,6 +97,25 @@ for (const bypass of [false, true]) {
         expect(dropped.every((l) => l.rule === 'route table: Socket.IO note events' && l.transport === 'websocket')).to.equal(true);
       }
       admin.close();
+    });
+
+    it('both transports: joining another user\u2019s chat room is dropped with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false); the admin\u2019s own chat works', async () => {
+      const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
+      const admin = await connect(w, token);
+      await waitFor(() => admin.received.length > 0);
+      const foreign = event('events:chat', { chat_id: 'c-bob', data: { type: 'join' } });
+      const own = event('events:chat', { chat_id: 'c-sys', data: { type: 'join' } });
+      admin.send(foreign);
+      admin.send(own);
+      // the stand-in echoes what reaches it
+      expect(await waitFor(() => admin.received.includes(own))).to.equal(true);
+      expect(admin.received).to.not.include(foreign);
+      admin.close();
+      const before = w.upstream.workspace.polled.length;
+      const res = await fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s2`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: [foreign, own].join('\x1e') });
+      expect(res.status).to.equal(200);
+      expect(w.upstream.workspace.polled.slice(before)).to.deep.equal([own]);
+      expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.socketEvent === 'events:chat')).to.equal(true);
     });
 
     it('WebSocket: a plain user\u2019s socket is a byte pipe (Open WebUI keeps them to their own notes)', async () => {

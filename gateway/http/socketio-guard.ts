@@ -1,6 +1,8 @@
-// An admin's Socket.IO traffic, read by the gateway while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is
-// false (issue 24): Open WebUI lets any admin join and edit any note live (socket/main.py
-// `join-note`, `ydoc:document:*`). Both transports are read:
+// An admin's Socket.IO traffic, read by the gateway (issue 24): Open WebUI lets any admin join and
+// edit any note live (socket/main.py `join-note`, `ydoc:document:*`; judged while
+// CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false) and join any chat's room, its live tokens
+// (`events:chat` type `join`; judged always, ENABLE_ADMIN_CHAT_ACCESS is fixed false). Both
+// transports are read:
 //   - WebSocket: the client's frames are parsed (RFC 6455: masked, possibly fragmented), each
 //     Engine.IO message packet (`4...`) is a Socket.IO packet (`2` event, `5` binary event with
 //     attachments that follow as binary messages); an event the rule drops is not sent on, nor are
@@ -51,28 +53,28 @@ export function parseSocketIoPacket(packet: string): ParsedEvent | 'unreadable' 
 }
 
 /** What to do with one Engine.IO packet's text. */
-export function judgePacket(text: string): { need: SocketEventNeed; attachments: number; event?: string } {
+export function judgePacket(text: string, judgeNotes: boolean): { need: SocketEventNeed; attachments: number; event?: string } {
   if (text[0] !== '4') return { need: { need: 'none' }, attachments: 0 };
   const parsed = parseSocketIoPacket(text.slice(1));
   if (parsed === undefined) return { need: { need: 'none' }, attachments: 0 };
   // An event the gateway cannot read is not sent on for an admin (fail closed).
   if (parsed === 'unreadable') return { need: { need: 'drop', why: 'unreadable Socket.IO packet' }, attachments: 0 };
-  return { need: socketEventNeed(parsed.event, parsed.data), attachments: parsed.attachments, event: parsed.event };
+  return { need: socketEventNeed(parsed.event, parsed.data, judgeNotes), attachments: parsed.attachments, event: parsed.event };
 }
 
-/** Asks whether the admin may reach a note with a permission; false drops the event. */
-export type NoteJudge = (noteId: string, permission: 'read' | 'write') => Promise<boolean>;
+/** Asks whether the admin may reach the note or chat an event names; false drops the event. */
+export type SocketJudge = (need: Extract<SocketEventNeed, { need: 'note' | 'own-chat' }>) => Promise<boolean>;
 export type DropReport = (event: string | undefined, why: string) => void;
 
-async function allowed(j: ReturnType<typeof judgePacket>, judge: NoteJudge, report: DropReport): Promise<boolean> {
+async function allowed(j: ReturnType<typeof judgePacket>, judge: SocketJudge, report: DropReport): Promise<boolean> {
   const n = j.need;
   if (n.need === 'none') return true;
   if (n.need === 'drop') {
     report(j.event, n.why);
     return false;
   }
-  const ok = await judge(n.noteId, n.permission).catch(() => false);
-  if (!ok) report(j.event, `note ${n.noteId}: not the admin's own and not shared with them (${n.permission})`);
+  const ok = await judge(n).catch(() => false);
+  if (!ok) report(j.event, n.need === 'note' ? `note ${n.noteId}: not the admin's own and not shared with them (${n.permission})` : `chat ${n.chatId}: not the admin's own (ENABLE_ADMIN_CHAT_ACCESS fixed false)`);
   return ok;
 }
 
@@ -80,7 +82,7 @@ async function allowed(j: ReturnType<typeof judgePacket>, judge: NoteJudge, repo
  * A long-polling POST body: the packets that pass, re-joined; undefined when none is left (the
  * gateway then answers as Engine.IO does, `OK`, without calling the upstream).
  */
-export async function guardPollingBody(body: string, judge: NoteJudge, report: DropReport): Promise<string | undefined> {
+export async function guardPollingBody(body: string, judge: SocketJudge, report: DropReport, judgeNotes: boolean): Promise<string | undefined> {
   const kept: string[] = [];
   let skipAttachments = 0;
   for (const packet of body.split('\x1e')) {
@@ -89,7 +91,7 @@ export async function guardPollingBody(body: string, judge: NoteJudge, report: D
       else kept.push(packet);
       continue;
     }
-    const j = judgePacket(packet);
+    const j = judgePacket(packet, judgeNotes);
     if (await allowed(j, judge, report)) kept.push(packet);
     else skipAttachments = j.attachments;
   }
@@ -118,10 +120,12 @@ export class WebSocketGuard {
   private failed = false;
 
   constructor(
-    private readonly judge: NoteJudge,
+    private readonly judge: SocketJudge,
     private readonly report: DropReport,
     private readonly send: (bytes: Buffer) => void,
     private readonly fail: (why: string) => void,
+    /** note events are judged while the bypass is off; chat joins always */
+    private readonly judgeNotes: boolean,
   ) {}
 
   write(chunk: Buffer): void {
@@ -197,7 +201,7 @@ export class WebSocketGuard {
           pass = false;
         }
       } else if (text !== undefined) {
-        const j = judgePacket(text);
+        const j = judgePacket(text, this.judgeNotes);
         pass = await allowed(j, this.judge, this.report);
         if (!pass) this.skipAttachments = j.attachments;
       }

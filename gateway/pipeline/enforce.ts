@@ -12,7 +12,7 @@ import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
 import { ObjectViews } from '../upstream/object-views.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
-import { guardPollingBody, type DropReport, type NoteJudge } from '../http/socketio-guard.js';
+import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
 
@@ -128,7 +128,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const body = await readRawBody(req);
         if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
         const headers = rewriteHeaders(req.headers, trusted);
-        const kept = await guardPollingBody(body.raw.toString('utf8'), noteJudge(caller, headers), dropReport(caller, path, 'polling'));
+        const kept = await guardPollingBody(body.raw.toString('utf8'), socketJudge(caller, headers), dropReport(caller, path, 'polling'), decision.notes);
         if (kept === undefined) {
           // every packet dropped: answered as Engine.IO answers a POST
           res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2', 'cache-control': 'private, no-store' });
@@ -150,22 +150,24 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     }
   }
 
-  /** Socket.IO note events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note? */
-  function noteJudge(caller: Caller, headers: Record<string, string | string[] | undefined>): NoteJudge {
-    return async (noteId, permission) => {
+  /** Socket.IO events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note, is the chat theirs? */
+  function socketJudge(caller: Caller, headers: Record<string, string | string[] | undefined>): SocketJudge {
+    return async (need) => {
       const callerId = await caller.upstreamUserId();
+      if (need.need === 'own-chat') return chatViews.mayAccess({ need: 'own-chat', chatId: need.chatId }, callerId, headers);
       const who = await objectViews.principal(callerId, headers);
-      return (await objectViews.mayAccess(`/api/v1/notes/${encodeURIComponent(noteId)}`, permission, who, headers)).ok;
+      return (await objectViews.mayAccess(`/api/v1/notes/${encodeURIComponent(need.noteId)}`, need.permission, who, headers)).ok;
     };
   }
 
   /** The audit line of a dropped Socket.IO event. */
   function dropReport(caller: Caller, path: string, transport: 'websocket' | 'polling'): DropReport {
-    return (event, why) => obs.audit.warn({ event: 'admin-socket-event-dropped', rule: 'route table: Socket.IO note events', caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
+    return (event, why) =>
+      obs.audit.warn({ event: 'admin-socket-event-dropped', rule: `route table: Socket.IO ${event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`, caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
   }
 
   return Object.assign(enforce, {
-    noteJudge,
+    socketJudge,
     dropReport,
     clear: () => {
       chatViews.clear();

@@ -182,18 +182,19 @@ export function createPipeline(parts: PipelineParts) {
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     websockets.track(socket);
-    if (caller.admin && !settings.policy.bypassAdminAccessControl) {
-      // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): note events on notes they
-      // may not reach are dropped. No permessage-deflate, so every frame can be read.
+    if (caller.admin) {
+      // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
+      // are dropped, and while the bypass is off note events on notes they may not reach. No
+      // permessage-deflate, so every frame can be read.
       delete req.headers['sec-websocket-extensions'];
       const headers = rewriteHeaders(req.headers, trusted);
-      const judge = enforce.noteJudge(caller, headers);
+      const judge = enforce.socketJudge(caller, headers);
       const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
       upstream.forwardUpgradeGuarded(req, socket, head, (send, fail) =>
         new WebSocketGuard(judge, report, send, (why) => {
           obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
           fail();
-        }),
+        }, !settings.policy.bypassAdminAccessControl),
       );
       return;
     }
