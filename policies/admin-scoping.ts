@@ -114,6 +114,8 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   // Chats named outside /api/v1/chats: the task routes by path, the completion routes by body.
   if (route?.row.class === 'chat') {
     if (route.params.chat_id !== undefined) {
+      // a `{chat_id:path}` may hold slashes: no chat id has one, and the owner lookup must name exactly one chat
+      if (route.params.chat_id.includes('/')) return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: not a chat id' };
       return { action: 'require-own-chat', access: { need: 'own-chat', chatId: route.params.chat_id }, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
     }
     if (method === 'POST' && !under('api', 'v1', 'chats')) {

@@ -54,6 +54,14 @@ describe('Open WebUI route table (issue 24)', () => {
       }
     });
 
+    it('task routes name exactly one chat: own-chat check, and a chat id with a slash is refused', () => {
+      const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: true })).to.deep.include({ action: 'require-own-chat', access: { need: 'own-chat', chatId: 'c-1' } });
+      expect(decide({ method: 'POST', path: '/api/tasks/chat/c-1/stop' }, off, { admin: true })).to.deep.include({ access: { need: 'own-chat', chatId: 'c-1' } });
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1/tags' }, off, { admin: true })).to.include({ action: 'deny', status: 401 });
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: false }).action).to.equal('pass');
+    });
+
     it('routes not in the table are refused for admins while the bypass is off, passed for users and with the bypass on', () => {
       const off = { bypassAdminAccessControl: false, enableAdminExport: false };
       const on = { bypassAdminAccessControl: true, enableAdminExport: false };
