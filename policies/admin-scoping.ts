@@ -6,6 +6,8 @@
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
+import { matchRoute, type RouteMatch } from './open-webui-routes.js';
+import type { Permission } from './resource-access.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -18,6 +20,8 @@ export interface RequestFacts {
   method: string;
   /** canonical path, no query */
   path: string;
+  /** the query, `?...` or empty (only by-id rows whose object is named in the query read it) */
+  search?: string;
 }
 
 export interface CallerFacts {
@@ -30,7 +34,7 @@ export type FilesView = 'list' | 'search' | 'count';
 export type Decision =
   | { action: 'pass'; rule: string }
   /** Answer `status` with `{detail}` and never call the upstream. */
-  | { action: 'deny'; status: 401; detail: string; rule: string }
+  | { action: 'deny'; status: 401 | 403; detail: string; rule: string }
   /** Forward, then let only the caller's own files reach the client. */
   | { action: 'filter-own-files'; view: FilesView; rule: string }
   /** Forward as the upstream answers; write an audit event when the admin is not the owner. */
@@ -38,7 +42,19 @@ export type Decision =
   /** Ask the upstream who owns the chat first; forward only when the rule allows, else 401 `detail`. */
   | { action: 'require-own-chat'; access: Exclude<ChatAccess, { need: 'audit-delete' }>; detail: string; rule: string }
   /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
-  | { action: 'audit-chat-delete'; chatId: string; rule: string };
+  | { action: 'audit-chat-delete'; chatId: string; rule: string }
+  /** Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat one they may reach; 401 `detail` else. */
+  | { action: 'require-own-chat-in-body'; detail: string; rule: string }
+  /** Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach it with `permission`, else 403. */
+  | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string }
+  /** Forward only when `userId` is the caller's own upstream id, else 403. */
+  | { action: 'require-own-account'; userId: string; detail: string; rule: string }
+  /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
+  | { action: 'filter-listing'; rule: string }
+  /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
+  | { action: 'redact-fields'; fields: readonly string[]; rule: string }
+  /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
+  | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
 /**
  * Authentication rule 2: the chat admin role comes from the realm roles claim, by one of
@@ -50,6 +66,10 @@ export function isChatAdmin(realmRoles: readonly string[], adminRoles: readonly 
 
 export const EXPORT_DISABLED = 'Admin export is disabled on this platform';
 export const ADMIN_CHAT_ACCESS_DISABLED = 'Admin chat access is disabled on this platform';
+export const ADMIN_SCOPED = 'Admins reach only their own content and content shared with them on this platform';
+
+/** Prefixes where Open WebUI serves its API; an unknown route there is refused for admins (fail closed). */
+const API_SPACE = ['api', 'ollama', 'openai', 'oauth', 'cache'];
 
 /** Lower-cased segments of a canonical path, without empty ones (so a trailing slash does not matter). */
 export function routeSegments(path: string): string[] {
@@ -76,6 +96,10 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
       : { action: 'deny', status: 401, detail: EXPORT_DISABLED, rule: 'A6: export disabled' };
   }
 
+  // The route table (policies/open-webui-routes.ts) is read for admins only: plain users' requests
+  // are judged by the rows above and below alone.
+  const route = caller.admin ? matchRoute(method, request.path) : undefined;
+
   // ENABLE_ADMIN_CHAT_ACCESS is fixed false: no browsing other users' chats.
   if (under('api', 'v1', 'chats', 'list', 'user') && s.length >= 6) {
     return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false' };
@@ -87,6 +111,17 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     if (access?.need === 'audit-delete') return { action: 'audit-chat-delete', chatId: access.chatId, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: deleting passes, audited' };
     if (access) return { action: 'require-own-chat', access, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
   }
+  // Chats named outside /api/v1/chats: the task routes by path, the completion routes by body.
+  if (route?.row.class === 'chat') {
+    if (route.params.chat_id !== undefined) {
+      // a `{chat_id:path}` may hold slashes: no chat id has one, and the owner lookup must name exactly one chat
+      if (route.params.chat_id.includes('/')) return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: not a chat id' };
+      return { action: 'require-own-chat', access: { need: 'own-chat', chatId: route.params.chat_id }, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
+    }
+    if (method === 'POST' && !under('api', 'v1', 'chats')) {
+      return { action: 'require-own-chat-in-body', detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: a chat named in the body must be own' };
+    }
+  }
 
   if (under('api', 'v1', 'files')) {
     const view: FilesView | undefined =
@@ -97,6 +132,8 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
         ? { action: 'pass', rule: 'A2: bypass on, the upstream decides' }
         : { action: 'filter-own-files', view, rule: 'A1: only the caller\u2019s own files' };
     }
+    // The caller's own files by name (0.12.4's /files/user/search and /files/user/count): no file of anyone else.
+    if (s.length === 5 && s[3] === 'user' && (s[4] === 'search' || s[4] === 'count') && method === 'GET') return { action: 'pass', rule: 'own files' };
     // Rule A7: per-file routes check the admin role upstream and ignore the bypass switch.
     if (s.length >= 4 && !view && caller.admin) {
       const operation = method === 'DELETE' ? 'delete' : method === 'GET' ? 'read' : 'write';
@@ -104,6 +141,61 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     }
   }
 
+  // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames
+  // (chat joins always, note events while the bypass is off).
+  if (caller.admin && s[0] === 'ws' && s[1] === 'socket.io' && method === 'POST') {
+    return { action: 'guard-socketio-post', notes: !settings.bypassAdminAccessControl, rule: 'route table: Socket.IO events' };
+  }
+
+  // Admins while the bypass is off: the route table's class decides (A3 to A5 and the doors of issue 24).
+  if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '', method);
+
   // Rule A8: nothing here changes what the platform API exposes; everything else passes.
   return { action: 'pass', rule: 'no policy' };
+}
+
+/** Fill a lookup template: `{name}` from the path's parameters, `{?name}` from the query. Undefined when one is missing. */
+function fillLookup(template: string, params: Record<string, string>, search: string): string | undefined {
+  const query = new URLSearchParams(search);
+  let missing = false;
+  const filled = template.replace(/\{(\??)([a-z_]+)\}/g, (_m, q: string, name: string) => {
+    const v = q ? query.get(name) : params[name];
+    if (v === null || v === undefined || v === '') {
+      missing = true;
+      return '';
+    }
+    return encodeURIComponent(v);
+  });
+  return missing ? undefined : filled;
+}
+
+/** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
+function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
+  if (!route) {
+    // Not a route of Open WebUI 0.12.4: fail closed in its API space; static files, the web app
+    // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
+    if (s.length > 0 && API_SPACE.includes(s[0]!)) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };
+    return { action: 'pass', rule: 'route table: mount' };
+  }
+  const { row, params } = route;
+  const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
+  switch (row.class) {
+    case 'listing':
+      return { action: 'filter-listing', rule };
+    case 'by-id-read':
+    case 'by-id-write': {
+      const lookup = fillLookup(row.lookup!, params, search);
+      if (!lookup) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no id to check)` };
+      return { action: 'require-access', lookup, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
+    }
+    case 'account':
+      return { action: 'require-own-account', userId: params.user_id!, detail: ADMIN_SCOPED, rule };
+    case 'refused':
+      return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
+    case 'admin-config':
+      return row.redact ? { action: 'redact-fields', fields: row.redact, rule } : { action: 'pass', rule };
+    default:
+      // own, admin-config, gateway; export, chat and files were decided above
+      return { action: 'pass', rule };
+  }
 }

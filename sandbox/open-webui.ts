@@ -22,6 +22,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import zlib from 'node:zlib';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SignJWT, jwtVerify } from 'jose';
+import { emptyWorkspace, installWorkspace, type Workspace } from './open-webui-workspace.js';
 
 // ---------------------------------------------------------------------------------------
 // Public API
@@ -102,6 +103,8 @@ export interface OpenWebUIOptions {
    * token; 'anyone' as the 0.11.0 reference describes (for tests of the gateway's drift check).
    */
   adminFlagsInConfig?: 'signed-in' | 'anyone';
+  /** notes, folders, knowledge, channels, feedback, memories, models, ... (sandbox/open-webui-workspace.ts) */
+  workspace?: Workspace;
 }
 
 export interface RecordedRequest {
@@ -127,6 +130,8 @@ export interface OpenWebUIStandIn {
   /** access grants on shared chats (resource_type 'shared_chat'), by chat id */
   chatGrants: Map<string, StandInGrant[]>;
   groups: Set<string>;
+  /** the workspace objects, mutable at run time */
+  workspace: Workspace;
   /** mutable at run time */
   flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean; enableAdminChatAccess: boolean };
   /** a valid upstream session JWT */
@@ -991,6 +996,10 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     routes.push({ method, re, h });
   };
 
+  // workspace objects first: their literal routes before any of the stand-in's own patterns
+  const workspace = opts.workspace ?? emptyWorkspace();
+  installWorkspace<Ctx>({ route, authenticate, sendJson, readJsonObject, readText: async (ctx) => (await readBody(ctx)).toString('utf8'), sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'), query: q, fail: (status, detail) => new HttpError(status, detail), flags, users, chats }, workspace);
+
   // meta
   route('GET', '/health', (ctx) => sendJson(ctx, 200, { status: true }));
   route('GET', '/health/db', (ctx) => sendJson(ctx, 200, { status: true }));
@@ -1460,6 +1469,18 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     })();
   });
 
+  /** The note a Socket.IO `join-note` or `ydoc:document:join` text packet names, if any. */
+  const noteJoined = (text: string): string | undefined => {
+    if (!text.startsWith('42')) return undefined;
+    try {
+      const [event, body] = JSON.parse(text.slice(2).replace(/^\/[^,]*,/, '')) as [string, Record<string, unknown>];
+      if (event === 'join-note' && typeof body?.note_id === 'string') return body.note_id;
+      if (event === 'ydoc:document:join' && typeof body?.document_id === 'string') return body.document_id.replace(/^note[:_]/, '');
+    } catch {
+      /* not an event */
+    }
+    return undefined;
+  };
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     record(req, true);
@@ -1472,11 +1493,24 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
       return;
     }
+    const token = findToken(req);
+    const sender = token ? userOfToken(token).catch(() => undefined) : Promise.resolve(undefined);
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       ws.on('error', () => undefined);
       ws.send(JSON.stringify({ type: 'hello', headers: req.headers }));
       ws.on('message', (data, isBinary) => {
-        if (ws.readyState === ws.OPEN) ws.send(data, { binary: isBinary });
+        if (ws.readyState !== ws.OPEN) return;
+        // socket/main.py `join-note` / `ydoc:document:join` (0.12.4): an admin joins any note and
+        // is sent its state; others only their own or a shared one. Everything else is echoed.
+        const note = isBinary ? undefined : noteJoined(String(data));
+        if (!note) return ws.send(data, { binary: isBinary });
+        void sender.then((user) => {
+          const n = workspace.objects.note.get(note);
+          if (!n || !user || ws.readyState !== ws.OPEN) return;
+          const shared = (n.access_grants ?? []).some((g) => g.permission === 'read' && ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id))));
+          if (user.role !== 'admin' && n.user_id !== user.id && !shared) return;
+          ws.send(`42${JSON.stringify(['ydoc:document:state', { document_id: `note:${n.id}`, state: n.data ?? null, title: n.title }])}`);
+        });
       });
     });
   });
@@ -1503,6 +1537,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     chats,
     chatGrants,
     groups,
+    workspace,
     flags,
     async tokenFor(userId: string): Promise<string> {
       if (!users.has(userId)) throw new Error(`stand-in: unknown user ${userId}`);

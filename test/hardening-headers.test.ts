@@ -16,6 +16,9 @@ import { SessionCodec } from '../gateway/auth/session.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
+/** A route of Open WebUI 0.12.4 open to every method and every caller (the route table refuses unknown routes for admins, issue 24). */
+const PROBE = '/api/v1/terminals/probe/x';
+
 const VICTIM = 'victim@evil.example';
 const norm = (h: string) => h.toLowerCase().replace(/_/g, '-');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -80,7 +83,7 @@ describe('hardening: headers, framing and smuggling', function () {
 
   describe('request smuggling shapes: refused, never forwarded half-parsed', () => {
     const A = () => `Authorization: Bearer ${admin}`;
-    const post = (headers: string, body: string) => `POST /api/v1/probe HTTP/1.1\r\nHost: x\r\n${A()}\r\n${headers}\r\n${body}`;
+    const post = (headers: string, body: string) => `POST ${PROBE} HTTP/1.1\r\nHost: x\r\n${A()}\r\n${headers}\r\n${body}`;
     const MUST_REFUSE: Array<[string, (id: string) => string]> = [
       ['Content-Length and Transfer-Encoding', (id) => post('Content-Length: 6\r\nTransfer-Encoding: chunked\r\n', `0\r\n\r\n${inner(id)}`)],
       ['Transfer-Encoding and Content-Length', (id) => post('Transfer-Encoding: chunked\r\nContent-Length: 6\r\n', `0\r\n\r\n${inner(id)}`)],
@@ -98,7 +101,7 @@ describe('hardening: headers, framing and smuggling', function () {
       ['obs-fold in Transfer-Encoding', (id) => post('Transfer-Encoding: identity\r\n chunked\r\nContent-Length: 6\r\n', `0\r\n\r\n${inner(id)}`)],
       ['obs-fold in Content-Length', (id) => post(`Content-Length: 0\r\n ${inner(id).length}\r\n`, inner(id))],
       ['obs-fold in a trusted header', (id) => `GET /api/v1/auths/?folded=${id} HTTP/1.1\r\nHost: x\r\n${A()}\r\nX-Forwarded-Role: user\r\n admin\r\n\r\n`],
-      ['bare LF line endings', (id) => `POST /api/v1/probe HTTP/1.1\nHost: x\n${A()}\nContent-Length: 0\n\n${inner(id)}`],
+      ['bare LF line endings', (id) => `POST ${PROBE} HTTP/1.1\nHost: x\n${A()}\nContent-Length: 0\n\n${inner(id)}`],
       ['bare LF after the last chunk', (id) => post('Transfer-Encoding: chunked\r\n', `0\n\n${inner(id)}`)],
       ['chunk size overflow', (id) => post('Transfer-Encoding: chunked\r\n', `fffffffffffffffff0\r\n${inner(id)}`)],
       ['negative chunk size', (id) => post('Transfer-Encoding: chunked\r\n', `-1\r\n\r\n${inner(id)}`)],
@@ -139,7 +142,7 @@ describe('hardening: headers, framing and smuggling', function () {
     it('a chunked body on POST, PUT and PATCH is re-framed chunked toward the upstream (one request, whole body)', async () => {
       for (const method of ['POST', 'PUT', 'PATCH']) {
         const id = `${method}-framed`;
-        const { finals, seen } = await exchange(`${method} /api/v1/probe?${id} HTTP/1.1\r\nHost: x\r\n${A()}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk(inner(id))}0\r\n\r\n`, id);
+        const { finals, seen } = await exchange(`${method} ${PROBE}?${id} HTTP/1.1\r\nHost: x\r\n${A()}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk(inner(id))}0\r\n\r\n`, id);
         expect(finals).to.have.length(1);
         const forwarded = seen.filter((r) => r.url.includes(id));
         expect(forwarded, id).to.have.length(1);
@@ -218,7 +221,7 @@ describe('hardening: headers, framing and smuggling', function () {
       // Regression: Node parses it; the gateway forwarded the request, then answered the client 400
       // for the bytes after it, so the upstream acted on a request whose client saw a refusal.
       const id = 'http10-te';
-      const { finals, seen } = await exchange(`POST /api/v1/probe?${id} HTTP/1.0\r\nAuthorization: Bearer ${admin}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${inner(id)}`, id);
+      const { finals, seen } = await exchange(`POST ${PROBE}?${id} HTTP/1.0\r\nAuthorization: Bearer ${admin}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${inner(id)}`, id);
       expect(finals.map((f) => f.status)).to.deep.equal([400]);
       expect(seen.filter((r) => r.url !== '/api/v1/auths/signin')).to.deep.equal([]);
       expect(victimExists()).to.equal(false);
@@ -288,7 +291,7 @@ describe('hardening: headers, framing and smuggling', function () {
       for (const extra of ['x', 'GET /api/v1/chats/all/db HTTP/1.1\r\nHost: x\r\n\r\n', inner('after-close')]) {
         const body = '{"x":1}';
         const { finals, closedByServer } = await exchange(
-          `POST /api/v1/probe?after-close HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}${extra}`,
+          `POST ${PROBE}?after-close HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}${extra}`,
           'after-close',
         );
         expect(finals.map((f) => f.status), JSON.stringify(extra)).to.deep.equal([404]);
@@ -317,7 +320,7 @@ describe('hardening: headers, framing and smuggling', function () {
     });
 
     it('an unknown Expect is answered 417 by the gateway and never forwarded', async () => {
-      const { finals, seen } = await exchange(`POST /api/v1/probe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab`, 'expect');
+      const { finals, seen } = await exchange(`POST ${PROBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab`, 'expect');
       expect(finals.map((f) => f.status)).to.deep.equal([417]);
       expect(seen.filter((r) => r.url !== '/api/v1/auths/signin')).to.deep.equal([]);
     });

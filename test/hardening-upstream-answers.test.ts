@@ -11,6 +11,11 @@ import { once } from 'node:events';
 import { baseEnv, gatewayProcess } from './support/gateway-harness.js';
 import { rawExchange, parseResponses, sleep } from './support/raw-http.js';
 
+/**
+ * A route streamed as the upstream answers, for every caller: the caller here is an admin, for whom
+ * lists of workspace objects (/api/v1/models) are rebuilt by the gateway (issue 24), not streamed.
+ */
+const STREAMED = '/api/v1/memories/';
 const KEY = 'sk-0123456789abcdef';
 const AUTH = `Authorization: Bearer ${KEY}`;
 /** The idle limit the gateway runs with: every fault must end far sooner than this. */
@@ -144,7 +149,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
   for (const [name, bytes] of Object.entries(BROKEN_ANSWERS)) {
     it(`broken framing on a streamed route (${name}): a clean 502, and the process keeps serving`, async () => {
       up.set((s) => s.write(bytes));
-      const got = await request(gw.port, 'GET', '/api/v1/models');
+      const got = await request(gw.port, 'GET', STREAMED);
       // Nothing of the answer had reached the client yet: a 502 of the gateway's own, none of the upstream's headers.
       expect(got.status, name).to.equal(502);
       expect(JSON.parse(got.body).detail).to.equal('The chat front-end sent an invalid answer');
@@ -156,7 +161,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
     for (let round = 0; round < 3; round++) {
       for (const bytes of Object.values(BROKEN_ANSWERS)) {
         up.set((s) => s.write(bytes));
-        const got = await request(gw.port, 'GET', '/api/v1/models');
+        const got = await request(gw.port, 'GET', STREAMED);
         expect([502]).to.include(got.status);
       }
     }
@@ -165,7 +170,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
 
   it('an invalid status (999) is a 502, not relayed', async () => {
     up.set((s) => s.write('HTTP/1.1 999 Weird\r\nContent-Length: 2\r\nX-Upstream: yes\r\n\r\nok'));
-    const got = await request(gw.port, 'GET', '/api/v1/models');
+    const got = await request(gw.port, 'GET', STREAMED);
     expect(got.status).to.equal(502);
     expect(JSON.parse(got.body).detail).to.equal('The chat front-end sent an invalid answer');
     await expectStillServing('status 999');
@@ -177,7 +182,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
       s.write(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${part.length.toString(16)}\r\n${part}\r\n`);
       setTimeout(() => s.write('ZZZ\r\n'), 200);
     });
-    const got = await request(gw.port, 'GET', '/api/v1/models');
+    const got = await request(gw.port, 'GET', STREAMED);
     expect(got.status).to.equal(200);
     expect(got.complete, 'the client must be able to tell the body is incomplete').to.equal(false);
     expect(got.bytes).to.equal(part.length);
@@ -245,7 +250,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
   });
 
   it('an invalid Host header is refused with 400; a valid one reaches the upstream as the public host', async () => {
-    const bad = parseResponses((await rawExchange(gw.port, `GET /api/v1/models HTTP/1.1\r\nHost: a b\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text);
+    const bad = parseResponses((await rawExchange(gw.port, `GET ${STREAMED} HTTP/1.1\r\nHost: a b\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text);
     expect(bad[0]?.status).to.equal(400);
     expect(JSON.parse(bad[0]!.body).detail).to.match(/Host/);
     let seenHost = '';
@@ -253,7 +258,7 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
       seenHost = /\r\nhost: ([^\r]*)/i.exec(head)?.[1] ?? '';
       s.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
     });
-    const good = parseResponses((await rawExchange(gw.port, `GET /api/v1/models HTTP/1.1\r\nHost: evil.example:1234\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text);
+    const good = parseResponses((await rawExchange(gw.port, `GET ${STREAMED} HTTP/1.1\r\nHost: evil.example:1234\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text);
     expect(good[0]?.status).to.equal(200);
     expect(seenHost).to.equal('gateway.test:8080');
   });

@@ -57,8 +57,14 @@ describe('admin-scoping policy', () => {
   });
 
   it('A8: everything else passes untouched', () => {
-    for (const path of ['/api/v1/chats/all', '/api/v1/models', '/api/v1/knowledge/', '/ws/socket.io', '/', '/c/123'])
+    for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123'])
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+    // A3 to A5: lists of workspace objects are the gateway's to filter for admins while the bypass is off
+    for (const path of ['/api/v1/models', '/api/v1/knowledge/']) {
+      expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('filter-listing');
+      expect(decide({ method: 'GET', path }, on, admin).action, path).to.equal('pass');
+      expect(decide({ method: 'GET', path }, off, user).action, path).to.equal('pass');
+    }
     // a chat by id: a plain user passes (Open WebUI scopes them); an admin's own chat only (chat-scoping)
     expect(decide({ method: 'GET', path: '/api/v1/chats/abc' }, off, user).action).to.equal('pass');
     expect(decide({ method: 'GET', path: '/api/v1/chats/abc' }, off, admin)).to.include({ action: 'require-own-chat' });

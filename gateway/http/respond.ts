@@ -68,3 +68,10 @@ export function sessionCheckUnavailable(res: ServerResponse): void {
   res.writeHead(503, { ...PAGE_HEADERS, 'retry-after': '5', 'content-length': Buffer.byteLength(html) });
   res.end(html);
 }
+
+/** The head of an upstream answer relayed byte for byte on a raw socket (a guarded WebSocket upgrade). */
+export function rawResponseHead(status: number, reason: string | undefined, rawHeaders: readonly string[]): string {
+  const lines = [`HTTP/1.1 ${status} ${reason || http.STATUS_CODES[status] || ''}`];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) lines.push(`${rawHeaders[i]}: ${rawHeaders[i + 1]}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}

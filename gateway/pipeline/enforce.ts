@@ -10,6 +10,9 @@ import { compactHeaders } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
+import { ObjectViews } from '../upstream/object-views.js';
+import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
+import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
 
@@ -17,12 +20,19 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const { obs, upstream, trusted } = parts;
   const fileViews = new FileViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
+  const objectViews = new ObjectViews(upstream, obs);
 
   /** Stream the request on: `100 Continue` first when the client waits for it, headers compacted. */
-  function proceed(req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
-    if (expectContinue) res.writeContinue();
+  function proceed(req: IncomingMessage, res: ServerResponse, expectContinue: boolean, body?: Buffer): void {
+    if (expectContinue && !body) res.writeContinue();
     req.headers = compactHeaders(req.headers);
-    upstream.forward(req, res);
+    upstream.forward(req, res, body);
+  }
+
+  /** A refusal of the route table (admins, bypass off): audited with its rule, never forwarded. */
+  function refuse(res: ServerResponse, caller: Caller, callerId: string, method: string | undefined, path: string, rule: string, detail: string): void {
+    obs.audit.warn({ event: 'admin-access-denied', rule, caller: caller.label, callerId, method, path }, detail);
+    sendJson(res, 403, { detail });
   }
 
   /** Synchronous for `pass` and `deny`, the decisions of nearly every request; the others ask the upstream first. */
@@ -68,6 +78,67 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
+      case 'require-own-chat-in-body': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        // The body is read (bounded) to find the chat it names, then sent on unchanged.
+        if (expectContinue) res.writeContinue();
+        const body = await readJsonBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const named = chatNamedInBody(body.json);
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        let allowed = named.kind !== 'unreadable';
+        if (named.kind === 'chat') allowed = await chatViews.mayAccess({ need: 'own-chat', chatId: named.id }, callerId, headers);
+        else if (named.kind === 'channel') allowed = (await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)).ok;
+        if (allowed) return proceed(req, res, false, body.raw);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        return sendJson(res, 401, { detail: decision.detail });
+      }
+      case 'require-access': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        const who = await objectViews.principal(callerId, headers);
+        const { ok } = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
+        if (ok) return proceed(req, res, expectContinue);
+        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+      }
+      case 'require-own-account': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const callerId = await caller.upstreamUserId();
+        if (callerId && decision.userId === callerId) return proceed(req, res, expectContinue);
+        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+      }
+      case 'filter-listing': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const callerId = await caller.upstreamUserId();
+        const who = await objectViews.principal(callerId, headers);
+        return objectViews.serveListing(res, path + search, headers, who, (removed) =>
+          obs.audit.info({ event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed }, 'items of other users removed from an admin\u2019s list'),
+        );
+      }
+      case 'redact-fields': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        return objectViews.serveRedacted(res, path + search, rewriteHeaders(req.headers, trusted), decision.fields);
+      }
+      case 'guard-socketio-post': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        if (expectContinue) res.writeContinue();
+        const body = await readRawBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const headers = rewriteHeaders(req.headers, trusted);
+        const kept = await guardPollingBody(body.raw.toString('utf8'), socketJudge(caller, headers), dropReport(caller, path, 'polling'), decision.notes);
+        if (kept === undefined) {
+          // every packet dropped: answered as Engine.IO answers a POST
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2', 'cache-control': 'private, no-store' });
+          return void res.end('OK');
+        }
+        const out = Buffer.from(kept, 'utf8');
+        delete req.headers['transfer-encoding'];
+        req.headers['content-length'] = String(out.length);
+        return proceed(req, res, false, out);
+      }
       case 'audit-chat-delete': {
         if (!caller) return proceed(req, res, expectContinue);
         const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
@@ -79,5 +150,28 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     }
   }
 
-  return Object.assign(enforce, { clear: () => chatViews.clear() });
+  /** Socket.IO events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note, is the chat theirs? */
+  function socketJudge(caller: Caller, headers: Record<string, string | string[] | undefined>): SocketJudge {
+    return async (need) => {
+      const callerId = await caller.upstreamUserId();
+      if (need.need === 'own-chat') return chatViews.mayAccess({ need: 'own-chat', chatId: need.chatId }, callerId, headers);
+      const who = await objectViews.principal(callerId, headers);
+      return (await objectViews.mayAccess(`/api/v1/notes/${encodeURIComponent(need.noteId)}`, need.permission, who, headers)).ok;
+    };
+  }
+
+  /** The audit line of a dropped Socket.IO event. */
+  function dropReport(caller: Caller, path: string, transport: 'websocket' | 'polling'): DropReport {
+    return (event, why) =>
+      obs.audit.warn({ event: 'admin-socket-event-dropped', rule: `route table: Socket.IO ${event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`, caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
+  }
+
+  return Object.assign(enforce, {
+    socketJudge,
+    dropReport,
+    clear: () => {
+      chatViews.clear();
+      objectViews.clear();
+    },
+  });
 }

@@ -32,6 +32,8 @@ import type { Authenticator, Identity } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
+import { WebSocketGuard } from '../http/socketio-guard.js';
+import { rewriteHeaders } from '../upstream/file-views.js';
 
 /** What steps 5 to 7 need of a request that steps 1 to 4 let through. */
 interface Judged {
@@ -152,7 +154,7 @@ export function createPipeline(parts: PipelineParts) {
   function judge(r: Judged, caller: Caller | null): void | Promise<void> {
     setForwardedHeaders(r.req.headers, { clientIp: r.req.socket.remoteAddress, publicOrigin, requestId: r.requestId });
     // 6. the policy
-    const decision = decide({ method: r.method, path: r.path }, settings.policy, { admin: caller?.admin ?? false });
+    const decision = decide({ method: r.method, path: r.path, search: r.search }, settings.policy, { admin: caller?.admin ?? false });
     // 7. carry it out
     return enforce(decision, r.req, r.res, caller, r.path, r.search, r.expectContinue);
   }
@@ -175,11 +177,27 @@ export function createPipeline(parts: PipelineParts) {
     if (identity.via === 'session' || origin !== undefined) {
       if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
     }
-    await callers.forward(req, identity);
+    const caller = await callers.forward(req, identity);
     setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     websockets.track(socket);
+    if (caller.admin) {
+      // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
+      // are dropped, and while the bypass is off note events on notes they may not reach. No
+      // permessage-deflate, so every frame can be read.
+      delete req.headers['sec-websocket-extensions'];
+      const headers = rewriteHeaders(req.headers, trusted);
+      const judge = enforce.socketJudge(caller, headers);
+      const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
+      upstream.forwardUpgradeGuarded(req, socket, head, (send, fail) =>
+        new WebSocketGuard(judge, report, send, (why) => {
+          obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
+          fail();
+        }, !settings.policy.bypassAdminAccessControl),
+      );
+      return;
+    }
     upstream.forwardUpgrade(req, socket, head);
   }
 

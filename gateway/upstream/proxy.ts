@@ -3,11 +3,11 @@
 // (sign-in, rewritten routes, owner lookups, drift checks). Client bodies are piped, never
 // buffered; only `call()` buffers, and only up to a bound.
 import http, { type IncomingMessage, type ServerResponse, type IncomingHttpHeaders } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
-import { PERSONAL_CACHE_CONTROL, sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { PERSONAL_CACHE_CONTROL, rawResponseHead, sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
 import { gatewaySetCookies } from '../auth/session.js';
 
@@ -191,7 +191,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   return {
     agent,
     /** Stream a request whose url and headers the gateway has already set. */
-    forward(req: IncomingMessage, res: ServerResponse): void {
+    forward(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
       // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
       // listeners lead back to the request, its own key) kept every exchange alive through the
       // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
@@ -205,11 +205,59 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
         tracked.answered = true;
         exchanges.delete(req);
       });
-      proxy.web(req, res, {}, (err) => onError(err as Error, req, res));
+      // `body`: a request body the gateway had to read to judge it, sent on byte for byte
+      proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err) => onError(err as Error, req, res));
     },
     /** Proxy a WebSocket upgrade whose url and headers the gateway has already set. */
     forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       proxy.ws(req, socket, head, {}, (err) => onError(err as Error, req, socket));
+    },
+    /**
+     * Proxy a WebSocket upgrade whose client-to-upstream bytes must be read (an admin's Socket.IO,
+     * gateway/http/socketio-guard.ts): the gateway makes the upstream connection itself, sends the
+     * upstream's bytes to the client untouched, and the client's through `guard`, which calls
+     * `send` with what may go on. Any other answer than 101 is relayed and the socket ended.
+     */
+    forwardUpgradeGuarded(req: IncomingMessage, socket: Duplex, head: Buffer, makeGuard: (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void }): void {
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = v;
+      headers.host = target.host;
+      const up = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers });
+      const timer = setTimeout(() => up.destroy(new Error('upstream upgrade timeout')), options.timeoutMs);
+      up.on('response', (res) => {
+        clearTimeout(timer);
+        // not an upgrade (a refusal): relay it as HTTP
+        socket.write(rawResponseHead(res.statusCode ?? 502, res.statusMessage, res.rawHeaders));
+        res.pipe(socket);
+      });
+      up.on('upgrade', (res, upSocket, upHead) => {
+        clearTimeout(timer);
+        socket.write(rawResponseHead(101, res.statusMessage, res.rawHeaders));
+        if (upHead.length) socket.write(upHead);
+        upSocket.pipe(socket);
+        const close = () => {
+          upSocket.destroy();
+          socket.destroy();
+        };
+        const guard = makeGuard((b) => {
+          if (!upSocket.write(b)) {
+            socket.pause();
+            upSocket.once('drain', () => socket.resume());
+          }
+        }, close);
+        socket.on('data', (b: Buffer) => guard.write(b));
+        socket.on('end', () => upSocket.end());
+        socket.on('error', close);
+        socket.on('close', () => upSocket.destroy());
+        upSocket.on('error', close);
+        upSocket.on('close', () => socket.end());
+        if (head.length) guard.write(head);
+      });
+      up.on('error', (err: Error & { code?: string }) => {
+        clearTimeout(timer);
+        onError(err, req, socket);
+      });
+      up.end();
     },
     /**
      * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.

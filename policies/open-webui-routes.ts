@@ -1,0 +1,806 @@
+// Every HTTP route and every Socket.IO client event of Open WebUI 0.12.4, each in one class with
+// the rule the gateway holds for an ADMIN while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false.
+// Pure data plus a matcher; policies/admin-scoping.ts turns a row into a decision.
+//
+// Read from the installed 0.12.4 (routers/*.py, main.py, socket/main.py); the test
+// test/open-webui-routes.test.ts compares this table with the routes the real app registers
+// (scripts/open-webui-routes.py) and fails on any route or event missing here.
+//
+// Classes:
+//   own          the upstream scopes the answer to the caller (or it holds nobody's content): pass
+//   listing      a list across users: forwarded, then only items the admin owns or holds a user or
+//                group grant on reach the client (by `user_id` and `access_grants`)
+//   by-id-read   a read of one object by id: the gateway asks the upstream (as the caller) for the
+//                object first and forwards only when the admin owns it or holds a grant on it
+//   by-id-write  a write on one object by id: the same check, a write grant needed; a write on
+//                another user's object never reaches Open WebUI
+//   account      a route on a user account by id: only the caller's own account
+//   refused      reaches other users' content in a way the gateway cannot scope (a body names the
+//                object, an aggregate of everybody's messages, code running inside Open WebUI,
+//                settings where every user's prompts go): refused for admins
+//   export       the export switch (spec A6), for every caller and both bypass values
+//   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
+//   files        the contract's file rows (A1, A2, A7), both bypass values
+//   admin-config admin configuration that exposes nobody's content: pass
+//   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
+// A route missing from the table is refused for admins while the bypass is off (fail closed) and
+// passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
+// as Open WebUI answers, except the export and chat classes.
+
+export type RouteClassName =
+  | 'own'
+  | 'listing'
+  | 'by-id-read'
+  | 'by-id-write'
+  | 'account'
+  | 'refused'
+  | 'export'
+  | 'chat'
+  | 'files'
+  | 'admin-config'
+  | 'gateway';
+
+export interface RouteRow {
+  /** upper-case methods as Open WebUI registers them (HEAD is judged as GET) */
+  methods: readonly string[];
+  /** Open WebUI's path template: `{name}` one segment, `{name:path}` the rest (one or more) */
+  path: string;
+  class: RouteClassName;
+  /** by-id classes: the GET that returns the object, `{name}` from the path, `?id` style from the query */
+  lookup?: string;
+  /** refused: why (also the audit line's rule) */
+  why?: string;
+  /** admin-config: fields removed from the answer (each user's own settings and info) */
+  redact?: readonly string[];
+}
+
+const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<RouteRow> = {}): RouteRow => ({
+  methods: methods.split(','),
+  path,
+  class: cls,
+  ...extra,
+});
+const own = (m: string, p: string) => row(m, p, 'own');
+const cfg = (m: string, p: string) => row(m, p, 'admin-config');
+const list = (m: string, p: string) => row(m, p, 'listing');
+const read = (m: string, p: string, lookup: string) => row(m, p, 'by-id-read', { lookup });
+const write = (m: string, p: string, lookup: string) => row(m, p, 'by-id-write', { lookup });
+const refused = (m: string, p: string, why: string) => row(m, p, 'refused', { why });
+const account = (m: string, p: string) => row(m, p, 'account');
+const chat = (m: string, p: string) => row(m, p, 'chat');
+
+const NOTE = '/api/v1/notes/{id}';
+const FOLDER = '/api/v1/folders/{id}';
+const CHANNEL = '/api/v1/channels/{id}';
+const KNOWLEDGE = '/api/v1/knowledge/{id}';
+const PROMPT = '/api/v1/prompts/id/{prompt_id}';
+const TOOL = '/api/v1/tools/id/{id}';
+const SKILL = '/api/v1/skills/id/{id}';
+const MODEL = '/api/v1/models/model?id={?id}';
+const FEEDBACK = '/api/v1/evaluations/feedback/{id}';
+const CALENDAR = '/api/v1/calendars/{calendar_id}';
+const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
+
+const CODE = 'runs code of the admin inside Open WebUI, with access to every user\u2019s data (ENABLE_PLUGINS=false turns plugin loading off)';
+const PROMPT_ROUTE = 'routes every user\u2019s prompts or documents to an address the admin sets (set it in the deployment instead)';
+const GROUPS = 'group membership comes from the realm (the groups header at each sign-in); a self-added group opens that tenant\u2019s content';
+
+export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
+  // ---- main.py: the app itself
+  own('GET,HEAD', '/openapi.json'),
+  own('GET,HEAD', '/docs'),
+  own('GET,HEAD', '/docs/oauth2-redirect'),
+  list('GET', '/api/models'),
+  list('GET', '/api/v1/models'),
+  cfg('GET', '/api/models/base'),
+  cfg('POST', '/api/models/unload'),
+  own('POST', '/api/embeddings'),
+  own('POST', '/api/v1/embeddings'),
+  // chat_id in the body: the admin's own chat checked before forwarding (ENABLE_ADMIN_CHAT_ACCESS)
+  chat('POST', '/api/chat/completions'),
+  chat('POST', '/api/v1/chat/completions'),
+  chat('POST', '/api/chat/completed'),
+  chat('POST', '/api/chat/actions/{action_id}'),
+  chat('POST', '/api/v1/chats/{id}/messages/{message_id}/resolve'),
+  own('POST', '/api/message'),
+  own('POST', '/api/v1/messages'),
+  own('POST', '/api/message/count_tokens'),
+  own('POST', '/api/v1/messages/count_tokens'),
+  own('POST', '/api/tasks/stop/{task_id}'),
+  own('GET', '/api/tasks'),
+  chat('GET', '/api/tasks/chat/{chat_id:path}'),
+  chat('POST', '/api/tasks/chat/{chat_id:path}/stop'),
+  own('GET', '/api/config'),
+  own('GET', '/api/events'),
+  refused('GET', '/api/events/webhooks', 'outbound event webhooks receive a preview of every user\u2019s messages'),
+  refused('POST', '/api/events/webhooks', 'outbound event webhooks receive a preview of every user\u2019s messages'),
+  refused('PUT', '/api/events/webhooks/{webhook_id}', 'outbound event webhooks receive a preview of every user\u2019s messages'),
+  cfg('DELETE', '/api/events/webhooks/{webhook_id}'),
+  own('GET', '/api/version'),
+  own('GET', '/api/version/updates'),
+  own('GET', '/api/changelog'),
+  own('GET', '/api/usage'),
+  own('GET', '/oauth/clients/{client_id}/authorize'),
+  own('GET', '/oauth/clients/{client_id}/callback'),
+  own('GET', '/oauth/{provider}/login'),
+  own('GET', '/oauth/{provider}/callback'),
+  own('GET', '/oauth/{provider}/login/callback'),
+  own('POST', '/oauth/backchannel-logout'),
+  own('GET', '/manifest.json'),
+  own('GET', '/opensearch.xml'),
+  own('GET', '/health'),
+  own('GET', '/ready'),
+  own('GET', '/health/db'),
+  own('GET', '/cache/{path:path}'),
+
+  // ---- routers/ollama.py (/ollama): model serving and its connection settings
+  cfg('GET,HEAD', '/ollama/'),
+  cfg('GET', '/ollama/config'),
+  refused('POST', '/ollama/config/update', PROMPT_ROUTE),
+  cfg('POST', '/ollama/verify'),
+  ...['/ollama/api/tags', '/ollama/api/version', '/ollama/v1/models'].flatMap((p) => [cfg('GET', p), cfg('GET', `${p}/{url_idx}`)]),
+  cfg('GET', '/ollama/api/ps'),
+  cfg('POST', '/ollama/api/unload'),
+  cfg('POST', '/ollama/api/show'),
+  ...['/ollama/api/pull', '/ollama/api/create', '/ollama/api/copy', '/ollama/api/embed', '/ollama/api/embeddings', '/ollama/api/generate', '/ollama/api/chat', '/ollama/v1/completions', '/ollama/v1/chat/completions', '/ollama/v1/embeddings', '/ollama/v1/messages', '/ollama/v1/responses', '/ollama/models/download', '/ollama/models/upload'].flatMap((p) => [cfg('POST', p), cfg('POST', `${p}/{url_idx}`)]),
+  ...['/ollama/api/push', '/ollama/api/delete'].flatMap((p) => [cfg('DELETE', p), cfg('DELETE', `${p}/{url_idx}`)]),
+
+  // ---- routers/openai.py (/openai)
+  cfg('GET', '/openai/config'),
+  refused('POST', '/openai/config/update', PROMPT_ROUTE),
+  cfg('POST', '/openai/verify'),
+  cfg('GET', '/openai/models'),
+  cfg('GET', '/openai/models/{url_idx}'),
+  cfg('DELETE', '/openai/models/{url_idx}'),
+  cfg('GET', '/openai/models/{url_idx}/catalog'),
+  cfg('POST', '/openai/models/{url_idx}/download'),
+  cfg('GET', '/openai/models/{url_idx}/download/status/{job_id}'),
+  cfg('POST', '/openai/models/{url_idx}/load'),
+  cfg('POST', '/openai/models/{url_idx}/unload'),
+  cfg('GET', '/openai/models/{url_idx}/sse'),
+  cfg('POST', '/openai/audio/speech'),
+  cfg('POST', '/openai/chat/completions'),
+  cfg('POST', '/openai/responses'),
+  cfg('GET,POST,PUT,DELETE', '/openai/{path:path}'),
+
+  // ---- routers/pipelines.py (/api/v1/pipelines): pipelines are code on a pipelines server
+  cfg('GET', '/api/v1/pipelines/list'),
+  refused('POST', '/api/v1/pipelines/upload', CODE),
+  refused('POST', '/api/v1/pipelines/add', CODE),
+  cfg('DELETE', '/api/v1/pipelines/delete'),
+  cfg('GET', '/api/v1/pipelines/'),
+  cfg('GET', '/api/v1/pipelines/{pipeline_id}/valves'),
+  cfg('GET', '/api/v1/pipelines/{pipeline_id}/valves/spec'),
+  refused('POST', '/api/v1/pipelines/{pipeline_id}/valves/update', CODE),
+
+  // ---- routers/tasks.py (/api/v1/tasks)
+  cfg('GET', '/api/v1/tasks/config'),
+  refused('POST', '/api/v1/tasks/config/update', 'the task model receives every user\u2019s chats (set it in the deployment instead)'),
+  ...['title', 'follow_up', 'tags', 'image_prompt', 'queries', 'auto', 'emoji', 'moa'].map((t) => own('POST', `/api/v1/tasks/${t}/completions`)),
+
+  // ---- routers/images.py, routers/audio.py
+  cfg('GET', '/api/v1/images/config'),
+  refused('POST', '/api/v1/images/config/update', PROMPT_ROUTE),
+  cfg('POST', '/api/v1/images/verify'),
+  cfg('GET', '/api/v1/images/models'),
+  own('POST', '/api/v1/images/generations'),
+  own('POST', '/api/v1/images/edit'),
+  cfg('GET', '/api/v1/audio/config'),
+  refused('POST', '/api/v1/audio/config/update', PROMPT_ROUTE),
+  own('POST', '/api/v1/audio/speech'),
+  own('POST', '/api/v1/audio/transcriptions'),
+  cfg('GET', '/api/v1/audio/models'),
+  cfg('GET', '/api/v1/audio/voices'),
+  own('WEBSOCKET', '/api/v1/audio/realtime'),
+
+  // ---- routers/retrieval.py (/api/v1/retrieval)
+  cfg('GET', '/api/v1/retrieval/embedding'),
+  refused('POST', '/api/v1/retrieval/embedding/update', PROMPT_ROUTE),
+  cfg('GET', '/api/v1/retrieval/config'),
+  refused('POST', '/api/v1/retrieval/config/update', PROMPT_ROUTE),
+  refused('POST', '/api/v1/retrieval/process/file', 'names a file by body, any user\u2019s for an admin'),
+  refused('POST', '/api/v1/retrieval/process/files/batch', 'names files by body, any user\u2019s for an admin'),
+  own('POST', '/api/v1/retrieval/process/text'),
+  own('POST', '/api/v1/retrieval/process/url'),
+  own('POST', '/api/v1/retrieval/process/web'),
+  own('POST', '/api/v1/retrieval/process/youtube'),
+  own('POST', '/api/v1/retrieval/process/web/search'),
+  refused('POST', '/api/v1/retrieval/query/doc', 'queries any collection by name: user-memory-<id>, file-<id>'),
+  refused('POST', '/api/v1/retrieval/query/collection', 'queries any collection by name: user-memory-<id>, file-<id>'),
+  refused('POST', '/api/v1/retrieval/delete', 'deletes from any collection by name'),
+  refused('POST', '/api/v1/retrieval/reset/db', 'wipes every user\u2019s vectors'),
+  refused('POST', '/api/v1/retrieval/reset/uploads', 'wipes every user\u2019s uploads'),
+
+  // ---- routers/configs.py (/api/v1/configs): admin settings
+  refused('POST', '/api/v1/configs/import', `sets every setting at once, connections and webhooks included: ${PROMPT_ROUTE}`),
+  cfg('GET', '/api/v1/configs/export'),
+  cfg('GET', '/api/v1/configs/connections'),
+  refused('POST', '/api/v1/configs/connections', PROMPT_ROUTE),
+  cfg('GET', '/api/v1/configs/namespace/{namespace}'),
+  cfg('POST', '/api/v1/configs/interface/visibility'),
+  cfg('POST', '/api/v1/configs/oauth/clients/register'),
+  cfg('GET', '/api/v1/configs/tool_servers'),
+  refused('POST', '/api/v1/configs/tool_servers', PROMPT_ROUTE),
+  cfg('POST', '/api/v1/configs/tool_servers/verify'),
+  cfg('GET', '/api/v1/configs/terminal_servers'),
+  refused('POST', '/api/v1/configs/terminal_servers', PROMPT_ROUTE),
+  cfg('POST', '/api/v1/configs/terminal_servers/verify'),
+  cfg('POST', '/api/v1/configs/terminal_servers/policy'),
+  cfg('POST', '/api/v1/configs/terminal_servers/lifecycle'),
+  cfg('POST', '/api/v1/configs/terminal_servers/refresh'),
+  cfg('GET', '/api/v1/configs/code_execution'),
+  refused('POST', '/api/v1/configs/code_execution', PROMPT_ROUTE),
+  cfg('GET', '/api/v1/configs/models'),
+  cfg('GET', '/api/v1/configs/models/defaults'),
+  cfg('GET', '/api/v1/configs/subagents'),
+  cfg('POST', '/api/v1/configs/subagents'),
+  cfg('POST', '/api/v1/configs/models'),
+  cfg('POST', '/api/v1/configs/suggestions'),
+  cfg('GET', '/api/v1/configs/banners'),
+  cfg('POST', '/api/v1/configs/banners'),
+
+  // ---- routers/auths.py, mfa.py: the caller's own account; admin settings
+  own('GET', '/api/v1/auths/'),
+  own('POST', '/api/v1/auths/update/profile'),
+  own('POST', '/api/v1/auths/update/timezone'),
+  own('POST', '/api/v1/auths/update/password'),
+  own('POST', '/api/v1/auths/ldap'),
+  own('POST', '/api/v1/auths/signin'),
+  own('POST', '/api/v1/auths/signup'),
+  row('POST', '/api/v1/auths/signout', 'gateway'),
+  own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
+  cfg('POST', '/api/v1/auths/add'),
+  cfg('GET', '/api/v1/auths/admin/details'),
+  cfg('GET,POST', '/api/v1/auths/admin/config'),
+  cfg('GET,POST', '/api/v1/auths/admin/config/ldap/server'),
+  cfg('GET,POST', '/api/v1/auths/admin/config/ldap'),
+  cfg('GET,POST', '/api/v1/auths/admin/config/oauth'),
+  own('GET,POST,DELETE', '/api/v1/auths/api_key'),
+  own('POST', '/api/v1/auths/oauth/{provider}/token/exchange'),
+  own('GET', '/api/v1/auths/mfa/status'),
+  ...['challenge', 'enroll/start', 'enroll/confirm', 'verify', 'replace', 'recovery/codes', 'recover'].map((p) => own('POST', `/api/v1/auths/mfa/${p}`)),
+
+  // ---- routers/users.py (/api/v1/users)
+  // UserModel carries each user's own `settings` (their UI settings, system prompt, tool servers)
+  // and `info`: the admin's user management gets the records without them
+  row('GET', '/api/v1/users/', 'admin-config', { redact: ['settings', 'info'] }),
+  cfg('GET', '/api/v1/users/all'),
+  cfg('GET', '/api/v1/users/search'),
+  own('GET', '/api/v1/users/groups'),
+  own('GET', '/api/v1/users/permissions'),
+  cfg('GET,POST', '/api/v1/users/default/permissions'),
+  cfg('GET', '/api/v1/users/default/permissions/defaults'),
+  own('GET', '/api/v1/users/user/settings'),
+  own('POST', '/api/v1/users/user/settings/update'),
+  own('GET', '/api/v1/users/user/status'),
+  own('POST', '/api/v1/users/user/status/update'),
+  own('GET', '/api/v1/users/user/info'),
+  own('POST', '/api/v1/users/user/info/update'),
+  own('GET', '/api/v1/users/user/variables'),
+  own('POST', '/api/v1/users/user/variables/update'),
+  cfg('GET', '/api/v1/users/usage'),
+  row('GET', '/api/v1/users/{user_id}', 'admin-config', { redact: ['settings', 'info'] }),
+  // UserInfoResponse: name, email, bio, status (any verified user may ask, for profile previews)
+  cfg('GET', '/api/v1/users/{user_id}/info'),
+  account('GET', '/api/v1/users/{user_id}/oauth/sessions'),
+  cfg('GET', '/api/v1/users/{user_id}/profile/image'),
+  cfg('GET', '/api/v1/users/{user_id}/active'),
+  account('POST', '/api/v1/users/{user_id}/sessions/revoke'),
+  account('POST', '/api/v1/users/{user_id}/update'),
+  account('DELETE', '/api/v1/users/{user_id}'),
+  cfg('GET', '/api/v1/users/{user_id}/groups'),
+  cfg('GET', '/api/v1/users/{user_id}/preview'),
+
+  // ---- routers/apps.py (/api/v1/apps): external apps, installed and managed by admins, global
+  cfg('GET', '/api/v1/apps'),
+  cfg('POST', '/api/v1/apps/manifest/preview'),
+  cfg('POST', '/api/v1/apps'),
+  cfg('GET,PATCH,DELETE', '/api/v1/apps/{app_id}'),
+  cfg('POST', '/api/v1/apps/{app_id}/connect'),
+  own('POST', '/api/v1/apps/{app_id}/interactions'),
+
+  // ---- routers/channels.py (/api/v1/channels): a channel the admin owns, holds a grant on, or is a member of
+  own('GET', '/api/v1/channels/'),
+  list('GET', '/api/v1/channels/list'),
+  own('GET', '/api/v1/channels/users/{user_id}'),
+  own('POST', '/api/v1/channels/create'),
+  read('GET', '/api/v1/channels/{id}', CHANNEL),
+  read('GET', '/api/v1/channels/{id}/members', CHANNEL),
+  read('POST', '/api/v1/channels/{id}/members/mute', CHANNEL),
+  read('POST', '/api/v1/channels/{id}/members/active', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/update/members/add', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/update/members/remove', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/update', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/access/update', CHANNEL),
+  write('DELETE', '/api/v1/channels/{id}/delete', CHANNEL),
+  read('GET', '/api/v1/channels/{channel_id}/apps', '/api/v1/channels/{channel_id}'),
+  write('POST', '/api/v1/channels/{channel_id}/apps', '/api/v1/channels/{channel_id}'),
+  write('DELETE', '/api/v1/channels/{channel_id}/apps/{app_id}', '/api/v1/channels/{channel_id}'),
+  read('GET', '/api/v1/channels/{id}/messages', CHANNEL),
+  read('GET', '/api/v1/channels/{id}/messages/pinned', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL),
+  read('GET', '/api/v1/channels/{id}/messages/{message_id}', CHANNEL),
+  read('GET', '/api/v1/channels/{id}/messages/{message_id}/data', CHANNEL),
+  read('GET', '/api/v1/channels/{id}/messages/{message_id}/thread', CHANNEL),
+  read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/add', CHANNEL),
+  read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/remove', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/{message_id}/pin', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL),
+  write('DELETE', '/api/v1/channels/{id}/messages/{message_id}/delete', CHANNEL),
+  own('GET', '/api/v1/channels/webhooks/{webhook_id}/profile/image'),
+  write('GET', '/api/v1/channels/{id}/webhooks', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/webhooks/create', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/webhooks/{webhook_id}/update', CHANNEL),
+  write('DELETE', '/api/v1/channels/{id}/webhooks/{webhook_id}/delete', CHANNEL),
+  own('POST', '/api/v1/channels/webhooks/{webhook_id}/{token}'),
+
+  // ---- routers/chats.py (/api/v1/chats): policies/chat-scoping.ts
+  own('GET', '/api/v1/chats/list'),
+  own('GET', '/api/v1/chats/'),
+  own('POST', '/api/v1/chats/read'),
+  own('GET', '/api/v1/chats/stats/usage'),
+  own('GET', '/api/v1/chats/stats/export'),
+  chat('GET', '/api/v1/chats/stats/export/{chat_id}'),
+  own('DELETE', '/api/v1/chats/'),
+  chat('GET', '/api/v1/chats/list/user/{user_id}'),
+  own('POST', '/api/v1/chats/new'),
+  own('POST', '/api/v1/chats/import'),
+  cfg('GET,POST', '/api/v1/chats/config'),
+  own('GET', '/api/v1/chats/search'),
+  own('GET', '/api/v1/chats/folder/{folder_id}'),
+  own('GET', '/api/v1/chats/folder/{folder_id}/list'),
+  own('GET', '/api/v1/chats/pinned'),
+  own('GET', '/api/v1/chats/all'),
+  own('GET', '/api/v1/chats/all/archived'),
+  own('GET', '/api/v1/chats/all/tags'),
+  row('GET', '/api/v1/chats/all/db', 'export'),
+  own('GET', '/api/v1/chats/archived'),
+  own('GET', '/api/v1/chats/archived/count'),
+  own('POST', '/api/v1/chats/archive/all'),
+  own('POST', '/api/v1/chats/unarchive/all'),
+  own('DELETE', '/api/v1/chats/share/all'),
+  own('GET', '/api/v1/chats/shared'),
+  chat('GET', '/api/v1/chats/share/{share_id}'),
+  own('POST', '/api/v1/chats/tags'),
+  ...[
+    'POST /{id}/compact', 'GET /{id}', 'POST /{id}', 'PATCH /{id}/params', 'POST /{id}/messages/{message_id}', 'DELETE /{id}/messages/{message_id}',
+    'POST /{id}/messages/{message_id}/event', 'DELETE /{id}', 'GET /{id}/pinned', 'POST /{id}/pin', 'POST /{id}/fork', 'POST /{id}/clone',
+    'POST /{id}/clone/shared', 'POST /{id}/archive', 'POST /{id}/share', 'DELETE /{id}/share', 'POST /shared/{id}/access/update',
+    'GET /shared/{id}/access', 'POST /{id}/unread', 'POST /{id}/folder', 'GET /{id}/tags', 'POST /{id}/tags', 'DELETE /{id}/tags',
+  ].map((r) => chat(r.split(' ')[0]!, `/api/v1/chats${r.split(' ')[1]!}`)),
+
+  // ---- routers/notes.py (/api/v1/notes)
+  // the caller's own and shared notes whatever the role (get_notes_by_user_id); pins are the caller's
+  own('GET', '/api/v1/notes/'),
+  own('GET', '/api/v1/notes/pinned'),
+  list('GET', '/api/v1/notes/search'),
+  own('POST', '/api/v1/notes/create'),
+  read('GET', '/api/v1/notes/{id}', NOTE),
+  read('GET', '/api/v1/notes/{id}/chat', NOTE),
+  read('GET', '/api/v1/notes/{id}/chats', NOTE),
+  write('POST', '/api/v1/notes/{id}/chat', NOTE),
+  write('POST', '/api/v1/notes/{id}/update', NOTE),
+  write('POST', '/api/v1/notes/{id}/access/update', NOTE),
+  read('POST', '/api/v1/notes/{id}/pin', NOTE),
+  write('DELETE', '/api/v1/notes/{id}/delete', NOTE),
+
+  // ---- routers/search.py: chats, notes, knowledge... of the caller, but admins see across users
+  refused('GET', '/api/v1/search', 'searches across users\u2019 content for admins; items carry no owner to filter by'),
+
+  // ---- routers/models.py (/api/v1/models): A3 to A5
+  list('GET', '/api/v1/models/list'),
+  list('GET', '/api/v1/models/all'),
+  cfg('GET', '/api/v1/models/base/tags'),
+  cfg('GET', '/api/v1/models/base'),
+  own('GET', '/api/v1/models/tags'),
+  own('POST', '/api/v1/models/create'),
+  list('GET', '/api/v1/models/export'),
+  refused('POST', '/api/v1/models/import', 'overwrites models named by body, any user\u2019s'),
+  refused('POST', '/api/v1/models/sync', 'overwrites every user\u2019s models'),
+  read('GET', '/api/v1/models/model', MODEL),
+  read('GET', '/api/v1/models/model/history', MODEL),
+  read('GET', '/api/v1/models/model/history/{history_id}', MODEL),
+  write('DELETE', '/api/v1/models/model/history/{history_id}', MODEL),
+  write('POST', '/api/v1/models/model/update/version', MODEL),
+  read('GET', '/api/v1/models/model/profile/image', MODEL),
+  write('POST', '/api/v1/models/model/toggle', MODEL),
+  write('POST', '/api/v1/models/model/update', MODEL),
+  write('POST', '/api/v1/models/model/access/update', MODEL),
+  write('POST', '/api/v1/models/model/delete', MODEL),
+  refused('DELETE', '/api/v1/models/delete/all', 'deletes every user\u2019s models'),
+
+  // ---- routers/notifications.py: the caller's own targets
+  own('GET', '/api/v1/notifications/events'),
+  own('GET,POST', '/api/v1/notifications/targets'),
+  own('PUT,DELETE', '/api/v1/notifications/targets/{target_id}'),
+  own('PUT', '/api/v1/notifications/targets/{target_id}/default'),
+  own('POST', '/api/v1/notifications/targets/{target_id}/test'),
+
+  // ---- routers/knowledge.py (/api/v1/knowledge)
+  list('GET', '/api/v1/knowledge/'),
+  list('GET', '/api/v1/knowledge/search'),
+  list('GET', '/api/v1/knowledge/search/files'),
+  own('POST', '/api/v1/knowledge/create'),
+  cfg('POST', '/api/v1/knowledge/reindex'),
+  cfg('POST', '/api/v1/knowledge/metadata/reindex'),
+  cfg('GET,POST', '/api/v1/knowledge/external/connections'),
+  cfg('GET,PATCH,DELETE', '/api/v1/knowledge/external/connections/{id}'),
+  cfg('POST', '/api/v1/knowledge/external/connections/{id}/test'),
+  cfg('POST', '/api/v1/knowledge/external/source/test'),
+  cfg('POST', '/api/v1/knowledge/external/connections/{id}/retrieve-test'),
+  own('POST', '/api/v1/knowledge/external/knowledge/create'),
+  own('POST', '/api/v1/knowledge/external/source/create'),
+  write('PATCH', '/api/v1/knowledge/external/source/{id}', KNOWLEDGE),
+  read('GET', '/api/v1/knowledge/{id}', KNOWLEDGE),
+  read('GET', '/api/v1/knowledge/{id}/files/pending', KNOWLEDGE),
+  read('GET', '/api/v1/knowledge/{id}/files', KNOWLEDGE),
+  read('GET', '/api/v1/knowledge/{id}/export', KNOWLEDGE),
+  ...['update', 'access/update', 'file/add', 'file/update', 'file/remove', 'reset', 'sync/diff', 'sync/cleanup', 'files/batch/add', 'dirs/create', 'dirs/{dir_id}/update', 'file/move'].map((p) =>
+    write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE),
+  ),
+  write('DELETE', '/api/v1/knowledge/{id}/delete', KNOWLEDGE),
+  write('DELETE', '/api/v1/knowledge/{id}/dirs/{dir_id}/delete', KNOWLEDGE),
+
+  // ---- routers/prompts.py
+  list('GET', '/api/v1/prompts/'),
+  own('GET', '/api/v1/prompts/tags'),
+  list('GET', '/api/v1/prompts/list'),
+  own('POST', '/api/v1/prompts/create'),
+  read('GET', '/api/v1/prompts/id/{prompt_id}', PROMPT),
+  read('GET', '/api/v1/prompts/id/{prompt_id}/history', PROMPT),
+  read('GET', '/api/v1/prompts/id/{prompt_id}/history/diff', PROMPT),
+  read('GET', '/api/v1/prompts/id/{prompt_id}/history/{history_id}', PROMPT),
+  write('DELETE', '/api/v1/prompts/id/{prompt_id}/history/{history_id}', PROMPT),
+  ...['update', 'update/meta', 'update/version', 'access/update', 'toggle'].map((p) => write('POST', `/api/v1/prompts/id/{prompt_id}/${p}`, PROMPT)),
+  write('DELETE', '/api/v1/prompts/id/{prompt_id}/delete', PROMPT),
+
+  // ---- routers/tools.py: tools are Python run inside Open WebUI
+  list('GET', '/api/v1/tools/'),
+  list('GET', '/api/v1/tools/list'),
+  list('GET', '/api/v1/tools/export'),
+  refused('POST', '/api/v1/tools/load/url', CODE),
+  refused('POST', '/api/v1/tools/create', CODE),
+  refused('POST', '/api/v1/tools/id/{id}/update', CODE),
+  refused('POST', '/api/v1/tools/id/{id}/update/version', CODE),
+  read('GET', '/api/v1/tools/id/{id}', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/specs', TOOL),
+  write('POST', '/api/v1/tools/id/{id}/access/update', TOOL),
+  write('DELETE', '/api/v1/tools/id/{id}/delete', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/valves', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/valves/spec', TOOL),
+  write('POST', '/api/v1/tools/id/{id}/valves/update', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/valves/user', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/valves/user/spec', TOOL),
+  read('POST', '/api/v1/tools/id/{id}/valves/user/update', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/history', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/history/diff', TOOL),
+  read('GET', '/api/v1/tools/id/{id}/history/{history_id}', TOOL),
+  write('DELETE', '/api/v1/tools/id/{id}/history/{history_id}', TOOL),
+
+  // ---- routers/skills.py
+  list('GET', '/api/v1/skills/'),
+  list('GET', '/api/v1/skills/list'),
+  list('GET', '/api/v1/skills/export'),
+  own('POST', '/api/v1/skills/create'),
+  read('GET', '/api/v1/skills/id/{id}', SKILL),
+  write('POST', '/api/v1/skills/id/{id}/update', SKILL),
+  write('POST', '/api/v1/skills/id/{id}/access/update', SKILL),
+  write('POST', '/api/v1/skills/id/{id}/toggle', SKILL),
+  write('DELETE', '/api/v1/skills/id/{id}/delete', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/files', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/files/content', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/history', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/history/diff', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/history/diff/file', SKILL),
+  read('GET', '/api/v1/skills/id/{id}/history/{history_id}', SKILL),
+  write('DELETE', '/api/v1/skills/id/{id}/history/{history_id}', SKILL),
+  write('POST', '/api/v1/skills/id/{id}/update/version', SKILL),
+  read('POST', '/api/v1/skills/id/{id}/clone', SKILL),
+  own('POST', '/api/v1/skills/load/url'),
+  own('POST', '/api/v1/skills/import/preview'),
+  own('POST', '/api/v1/skills/import'),
+
+  // ---- routers/memories.py: the caller's own memories only
+  own('GET', '/api/v1/memories/'),
+  ...['add', 'update', 'query', 'search', 'paths', 'path', 'reindex', 'reset', '{memory_id}/update'].map((p) => own('POST', `/api/v1/memories/${p}`)),
+  own('DELETE', '/api/v1/memories/delete/user'),
+  own('DELETE', '/api/v1/memories/{memory_id}'),
+
+  // ---- routers/folders.py
+  own('GET,POST', '/api/v1/folders/'),
+  list('GET', '/api/v1/folders/shared'),
+  read('GET', '/api/v1/folders/{id}', FOLDER),
+  read('GET', '/api/v1/folders/{id}/shared/chats', FOLDER),
+  write('POST', '/api/v1/folders/{id}/update', FOLDER),
+  write('POST', '/api/v1/folders/{id}/update/parent', FOLDER),
+  write('POST', '/api/v1/folders/{id}/update/expanded', FOLDER),
+  write('POST', '/api/v1/folders/{id}/access/update', FOLDER),
+  read('POST', '/api/v1/folders/{id}/read', FOLDER),
+  write('DELETE', '/api/v1/folders/{id}', FOLDER),
+
+  // ---- routers/groups.py: membership comes from the realm
+  cfg('GET', '/api/v1/groups/'),
+  cfg('POST', '/api/v1/groups/create'),
+  cfg('GET', '/api/v1/groups/id/{id}'),
+  cfg('GET', '/api/v1/groups/id/{id}/info'),
+  cfg('GET', '/api/v1/groups/id/{id}/export'),
+  cfg('POST', '/api/v1/groups/id/{id}/users'),
+  refused('POST', '/api/v1/groups/id/{id}/update', GROUPS),
+  refused('POST', '/api/v1/groups/id/{id}/users/add', GROUPS),
+  refused('POST', '/api/v1/groups/id/{id}/users/remove', GROUPS),
+  refused('DELETE', '/api/v1/groups/id/{id}/delete', GROUPS),
+  cfg('GET', '/api/v1/groups/id/{id}/preview'),
+  cfg('GET', '/api/v1/groups/id/{id}/members'),
+
+  // ---- routers/files.py: the contract's rows (A1, A2, A7)
+  ...[
+    'POST /', 'GET /', 'GET /search', 'GET /user/search', 'GET /count', 'GET /user/count', 'DELETE /all', 'GET /{id}', 'GET /{id}/process/status',
+    'GET /{id}/data/content', 'POST /{id}/data/content/update', 'GET /{id}/content', 'GET /{id}/content/html', 'GET /{id}/content/{file_name}',
+    'POST /{id}/rename', 'DELETE /{id}',
+  ].map((r) => row(r.split(' ')[0]!, `/api/v1/files${r.split(' ')[1]!}`, 'files')),
+
+  // ---- routers/functions.py: admin-only, global; functions are code
+  cfg('GET', '/api/v1/functions/'),
+  cfg('GET', '/api/v1/functions/list'),
+  cfg('GET', '/api/v1/functions/export'),
+  refused('POST', '/api/v1/functions/load/url', CODE),
+  refused('POST', '/api/v1/functions/sync', CODE),
+  refused('POST', '/api/v1/functions/create', CODE),
+  cfg('GET', '/api/v1/functions/id/{id}'),
+  cfg('POST', '/api/v1/functions/id/{id}/toggle'),
+  cfg('POST', '/api/v1/functions/id/{id}/toggle/global'),
+  refused('POST', '/api/v1/functions/id/{id}/update', CODE),
+  cfg('DELETE', '/api/v1/functions/id/{id}/delete'),
+  cfg('GET', '/api/v1/functions/id/{id}/valves'),
+  cfg('GET', '/api/v1/functions/id/{id}/valves/spec'),
+  cfg('POST', '/api/v1/functions/id/{id}/valves/update'),
+  own('GET', '/api/v1/functions/id/{id}/valves/user'),
+  own('GET', '/api/v1/functions/id/{id}/valves/user/spec'),
+  own('POST', '/api/v1/functions/id/{id}/valves/user/update'),
+  cfg('GET', '/api/v1/functions/id/{id}/history'),
+  cfg('GET', '/api/v1/functions/id/{id}/history/diff'),
+  cfg('GET', '/api/v1/functions/id/{id}/history/{history_id}'),
+  cfg('DELETE', '/api/v1/functions/id/{id}/history/{history_id}'),
+  refused('POST', '/api/v1/functions/id/{id}/update/version', CODE),
+
+  // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat
+  cfg('GET', '/api/v1/evaluations/leaderboard'),
+  cfg('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history'),
+  cfg('GET,POST', '/api/v1/evaluations/config'),
+  cfg('GET', '/api/v1/evaluations/feedbacks/models'),
+  list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
+  refused('DELETE', '/api/v1/evaluations/feedbacks/all', 'deletes every user\u2019s feedback'),
+  list('GET', '/api/v1/evaluations/feedbacks/all/export'),
+  own('GET', '/api/v1/evaluations/feedbacks/user'),
+  own('DELETE', '/api/v1/evaluations/feedbacks'),
+  list('GET', '/api/v1/evaluations/feedbacks/list'),
+  own('POST', '/api/v1/evaluations/feedback'),
+  read('GET', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
+  write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
+  write('DELETE', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
+
+  // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused
+  cfg('GET', '/api/v1/analytics/models'),
+  cfg('GET', '/api/v1/analytics/users'),
+  refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)'),
+  cfg('GET', '/api/v1/analytics/summary'),
+  cfg('GET', '/api/v1/analytics/daily'),
+  cfg('GET', '/api/v1/analytics/tokens'),
+  refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
+  cfg('GET', '/api/v1/analytics/models/{model_id:path}/overview'),
+
+  // ---- routers/utils.py
+  own('GET', '/api/v1/utils/gravatar'),
+  own('POST', '/api/v1/utils/code/format'),
+  own('POST', '/api/v1/utils/code/execute'),
+  row('GET', '/api/v1/utils/db/download', 'export'),
+
+  // ---- routers/terminals.py: a proxy to admin-configured terminal servers, keyed by the caller's
+  // own user id (X-User-Id) whatever chat id is named
+  own('GET', '/api/v1/terminals/'),
+  own('DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT', '/api/v1/terminals/{server_id}/chats/{chat_id}/{path:path}'),
+  own('DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT', '/api/v1/terminals/{server_id}/{path:path}'),
+  own('WEBSOCKET', '/api/v1/terminals/{server_id}/api/terminals/{session_id}'),
+  // ---- routers/automations.py: owner only, admins included (check_automation_access)
+  own('GET', '/api/v1/automations/list'),
+  own('POST', '/api/v1/automations/create'),
+  own('GET', '/api/v1/automations/{id}'),
+  own('POST', '/api/v1/automations/{id}/update'),
+  own('POST', '/api/v1/automations/{id}/toggle'),
+  own('POST', '/api/v1/automations/{id}/run'),
+  own('DELETE', '/api/v1/automations/{id}/delete'),
+  own('GET', '/api/v1/automations/{id}/runs'),
+  // ---- routers/calendar.py (/api/v1/calendars): lists are the caller's own and shared; by id an
+  // admin reaches any calendar (_check_calendar_access)
+  own('GET', '/api/v1/calendars/'),
+  own('POST', '/api/v1/calendars/create'),
+  own('GET', '/api/v1/calendars/events'),
+  own('GET', '/api/v1/calendars/events/search'),
+  own('POST', '/api/v1/calendars/events/create'),
+  read('GET', '/api/v1/calendars/events/{event_id}', CAL_EVENT),
+  write('POST', '/api/v1/calendars/events/{event_id}/update', CAL_EVENT),
+  write('DELETE', '/api/v1/calendars/events/{event_id}/delete', CAL_EVENT),
+  read('POST', '/api/v1/calendars/events/{event_id}/rsvp', CAL_EVENT),
+  read('GET', '/api/v1/calendars/{calendar_id}', CALENDAR),
+  write('POST', '/api/v1/calendars/{calendar_id}/update', CALENDAR),
+  write('POST', '/api/v1/calendars/{calendar_id}/access/update', CALENDAR),
+  write('DELETE', '/api/v1/calendars/{calendar_id}/delete', CALENDAR),
+  write('POST', '/api/v1/calendars/{calendar_id}/default', CALENDAR),
+
+  // ---- routers/scim.py (/api/v1/scim/v2, when ENABLE_SCIM): bearer SCIM_TOKEN, provisioning
+  ...['/ServiceProviderConfig', '/ResourceTypes', '/Schemas'].map((p) => cfg('GET', `/api/v1/scim/v2${p}`)),
+  cfg('GET,POST', '/api/v1/scim/v2/Users'),
+  cfg('GET,PUT,PATCH,DELETE', '/api/v1/scim/v2/Users/{user_id}'),
+  cfg('GET,POST', '/api/v1/scim/v2/Groups'),
+  cfg('GET,PUT,PATCH,DELETE', '/api/v1/scim/v2/Groups/{group_id}'),
+
+];
+
+/**
+ * Sub-applications Open WebUI mounts (main.py): Socket.IO at /ws (its events below; the gateway
+ * reads an admin's traffic, gateway/http/socketio-guard.ts), static files, Pyodide and the web app.
+ */
+export const OPEN_WEBUI_MOUNTS: Readonly<Record<string, RouteClassName>> = { '/ws': 'own', '/static': 'own', '/pyodide': 'own', '/': 'own' };
+
+/**
+ * Socket.IO client events of 0.12.4 (socket/main.py, socket/encryption.py) for an admin: 'note'
+ * events (bypass off) are dropped unless the note is the admin's own or shared with them; a 'chat'
+ * join (either bypass value) unless the chat is the admin's own; the rest act on the sender's own
+ * session or the channels they belong to (Open WebUI checks those itself, by the sender's id).
+ */
+export const OPEN_WEBUI_SOCKET_EVENTS: Readonly<Record<string, 'own' | 'note' | 'chat'>> = {
+  connect: 'own',
+  disconnect: 'own',
+  usage: 'own',
+  'user-join': 'own',
+  heartbeat: 'own',
+  'join-channels': 'own',
+  'join-note': 'note',
+  'events:channel': 'own',
+  // {chat_id, data: {type: 'join'}} enters the chat's room (its live tokens) for any chat an admin
+  // may open upstream: with ENABLE_ADMIN_CHAT_ACCESS fixed false, only the admin's own chats
+  'events:chat': 'chat',
+  'ydoc:document:join': 'note',
+  'ydoc:document:state': 'note',
+  'ydoc:document:update': 'note',
+  'ydoc:document:leave': 'own',
+  'ydoc:awareness:update': 'note',
+  'encryption:bind': 'own',
+  'encryption:join': 'own',
+  'encryption:leave': 'own',
+  'encryption:packet': 'own',
+  'encryption:ping': 'own',
+  'encryption:start': 'own',
+  'encryption:status': 'own',
+  '*': 'own',
+};
+
+// ---- matching: by the first segments, then template by template
+
+interface Compiled extends RouteRow {
+  segments: string[];
+  /** the template as a case-insensitive regular expression over the path without a trailing slash */
+  pattern: RegExp;
+  names: string[];
+  /** literal segments: the more, the more specific */
+  literals: number;
+}
+
+const isParam = (s: string) => s.startsWith('{') && s.endsWith('}');
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+const compiled: Compiled[] = OPEN_WEBUI_ROUTES.map((r) => {
+  const segments = r.path.toLowerCase().split('/').filter(Boolean);
+  const names: string[] = [];
+  // Starlette's convertors: `{x}` one segment, `{x:path}` anything, slashes included
+  const body = r.path
+    .split('/')
+    .filter(Boolean)
+    .map((seg) => {
+      if (!isParam(seg)) return escape(seg);
+      const [name, conv] = seg.slice(1, -1).split(':');
+      names.push(name!);
+      return conv === 'path' ? '(.+)' : '([^/]+)';
+    })
+    .join('/');
+  return { ...r, segments, names, pattern: new RegExp(`^/${body}$`, 'i'), literals: segments.filter((s) => !isParam(s)).length };
+});
+
+/** Rows by their first three segments ("api/v1/notes"), or fewer for short paths. */
+const byPrefix = new Map<string, Compiled[]>();
+for (const c of compiled) {
+  const key = c.segments.slice(0, 3).map((s) => (isParam(s) ? '*' : s)).join('/');
+  const rows = byPrefix.get(key) ?? [];
+  rows.push(c);
+  byPrefix.set(key, rows);
+}
+
+export interface RouteMatch {
+  row: RouteRow;
+  /** path parameters as sent (case kept) */
+  params: Record<string, string>;
+}
+
+function matchRow(c: Compiled, path: string): Record<string, string> | undefined {
+  const m = c.pattern.exec(path);
+  if (!m) return undefined;
+  const params: Record<string, string> = {};
+  c.names.forEach((name, i) => (params[name] = m[i + 1]!));
+  return params;
+}
+
+/**
+ * The table's row for a request: `method` effective (HEAD as GET), `path` canonical. Literal rows
+ * win over rows with a parameter at the same place (as Open WebUI registers `/notes/search` before
+ * `/notes/{id}`). Undefined: not a route of Open WebUI 0.12.4.
+ */
+export function matchRoute(method: string, path: string): RouteMatch | undefined {
+  const raw = path.split('/').filter(Boolean);
+  const lower = raw.map((s) => s.toLowerCase());
+  const normalized = `/${raw.join('/')}`;
+  const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
+  let best: { c: Compiled; params: Record<string, string>; score: number } | undefined;
+  const keys = new Set<string>();
+  // the prefix key with and without parameters in the first three places
+  for (let mask = 0; mask < 8; mask++) {
+    const parts = lower.slice(0, 3).map((s, i) => ((mask >> i) & 1 ? '*' : s));
+    keys.add(parts.join('/'));
+    for (let n = 1; n < Math.min(3, parts.length); n++) keys.add(parts.slice(0, n).join('/'));
+  }
+  for (const key of keys) {
+    for (const c of byPrefix.get(key) ?? []) {
+      if (!c.methods.includes(m) && !(m === 'GET' && c.methods.includes('HEAD'))) continue;
+      const params = matchRow(c, normalized);
+      if (!params) continue;
+      // more literal segments, then fewer `:path` parameters, win
+      const score = c.literals * 2 + (c.path.includes(':path}') ? 0 : 1);
+      if (!best || score > best.score) best = { c, params, score };
+    }
+  }
+  return best && { row: best.c, params: best.params };
+}
+
+/** Is a route of Open WebUI (method + template) in the table? For the coverage test. */
+export function tableHas(method: string, template: string): boolean {
+  const t = template.toLowerCase().split('/').filter(Boolean).join('/');
+  return compiled.some((c) => c.segments.join('/') === t && c.methods.includes(method.toUpperCase()));
+}
+
+/** What an admin's Socket.IO event needs before it reaches Open WebUI (bypass off). */
+export type SocketEventNeed =
+  | { need: 'none' }
+  | { need: 'note'; noteId: string; permission: 'read' | 'write' }
+  | { need: 'own-chat'; chatId: string }
+  | { need: 'drop'; why: string };
+
+/** Note ids as Open WebUI makes them; anything else could steer the gateway's lookup elsewhere. */
+const NOTE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The note an event joins or edits (socket/main.py): `join-note` names `note_id`; the ydoc events
+ * name `document_id`, `note:<id>` or `note_<id>` (normalize_document_id). A ydoc document that is
+ * not a note, or a note event whose id cannot be read, is dropped (fail closed).
+ */
+export function socketEventNeed(event: string, data: unknown, judgeNotes: boolean): SocketEventNeed {
+  const kind = Object.prototype.hasOwnProperty.call(OPEN_WEBUI_SOCKET_EVENTS, event) ? OPEN_WEBUI_SOCKET_EVENTS[event] : 'own';
+  const d = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  if (kind === 'chat') {
+    const type = typeof d.data === 'object' && d.data !== null ? (d.data as Record<string, unknown>).type : undefined;
+    if (type !== 'join') return { need: 'none' };
+    const chatId = d.chat_id;
+    // Open WebUI ignores a join without a saved chat id (temporary:, local:, channel: ones)
+    if (typeof chatId !== 'string' || chatId === '' || /^(temporary|local|channel):/.test(chatId)) return { need: 'none' };
+    return NOTE_ID.test(chatId) ? { need: 'own-chat', chatId } : { need: 'drop', why: 'no readable chat id' };
+  }
+  if (kind !== 'note' || !judgeNotes) return { need: 'none' };
+  let noteId: unknown;
+  if (event === 'join-note') noteId = d.note_id;
+  else if (typeof d.document_id === 'string') {
+    const doc = d.document_id;
+    if (doc.startsWith('note:')) noteId = doc.slice(5);
+    else if (doc.startsWith('note_')) noteId = doc.slice(5);
+    else return { need: 'drop', why: 'a collaborative document that is not a note' };
+  }
+  if (typeof noteId !== 'string' || !NOTE_ID.test(noteId)) return { need: 'drop', why: 'no readable note id' };
+  return { need: 'note', noteId, permission: event === 'ydoc:document:update' ? 'write' : 'read' };
+}

@@ -1,0 +1,282 @@
+// Issue 24 over real sockets: the gateway in front of the Open WebUI stand-in set the way the
+// upstream ships (every admin flag true, so the upstream hands an admin everything), with both
+// values of CHATUI_BYPASS_ADMIN_ACCESS_CONTROL. What an admin sees through the route table's
+// classes: another user's note, private channel message, DM, rated chat, memory, knowledge base
+// and folder never reach them; their own content and content shared with them still work; an
+// admin cannot change another user's email or password; every refusal is audited with its rule.
+import { expect } from 'chai';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
+import { emptyWorkspace, grant, type Workspace } from '../sandbox/open-webui-workspace.js';
+import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+
+const users = [
+  { id: 'u-admin', email: 'sysadmin@platform.test', name: 'Sys Admin', role: 'admin' as const, groups: ['tenant-a'] },
+  { id: 'u-alice', email: 'alice@acme.test', name: 'Alice', role: 'user' as const, groups: ['tenant-a'] },
+  { id: 'u-bob', email: 'bob@globex.test', name: 'Bob', role: 'user' as const, groups: ['tenant-b'] },
+  // the platform superuser: an admin in every tenant group (spec A5)
+  { id: 'u-super', email: 'superuser@platform.test', name: 'Super', role: 'admin' as const, groups: ['tenant-a', 'tenant-b'] },
+];
+const SECRET = 'GLOBEX-SECRET';
+const now = Math.floor(Date.now() / 1000);
+
+function seed(): Workspace {
+  const ws = emptyWorkspace();
+  const put = (kind: keyof Workspace['objects'], o: Record<string, unknown> & { id: string; user_id: string }) => ws.objects[kind].set(o.id, { created_at: now, updated_at: now, ...o });
+  put('note', { id: 'n-bob', user_id: 'u-bob', title: `${SECRET} note`, data: { content: { md: SECRET } }, access_grants: [] });
+  put('note', { id: 'n-shared', user_id: 'u-bob', title: 'shared with the admin', data: {}, access_grants: [grant('note', 'n-shared', 'user:u-admin')] });
+  put('note', { id: 'n-group', user_id: 'u-alice', title: 'tenant-a note', data: {}, access_grants: [grant('note', 'n-group', 'group:tenant-a')] });
+  put('note', { id: 'n-admin', user_id: 'u-admin', title: 'own note', data: {}, access_grants: [] });
+  put('folder', { id: 'fo-bob', user_id: 'u-bob', name: 'globex', access_grants: [] });
+  put('knowledge', { id: 'k-bob', user_id: 'u-bob', name: 'globex kb', content: SECRET, access_grants: [] });
+  put('knowledge', { id: 'k-tenant-b', user_id: 'u-bob', name: 'tenant-b kb', content: SECRET, access_grants: [grant('knowledge', 'k-tenant-b', 'group:tenant-b')] });
+  put('knowledge', { id: 'k-tenant-a', user_id: 'u-alice', name: 'tenant-a kb', content: 'acme', access_grants: [grant('knowledge', 'k-tenant-a', 'group:tenant-a')] });
+  put('knowledge', { id: 'k-admin', user_id: 'u-admin', name: 'own kb', content: 'mine', access_grants: [] });
+  put('channel', { id: 'ch-bob', user_id: 'u-bob', type: null, name: 'globex-private', access_grants: [] });
+  put('channel', { id: 'ch-dm', user_id: 'u-bob', type: 'dm', name: '', access_grants: [] });
+  ws.members.set('ch-dm', new Set(['u-bob', 'u-alice']));
+  ws.messages.push({ id: 'msg-1', channel_id: 'ch-bob', user_id: 'u-bob', content: `${SECRET} channel`, created_at: now });
+  ws.messages.push({ id: 'msg-2', channel_id: 'ch-dm', user_id: 'u-bob', content: `${SECRET} dm`, created_at: now });
+  put('feedback', { id: 'fb-bob', user_id: 'u-bob', type: 'rating', data: { rating: 1 }, snapshot: { chat: { title: 'rated', chat: { messages: [{ content: SECRET }] } } } });
+  put('feedback', { id: 'fb-admin', user_id: 'u-admin', type: 'rating', data: { rating: -1 }, snapshot: { chat: {} } });
+  put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
+  put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
+  put('model', { id: 'm-admin', user_id: '', name: 'own model', info: { user_id: 'u-admin', access_grants: [] } });
+  put('model', { id: 'm-tenant-a', user_id: '', name: 'tenant-a model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] } });
+  put('model', { id: 'm-tenant-b', user_id: '', name: 'tenant-b model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-b', 'group:tenant-b')] } });
+  put('model', { id: 'gpt-base', user_id: '', name: 'base connection model' });
+  ws.settings.set('u-bob', { ui: { system: `${SECRET} system prompt` } });
+  return ws;
+}
+
+const chats = users.map((u) => ({
+  id: `c-${u.id}`,
+  user_id: u.id,
+  title: `chat of ${u.name}`,
+  chat: { messages: [{ role: 'user', content: u.id === 'u-bob' ? SECRET : 'own words' }] },
+  created_at: now,
+  updated_at: now,
+  share_id: null,
+  archived: false,
+  pinned: false,
+  meta: {},
+  folder_id: u.id === 'u-bob' ? 'fo-bob' : null,
+}));
+
+describe('admin route table against the stand-in upstream (issue 24)', function () {
+  let upstream: OpenWebUIStandIn;
+  let adminKey: string;
+  let aliceKey: string;
+  let superKey: string;
+
+  before(async () => {
+    upstream = await startOpenWebUI({ users, chats, groups: ['tenant-a', 'tenant-b'], workspace: seed() });
+    adminKey = upstream.apiKeyFor('u-admin');
+    superKey = upstream.apiKeyFor('u-super');
+    aliceKey = upstream.apiKeyFor('u-alice');
+  });
+  after(() => upstream.close());
+
+  const reached = (method: string, fragment: string) => upstream.requests.filter((r) => r.method === method && r.url.includes(fragment)).length;
+
+  for (const bypass of [false, true]) {
+    describe(`CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass}`, () => {
+      let gw: RunningGateway;
+      before(async () => {
+        gw = await startGateway(baseEnv(upstream.url, { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: String(bypass), ALLOW_UPSTREAM_API_KEYS: 'true' }));
+      });
+      after(() => gw.close());
+
+      const call = (method: string, path: string, key: string, body?: unknown) =>
+        fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = async (res: Response) => res.text();
+      /** the answer holds nothing of bob's content */
+      const clean = async (res: Response) => expect(await text(res)).to.not.include(SECRET);
+      const denied = (rulePart: string) => gw.obs.lines.filter((l) => (l.event === 'admin-access-denied' || l.event === 'policy-denied' || l.event === 'admin-chat-access-denied') && String(l.rule).includes(rulePart));
+
+      it(bypass ? 'notes: by id as Open WebUI answers' : 'notes: another user\u2019s note is refused and audited; own, user-shared and group-shared notes work', async () => {
+        const foreign = await call('GET', '/api/v1/notes/n-bob', adminKey);
+        if (bypass) {
+          expect(foreign.status).to.equal(200);
+          return;
+        }
+        expect(foreign.status).to.equal(403);
+        await clean(foreign);
+        expect(denied('by-id-read GET /api/v1/notes/{id}')).to.have.length.greaterThan(0);
+        for (const id of ['n-admin', 'n-shared', 'n-group']) expect((await call('GET', `/api/v1/notes/${id}`, adminKey)).status, id).to.equal(200);
+        // case and trailing slash do not get around it
+        expect((await call('GET', '/API/V1/NOTES/n-bob/', adminKey)).status).to.equal(403);
+      });
+
+      it(bypass ? 'notes: writes pass' : 'notes: a write on another user\u2019s note never reaches Open WebUI; a write on one\u2019s own works', async () => {
+        const before = reached('POST', '/notes/n-bob/update');
+        const res = await call('POST', '/api/v1/notes/n-bob/update', adminKey, { title: 'taken' });
+        if (bypass) return expect(res.status).to.equal(200);
+        expect(res.status).to.equal(403);
+        expect(reached('POST', '/notes/n-bob/update')).to.equal(before);
+        expect(upstream.workspace.objects.note.get('n-bob')!.title).to.include(SECRET);
+        expect((await call('POST', '/api/v1/notes/n-admin/update', adminKey, { title: 'renamed' })).status).to.equal(200);
+        // read-only share: no write
+        expect((await call('POST', '/api/v1/notes/n-shared/update', adminKey, { title: 'x' })).status).to.equal(403);
+      });
+
+      it(bypass ? 'note search: everything Open WebUI lists' : 'note search: only own and shared notes', async () => {
+        const res = await call('GET', '/api/v1/notes/search', adminKey);
+        expect(res.status).to.equal(200);
+        const body = JSON.parse(await text(res));
+        const ids = body.items.map((n: { id: string }) => n.id);
+        if (bypass) return expect(ids).to.include('n-bob');
+        expect(ids).to.have.members(['n-admin', 'n-shared', 'n-group']);
+        expect(body.total).to.equal(3);
+        expect(res.headers.get('cache-control')).to.equal('private, no-store');
+      });
+
+      it(bypass ? 'folders pass' : 'folders: another user\u2019s folder, its chats and a self-granted folder grant are refused', async () => {
+        const folder = await call('GET', '/api/v1/folders/fo-bob', adminKey);
+        const shared = await call('GET', '/api/v1/folders/fo-bob/shared/chats', adminKey);
+        if (bypass) return expect([folder.status, shared.status]).to.deep.equal([200, 200]);
+        expect([folder.status, shared.status]).to.deep.equal([403, 403]);
+        await clean(shared);
+        const before = reached('POST', '/folders/fo-bob/access/update');
+        const grantSelf = await call('POST', '/api/v1/folders/fo-bob/access/update', adminKey, { access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'read' }] });
+        expect(grantSelf.status).to.equal(403);
+        expect(reached('POST', '/folders/fo-bob/access/update')).to.equal(before);
+        expect(upstream.workspace.objects.folder.get('fo-bob')!.access_grants).to.deep.equal([]);
+      });
+
+      it('a chat in another user\u2019s folder stays closed with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false)', async () => {
+        const res = await call('GET', '/api/v1/chats/c-u-bob', adminKey);
+        expect(res.status).to.equal(401);
+        await clean(res);
+      });
+
+      it(bypass ? 'knowledge passes' : 'knowledge: the list holds own and group-granted bases; another tenant\u2019s base and its export are refused', async () => {
+        const list = JSON.parse(await text(await call('GET', '/api/v1/knowledge/', adminKey)));
+        const ids = list.items.map((k: { id: string }) => k.id);
+        if (bypass) return expect(ids).to.include.members(['k-bob', 'k-tenant-b']);
+        expect(ids).to.have.members(['k-admin', 'k-tenant-a']);
+        expect(list.total).to.equal(2);
+        expect((await call('GET', '/api/v1/knowledge/k-tenant-a', adminKey)).status).to.equal(200);
+        for (const p of ['/api/v1/knowledge/k-bob', '/api/v1/knowledge/k-bob/export', '/api/v1/knowledge/k-tenant-b/export']) {
+          const res = await call('GET', p, adminKey);
+          expect(res.status, p).to.equal(403);
+          await clean(res);
+        }
+      });
+
+      it(bypass ? 'channels pass as Open WebUI answers' : 'channels: a private channel\u2019s messages and a DM are refused, joining a DM never reaches Open WebUI', async () => {
+        const priv = await call('GET', '/api/v1/channels/ch-bob/messages', adminKey);
+        if (bypass) return expect(priv.status).to.equal(200);
+        expect(priv.status).to.equal(403);
+        await clean(priv);
+        const before = reached('POST', '/channels/ch-dm/update/members/add');
+        const join = await call('POST', '/api/v1/channels/ch-dm/update/members/add', adminKey, { user_ids: ['u-admin'] });
+        expect(join.status).to.equal(403);
+        expect(reached('POST', '/channels/ch-dm/update/members/add')).to.equal(before);
+        expect([...upstream.workspace.members.get('ch-dm')!]).to.not.include('u-admin');
+        const dm = await call('GET', '/api/v1/channels/ch-dm/messages', adminKey);
+        expect(dm.status).to.equal(403);
+        await clean(dm);
+        expect(denied('by-id-write POST /api/v1/channels/{id}/update/members/add')).to.have.length.greaterThan(0);
+      });
+
+      it(bypass ? 'feedback passes' : 'feedback: the export and the list hold only the admin\u2019s own; another user\u2019s rated chat by id is refused', async () => {
+        const exp = await call('GET', '/api/v1/evaluations/feedbacks/all/export', adminKey);
+        expect(exp.status).to.equal(200);
+        const body = await text(exp);
+        if (bypass) return expect(body).to.include(SECRET);
+        expect(JSON.parse(body).map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
+        const list = JSON.parse(await text(await call('GET', '/api/v1/evaluations/feedbacks/list', adminKey)));
+        expect(list.items.map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
+        expect(list.total).to.equal(1);
+        const one = await call('GET', '/api/v1/evaluations/feedback/fb-bob', adminKey);
+        expect(one.status).to.equal(403);
+        await clean(one);
+      });
+
+      it(bypass ? 'memories and analytics pass' : 'memories and message analytics: refused before Open WebUI', async () => {
+        const before = reached('POST', '/retrieval/query/collection');
+        const mem = await call('POST', '/api/v1/retrieval/query/collection', adminKey, { collection_names: ['user-memory-u-bob'], query: 'x' });
+        const ana = await call('GET', '/api/v1/analytics/messages?chat_id=c-u-bob', adminKey);
+        if (bypass) return expect([mem.status, ana.status]).to.deep.equal([200, 200]);
+        expect([mem.status, ana.status]).to.deep.equal([403, 403]);
+        await clean(mem);
+        await clean(ana);
+        expect(reached('POST', '/retrieval/query/collection')).to.equal(before);
+        expect(denied('refused POST /api/v1/retrieval/query/collection')).to.have.length.greaterThan(0);
+      });
+
+      it(bypass ? 'A2: the model list is Open WebUI\u2019s' : 'A4, A5: the model list holds own and tenant-granted models; the arena, base and other tenants\u2019 models are absent', async () => {
+        const res = await call('GET', '/api/models', adminKey);
+        expect(res.status).to.equal(200);
+        const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
+        if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
+        expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
+      });
+
+      it('A5: the superuser in every tenant group loses no tenant\u2019s models or knowledge', async () => {
+        const models = JSON.parse(await text(await call('GET', '/api/models', superKey))).data.map((m: { id: string }) => m.id);
+        expect(models).to.include.members(['m-tenant-a', 'm-tenant-b']);
+        const kbs = JSON.parse(await text(await call('GET', '/api/v1/knowledge/', superKey))).items.map((k: { id: string }) => k.id);
+        expect(kbs).to.include.members(['k-tenant-a', 'k-tenant-b']);
+        expect((await call('GET', '/api/v1/knowledge/k-tenant-b/export', superKey)).status).to.equal(200);
+        if (!bypass) expect(models).to.not.include('arena-model');
+      });
+
+      it(bypass ? 'account updates pass' : 'an admin cannot change another user\u2019s email or password; their own account works', async () => {
+        const before = reached('POST', '/users/u-bob/update');
+        const res = await call('POST', '/api/v1/users/u-bob/update', adminKey, { email: 'taken@platform.test', password: 'x', name: 'Bob', role: 'user' });
+        if (bypass) {
+          expect(res.status).to.equal(200);
+          upstream.users.get('u-bob')!.email = 'bob@globex.test';
+          return;
+        }
+        expect(res.status).to.equal(403);
+        expect(reached('POST', '/users/u-bob/update')).to.equal(before);
+        expect(upstream.users.get('u-bob')!.email).to.equal('bob@globex.test');
+        expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status).to.equal(200);
+        expect(denied('account POST /api/v1/users/{user_id}/update')).to.have.length.greaterThan(0);
+      });
+
+      it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {
+        const list = await call('GET', '/api/v1/users/', adminKey);
+        const one = await call('GET', '/api/v1/users/u-bob', adminKey);
+        expect([list.status, one.status]).to.deep.equal([200, 200]);
+        const [listText, oneText] = [await text(list), await text(one)];
+        if (bypass) return expect(listText).to.include(SECRET);
+        for (const t of [listText, oneText]) expect(t).to.not.include(SECRET);
+        const users = JSON.parse(listText).users;
+        expect(users.map((u: { id: string }) => u.id)).to.include.members(['u-admin', 'u-alice', 'u-bob']);
+        expect(users.every((u: object) => !('settings' in u) && !('info' in u))).to.equal(true);
+        expect(JSON.parse(oneText)).to.include({ id: 'u-bob', email: 'bob@globex.test' });
+      });
+
+      it('a completion naming another user\u2019s chat never reaches Open WebUI (either switch); one\u2019s own and unsaved chats work', async () => {
+        const before = reached('POST', '/api/chat/completions');
+        const foreign = await call('POST', '/api/chat/completions', adminKey, { model: 'm-admin', stream: false, chat_id: 'c-u-bob', messages: [{ role: 'user', content: 'hi' }] });
+        expect(foreign.status).to.equal(401);
+        expect(reached('POST', '/api/chat/completions')).to.equal(before);
+        for (const chatId of ['c-u-admin', 'local:abc', undefined]) {
+          const res = await call('POST', '/api/chat/completions', adminKey, { model: 'm-admin', stream: false, chat_id: chatId, messages: [{ role: 'user', content: 'hi' }] });
+          expect(res.status, String(chatId)).to.equal(200);
+          expect(JSON.parse(await text(res)).choices[0].message.content).to.include('token0');
+        }
+        expect(reached('POST', '/api/chat/completions')).to.equal(before + 3);
+      });
+
+      it(bypass ? 'unknown routes pass' : 'a route Open WebUI 0.12.4 does not have is refused for admins (fail closed), passed for users', async () => {
+        const admin = await call('GET', '/api/v1/notes/n-bob/some-future-route', adminKey);
+        const user = await call('GET', '/api/v1/notes/n-bob/some-future-route', aliceKey);
+        expect(admin.status).to.equal(bypass ? 404 : 403);
+        expect(user.status).to.equal(404); // forwarded; the stand-in has no such route
+        if (!bypass) expect(denied('unknown route')).to.have.length.greaterThan(0);
+      });
+
+      it('a plain user is scoped by Open WebUI itself: shared notes work, another user\u2019s note is its own 403', async () => {
+        expect((await call('GET', '/api/v1/notes/n-group', aliceKey)).status).to.equal(200);
+        const foreign = await call('GET', '/api/v1/notes/n-bob', aliceKey);
+        expect(foreign.status).to.equal(403);
+        await clean(foreign);
+      });
+    });
+  }
+});

@@ -1,0 +1,149 @@
+// Issue 24, Socket.IO: Open WebUI lets any admin join and edit any note live (socket/main.py
+// `join-note`, `ydoc:document:*`). While CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false the gateway
+// reads an admin's traffic on both transports and drops the events on notes the admin may not
+// reach; plain users' sockets stay a byte pipe. Real sockets: a realm-signed bearer JWT, the
+// gateway, the stand-in (which answers a note join with the note's state, as 0.12.4 does).
+import { expect } from 'chai';
+import WebSocket from 'ws';
+import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import { emptyWorkspace, grant } from '../sandbox/open-webui-workspace.js';
+import { demoAccounts } from '../sandbox/demo-realm.js';
+
+const SECRET = 'GLOBEX-NOTE-SECRET';
+const account = (username: string) => demoAccounts.find((a) => a.username === username)!;
+
+function workspace() {
+  const ws = emptyWorkspace();
+  const now = Math.floor(Date.now() / 1000);
+  const note = (id: string, user_id: string, md: string, access_grants = [] as ReturnType<typeof grant>[]) =>
+    ws.objects.note.set(id, { id, user_id, title: id, data: { content: { md } }, access_grants, created_at: now, updated_at: now });
+  note('n-bob', 'u-bob', SECRET);
+  note('n-admin', 'u-sysadmin', 'own words');
+  note('n-shared', 'u-bob', 'shared words', [grant('note', 'n-shared', 'user:u-sysadmin')]);
+  return ws;
+}
+
+interface Client {
+  received: string[];
+  send(data: string | Buffer): void;
+  close(): void;
+}
+
+async function connect(w: World, token: string): Promise<Client> {
+  const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { authorization: `Bearer ${token}` } });
+  const received: string[] = [];
+  ws.on('message', (data, isBinary) => received.push(isBinary ? `<binary ${(data as Buffer).toString('hex')}>` : String(data)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+  });
+  return { received, send: (d) => ws.send(d), close: () => ws.close() };
+}
+
+const event = (name: string, data: unknown) => `42${JSON.stringify([name, data])}`;
+const chat = (id: string, user_id: string) => ({ id, user_id, title: id, chat: { messages: [] }, created_at: 0, updated_at: 0, share_id: null, archived: false, pinned: false, meta: {}, folder_id: null });
+const waitFor = async (pred: () => boolean, ms = 2000) => {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  return pred();
+};
+
+for (const bypass of [false, true]) {
+  describe(`Socket.IO note events of admins (issue 24), CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass}`, function () {
+    this.timeout(20_000);
+    let w: World;
+    const upstreamUsers = [
+      { id: 'u-sysadmin', email: account('sysadmin').email, name: 'Sys Admin', role: 'admin' as const, groups: [] },
+      { id: 'u-alice', email: account('alice').email, name: 'Alice', role: 'user' as const, groups: [] },
+      { id: 'u-bob', email: account('bob').email, name: 'Bob', role: 'user' as const, groups: [] },
+    ];
+
+    before(async () => {
+      w = await startWorld({
+        env: { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: String(bypass) },
+        // Open WebUI as it ships: its own admin flags on
+        upstream: { bypassAdminAccessControl: true, enableAdminChatAccess: true, users: upstreamUsers, workspace: workspace(), chats: [chat('c-bob', 'u-bob'), chat('c-sys', 'u-sysadmin')] },
+      });
+    });
+    after(() => w?.close());
+
+    const states = (c: Client) => c.received.filter((m) => m.startsWith('42["ydoc:document:state"'));
+
+    it(bypass ? 'WebSocket: an admin joins any note, as Open WebUI allows' : 'WebSocket: joining or editing another user\u2019s note is dropped; own and shared notes work, in order', async () => {
+      const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+      await waitFor(() => admin.received.length > 0); // the stand-in's hello
+      admin.send(event('join-note', { note_id: 'n-bob', auth: { token: 'x' } }));
+      admin.send(event('ydoc:document:join', { document_id: 'note_n-bob', user_id: 'u-sysadmin' }));
+      // a binary event with one attachment, on another user's note: both parts dropped
+      admin.send(`451-${JSON.stringify(['ydoc:document:update', { document_id: 'note:n-bob', update: { _placeholder: true, num: 0 } }])}`);
+      admin.send(Buffer.from([1, 2, 3]));
+      admin.send(event('join-note', { note_id: 'n-admin', auth: { token: 'x' } }));
+      admin.send(event('join-note', { note_id: 'n-shared', auth: { token: 'x' } }));
+      admin.send(event('heartbeat', {}));
+      expect(await waitFor(() => admin.received.some((m) => m.includes('heartbeat')))).to.equal(true);
+      await waitFor(() => states(admin).length >= (bypass ? 4 : 2));
+      const joined = states(admin).map((m) => JSON.parse(m.slice(2))[1].document_id);
+      if (bypass) {
+        expect(joined).to.include('note:n-bob');
+        expect(admin.received.join('\n')).to.include(SECRET);
+      } else {
+        expect(joined).to.have.members(['note:n-admin', 'note:n-shared']);
+        expect(admin.received.join('\n')).to.not.include(SECRET);
+        // the attachment of the dropped update never reached Open WebUI (it would have been echoed)
+        expect(admin.received.filter((m) => m.startsWith('<binary'))).to.deep.equal([]);
+        const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped');
+        expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
+        expect(dropped.every((l) => l.rule === 'route table: Socket.IO note events' && l.transport === 'websocket')).to.equal(true);
+      }
+      admin.close();
+    });
+
+    it('both transports: joining another user\u2019s chat room is dropped with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false); the admin\u2019s own chat works', async () => {
+      const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
+      const admin = await connect(w, token);
+      await waitFor(() => admin.received.length > 0);
+      const foreign = event('events:chat', { chat_id: 'c-bob', data: { type: 'join' } });
+      const own = event('events:chat', { chat_id: 'c-sys', data: { type: 'join' } });
+      admin.send(foreign);
+      admin.send(own);
+      // the stand-in echoes what reaches it
+      expect(await waitFor(() => admin.received.includes(own))).to.equal(true);
+      expect(admin.received).to.not.include(foreign);
+      admin.close();
+      const before = w.upstream.workspace.polled.length;
+      const res = await fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s2`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: [foreign, own].join('\x1e') });
+      expect(res.status).to.equal(200);
+      expect(w.upstream.workspace.polled.slice(before)).to.deep.equal([own]);
+      expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.socketEvent === 'events:chat')).to.equal(true);
+    });
+
+    it('WebSocket: a plain user\u2019s socket is a byte pipe (Open WebUI keeps them to their own notes)', async () => {
+      const alice = await connect(w, await w.idp.accessTokenFor('alice', CLIENT_ID));
+      await waitFor(() => alice.received.length > 0);
+      alice.send(event('join-note', { note_id: 'n-bob', auth: { token: 'x' } }));
+      alice.send(Buffer.from([9, 9]));
+      expect(await waitFor(() => alice.received.some((m) => m.startsWith('<binary')))).to.equal(true);
+      expect(alice.received.join('\n')).to.not.include(SECRET);
+      alice.close();
+    });
+
+    it(bypass ? 'long-polling: packets pass as sent' : 'long-polling: another user\u2019s note events are removed from the POST body; the rest reaches Open WebUI', async () => {
+      const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
+      const post = (body: string) => fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s1`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain;charset=UTF-8' }, body });
+      const before = w.upstream.workspace.polled.length;
+      const mixed = [event('join-note', { note_id: 'n-bob' }), event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e');
+      const res = await post(mixed);
+      expect(res.status).to.equal(200);
+      expect(await res.text()).to.equal('OK');
+      const got = w.upstream.workspace.polled.slice(before);
+      if (bypass) return expect(got).to.deep.equal([mixed]);
+      expect(got).to.deep.equal([[event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e')]);
+      // nothing left: answered as Engine.IO does, Open WebUI not called
+      const only = await post(event('ydoc:document:join', { document_id: 'note:n-bob' }));
+      expect([only.status, await only.text()]).to.deep.equal([200, 'OK']);
+      expect(w.upstream.workspace.polled.length).to.equal(before + 1);
+      expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'polling')).to.equal(true);
+    });
+  });
+}

@@ -1,0 +1,118 @@
+// Issue 24: the gateway's route table (policies/open-webui-routes.ts) against the REAL route table
+// of Open WebUI 0.12.4: scripts/open-webui-routes.py imports open_webui.main in the venv and prints
+// every HTTP route (mounted sub-apps included) and every Socket.IO event handler. A route or event
+// missing from the gateway's table fails; so does a row of the table Open WebUI does not have.
+// Without the venv the comparison is skipped locally, and fails in CI (CI=true).
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { OPEN_WEBUI_MOUNTS, OPEN_WEBUI_ROUTES, OPEN_WEBUI_SOCKET_EVENTS, matchRoute, tableHas } from '../policies/open-webui-routes.js';
+import { decide } from '../policies/admin-scoping.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cacheDir = process.env.CHATGW_CACHE || path.join(homedir(), '.cache', 'chat-gateway');
+const python = path.join(cacheDir, 'open-webui-0.12.4', 'venv', 'bin', 'python');
+
+interface RealTable {
+  version: string;
+  http: Array<{ methods: string[]; path: string }>;
+  mounts: string[];
+  socketio: string[];
+}
+
+/** A concrete path for a template: each parameter a sample value (a `:path` one two segments). */
+function sample(template: string): string {
+  return template.replace(/\{[a-z_]+:path\}/gi, 'p1/p2').replace(/\{[a-z_]+\}/gi, 'x1');
+}
+
+describe('Open WebUI route table (issue 24)', () => {
+  describe('the gateway\u2019s table', () => {
+    it('resolves every row\u2019s own path to that row (no row shadows another)', () => {
+      for (const row of OPEN_WEBUI_ROUTES)
+        for (const method of row.methods) {
+          if (method === 'WEBSOCKET') continue;
+          const m = matchRoute(method, sample(row.path));
+          expect(m?.row.path, `${method} ${row.path}`).to.equal(row.path);
+        }
+    });
+
+    it('matches case-insensitively and with or without a trailing slash, HEAD as GET', () => {
+      expect(matchRoute('GET', '/API/V1/Notes/n-1/')?.row.path).to.equal('/api/v1/notes/{id}');
+      expect(matchRoute('HEAD', '/api/v1/notes/n-1')?.params).to.deep.equal({ id: 'n-1' });
+      expect(matchRoute('GET', '/api/v1/notes/search')?.row.class).to.equal('listing');
+      expect(matchRoute('GET', '/api/v1/nope')).to.equal(undefined);
+    });
+
+    it('by-id rows name a lookup whose parameters the route has', () => {
+      for (const row of OPEN_WEBUI_ROUTES) {
+        if (row.class !== 'by-id-read' && row.class !== 'by-id-write') continue;
+        expect(row.lookup, row.path).to.be.a('string');
+        for (const [, name] of row.lookup!.matchAll(/\{([a-z_]+)\}/g)) expect(row.path, `${row.path} -> ${row.lookup}`).to.include(`{${name}}`);
+      }
+    });
+
+    it('task routes name exactly one chat: own-chat check, and a chat id with a slash is refused', () => {
+      const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: true })).to.deep.include({ action: 'require-own-chat', access: { need: 'own-chat', chatId: 'c-1' } });
+      expect(decide({ method: 'POST', path: '/api/tasks/chat/c-1/stop' }, off, { admin: true })).to.deep.include({ access: { need: 'own-chat', chatId: 'c-1' } });
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1/tags' }, off, { admin: true })).to.include({ action: 'deny', status: 401 });
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: false }).action).to.equal('pass');
+    });
+
+    it('routes not in the table are refused for admins while the bypass is off, passed for users and with the bypass on', () => {
+      const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+      const on = { bypassAdminAccessControl: true, enableAdminExport: false };
+      for (const [method, p] of [['GET', '/api/v1/notes/n-1/secret-new-route'], ['POST', '/api/v2/anything'], ['GET', '/ollama/x/y/z/w'], ['PUT', '/api/v1/notes/n-1']]) {
+        expect(decide({ method: method!, path: p! }, off, { admin: true }), `${method} ${p}`).to.include({ action: 'deny', status: 403 });
+        expect(decide({ method: method!, path: p! }, off, { admin: false }).action).to.equal('pass');
+        expect(decide({ method: method!, path: p! }, on, { admin: true }).action).to.equal('pass');
+      }
+    });
+  });
+
+  describe('against the installed Open WebUI 0.12.4', function () {
+    this.timeout(240_000);
+    let real: RealTable;
+
+    before(function () {
+      if (!existsSync(python)) {
+        const why = `Open WebUI 0.12.4 venv not found at ${python} (set CHATGW_CACHE, or build it)`;
+        if (process.env.CI === 'true') throw new Error(`${why}: required in CI`);
+        console.warn(`      skipped: ${why}`);
+        this.skip();
+      }
+      const run = spawnSync(python, [path.join(root, 'scripts', 'open-webui-routes.py')], { encoding: 'utf8', timeout: 220_000, maxBuffer: 64 * 1024 * 1024 });
+      if (run.status !== 0) throw new Error(`scripts/open-webui-routes.py failed (${run.status ?? run.signal}):\n${run.stderr.slice(-4000)}`);
+      real = JSON.parse(run.stdout) as RealTable;
+    });
+
+    it('is release 0.12.4 with its full route set (analytics and SCIM mounted)', () => {
+      expect(real.version).to.equal('0.12.4');
+      expect(real.http.length).to.be.greaterThan(500);
+      expect(real.http.some((r) => r.path.startsWith('/api/v1/analytics/'))).to.equal(true);
+      expect(real.http.some((r) => r.path.startsWith('/api/v1/scim/v2/'))).to.equal(true);
+    });
+
+    it('every HTTP route (method and path) is in the gateway\u2019s table', () => {
+      const missing = real.http.flatMap((r) => r.methods.filter((m) => !tableHas(m, r.path)).map((m) => `${m} ${r.path}`));
+      expect(missing, `routes of Open WebUI missing from policies/open-webui-routes.ts`).to.deep.equal([]);
+    });
+
+    it('every row of the table is a route of Open WebUI (no stale rows)', () => {
+      const known = new Set(real.http.flatMap((r) => r.methods.map((m) => `${m} ${r.path.toLowerCase().replace(/\/$/, '')}`)));
+      const stale = OPEN_WEBUI_ROUTES.flatMap((row) => row.methods.map((m) => `${m} ${row.path.toLowerCase().replace(/\/$/, '')}`)).filter((k) => !known.has(k));
+      expect(stale).to.deep.equal([]);
+    });
+
+    it('every mounted sub-app and every Socket.IO event is in the table', () => {
+      expect(real.mounts.filter((m) => !(m in OPEN_WEBUI_MOUNTS))).to.deep.equal([]);
+      expect(real.socketio.filter((e) => !(e in OPEN_WEBUI_SOCKET_EVENTS))).to.deep.equal([]);
+      expect(Object.keys(OPEN_WEBUI_SOCKET_EVENTS).filter((e) => !real.socketio.includes(e))).to.deep.equal([]);
+      // the events that open another user's note are among them
+      expect(real.socketio).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
+    });
+  });
+});
