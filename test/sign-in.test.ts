@@ -192,7 +192,9 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(r.status).to.equal(200);
       expect(r.json<{ email: string; role: string }>()).to.include({ email: 'sysadmin@platform.example', role: 'admin' });
       const signin = lastAt(w, '/api/v1/auths/signin');
-      expect(signin.headers).to.include({ 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-name': 'Sam Sysadmin', 'x-forwarded-role': 'admin', 'x-forwarded-groups': '' });
+      expect(signin.headers).to.include({ 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-name': 'Sam Sysadmin', 'x-forwarded-role': 'admin' });
+      // sysadmin is in no realm group: the header names the group no one has (Open WebUI ignores an empty one)
+      expect(signin.headers['x-forwarded-groups']).to.equal(w.settings.trustedHeaders.noGroups).and.match(/^no-group-[0-9a-f]{32}$/);
       const seen = lastAt(w, '/api/v1/auths/');
       expect(seen.headers).to.include({ 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' });
       expect(seen.headers.authorization).to.match(/^Bearer ey/);
