@@ -69,10 +69,27 @@ const OBJ = 1;
 const LIT_TRUE = Buffer.from('true');
 const LIT_FALSE = Buffer.from('false');
 const LIT_NULL = Buffer.from('null');
-const COMMA = Buffer.from(',');
 const LIST_HEAD = Buffer.from('{"items":[');
 const ARRAY_HEAD = Buffer.from('[');
 const ARRAY_TAIL = Buffer.from(']');
+
+const UID = Buffer.from('user_id');
+const ID = Buffer.from('id');
+const ITEMS = Buffer.from('items');
+const TOTAL = Buffer.from('total');
+
+/** buf[from, to) holds exactly the bytes of `want` */
+function same(buf: Buffer, from: number, to: number, want: Buffer): boolean {
+  const n = want.length;
+  if (to - from !== n) return false;
+  for (let k = 0; k < n; k++) if (buf[from + k] !== want[k]) return false;
+  return true;
+}
+
+function isAscii(buf: Buffer, from: number, to: number): boolean {
+  for (let k = from; k < to; k++) if (buf[k]! >= 0x80) return false;
+  return true;
+}
 
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -97,13 +114,18 @@ export class FileStreamFilter {
   private recStart = 0;
   private recParts: Buffer[] = [];
   private uidKind = 0; // 0 absent, 1 string, 2 another type
-  private uid = '';
+  private uidMine = false;
   private idKind = 0;
   // the items array (the last one wins, as in JSON.parse)
   private itemsActive = false;
   private itemsSeen = false;
   private itemsValid = false;
-  private own: Buffer[] = [];
+  // kept records as (buffer, start, end): copied once into the answer at end()
+  private ownBuf: Buffer[] = [];
+  private ownStart: number[] = [];
+  private ownEnd: number[] = [];
+  private ownBytes = 0;
+  private readonly callerBytes: Buffer;
   private kept = 0;
   private removed = 0;
   private totalSeen = false;
@@ -118,6 +140,7 @@ export class FileStreamFilter {
     private readonly callerId: string,
   ) {
     this.itemsDepth = shape === 'list' ? 2 : 1;
+    this.callerBytes = Buffer.from(callerId);
   }
 
   private fail(why: string): never {
@@ -149,7 +172,8 @@ export class FileStreamFilter {
           }
           const d = buf[j]!;
           if (d === 0x22) {
-            st = this.endString(buf, j);
+            // a string nobody needs (most of them): no call
+            st = this.cap === C_NONE ? (this.strKey ? S_COLON : stack.length === 0 ? S_DONE : S_AFTER) : this.endString(buf, j);
             i = j + 1;
             continue;
           }
@@ -195,7 +219,7 @@ export class FileStreamFilter {
             if ((this.shape === 'list' && depth === 1) || (this.inRecord && depth === this.itemsDepth + 1)) {
               this.cap = C_KEY;
               this.capStart = i;
-              this.capParts.length = 0;
+              if (this.capParts.length) this.capParts.length = 0;
             }
             break;
           }
@@ -292,13 +316,16 @@ export class FileStreamFilter {
     if (!this.itemsSeen || !this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
     const total = this.total;
     if (this.shape === 'list' && (!this.totalSeen || total === undefined || !Number.isInteger(total) || total < 0)) this.fail('total is not a whole number >= 0');
-    const parts: Buffer[] = [this.shape === 'list' ? LIST_HEAD : ARRAY_HEAD];
-    for (let k = 0; k < this.own.length; k++) {
-      if (k > 0) parts.push(COMMA);
-      parts.push(this.own[k]!);
+    const head = this.shape === 'list' ? LIST_HEAD : ARRAY_HEAD;
+    const tail = this.shape === 'list' ? Buffer.from(`],"total":${JSON.stringify(total)}}`) : ARRAY_TAIL;
+    const n = this.ownBuf.length;
+    let body = Buffer.allocUnsafe(head.length + this.ownBytes + Math.max(0, n - 1) + tail.length);
+    let at = head.copy(body, 0);
+    for (let k = 0; k < n; k++) {
+      if (k > 0) body[at++] = 0x2c;
+      at += this.ownBuf[k]!.copy(body, at, this.ownStart[k], this.ownEnd[k]);
     }
-    parts.push(this.shape === 'list' ? Buffer.from(`],"total":${JSON.stringify(total)}}`) : ARRAY_TAIL);
-    let body = Buffer.concat(parts);
+    tail.copy(body, at);
     // Invalid UTF-8 inside kept strings reads as U+FFFD, as the whole-document parse reads it.
     if (!isUtf8(body)) body = Buffer.from(body.toString('utf8'));
     return { body, kept: this.kept, removed: this.removed, total: total ?? 0 };
@@ -323,7 +350,7 @@ export class FileStreamFilter {
       if (c === 0x7b) {
         this.inRecord = true;
         this.recStart = i;
-        this.recParts.length = 0;
+        if (this.recParts.length) this.recParts.length = 0;
         this.uidKind = 0;
         this.idKind = 0;
       } else if (this.shape === 'array') this.fail('an element is not a file');
@@ -331,7 +358,10 @@ export class FileStreamFilter {
     } else if (role !== R_NONE) {
       if (role === R_ITEMS) {
         this.itemsSeen = true;
-        this.own = [];
+        this.ownBuf = [];
+        this.ownStart = [];
+        this.ownEnd = [];
+        this.ownBytes = 0;
         this.kept = 0;
         this.removed = 0;
         this.itemsValid = c === 0x5b;
@@ -342,13 +372,13 @@ export class FileStreamFilter {
         if (c === 0x2d || isDigit(c)) {
           this.cap = C_TOTAL;
           this.capStart = i;
-          this.capParts.length = 0;
+          if (this.capParts.length) this.capParts.length = 0;
         }
       } else if (role === R_UID) {
         if (c === 0x22) {
           this.cap = C_UID;
           this.capStart = i;
-          this.capParts.length = 0;
+          if (this.capParts.length) this.capParts.length = 0;
         } else this.uidKind = 2;
       } else {
         this.idKind = c === 0x22 ? 1 : 2;
@@ -410,6 +440,19 @@ export class FileStreamFilter {
     const cap = this.cap;
     if (cap === C_NONE) return this.strKey ? S_COLON : this.endValue();
     this.cap = C_NONE;
+    if (!this.strEsc && this.capParts.length === 0) {
+      // the common case, read in place: the token is in this chunk and has no escape
+      const from = this.capStart + 1;
+      if (cap === C_KEY) {
+        if (this.inRecord) this.role = same(buf, from, quote, UID) ? R_UID : same(buf, from, quote, ID) ? R_ID : R_NONE;
+        else this.role = same(buf, from, quote, ITEMS) ? R_ITEMS : same(buf, from, quote, TOTAL) ? R_TOTAL : R_NONE;
+        return S_COLON;
+      }
+      this.uidKind = 1;
+      // equal bytes are the same id; other bytes can only decode to it through U+FFFD (invalid UTF-8)
+      this.uidMine = same(buf, from, quote, this.callerBytes) || (!isAscii(buf, from, quote) && buf.toString('utf8', from, quote) === this.callerId);
+      return this.endValue();
+    }
     const raw = this.token(buf, quote + 1);
     const text = this.strEsc ? (JSON.parse(raw.toString('utf8')) as string) : raw.toString('utf8', 1, raw.length - 1);
     if (cap === C_KEY) {
@@ -419,7 +462,7 @@ export class FileStreamFilter {
     }
     // C_UID
     this.uidKind = 1;
-    this.uid = text;
+    this.uidMine = text === this.callerId;
     return this.endValue();
   }
 
@@ -437,19 +480,30 @@ export class FileStreamFilter {
     const depth = stack.length;
     if (kind === OBJ && this.inRecord && depth === this.itemsDepth) {
       this.inRecord = false;
-      let rec = buf.subarray(this.recStart, i + 1);
-      if (this.recParts.length > 0) {
-        this.recParts.push(rec);
-        rec = Buffer.concat(this.recParts);
-        this.recParts.length = 0;
-      }
       if (this.uidKind !== 1 || this.idKind !== 1) {
         if (this.shape === 'array') this.fail('an element is not a file');
         this.itemsValid = false;
-      } else if (this.uid === this.callerId) {
-        this.own.push(rec);
+        if (this.recParts.length) this.recParts.length = 0;
+      } else if (this.uidMine) {
+        let rec = buf;
+        let start = this.recStart;
+        let end = i + 1;
+        if (this.recParts.length > 0) {
+          this.recParts.push(buf.subarray(this.recStart, i + 1));
+          rec = Buffer.concat(this.recParts);
+          this.recParts.length = 0;
+          start = 0;
+          end = rec.length;
+        }
+        this.ownBuf.push(rec);
+        this.ownStart.push(start);
+        this.ownEnd.push(end);
+        this.ownBytes += end - start;
         this.kept++;
-      } else this.removed++;
+      } else {
+        if (this.recParts.length) this.recParts.length = 0;
+        this.removed++;
+      }
     } else if (kind === ARR && this.itemsActive && depth === this.itemsDepth - 1) {
       this.itemsActive = false;
     }
