@@ -1,3 +1,3 @@
 // The scenarios of `npm run bench`, in the order they run (bench/README.md says what each measures).
-export const SCENARIOS = ['small', 'small-latency', 'small-workers', 'files-page', 'upload', 'download', 'sse', 'websocket', 'auth-providers'] as const;
+export const SCENARIOS = ['small', 'small-latency', 'small-workers', 'files-page', 'upload', 'download', 'sse', 'websocket', 'idle', 'auth-providers'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
