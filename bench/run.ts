@@ -309,6 +309,8 @@ async function main(): Promise<void> {
           { peer: upstream, name: 'direct', url: upstream.url },
           ...(nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
           ...(gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
+          // one worker under the same load: when GATEWAY_WORKERS=2 helps and when it hurts (issue 27)
+          { peer: gateway, name: gateway.name, url: gateway.url },
         ];
         await compare(scenario, 'req/s', targets, get('/api/v1/bench/small', P.connections * 2, P.seconds), P.rounds);
         break;
