@@ -52,6 +52,8 @@ export interface Oauth2ProxyOptions {
   /** proxy mode: the upstream it forwards to; auth-request mode: none (nginx forwards) */
   upstreamUrl?: string;
   name: string;
+  /** its log file's name (default: name) */
+  logName?: string;
 }
 
 export async function startOauth2Proxy(logDir: string, o: Oauth2ProxyOptions): Promise<Peer> {
@@ -82,7 +84,7 @@ export async function startOauth2Proxy(logDir: string, o: Oauth2ProxyOptions): P
     // it prints no line once listening: the last configuration line, then its port is polled
     ready: (line) => (/Cookie settings/.test(line) ? true : undefined),
     timeoutMs: 20_000,
-    logFile: logPath(logDir, o.name),
+    logFile: logPath(logDir, o.logName ?? o.name),
   });
   for (let tries = 0; !(await accepts(o.port)); tries++) {
     if (tries > 200) {
@@ -185,22 +187,23 @@ http {
 }
 
 /** nginx + oauth2-proxy as one peer: its CPU and memory are both processes'. */
-export async function startNginxAuthRequest(logDir: string, nginxBin: string, o: { bin: string; port: number; upstreamPort: number; issuer: string }): Promise<Peer> {
-  const dir = join(logDir, 'nginx-auth-request');
+export async function startNginxAuthRequest(logDir: string, nginxBin: string, o: { bin: string; port: number; upstreamPort: number; issuer: string; tag?: string }): Promise<Peer> {
+  const tag = o.tag ?? 'nginx-auth-request';
+  const dir = join(logDir, tag);
   for (const d of ['', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
     mkdirSync(join(dir, d), { recursive: true });
     chmodSync(join(dir, d), 0o755);
   }
   const port = o.port;
   const o2pPort = await freePort();
-  const o2p = await startOauth2Proxy(logDir, { bin: o.bin, port: o2pPort, publicUrl: `http://127.0.0.1:${port}`, issuer: o.issuer, name: 'oauth2-proxy-auth-request' });
+  const o2p = await startOauth2Proxy(logDir, { bin: o.bin, port: o2pPort, publicUrl: `http://127.0.0.1:${port}`, issuer: o.issuer, name: `oauth2-proxy-${tag}` });
   writeFileSync(join(dir, 'nginx.conf'), nginxAuthRequestConfig(dir, port, { upstreamPort: o.upstreamPort, oauth2ProxyPort: o2pPort }));
   let started = 0;
   let nginx: Child;
   try {
-    ({ child: nginx } = await spawnChild('nginx-auth-request', nginxBin, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], {
+    ({ child: nginx } = await spawnChild(tag, nginxBin, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], {
       ready: (line) => (/start worker process/.test(line) && ++started >= 1 ? true : undefined),
-      logFile: logPath(logDir, 'nginx-auth-request'),
+      logFile: logPath(logDir, tag),
     }));
   } catch (e) {
     await o2p.stop();

@@ -91,14 +91,14 @@ async function main(): Promise<void> {
   // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
   // discovery document and JWKS once; a session costs one code-flow login per gateway.
   const needMulti = selected.includes('small-workers');
-  const [gatewayPort, multiPort, baselinePort, o2pPort, authRequestPort] = (await freePorts(5)) as [number, number, number, number, number];
+  const [gatewayPort, multiPort, baselinePort, o2pPort, authRequestPort, idleGatewayPort, idleO2pPort, idleAuthRequestPort] = (await freePorts(8)) as [number, number, number, number, number, number, number, number];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
   const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
   const idp = await startIdp({
     clients: [
-      { client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort].map((p) => `http://127.0.0.1:${p}/auth/callback`) },
-      { ...OAUTH2_PROXY_CLIENT, redirect_uris: [o2pPort, authRequestPort].map((p) => `http://127.0.0.1:${p}/oauth2/callback`) },
+      { client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort, idleGatewayPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) },
+      { ...OAUTH2_PROXY_CLIENT, redirect_uris: [o2pPort, authRequestPort, idleO2pPort, idleAuthRequestPort].map((p) => `http://127.0.0.1:${p}/oauth2/callback`) },
     ],
     accessTokenTtl: 3600,
   });
@@ -332,12 +332,29 @@ async function main(): Promise<void> {
         // CPU per echo would count the 5,000 handshakes too: not shown.
         await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, t.headers ?? h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
         break;
-      case 'idle':
-        // Memory per idle keep-alive connection (issue 27): RSS after holding N, less RSS before, over N.
+      case 'idle': {
+        // Memory per idle keep-alive connection (issue 27): RSS after holding N, less RSS before,
+        // over N, on fresh processes of each peer, started for this scenario and stopped after it:
+        // a peer that already grew and freed memory (5,000 WebSockets, 1 GiB bodies) would reuse
+        // it for the new connections and show nothing, and the memory the connections leave behind
+        // would raise the peak RSS of the scenarios after it.
+        const [freshBare, freshNginx, freshGateway, freshO2p, freshAuthRequest] = await Promise.all([
+          startBare(logDir, runner, upstream.url, '', 'bare-idle'),
+          nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1, tag: 'nginx-idle' }) : undefined,
+          startGateway(logDir, runner, { ...gatewayOptions, port: idleGatewayPort, workers: 1, logName: 'gateway-idle' }),
+          o2pBin ? startOauth2Proxy(logDir, { bin: o2pBin, port: idleO2pPort, publicUrl: `http://127.0.0.1:${idleO2pPort}`, issuer: idp.issuer, upstreamUrl: upstream.url, name: 'oauth2-proxy', logName: 'oauth2-proxy-idle' }) : undefined,
+          o2pBin && nginxBin ? startNginxAuthRequest(logDir, nginxBin, { bin: o2pBin, port: idleAuthRequestPort, upstreamPort, issuer: idp.issuer, tag: 'nginx-auth-request-idle' }) : undefined,
+        ]);
+        const fresh: Target[] = [
+          { peer: freshBare, name: freshBare.name, url: freshBare.url },
+          ...(freshNginx ? [{ peer: freshNginx, name: freshNginx.name, url: freshNginx.url }] : []),
+          { peer: freshGateway, name: freshGateway.name, url: freshGateway.url, headers: await credentialsFor(freshGateway).find((c) => c.kind === auth.kind)!.headers() },
+        ];
+        for (const p of [freshO2p, freshAuthRequest]) if (p) fresh.push({ peer: p, name: p.name, url: p.url, headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar()) });
         await compare(
           scenario,
           'conns',
-          peersOf(),
+          fresh,
           async (t) => {
             const m = await idleLoad(`${t.url}/api/v1/bench/small`, t.headers ?? h, P.idleConnections, () => (t.peer ? t.peer.pids().reduce((s, p) => s + statusKb(p, 'VmRSS'), 0) * 1024 : 0), smoke ? 100 : 500);
             idleBytes.set(t.name, [...(idleBytes.get(t.name) ?? []), m.bytesPerConnection]);
@@ -349,7 +366,9 @@ async function main(): Promise<void> {
         // the largest round: the first one, on a fresh process, shows the growth; later rounds
         // reuse what the first one's connections left behind and show less
         for (const r of rows) if (r.scenario === 'idle' && idleBytes.has(r.peer)) r.bytesPerConnection = Math.max(...idleBytes.get(r.peer)!.filter(Number.isFinite));
+        for (const t of fresh) await t.peer?.stop();
         break;
+      }
       case 'auth-providers': {
         const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];
         await compare(scenario, 'req/s', targets, (t, run) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring }), P.rounds);

@@ -54,7 +54,7 @@ describe('bench: the harness (smoke mode)', function () {
       download: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       sse: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       websocket: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
-      idle: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      idle: ['bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       'auth-providers': ['gateway', ...(nginx ? ['nginx (static file)'] : [])],
     };
     expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'))).to.equal(true);
