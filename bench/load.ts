@@ -6,6 +6,7 @@
 //   sseLoad   many event streams; latency of each event from upstream write to client read
 //   wsLoad    N idle WebSockets opened and held, then a sequential echo on one of them
 import http from 'node:http';
+import net from 'node:net';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,7 +87,9 @@ async function wrk(o: HttpLoadOptions): Promise<Measured> {
   for (const [k, v] of Object.entries(o.headers)) args.push('-H', `${k}: ${v}`);
   args.push(o.url);
   const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(wrkPath!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // BENCH_LOADGEN_CPUS=1: wrk pinned to those CPUs with taskset (the GATEWAY_WORKERS measurement)
+    const pin = process.env.BENCH_LOADGEN_CPUS;
+    const p = pin ? spawn('taskset', ['-c', pin, wrkPath!, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(wrkPath!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     p.stdout.on('data', (c: Buffer) => (text += c));
     p.stderr.on('data', (c: Buffer) => (text += c));
@@ -309,5 +312,70 @@ export async function wsLoad(url: string, headers: Record<string, string>, conne
     units: latencies.length,
     held,
     note: `${held}/${connections} held${firstError ? `; ${firstError}` : ''}${closedEarly ? `; ${closedEarly} closed early` : ''}`,
+  };
+}
+
+/**
+ * Idle keep-alive connections (issue 27): open `connections` sockets, send one authenticated GET
+ * on each (so each peer has done its per-connection work: parser, session, upstream pairing), read
+ * the answer, then leave them idle. The peer's RSS is read before the first socket and after the
+ * last answer (`rssBytes`); the difference over the connections held is the memory one idle
+ * connection costs. `rate` is the number held; `units` too.
+ */
+export async function idleLoad(url: string, headers: Record<string, string>, connections: number, rssBytes: () => number, settleMs = 500): Promise<Measured & { bytesPerConnection: number }> {
+  const { hostname, port, pathname, search } = new URL(url);
+  const request = `GET ${pathname}${search} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}Connection: keep-alive\r\n\r\n`;
+  await new Promise((r) => setTimeout(r, settleMs));
+  const before = rssBytes();
+  const sockets: net.Socket[] = [];
+  let errors = 0;
+  let held = 0;
+  const t0 = performance.now();
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const s = net.connect(Number(port), hostname);
+      sockets.push(s);
+      let got = '';
+      const done = (ok: boolean) => {
+        s.removeAllListeners('data');
+        if (ok) held++;
+        else errors++;
+        resolve();
+      };
+      s.setEncoding('latin1');
+      s.once('connect', () => s.write(request));
+      s.on('data', (chunk: string) => {
+        got += chunk;
+        const end = got.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const ok = /^HTTP\/1\.1 200/.test(got);
+        const len = /\r\ncontent-length: *(\d+)/i.exec(got.slice(0, end));
+        if (len && got.length - end - 4 < Number(len[1])) return; // the body is still coming
+        done(ok && !/\r\nconnection: *close/i.test(got.slice(0, end)));
+      });
+      s.once('error', () => done(false));
+      s.once('close', () => {
+        if (s.listenerCount('data')) done(false);
+      });
+    });
+  // 100 handshakes at a time: quick enough to stay inside the peers' keep-alive timeouts (5 s for node)
+  for (let i = 0; i < connections; i += 100) await Promise.all(Array.from({ length: Math.min(100, connections - i) }, one));
+  const opened = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, settleMs));
+  const after = rssBytes();
+  const stillOpen = sockets.filter((s) => !s.destroyed && s.readyState === 'open').length;
+  for (const s of sockets) s.destroy();
+  const bytesPerConnection = held > 0 ? Math.max(0, after - before) / held : NaN;
+  return {
+    rate: stillOpen,
+    p50: opened,
+    p99: opened,
+    errors: errors + (held - stillOpen),
+    count: held,
+    units: held,
+    bytesPerConnection,
+    note: `${stillOpen}/${connections} held idle, ${(bytesPerConnection / 1024).toFixed(1)} KB each (RSS ${(before / 2 ** 20).toFixed(0)} -> ${(after / 2 ** 20).toFixed(0)} MB)`,
   };
 }

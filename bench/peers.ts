@@ -113,13 +113,14 @@ export async function startUpstream(logDir: string, run: Runner): Promise<Peer> 
 }
 
 /** The bare floor; with `features` (bench/bare-proxy.ts), the floor plus the cheapest form of those. */
-export async function startBare(logDir: string, run: Runner, target: string, features = ''): Promise<Peer> {
+export async function startBare(logDir: string, run: Runner, target: string, features = '', logName?: string): Promise<Peer> {
   const flags = (process.env.BENCH_BARE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   const name = features ? `bare + ${features}` : 'bare http-proxy-3';
-  const { child, info } = await spawnChild(features ? 'bare-features' : 'bare', node, [...flags, ...run.args('bench/bare-proxy.ts')], {
+  const log = logName ?? (features ? 'bare-features' : 'bare');
+  const { child, info } = await spawnChild(log, node, [...flags, ...run.args('bench/bare-proxy.ts')], {
     env: { ...process.env, BENCH_BARE_CHILD: '1', BENCH_TARGET: target, BENCH_BARE_FEATURES_OF_CHILD: features },
     ready: portLine,
-    logFile: logPath(logDir, features ? 'bare-features' : 'bare'),
+    logFile: logPath(logDir, log),
   });
   return peer(name, info, child, run.countsGc);
 }
@@ -152,6 +153,8 @@ export interface NginxOptions {
   upstreamPort: number;
   /** served as a static file at /api/v1/auth-providers/ (the cached-answer comparison) */
   staticAuthProviders: string;
+  /** its folder and log under the run's folder (default nginx-<workers>w): a second nginx needs its own */
+  tag?: string;
 }
 
 export function nginxConfig(dir: string, port: number, o: NginxOptions): string {
@@ -221,7 +224,8 @@ http {
 }
 
 export async function startNginx(logDir: string, bin: string, o: NginxOptions): Promise<Peer> {
-  const dir = join(logDir, `nginx-${o.workers}w`);
+  const tag = o.tag ?? `nginx-${o.workers}w`;
+  const dir = join(logDir, tag);
   for (const d of ['', 'static', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
     mkdirSync(join(dir, d), { recursive: true });
     chmodSync(join(dir, d), 0o755); // workers run as nobody when the bench runs as root
@@ -230,9 +234,9 @@ export async function startNginx(logDir: string, bin: string, o: NginxOptions): 
   const port = await freePort();
   writeFileSync(join(dir, 'nginx.conf'), nginxConfig(dir, port, o));
   let started = 0;
-  const { child } = await spawnChild(`nginx-${o.workers}w`, bin, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], {
+  const { child } = await spawnChild(tag, bin, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], {
     ready: (line) => (/start worker process/.test(line) && ++started >= o.workers ? true : undefined),
-    logFile: logPath(logDir, `nginx-${o.workers}w`),
+    logFile: logPath(logDir, tag),
   });
   return peer(o.workers === 1 ? 'nginx' : `nginx x${o.workers}`, port, child, false);
 }
@@ -249,6 +253,8 @@ export interface GatewayOptions {
   /** extra node flags, e.g. --cpu-prof --cpu-prof-dir=DIR (BENCH_GATEWAY_NODE_FLAGS) */
   nodeFlags?: string[];
   env?: Record<string, string>;
+  /** its log file's name (default: the peer's name): a second gateway of the same name needs its own */
+  logName?: string;
 }
 
 /** The node flags `npm start` runs the gateway with (package.json; the Dockerfile's CMD has the same). */
@@ -288,7 +294,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     env,
     ready: (line) => (line.includes('"gateway listening"') && ++listening >= o.workers ? true : undefined),
     timeoutMs: 30_000,
-    logFile: logPath(logDir, name),
+    logFile: logPath(logDir, o.logName ?? name),
   });
   return peer(name, port, child, run.countsGc);
 }

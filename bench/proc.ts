@@ -141,7 +141,7 @@ export function processTree(root: number): number[] {
   return out.filter((p) => parent.has(p));
 }
 
-function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) : 0;

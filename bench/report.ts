@@ -2,7 +2,7 @@
 export interface Row {
   scenario: string;
   peer: string;
-  unit: 'req/s' | 'MB/s' | 'events/s' | 'echo/s';
+  unit: 'req/s' | 'MB/s' | 'events/s' | 'echo/s' | 'conns';
   rate: number;
   p50Ms: number;
   p99Ms: number;
@@ -12,6 +12,8 @@ export interface Row {
   cpuUsPerUnit?: number | null;
   /** V8 mark-compacts (full GCs) the peer ran during the measured runs, all rounds; null where not counted (nginx) */
   markCompacts?: number | null;
+  /** idle scenario: the peer's RSS growth per idle keep-alive connection held (median round), bytes */
+  bytesPerConnection?: number | null;
   errors: number;
   count: number;
   /** measurements taken (interleaved with the other peers); the row is their median */
@@ -35,7 +37,7 @@ export interface Target {
 export interface Results {
   date: string;
   mode: 'smoke' | 'full';
-  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; nginx: string | null; loadGenerator: string };
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; nginx: string | null; loadGenerator: string; oauth2Proxy?: string | null };
   gatewayCredential: string;
   /** the node peers ran compiled (as the image runs the gateway) or through tsx */
   peersRunAs: string;
@@ -90,6 +92,38 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   const nginxMulti = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'));
   ratio('workers vs nginx', 'small-workers', multi, nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
   added('files rewrite p50', 'files-page', gw('files-page'), find('files-page', 'gateway (pass-through)'), 'the same page passed through', 'p50Ms', 5);
+  // Issue 27: the rewrite's CPU per request at most 3x passing the same page through.
+  const rewrite = gw('files-page');
+  const passed = find('files-page', 'gateway (pass-through)');
+  const cpuOf = (r: Row | undefined) => (ok(r) && r.cpuUsPerUnit != null ? r.cpuUsPerUnit : undefined);
+  targets.push({
+    id: 'files rewrite CPU',
+    scenario: 'files-page',
+    goal: 'CPU per request <= 3x the same page passed through',
+    measured: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? `${(cpuOf(rewrite)! / cpuOf(passed)!).toFixed(2)}x (${cpuOf(rewrite)!.toFixed(0)} vs ${cpuOf(passed)!.toFixed(0)} us)` : notMeasured(rewrite, passed),
+    met: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? cpuOf(rewrite)! <= 3 * cpuOf(passed)! : rewrite && !ok(rewrite) ? false : null,
+  });
+  // Issue 27: against oauth2-proxy, per core (CPU per request: the machine's cores are shared
+  // with the load generator and the upstream, so req/s alone says how the scheduler split them).
+  const o2pSmall = find('small', 'oauth2-proxy');
+  targets.push({
+    id: 'pass-through vs oauth2-proxy',
+    scenario: 'small',
+    goal: '>= 1.0x oauth2-proxy requests per second per core (1 / CPU per request)',
+    measured: cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined ? `${(cpuOf(o2pSmall)! / cpuOf(gw('small'))!).toFixed(2)}x (${cpuOf(gw('small'))!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${gw('small')!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)` : notMeasured(gw('small'), o2pSmall),
+    met: cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined ? cpuOf(o2pSmall)! / cpuOf(gw('small'))! >= 1 : null,
+  });
+  const lat = gw('small-latency');
+  const o2pLat = find('small-latency', 'oauth2-proxy');
+  const directLat = find('small-latency', 'direct');
+  const measurable = ok(lat) && ok(o2pLat) && ok(directLat);
+  targets.push({
+    id: 'added p99 vs oauth2-proxy',
+    scenario: 'small-latency',
+    goal: "added p99 (vs direct) <= oauth2-proxy's",
+    measured: measurable ? `+${(lat.p99Ms - directLat.p99Ms).toFixed(2)} ms vs +${(o2pLat.p99Ms - directLat.p99Ms).toFixed(2)} ms` : notMeasured(lat, o2pLat),
+    met: measurable ? lat.p99Ms - directLat.p99Ms <= o2pLat.p99Ms - directLat.p99Ms : null,
+  });
   for (const s of ['upload', 'download']) {
     const g = gw(s);
     const limit = o.smoke ? 150 : 150;
@@ -117,6 +151,21 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   const held = ws?.note ? Number(/^(\d+)\//.exec(ws.note)?.[1] ?? 0) : 0;
   targets.push({ id: 'websocket held', scenario: 'websocket', goal: `${o.wsConnections} idle connections held`, measured: ws ? `${held}/${o.wsConnections}` : 'not measured', met: ws ? held === o.wsConnections : null });
   added('websocket echo p50', 'websocket', ws, find('websocket', 'direct'), 'direct', 'p50Ms', 1);
+  // Issue 27: an idle keep-alive connection costs at most 2x what it costs the bare floor.
+  const idleGw = gw('idle');
+  const idleBare = find('idle', 'bare http-proxy-3');
+  const perConn = (r: Row | undefined) => (ok(r) && r.bytesPerConnection != null && Number.isFinite(r.bytesPerConnection) ? r.bytesPerConnection : undefined);
+  const idleNginx = find('idle', 'nginx');
+  targets.push({
+    id: 'idle connection memory',
+    scenario: 'idle',
+    goal: "RSS per idle keep-alive connection <= 2x the bare floor's",
+    measured:
+      perConn(idleGw) !== undefined && perConn(idleBare) !== undefined
+        ? `${(perConn(idleGw)! / 1024).toFixed(1)} KB vs ${(perConn(idleBare)! / 1024).toFixed(1)} KB (${(perConn(idleGw)! / Math.max(1, perConn(idleBare)!)).toFixed(2)}x)${perConn(idleNginx) !== undefined ? `; nginx ${(perConn(idleNginx)! / 1024).toFixed(1)} KB` : ''}`
+        : notMeasured(idleGw, idleBare),
+    met: perConn(idleGw) !== undefined && perConn(idleBare) !== undefined ? perConn(idleGw)! <= 2 * Math.max(perConn(idleBare)!, 1) : idleGw && !ok(idleGw) ? false : null,
+  });
   ratio('auth-providers vs static', 'auth-providers', gw('auth-providers'), find('auth-providers', 'nginx (static file)'), 'nginx serving a static file', 0.5);
 
   for (const r of rows) {
@@ -138,7 +187,7 @@ function notMeasured(gw: Row | undefined, ref: Row | undefined): string {
 const num = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
 
 export function tableLines(r: Results): string[] {
-  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'full GCs', 'vs nginx', 'vs direct', 'target met'];
+  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'full GCs', 'vs nginx', 'vs direct', 'KB/idle conn', 'target met'];
   const body = r.rows.map((x) => [
     x.scenario,
     x.peer,
@@ -151,11 +200,12 @@ export function tableLines(r: Results): string[] {
     num(x.markCompacts, 0),
     num(x.vsNginx),
     num(x.vsDirect),
+    x.bytesPerConnection == null ? '' : num(x.bytesPerConnection / 1024, 1),
     (x.target ?? '') + (x.errors ? ` (${x.errors} errors)` : ''),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 10 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 10 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 11 && i !== 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i >= 2 && i <= 11 && i !== 3 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`, ...body.map(line)];
 }
 
 export function targetLines(r: Results): string[] {
@@ -169,7 +219,7 @@ export function targetLines(r: Results): string[] {
 export function printTable(r: Results): void {
   const out = [
     '',
-    `Benchmark ${r.mode} run, ${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, node ${r.machine.node}, ${r.machine.nginx ?? 'no nginx'}, load from ${r.machine.loadGenerator}`,
+    `Benchmark ${r.mode} run, ${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, node ${r.machine.node}, ${r.machine.nginx ?? 'no nginx'}, ${r.machine.oauth2Proxy ? `oauth2-proxy ${r.machine.oauth2Proxy}` : 'no oauth2-proxy'}, load from ${r.machine.loadGenerator}`,
     `Gateway credential: ${r.gatewayCredential}; node peers run ${r.peersRunAs === 'compiled' ? 'compiled with tsc (as the image runs them)' : 'through tsx'}`,
     ...r.notices.map((n) => `NOTICE: ${n}`),
     '',

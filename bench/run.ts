@@ -23,14 +23,15 @@ import { mkdtempSync, mkdirSync, chmodSync, writeFileSync, rmSync } from 'node:f
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
-import { httpLoad, transfer, sseLoad, wsLoad, loadGenerator, type Measured } from './load.js';
+import { httpLoad, transfer, sseLoad, wsLoad, idleLoad, loadGenerator, type Measured } from './load.js';
 import { bareFeatures } from './bare-proxy.js';
 import { startUpstream, startBare, startNodeHttpProxy, startNginx, startGateway, nginxPath, nginxVersion, prepareBaseline, prepareRunner, type Peer } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
-import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs } from './proc.js';
+import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs, statusKb } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { markCompacts } from './gc-count.js';
+import { ensureOauth2Proxy, goVersion, OAUTH2_PROXY_CLIENT, OAUTH2_PROXY_VERSION, signInOauth2Proxy, startNginxAuthRequest, startOauth2Proxy } from './oauth2-proxy.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -52,8 +53,8 @@ function roundsSetting(): number {
 
 /** Sizes and durations: full run for people, smoke for CI. */
 const P = smoke
-  ? { rounds: 1, seconds: 0.3, warmup: 0.1, firstWarmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16 }
-  : { rounds: roundsSetting(), seconds: 3, warmup: 1, firstWarmup: 3, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32 };
+  ? { rounds: 1, seconds: 0.3, warmup: 0.1, firstWarmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16, idleConnections: 50 }
+  : { rounds: roundsSetting(), seconds: 3, warmup: 1, firstWarmup: 3, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32, idleConnections: 2000 };
 
 
 /** Things to undo at the end besides the child processes (the IdP, the build folder). */
@@ -78,17 +79,27 @@ async function main(): Promise<void> {
   say(`bench: ${smoke ? 'smoke' : 'full'} run, scenarios ${selected.join(', ')}; load from ${loadGenerator()}; logs in ${logDir}`);
   const notices: string[] = [];
   const building = prepareRunner(); // tsc runs while the realm starts
+  // oauth2-proxy (bench/oauth2-proxy.ts): built with Go when absent. BENCH_OAUTH2_PROXY=0 skips it.
+  // A smoke run (CI) skips it unless BENCH_OAUTH2_PROXY=1, and never builds it: the smoke test
+  // stays quick, and CI without Go or the binary gets a notice instead of minutes of compiling.
+  const o2pWanted = smoke ? process.env.BENCH_OAUTH2_PROXY === '1' : process.env.BENCH_OAUTH2_PROXY !== '0';
+  const o2pBinary = o2pWanted ? ensureOauth2Proxy({ build: !smoke }) : { why: `${smoke ? 'smoke run' : 'BENCH_OAUTH2_PROXY=0'}: the oauth2-proxy rows are skipped${smoke ? ' (BENCH_OAUTH2_PROXY=1 includes them when built)' : ''}` };
+  const o2pBin = 'bin' in o2pBinary ? o2pBinary.bin : undefined;
+  if ('why' in o2pBinary) notices.push(o2pBinary.why);
   const buildingBaseline = baselineRev ? prepareBaseline(baselineRev) : undefined;
 
   // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
   // discovery document and JWKS once; a session costs one code-flow login per gateway.
   const needMulti = selected.includes('small-workers');
-  const [gatewayPort, multiPort, baselinePort] = (await freePorts(3)) as [number, number, number];
+  const [gatewayPort, multiPort, baselinePort, o2pPort, authRequestPort, idleGatewayPort, idleO2pPort, idleAuthRequestPort] = (await freePorts(8)) as [number, number, number, number, number, number, number, number];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
   const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
   const idp = await startIdp({
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort].map((p) => `http://127.0.0.1:${p}/auth/callback`) }],
+    clients: [
+      { client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort, idleGatewayPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) },
+      { ...OAUTH2_PROXY_CLIENT, redirect_uris: [o2pPort, authRequestPort, idleO2pPort, idleAuthRequestPort].map((p) => `http://127.0.0.1:${p}/oauth2/callback`) },
+    ],
     accessTokenTtl: 3600,
   });
   cleanups.push(() => idp.close());
@@ -118,7 +129,7 @@ async function main(): Promise<void> {
   const nginxOptions = { upstreamPort, staticAuthProviders: '{}' };
   // BENCH_BARE_FEATURES: checked here, before anything starts, so a typo is a clear error.
   const bareFeatureList = [...bareFeatures(process.env.BENCH_BARE_FEATURES)].join(',');
-  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures, nodeHttp, baseline] = await Promise.all([
+  const [bare, nginx, gateway, nginxMulti, gatewayMulti, bareWithFeatures, nodeHttp, baseline, o2p, authRequest] = await Promise.all([
     startBare(logDir, runner, upstream.url),
     nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1 }) : undefined,
     startGateway(logDir, runner, { ...gatewayOptions, port: gatewayPort, workers: 1 }),
@@ -127,6 +138,8 @@ async function main(): Promise<void> {
     bareFeatureList && selected.includes('small') ? startBare(logDir, runner, upstream.url, bareFeatureList) : undefined,
     selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
     baselineRunner ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` }) : undefined,
+    o2pBin ? startOauth2Proxy(logDir, { bin: o2pBin, port: o2pPort, publicUrl: `http://127.0.0.1:${o2pPort}`, issuer: idp.issuer, upstreamUrl: upstream.url, name: 'oauth2-proxy' }) : undefined,
+    o2pBin && nginxBin ? startNginxAuthRequest(logDir, nginxBin, { bin: o2pBin, port: authRequestPort, upstreamPort, issuer: idp.issuer }) : undefined,
   ]);
   // nginx serves, as a static file, exactly what the gateway answers from its cache.
   say('bench: peers up');
@@ -183,6 +196,17 @@ async function main(): Promise<void> {
     if (got !== 200) throw new Error(`the baseline gateway refused the ${auth.kind} (${got})`);
   }
 
+  // oauth2-proxy's session: its own sign-in flow at the same IdP, as the same user.
+  const o2pTargets: Array<{ peer: Peer; name: string; url: string; headers: Record<string, string> }> = [];
+  for (const p of [o2p, authRequest]) {
+    if (!p) continue;
+    const headers = await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar());
+    const got = await status(`${p.url}/api/v1/bench/small`, headers);
+    if (got !== 200) throw new Error(`${p.name} refused its own session cookie (${got})`);
+    o2pTargets.push({ peer: p, name: p.name, url: p.url, headers });
+  }
+  if (o2pTargets.length) say(`bench: ${o2pTargets.map((t) => t.name).join(', ')} signed in (session cookie, code flow of alice)`);
+
   const rows: Row[] = [];
   interface Target {
     name: string;
@@ -197,6 +221,7 @@ async function main(): Promise<void> {
     ...(nginx ? [{ peer: nginx, name: nginx.name, url: nginx.url }] : []),
     { peer: gateway, name: gateway.name, url: gateway.url },
     ...(baselineTarget ? [baselineTarget] : []),
+    ...o2pTargets,
   ];
 
   /**
@@ -259,6 +284,7 @@ async function main(): Promise<void> {
   }
 
   const h = auth.headers;
+  const idleBytes = new Map<string, number[]>();
   const warmup = (run: { first: boolean }) => (run.first ? P.firstWarmup : P.warmup);
   const get = (path: string, connections: number, seconds: number) => (t: Target, run: { first: boolean; measuring: () => void }) =>
     httpLoad({ url: `${t.url}${path}`, headers: t.headers ?? h, connections, seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring });
@@ -283,6 +309,8 @@ async function main(): Promise<void> {
           { peer: upstream, name: 'direct', url: upstream.url },
           ...(nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
           ...(gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
+          // one worker under the same load: when GATEWAY_WORKERS=2 helps and when it hurts (issue 27)
+          { peer: gateway, name: gateway.name, url: gateway.url },
         ];
         await compare(scenario, 'req/s', targets, get('/api/v1/bench/small', P.connections * 2, P.seconds), P.rounds);
         break;
@@ -304,6 +332,43 @@ async function main(): Promise<void> {
         // CPU per echo would count the 5,000 handshakes too: not shown.
         await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, t.headers ?? h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
         break;
+      case 'idle': {
+        // Memory per idle keep-alive connection (issue 27): RSS after holding N, less RSS before,
+        // over N, on fresh processes of each peer, started for this scenario and stopped after it:
+        // a peer that already grew and freed memory (5,000 WebSockets, 1 GiB bodies) would reuse
+        // it for the new connections and show nothing, and the memory the connections leave behind
+        // would raise the peak RSS of the scenarios after it.
+        const [freshBare, freshNginx, freshGateway, freshO2p, freshAuthRequest] = await Promise.all([
+          startBare(logDir, runner, upstream.url, '', 'bare-idle'),
+          nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1, tag: 'nginx-idle' }) : undefined,
+          startGateway(logDir, runner, { ...gatewayOptions, port: idleGatewayPort, workers: 1, logName: 'gateway-idle' }),
+          o2pBin ? startOauth2Proxy(logDir, { bin: o2pBin, port: idleO2pPort, publicUrl: `http://127.0.0.1:${idleO2pPort}`, issuer: idp.issuer, upstreamUrl: upstream.url, name: 'oauth2-proxy', logName: 'oauth2-proxy-idle' }) : undefined,
+          o2pBin && nginxBin ? startNginxAuthRequest(logDir, nginxBin, { bin: o2pBin, port: idleAuthRequestPort, upstreamPort, issuer: idp.issuer, tag: 'nginx-auth-request-idle' }) : undefined,
+        ]);
+        const fresh: Target[] = [
+          { peer: freshBare, name: freshBare.name, url: freshBare.url },
+          ...(freshNginx ? [{ peer: freshNginx, name: freshNginx.name, url: freshNginx.url }] : []),
+          { peer: freshGateway, name: freshGateway.name, url: freshGateway.url, headers: await credentialsFor(freshGateway).find((c) => c.kind === auth.kind)!.headers() },
+        ];
+        for (const p of [freshO2p, freshAuthRequest]) if (p) fresh.push({ peer: p, name: p.name, url: p.url, headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar()) });
+        await compare(
+          scenario,
+          'conns',
+          fresh,
+          async (t) => {
+            const m = await idleLoad(`${t.url}/api/v1/bench/small`, t.headers ?? h, P.idleConnections, () => (t.peer ? t.peer.pids().reduce((s, p) => s + statusKb(p, 'VmRSS'), 0) * 1024 : 0), smoke ? 100 : 500);
+            idleBytes.set(t.name, [...(idleBytes.get(t.name) ?? []), m.bytesPerConnection]);
+            return m;
+          },
+          P.rounds,
+          false,
+        );
+        // the largest round: the first one, on a fresh process, shows the growth; later rounds
+        // reuse what the first one's connections left behind and show less
+        for (const r of rows) if (r.scenario === 'idle' && idleBytes.has(r.peer)) r.bytesPerConnection = Math.max(...idleBytes.get(r.peer)!.filter(Number.isFinite));
+        for (const t of fresh) await t.peer?.stop();
+        break;
+      }
       case 'auth-providers': {
         const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];
         await compare(scenario, 'req/s', targets, (t, run) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring }), P.rounds);
@@ -316,7 +381,7 @@ async function main(): Promise<void> {
   const results: Results = {
     date: new Date().toISOString(),
     mode: smoke ? 'smoke' : 'full',
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, nginx: nginxBin ? nginxVersion(nginxBin) : null, loadGenerator: process.env.BENCH_LOADGEN === 'autocannon' ? 'autocannon' : loadGenerator() },
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, nginx: nginxBin ? nginxVersion(nginxBin) : null, oauth2Proxy: o2pBin ? `${OAUTH2_PROXY_VERSION} (${goVersion() ?? 'go'})` : null, loadGenerator: process.env.BENCH_LOADGEN === 'autocannon' ? 'autocannon' : loadGenerator() },
     gatewayCredential: auth.kind,
     peersRunAs: runner.kind,
     parameters: { ...P, workers: WORKERS },

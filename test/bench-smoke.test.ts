@@ -54,10 +54,18 @@ describe('bench: the harness (smoke mode)', function () {
       download: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       sse: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       websocket: ['direct', 'bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
+      idle: ['bare http-proxy-3', 'gateway', ...(nginx ? ['nginx'] : [])],
       'auth-providers': ['gateway', ...(nginx ? ['nginx (static file)'] : [])],
     };
     expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'))).to.equal(true);
     if (nginx) expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'))).to.equal(true);
+    // oauth2-proxy (issue 27) beside the gateway in every request scenario but the gateway-only
+    // ones, when its binary is built (a smoke run never builds it: CI skips it with a notice)
+    if (results.machine.oauth2Proxy) {
+      for (const s of ['small', 'small-latency', 'files-page', 'upload', 'download', 'sse', 'websocket', 'idle']) expected[s]!.push('oauth2-proxy', ...(nginx ? ['nginx + oauth2-proxy'] : []));
+    } else {
+      expect(results.notices.join('\n')).to.match(/oauth2-proxy/);
+    }
     for (const [scenario, peers] of Object.entries(expected)) {
       const rows = results.rows.filter((r) => r.scenario === scenario);
       for (const peer of peers) {
@@ -72,8 +80,15 @@ describe('bench: the harness (smoke mode)', function () {
 
   it('judged every target (met or not) and said which credential the gateway got', () => {
     expect(results.targets.length).to.be.greaterThan(10);
-    for (const t of results.targets) expect(t.met === true || t.met === false || (t.met === null && results.machine.nginx === null), t.id).to.equal(true);
+    // unmeasured only for want of a peer: nginx absent, or oauth2-proxy skipped (its own targets)
+    const absent = (id: string) => results.machine.nginx === null || (id.includes('oauth2-proxy') && !results.machine.oauth2Proxy);
+    for (const t of results.targets) expect(t.met === true || t.met === false || (t.met === null && absent(t.id)), t.id).to.equal(true);
     expect(results.gatewayCredential).to.match(/session cookie|bearer|API key/);
+  });
+
+  it('measured the memory of an idle connection for every peer of the idle scenario', () => {
+    for (const r of results.rows.filter((x) => x.scenario === 'idle' && x.peer !== 'direct')) expect(r.bytesPerConnection, r.peer).to.be.a('number').and.satisfy(Number.isFinite);
+    expect(results.targets.find((t) => t.id === 'idle connection memory')?.met).to.be.a('boolean');
   });
 
   it('recorded the peak RSS of every peer process it measured', () => {
@@ -82,13 +97,56 @@ describe('bench: the harness (smoke mode)', function () {
 
   it('counted the mark-compacts of every node peer (a number, nginx none) and judged streaming by them', () => {
     for (const r of results.rows) {
-      if (r.peer.startsWith('nginx')) expect(r.markCompacts ?? null, `${r.scenario} / ${r.peer}`).to.equal(null);
+      if (r.peer.startsWith('nginx') || r.peer.startsWith('oauth2-proxy')) expect(r.markCompacts ?? null, `${r.scenario} / ${r.peer}`).to.equal(null);
       else expect(r.markCompacts, `${r.scenario} / ${r.peer}`).to.be.a('number').and.at.least(0);
     }
     expect(output).to.match(/\| full GCs \|/);
     const streaming = results.targets.find((t) => t.id === 'streaming full GCs');
     expect(streaming?.met, streaming?.measured).to.be.a('boolean');
     expect(streaming?.measured).to.match(/files page passed through \d+ \(floor \d+\), upload \d+ \(floor \d+\), download \d+ \(floor \d+\)/);
+  });
+});
+
+describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the binary is built)', function () {
+  this.timeout(90_000);
+  let results: Results;
+  let dir: string;
+
+  before(async function () {
+    const { ensureOauth2Proxy } = await import('../bench/oauth2-proxy.js');
+    const found = ensureOauth2Proxy({ build: false });
+    if ('why' in found) {
+      // CI without Go or the binary: the peer is skipped, with the reason as a notice
+      process.stderr.write(`      notice: ${found.why}\n`);
+      this.skip();
+    }
+    dir = mkdtempSync(join(tmpdir(), 'bench-o2p-'));
+    const out = join(dir, 'results.json');
+    await new Promise<void>((resolveRun, reject) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small,small-latency,websocket,idle', '--peers=direct,bare,gateway,oauth2-proxy,nginx'],
+        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_OAUTH2_PROXY: '1' }, timeout: 85_000, maxBuffer: 16 << 20 },
+        (err, _stdout, stderr) => (err ? reject(new Error(`bench --smoke with oauth2-proxy failed: ${err.message}\n${stderr.slice(-4000)}`)) : resolveRun()),
+      );
+    });
+    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+  });
+  after(() => dir && rmSync(dir, { recursive: true, force: true }));
+
+  it('signs in to oauth2-proxy by its own flow and measures it beside the gateway, with no failed request', () => {
+    expect(results.machine.oauth2Proxy).to.be.a('string');
+    const nginx = results.machine.nginx !== null;
+    for (const scenario of ['small', 'small-latency', 'websocket', 'idle']) {
+      for (const peer of ['gateway', 'oauth2-proxy', ...(nginx ? ['nginx + oauth2-proxy'] : [])]) {
+        const row = results.rows.find((r) => r.scenario === scenario && r.peer === peer);
+        expect(row, `${scenario} / ${peer}`).to.not.equal(undefined);
+        expect(row!.errors, `${scenario} / ${peer}: ${row!.note ?? ''}`).to.equal(0);
+        expect(row!.count, `${scenario} / ${peer}`).to.be.greaterThan(0);
+        if (peer !== 'gateway') expect(row!.markCompacts ?? null, `${scenario} / ${peer}`).to.equal(null);
+      }
+    }
+    for (const id of ['pass-through vs oauth2-proxy', 'added p99 vs oauth2-proxy', 'idle connection memory']) expect(results.targets.find((t) => t.id === id)?.met, id).to.be.a('boolean');
   });
 });
 

@@ -7,11 +7,15 @@
 //     the audit stream (rule A7 lets it happen; the platform wants to know).
 // Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
 // headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
+// The list and search answers are filtered as their bytes arrive (policies/file-stream-filter.ts,
+// issue 27): kept records are copied as the upstream wrote them, never parsed and serialized again;
+// nothing is sent before the whole body was checked. The drift walks (rare) still parse pages whole.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../../policies/file-scoping.js';
+import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles } from '../../policies/file-stream-filter.js';
 import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
-import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
@@ -59,26 +63,24 @@ export class FileViews {
   }
 
   private async list(res: ServerResponse, path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string) {
-    const up = await this.upstream.call('GET', path + qs(params), headers);
+    const filter = new FileStreamFilter('list', callerId);
+    const up = await this.upstream.call('GET', path + qs(params), headers, undefined, (status) => (status === 200 ? filter : undefined));
     if (up.status !== 200) return passError(res, up);
-    const list = parseFileList(parseJson(up));
-    if (!list) throw new UpstreamError('bad-body', 'file list is not {items, total}');
-    const { own, removed } = keepOwn(list.items, callerId);
+    const { body, removed } = filtered(filter, 'list');
     // Nothing foreign on this page: the upstream scopes as the platform expects.
-    if (removed === 0) return sendRewritten(res, 200, { items: own, total: list.total });
+    if (removed === 0) return sendRewrittenBody(res, 200, body);
     this.drift('list', removed, callerId);
     const all = await this.walkOwn(path, params, headers, callerId);
     return sendRewritten(res, 200, pageOf(all, parsePage(params.get('page')) ?? 1));
   }
 
   private async search(res: ServerResponse, path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string) {
-    const up = await this.upstream.call('GET', path + qs(params), headers);
+    const filter = new FileStreamFilter('array', callerId);
+    const up = await this.upstream.call('GET', path + qs(params), headers, undefined, (status) => (status === 200 ? filter : undefined));
     if (up.status === 404) return sendRewritten(res, 404, { detail: NO_MATCH });
     if (up.status !== 200) return passError(res, up);
-    const found = parseFileArray(parseJson(up));
-    if (!found) throw new UpstreamError('bad-body', 'file search answer is not an array of files');
-    const { own, removed } = keepOwn(found, callerId);
-    if (removed === 0) return sendRewritten(res, 200, own);
+    const { body, removed } = filtered(filter, 'array');
+    if (removed === 0) return sendRewrittenBody(res, 200, body);
     this.drift('search', removed, callerId);
     // Redo skip/limit over the caller's own matches only. Values the upstream would refuse are
     // refused here too (its 422), never read as a slice from the end.
@@ -112,17 +114,17 @@ export class FileViews {
 
   /** The count is what the caller can list: the upstream's own count when it agrees with the list. */
   private async count(res: ServerResponse, headers: Record<string, string | string[] | undefined>, callerId: string) {
+    const filter = new FileStreamFilter('list', callerId);
     const [countRes, firstPage] = await Promise.all([
       this.upstream.call('GET', '/api/v1/files/count', headers),
-      this.upstream.call('GET', '/api/v1/files/?page=1&content=false', headers),
+      this.upstream.call('GET', '/api/v1/files/?page=1&content=false', headers, undefined, (status) => (status === 200 ? filter : undefined)),
     ]);
     if (countRes.status !== 200) return passError(res, countRes);
     if (firstPage.status !== 200) return passError(res, firstPage);
     const count = parseCount(parseJson(countRes));
-    const list = parseFileList(parseJson(firstPage));
-    if (count === undefined || !list) throw new UpstreamError('bad-body', 'file count or list has the wrong shape');
-    const { removed } = keepOwn(list.items, callerId);
-    if (removed === 0 && list.total === count) {
+    if (count === undefined) throw new UpstreamError('bad-body', 'file count has the wrong shape');
+    const { removed, total } = filtered(filter, 'list');
+    if (removed === 0 && total === count) {
       return sendRewritten(res, 200, count);
     }
     this.drift('count', removed, callerId);
@@ -209,4 +211,18 @@ function passError(res: ServerResponse, up: UpstreamResponse): void {
 
 function sendRewritten(res: ServerResponse, status: number, body: unknown): void {
   sendJson(res, status, body, { vary: 'Cookie, Authorization' });
+}
+
+function sendRewrittenBody(res: ServerResponse, status: number, json: Buffer): void {
+  sendJsonBody(res, status, json, { vary: 'Cookie, Authorization' });
+}
+
+/** The streamed filter's answer once the upstream body has ended; a body it refused is a 502. */
+function filtered(filter: FileStreamFilter, shape: FileAnswerShape): FilteredFiles {
+  try {
+    return filter.end();
+  } catch (err) {
+    if (err instanceof FileFilterError) throw new UpstreamError('bad-body', shape === 'list' ? `file list refused: ${err.message}` : `file search answer refused: ${err.message}`);
+    throw err;
+  }
 }

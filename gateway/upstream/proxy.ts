@@ -27,6 +27,11 @@ export interface UpstreamResponse {
   body: Buffer;
 }
 
+/** Reads an upstream body chunk by chunk instead of having it buffered; throws to refuse it. */
+export interface BodySink {
+  write(chunk: Buffer): void;
+}
+
 export class UpstreamError extends Error {
   constructor(
     public readonly kind: 'unreachable' | 'timeout' | 'too-large' | 'bad-body' | 'reset',
@@ -263,7 +268,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
      * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
      * Throws UpstreamError (502/504 material) on every failure.
      */
-    call(method: string, path: string, headers: Record<string, string | string[] | undefined>, body?: string | Buffer): Promise<UpstreamResponse> {
+    call(method: string, path: string, headers: Record<string, string | string[] | undefined>, body?: string | Buffer, sinkFor?: (status: number) => BodySink | undefined): Promise<UpstreamResponse> {
       return new Promise((resolve, reject) => {
         const outgoing: Record<string, string | string[]> = { host: target.host };
         for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;
@@ -286,17 +291,29 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
             return fail(new UpstreamError('bad-body', `unsupported content-encoding ${String(res.headers['content-encoding'])}`));
           }
           const stream = decoded === 'identity' ? res : res.pipe(decoded);
+          // A sink reads the decoded body as it arrives (the streamed file filter); the answer then
+          // carries an empty body. A sink that throws has refused the body: the rest is read and
+          // dropped, and the call fails when the body ends (a body that stalls stays a timeout).
+          const sink = sinkFor?.(res.statusCode ?? 502);
+          let refused: UpstreamError | undefined;
           stream.on('data', (chunk: Buffer) => {
             size += chunk.length;
             if (size > options.rewriteMaxBytes) {
               req.destroy(new UpstreamError('too-large', `upstream body larger than ${options.rewriteMaxBytes} bytes`));
               return;
             }
-            chunks.push(chunk);
+            if (!sink) return void chunks.push(chunk);
+            if (refused) return;
+            try {
+              sink.write(chunk);
+            } catch (err) {
+              refused = new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
+            }
           });
           stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));
           stream.on('end', () => {
             clearTimeout(timer);
+            if (refused) return reject(refused);
             resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
           });
           res.on('aborted', () => fail(new UpstreamError('reset', 'upstream closed mid-body')));
