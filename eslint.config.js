@@ -20,4 +20,13 @@ export default tseslint.config(
     files: ['sandbox/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     languageOptions: { globals: { ...globals.node, ...globals.browser, ...globals.mocha } },
   },
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      // chai's property assertions (`expect(x).to.not.be.empty`) are expressions by design.
+      '@typescript-eslint/no-unused-expressions': 'off',
+      // Tests read arbitrary YAML and JSON documents (compose files, manifests, answers) and probe them.
+      '@typescript-eslint/no-explicit-any': 'off',
+    },
+  },
 );

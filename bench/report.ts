@@ -49,7 +49,6 @@ export interface Results {
 }
 
 const isGateway = (peer: string) => peer.startsWith('gateway');
-const isNginx = (peer: string) => peer.startsWith('nginx');
 
 export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: boolean }): Target[] {
   const find = (scenario: string, peer: string) => rows.find((r) => r.scenario === scenario && r.peer === peer);

@@ -11,7 +11,7 @@
 import { LRUCache } from 'lru-cache';
 
 /** A bounded cache with a time-to-live: repeated requests with one cookie or token cost a lookup. */
-export class TtlCache<K extends {}, V extends {}> {
+export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> {
   private readonly lru: LRUCache<K, V>;
 
   constructor(max: number, ttlMs: number, clock?: () => number) {

@@ -26,6 +26,7 @@ import type {
   Adapter,
   AdapterPayload,
   Configuration,
+  JWK,
   KoaContextWithOIDC,
 } from 'oidc-provider';
 import { demoAccounts, findDemoAccount, type DemoAccount } from './demo-realm.js';
@@ -304,7 +305,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
     })),
-    jwks: { keys: [privateJwk as any] },
+    jwks: { keys: [privateJwk as JWK] },
     cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
     routes: ROUTES,
     claims: {
@@ -555,7 +556,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     down: stop,
     up: listen,
     async signForeignJwt(claims) {
-      return new SignJWT(withDefaults(claims) as any)
+      return new SignJWT(withDefaults(claims))
         .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
         .sign(foreign.privateKey);
     },
@@ -565,10 +566,10 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
       if (alg === 'none') return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(payload)}.`;
       if (/^HS(256|384|512)$/.test(alg)) {
         const secret = publicKey.export({ type: 'spki', format: 'pem' });
-        return new SignJWT(payload as any).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(new TextEncoder().encode(String(secret)));
+        return new SignJWT(payload).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(new TextEncoder().encode(String(secret)));
       }
       if (!/^(RS|PS)(256|384|512)$/.test(alg)) throw new Error(`signJwt: unsupported alg ${alg}`);
-      return new SignJWT(payload as any).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(privateKey);
+      return new SignJWT(payload).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(privateKey);
     },
     async accessTokenFor(username, audience) {
       const a = byUsername(username);
@@ -589,7 +590,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
         ...keycloakUserClaims(a),
         ...realmAccess(a),
       });
-      return new SignJWT(payload as any).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey);
+      return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey);
     },
     async close() {
       await stop();

@@ -649,7 +649,7 @@ describe('deployment: Keycloak realm export deploy/keycloak/realm-platform.json'
     expect(c.attributes?.['backchannel.logout.url']).to.equal('http://gateway:8080/auth/backchannel-logout');
     expect(c.attributes?.['backchannel.logout.session.required']).to.equal('true');
     const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-    expect(compose).to.match(/\n  gateway:\n/).and.match(/- "\$\{PORT:-8080\}:8080"/);
+    expect(compose).to.match(/\n {2}gateway:\n/).and.match(/- "\$\{PORT:-8080\}:8080"/);
   });
 
   it("lets the client's service account view identity providers", function () {

@@ -13,8 +13,8 @@ import { baseEnv, startGateway, type RunningGateway } from './support/gateway-ha
 import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from './support/keycloak-admin.js';
 import { createOperations, type Operations } from '../gateway/ops/operations.js';
-import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
-import { connectionsOf, deadPort, rawExchange, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
+import type { Authenticator } from '../gateway/auth/authenticator.js';
+import { connectionsOf, deadPort, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;
 /** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */

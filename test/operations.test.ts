@@ -4,7 +4,7 @@
 // gateway instances serving the same sessions.
 import { expect } from 'chai';
 import http from 'node:http';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -49,7 +49,7 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
   });
 
   describe('the chat front-end\'s own sign-out (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before)', () => {
-    for (const method of ['POST', 'GET']) it(`${method}: ends the gateway session and the chat front-end\'s cookies, and sends the browser through the realm to the login page`, async () => {
+    for (const method of ['POST', 'GET']) it(`${method}: ends the gateway session and the chat front-end’s cookies, and sends the browser through the realm to the login page`, async () => {
       const { jar, idpJar } = await signIn(w.url, 'alice');
       expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
       const stolen = jar.clone();

@@ -157,7 +157,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
   } catch (err) {
     killGroup('SIGKILL');
     forget();
-    throw new Error(`${(err as Error).message}\n--- its output ---\n${output().slice(-6000)}`);
+    throw new Error(`${(err as Error).message}\n--- its output ---\n${output().slice(-6000)}`, { cause: err });
   }
   const bootSeconds = (Date.now() - started) / 1000;
   return {
