@@ -37,7 +37,7 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { defaultTenant, userFromClaims } from './claims.js';
-import { clientKey } from '../login/routes.js';
+import { clientKey } from '../login/client-key.js';
 import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
