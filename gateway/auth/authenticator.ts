@@ -37,6 +37,8 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { defaultTenant, userFromClaims } from './claims.js';
+import { activeTenantAtRefresh, activeTenantAtSignIn, tenantSwitch } from '../../policies/tenancy.js';
+import { signOutFetchSite, stateChangeOrigin } from '../../policies/origins.js';
 import { clientKey } from '../login/client-key.js';
 import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
 
@@ -139,7 +141,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
       if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
       const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
-      const active = data.active_tenant && user.tenants.includes(data.active_tenant) ? data.active_tenant : defaultTenant(user);
+      const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
       return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
     } catch (err) {
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
@@ -271,12 +273,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       // A new sign-in starts with no chat front-end token of whoever used this browser before.
       res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
       const linked = typeof state.tenant === 'string' ? state.tenant : undefined;
-      const member = linked !== undefined && user.tenants.includes(linked);
+      const { active, member } = activeTenantAtSignIn(user.tenants, linked);
       const data: SessionData = {
         v: 1,
         id: randomBytes(16).toString('base64url'),
         user,
-        active_tenant: member ? linked! : defaultTenant(user),
+        active_tenant: active,
         refresh_token: typeof session.refresh_token === 'string' ? session.refresh_token : null,
         expires_at: typeof session.expires_at === 'number' ? session.expires_at : epoch(),
         sid: realmSessionId(session.id_token),
@@ -369,7 +371,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   router.get(SIGNOUT_PATH, async (req, res, next) => {
     try {
       // A page elsewhere must not sign the user out (an <img> pointing here).
-      if (req.headers['sec-fetch-site'] === 'cross-site') return void res.status(403).json({ detail: 'Forbidden' });
+      if (!signOutFetchSite(req.headers['sec-fetch-site']).allow) return void res.status(403).json({ detail: 'Forbidden' });
       const idToken = await endSession(req, res, 'chat front-end');
       res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
     } catch (err) {
@@ -405,14 +407,14 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
     res.set('cache-control', 'private, no-store');
     const origin = req.headers.origin;
-    if (origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
+    if (!stateChangeOrigin(origin, settings.allowedOrigins).allow) return void res.status(403).json({ detail: 'Forbidden origin' });
     if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
     const found = readSessionCookie(req.headers.cookie);
     const entry = found ? await store.live(found, res) : undefined;
     if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
     const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
     if (!isIdSyntax(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
-    if (!entry.data.user.tenants.includes(tenant)) {
+    if (!tenantSwitch(entry.data.user.tenants, tenant).allow) {
       obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
       return void res.status(403).json({ detail: 'Not a member of this tenant' });
     }
