@@ -40,7 +40,7 @@ export interface ListSettings {
 
 /** SHOW_IDP_LOGIN's synthetic entry: sign in at the realm itself (username and password). */
 export const DIRECT_LOGIN_ALIAS = 'direct-login';
-export const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
+const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
 
 /**
  * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not

@@ -11,7 +11,7 @@ import { clientPost, tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
 
 /** The catalog could not be read and there is no earlier answer. */
-export class CatalogUnavailableError extends Error {
+class CatalogUnavailableError extends Error {
   override name = 'CatalogUnavailableError';
 }
 

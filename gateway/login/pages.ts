@@ -71,7 +71,7 @@ const OAUTH_ERROR_KINDS: Readonly<Record<string, OAuthErrorKind>> = {
 };
 
 /** An error code's kind; `other` for one outside the standards. */
-export function oauthErrorKind(code: string): OAuthErrorKind {
+function oauthErrorKind(code: string): OAuthErrorKind {
   return Object.hasOwn(OAUTH_ERROR_KINDS, code) ? OAUTH_ERROR_KINDS[code]! : 'other';
 }
 
@@ -196,7 +196,7 @@ export function pageLocale(prefix: string | undefined, acceptLanguage?: string):
 }
 
 /** RFC 9110 12.5.4: the spoken language with the highest q (the first among equals); `en` otherwise. */
-export function preferredLang(header: string | undefined): Lang {
+function preferredLang(header: string | undefined): Lang {
   if (!header) return 'en';
   let best: { lang: Lang; q: number } | undefined;
   for (const part of header.slice(0, 512).split(',')) {
