@@ -7,6 +7,7 @@
 // A button is a link to [/{locale}]/auth/start?idp=<alias>&returnTo=<path>: the sign-in
 // module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
 // links to /auth/start without idp (no hint: the realm's own username and password form).
+import Negotiator from 'negotiator';
 import type { ProviderEntry } from '../../policies/login-routing.js';
 
 export type Lang = 'en' | 'de';
@@ -195,19 +196,18 @@ export function pageLocale(prefix: string | undefined, acceptLanguage?: string):
   return { prefix, lang, htmlLang: lang === 'de' ? prefix : 'en' };
 }
 
-/** RFC 9110 12.5.4: the spoken language with the highest q (the first among equals); `en` otherwise. */
+/**
+ * RFC 9110 12.5.4, read by `negotiator` (the parser Express itself uses): the spoken language
+ * with the highest q, the first among equals (a region counts for its language: `de-CH` is
+ * German); `en` otherwise. The header is bounded first: at most 512 characters are read.
+ */
 function preferredLang(header: string | undefined): Lang {
   if (!header) return 'en';
-  let best: { lang: Lang; q: number } | undefined;
-  for (const part of header.slice(0, 512).split(',')) {
-    const [tag = '', ...params] = part.trim().split(';');
-    const base = tag.trim().split('-')[0]?.toLowerCase() ?? '';
-    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    if (!Number.isFinite(q) || q <= 0 || !Object.hasOwn(TEXTS, base)) continue;
-    if (!best || q > best.q) best = { lang: base as Lang, q };
+  for (const tag of new Negotiator({ headers: { 'accept-language': header.slice(0, 512) } }).languages()) {
+    const base = tag.split('-')[0]!.toLowerCase();
+    if (Object.hasOwn(TEXTS, base)) return base as Lang;
   }
-  return best?.lang ?? 'en';
+  return 'en';
 }
 
 export function escapeHtml(value: unknown): string {
