@@ -3,7 +3,7 @@
 //
 // "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
 // per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
-// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/routes.ts; the grammar of tenant
+// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/ (routes.ts puts it together); the grammar of tenant
 // ids, aliases and locale prefixes in policies/syntax.ts.
 import { isIdSyntax, isLocaleSegment } from './syntax.js';
 
