@@ -49,6 +49,11 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/\.some\(\(\w+\) => \w*[aA]dminRoles\.includes|adminRoles\.(some|includes|has)\(|\.roles\.(some|includes)\(/, ['policies/admin-scoping.ts'])).to.deep.equal([]);
   });
 
+  it('HTML pages are escape-by-default templates (gateway/login/pages.ts, eta): no escaping placed by hand', () => {
+    expect(offenders(/(?<!function )escapeHtml\(/, [])).to.deep.equal([]);
+    expect(offenders(/new Eta\(/, ['gateway/login/pages.ts'])).to.deep.equal([]);
+  });
+
   it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in main.ts)', () => {
     expect(offenders(/from '(\.\.\/)+(test|sandbox)\/|import\('(\.\.\/)+(test|sandbox)\//, [])).to.deep.equal([]);
     expect(code('gateway/main.ts')).to.include("const sandboxModule = '../sandbox/main.js';");
