@@ -20,15 +20,18 @@
 //     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
 //     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
 //     SharedStateUnavailable: the request gets a 503, never a pass.
+//   in their own modules, given only what they read: the session API (GET /auth/session, POST
+//     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
+//     gateway/auth/sign-in-errors.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import express, { Router, type Request, type Response, type NextFunction } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { auth } from 'express-openid-connect';
 import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
-import { callbackError, loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem, renderSignInError } from '../login/pages.js';
+import { loginPath, pageLocale } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
@@ -37,10 +40,11 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { defaultTenant, userFromClaims } from './claims.js';
-import { activeTenantAtRefresh, activeTenantAtSignIn, tenantSwitch } from '../../policies/tenancy.js';
-import { signOutFetchSite, stateChangeOrigin } from '../../policies/origins.js';
-import { clientKey } from '../login/client-key.js';
-import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
+import { activeTenantAtRefresh, activeTenantAtSignIn } from '../../policies/tenancy.js';
+import { signOutFetchSite } from '../../policies/origins.js';
+import { CLEAR_SITE_DATA } from '../http/respond.js';
+import { mountSessionApi } from './session-api.js';
+import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -67,7 +71,6 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
@@ -394,64 +397,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
   }
 
-  const sessionBody = (id: Identity | undefined) =>
-    id
-      ? { authenticated: true, user: { sub: id.sub, email: id.email, name: id.name, roles: id.roles, admin: id.admin }, tenants: id.tenants, active_tenant: id.activeTenant }
-      : { authenticated: false };
+  mountSessionApi(router, { settings, store, obs, authenticate, identityOf });
 
-  router.get('/auth/session', async (req, res) => {
-    res.set('cache-control', 'private, no-store');
-    res.json(sessionBody(await authenticate(req, res)));
-  });
-
-  router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
-    res.set('cache-control', 'private, no-store');
-    const origin = req.headers.origin;
-    if (!stateChangeOrigin(origin, settings.allowedOrigins).allow) return void res.status(403).json({ detail: 'Forbidden origin' });
-    if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
-    const found = readSessionCookie(req.headers.cookie);
-    const entry = found ? await store.live(found, res) : undefined;
-    if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
-    const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
-    if (!isIdSyntax(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
-    if (!tenantSwitch(entry.data.user.tenants, tenant).allow) {
-      obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
-      return void res.status(403).json({ detail: 'Not a member of this tenant' });
-    }
-    const next = store.replace(entry, { ...entry.data, active_tenant: tenant }, found.names, res);
-    res.json(sessionBody(identityOf(next.data.user, tenant, 'session')));
-  });
-
-  router.use(async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
-    // The realm answered with an error (`?error=access_denied&state=...`): say what it means
-    // (issue 28 item 3), whatever else went wrong with that answer.
-    const realmError = req.path.startsWith('/auth/callback') && !res.headersSent ? callbackError(req) : undefined;
-    if (realmError) {
-      obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: realmError, status: 400 }, 'sign-in failed');
-      if (req.accepts(['json', 'html']) !== 'html') return void res.status(400).set('cache-control', 'no-store').json({ detail: 'Sign-in failed', error: realmError });
-      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
-      return void res.status(400).set(PAGE_HEADERS).send(renderSignInError({ locale, code: realmError }));
-    }
-    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
-    if (!status && !res.headersSent && /^\/auth\/(start|callback|logout)\/?$/.test(req.path)) {
-      // The realm cannot be reached (discovery, token endpoint): a page that says so, not a 500.
-      obs.log.warn({ err: { message: err.message }, path: req.path }, 'sign-in unavailable: the identity provider cannot be reached');
-      const retryHref = req.path.startsWith('/auth/start') ? req.originalUrl : '/auth/login';
-      return void res.status(503).set(PAGE_HEADERS).set('retry-after', '30').send(renderCatalogDown({ locale: pageLocale(undefined), retryHref }));
-    }
-    if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
-    obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
-    if (req.path.startsWith('/auth/callback')) obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
-    // A callback replayed (Back button) by a browser that is signed in: nothing to do.
-    if (req.path.startsWith('/auth/callback') && (await Promise.resolve().then(() => authenticate(req)).catch(() => undefined))) return void res.redirect('/');
-    const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
-    // A browser that lands here (a replayed or bare callback) gets a page with the way back; API clients keep JSON.
-    if (req.path.startsWith('/auth/callback') && req.accepts(['json', 'html']) === 'html') {
-      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
-      return void res.status(status).set(PAGE_HEADERS).send(renderProblem({ locale, kind: 'sign-in-failed' }));
-    }
-    res.status(status).json({ detail, error: err.error });
-  });
+  router.use(signInErrors({ obs, authenticate }));
 
   async function revokeRefreshToken(token: string): Promise<void> {
     try {
