@@ -10,7 +10,6 @@ import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../ops/observability.js';
 import { readSessionCookie, type SessionStore, type SessionUser } from './session.js';
 import type { Authenticator, Identity } from './authenticator.js';
-import { isIdSyntax } from '../../policies/syntax.js';
 import { tenantSwitch } from '../../policies/tenancy.js';
 import { stateChangeOrigin } from '../../policies/origins.js';
 import { NOT_AUTHENTICATED } from '../http/respond.js';
@@ -36,19 +35,19 @@ export function mountSessionApi(router: Router, { settings, store, obs, authenti
 
   router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
     res.set('cache-control', 'private, no-store');
-    const origin = req.headers.origin;
-    if (!stateChangeOrigin(origin, settings.allowedOrigins).allow) return void res.status(403).json({ detail: 'Forbidden origin' });
+    const origin = stateChangeOrigin(req.headers.origin, settings.allowedOrigins);
+    if (!origin.allow) return void res.status(origin.status).json({ detail: origin.detail });
     if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
     const found = readSessionCookie(req.headers.cookie);
     const entry = found ? await store.live(found, res) : undefined;
     if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
-    const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
-    if (!isIdSyntax(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
-    if (!tenantSwitch(entry.data.user.tenants, tenant).allow) {
-      obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
-      return void res.status(403).json({ detail: 'Not a member of this tenant' });
+    const requested = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
+    const decision = tenantSwitch(entry.data.user.tenants, requested);
+    if (!decision.allow) {
+      if (decision.status === 403) obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant: requested }, 'not a member of the tenant');
+      return void res.status(decision.status).json({ detail: decision.detail });
     }
-    const next = store.replace(entry, { ...entry.data, active_tenant: tenant }, found.names, res);
-    res.json(sessionBody(identityOf(next.data.user, tenant, 'session')));
+    const next = store.replace(entry, { ...entry.data, active_tenant: decision.tenant }, found.names, res);
+    res.json(sessionBody(identityOf(next.data.user, decision.tenant, 'session')));
   });
 }
