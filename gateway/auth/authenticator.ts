@@ -20,7 +20,8 @@
 //     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
 //     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
 //     SharedStateUnavailable: the request gets a 503, never a pass.
-//   in their own modules, given only what they read: the session API (GET /auth/session, POST
+//   in their own modules, given only what they read: realm bearer JWTs in
+//     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
 //     gateway/auth/sign-in-errors.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -39,11 +40,12 @@ import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, wi
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
-import { defaultTenant, userFromClaims } from './claims.js';
+import { userFromClaims } from './claims.js';
 import { activeTenantAtRefresh, activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { signOutFetchSite } from '../../policies/origins.js';
 import { CLEAR_SITE_DATA } from '../http/respond.js';
 import { mountSessionApi } from './session-api.js';
+import { createBearerTokens, JWT_SHAPE } from './bearer-tokens.js';
 import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
@@ -71,7 +73,6 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`). */
@@ -108,7 +109,6 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   }
   const issuer = trimSlash(o.issuerUrl);
   const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
-  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, 5 * 60_000);
 
   // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
   const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
@@ -179,43 +179,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     via,
   });
 
-  function realmBearer(authorization: string | string[] | undefined): string | undefined {
-    const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
-    const token = m?.[1];
-    if (!token) return undefined;
-    // A token verified lately is a realm token: no need to decode it again on every request.
-    if (bearers.get(token)) return token;
-    if (!JWT_SHAPE.test(token)) return undefined;
-    try {
-      const iss = decodeJwt(token).iss;
-      return typeof iss === 'string' && trimSlash(iss) === issuer ? token : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  function bearerIdentity(token: string): Identity | undefined | Promise<Identity | undefined> {
-    const hit = bearers.get(token);
-    if (hit) return hit.exp > epoch() - CLOCK_TOLERANCE_S ? hit.identity : undefined;
-    return verifiedBearer(token);
-  }
-
-  async function verifiedBearer(token: string): Promise<Identity | undefined> {
-    try {
-      const payload = await verifyRealmJwt(token);
-      const user = userFromClaims(o, { access: payload });
-      if ('error' in user) {
-        obs.log.info({ reason: user.error, sub: payload.sub }, 'bearer token is not an identity');
-        return undefined;
-      }
-      const identity = identityOf(user, defaultTenant(user), 'bearer');
-      bearers.set(token, { identity, exp: payload.exp! });
-      return identity;
-    } catch (err) {
-      obs.log.debug({ reason: (err as Error).message }, 'bearer token refused');
-      return undefined;
-    }
-  }
+  const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
+  const { realmBearer, bearerIdentity } = bearerTokens;
 
   function authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
     const headers = req.headers;
@@ -430,7 +395,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     },
     async close() {
       store.clear();
-      bearers.clear();
+      bearerTokens.clear();
       cookieHeaders.clear();
     },
   };
