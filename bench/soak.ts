@@ -32,7 +32,6 @@ import WebSocket from 'ws';
 import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { createObservability } from '../gateway/ops/observability.js';
-import { createOperations, type Operations } from '../gateway/ops/operations.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
@@ -255,14 +254,7 @@ async function inlineGateway(env: Record<string, string>, port: number, url: str
   // Logs are dropped: a soak must not measure its own log buffer.
   const destination = new Writable({ write: (_chunk, _enc, done) => done() });
   const obs = createObservability({ level: 'warn', destination });
-  let ops: Operations | undefined;
-  const gateway: Gateway = await createGateway(settings, {
-    obs,
-    extendControl(app, parts) {
-      ops = createOperations(parts);
-      ops.mount(app);
-    },
-  });
+  const gateway: Gateway = await createGateway(settings, { obs });
   await gateway.listen(port, '127.0.0.1');
   return {
     url,
@@ -278,7 +270,6 @@ async function inlineGateway(env: Record<string, string>, port: number, url: str
     connections: () => new Promise((r) => gateway.server.getConnections((_e, n) => r(n))),
     sample: async () => ({ rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed }),
     async close() {
-      await ops?.stop();
       await gateway.close();
     },
   };

@@ -6,7 +6,7 @@ import { KNOWN_VARIABLES, type Env } from './settings.js';
 import { redisPasswordHint } from './settings.js';
 
 /** Prefixes of the gateway's variables: an unknown name with one of them is most likely a typo. */
-export const GATEWAY_PREFIXES: readonly string[] = ['CHATUI_', 'OIDC_', 'OAUTH_', 'IDP_', 'WEBUI_AUTH_', 'SESSION_', 'REDIS_', 'TENANT_', 'GATEWAY_', 'UPSTREAM_', 'SANDBOX_'];
+const GATEWAY_PREFIXES: readonly string[] = ['CHATUI_', 'OIDC_', 'OAUTH_', 'IDP_', 'WEBUI_AUTH_', 'SESSION_', 'REDIS_', 'TENANT_', 'GATEWAY_', 'UPSTREAM_', 'SANDBOX_'];
 
 /**
  * Read by something else that shares the env file (README: one env file serves both): Open WebUI's
@@ -39,7 +39,7 @@ function distance(a: string, b: string): number {
 }
 
 /** The known variable closest to `name`, when it is close enough to be a typo of it. */
-export function nearestVariable(name: string): string | undefined {
+function nearestVariable(name: string): string | undefined {
   let best: { name: string; d: number } | undefined;
   for (const known of KNOWN_VARIABLES) {
     const d = distance(name, known);

@@ -2,12 +2,12 @@
 // startup log line and the sandbox banner all print settings through here, so no secret (the
 // session secrets, the OIDC client secret, the admin client secret, a password in REDIS_URL) can
 // reach a terminal or a log file by one of them forgetting it.
-import type { Env, Settings } from './settings.js';
+import type { Settings } from './settings.js';
 
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 /** Variables whose whole value is secret. */
-export const SECRET_VARIABLES: readonly string[] = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET', 'WEBUI_SECRET_KEY'];
+const SECRET_VARIABLES: readonly string[] = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET', 'WEBUI_SECRET_KEY'];
 /** Variables that are URLs which may carry credentials (user:password@). */
 const URL_VARIABLES: readonly string[] = ['REDIS_URL', 'DATABASE_URL'];
 
@@ -34,13 +34,6 @@ export function redactValue(name: string, value: string): string {
   if (SECRET_VARIABLES.includes(name) || /SECRET|PASSWORD|_TOKEN$/i.test(name)) return value ? REDACTED : '';
   if (URL_VARIABLES.includes(name) || /_URL$/.test(name)) return redactUrl(value);
   return value;
-}
-
-/** An environment as it may be shown. */
-export function redactEnv(env: Env): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = redactValue(k, v);
-  return out;
 }
 
 /** The resolved settings as plain JSON, every secret replaced. */

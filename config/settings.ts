@@ -141,7 +141,7 @@ const ID_WORDS = "letters, digits, '.', '_' and '-', starting with a letter or d
  * comma) is refused too, with words saying so: a template whose pair came out empty
  * (`acme=x,${GLOBEX_PAIR}`) must not pass unnoticed.
  */
-export function tenantAliasProblems(raw: string | undefined): { map: Map<string, string>; problems: string[] } {
+function tenantAliasProblems(raw: string | undefined): { map: Map<string, string>; problems: string[] } {
   const map = new Map<string, string>();
   const problems: string[] = [];
   if (raw === undefined || raw.trim() === '') return { map, problems };

@@ -1,7 +1,7 @@
 // The gateway's parts wired together, once: settings, observability, the upstream, shared state,
-// sign-in, login routing, the control app (the gateway's own routes, on Express), the request
-// pipeline and the server around it. `createOperatedGateway` adds what operators poll and scrape;
-// it is what `npm start` runs (gateway/main.ts), in production and in the sandbox.
+// sign-in, login routing, operations (what operators poll and scrape, fed a probe per part), the
+// control app (the gateway's own routes, on Express), the request pipeline and the server around
+// it. It is what `npm start` runs (gateway/main.ts), in production and in the sandbox.
 //
 // From socket to upstream: gateway/http/server.ts (sockets) -> gateway/pipeline/handle.ts (the
 // steps in order) -> gateway/upstream/proxy.ts (the stream).
@@ -30,8 +30,6 @@ export interface GatewayOptions {
   sharedState?: SharedState;
   /** the login routing's clock and Keycloak client settings (tests move the catalog cache's clock) */
   loginRoutingOptions?: Pick<LoginRoutingOptions, 'now' | 'fetch' | 'timeoutMs' | 'retryMs'>;
-  /** extra routes on the control app (operations endpoints) */
-  extendControl?: (app: express.Express, parts: GatewayParts) => void;
 }
 
 export interface GatewayParts {
@@ -46,7 +44,11 @@ export interface GatewayParts {
 export interface Gateway extends GatewayParts {
   server: http.Server;
   control: express.Express;
+  /** /healthz, /readyz, /metrics (mounted on the control app unless METRICS_PORT) and the drift check. */
+  ops: Operations;
   listen(port?: number, host?: string): Promise<{ port: number; url: string }>;
+  /** Listen, then start the drift check and the metrics listener. */
+  start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
   /** Proxied WebSockets (and upgrades under way) still open. */
   openWebSockets(): number;
   close(): Promise<void>;
@@ -66,6 +68,11 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
   const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { ...options.loginRoutingOptions, shared: sharedState, signedIn: async (req, res) => authenticator.authenticate(req, res) }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
+  const ops = createOperations(
+    settings,
+    { upstream, identityProvider: () => authenticator.ready(), catalog: () => loginRouting.ready(), sharedState: () => sharedState.ready() },
+    obs,
+  );
 
   const control = express();
   control.disable('x-powered-by');
@@ -74,7 +81,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   if (loginRouting.startCheck) control.use(loginRouting.startCheck);
   control.use(authenticator.router);
   control.use(loginRouting.router);
-  options.extendControl?.(control, parts);
+  ops.mount(control);
   control.use((req, res) => {
     // A browser at an unknown /auth/... address gets a page with the way to sign in; API clients JSON.
     if (req.method === 'GET' && req.accepts(['json', 'html']) === 'html' && /^(\/[^/]+)?\/auth(\/|$)/.test(req.path)) {
@@ -98,13 +105,21 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const pipeline = createPipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
+  const listen = (port = settings.listen.port, host = settings.listen.host) => front.listen(port, host);
   return {
     ...parts,
     server: front.server,
     control,
-    listen: (port = settings.listen.port, host = settings.listen.host) => front.listen(port, host),
+    ops,
+    listen,
+    async start(port?: number, host?: string) {
+      const listening = await listen(port, host);
+      const { metricsUrl } = await ops.start();
+      return { ...listening, ...(metricsUrl ? { metricsUrl } : {}) };
+    },
     openWebSockets: () => websockets.size,
     async close() {
+      await ops.stop();
       void sharedState.close();
       await front.close(settings.server.shutdownGraceMs);
       upstream.close();
@@ -113,37 +128,4 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       await loginRouting.close();
     },
   };
-}
-
-export interface OperatedGateway extends Gateway {
-  ops: Operations;
-  /** Listen, then start the drift check and the metrics listener. */
-  start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
-}
-
-/** The gateway with its operations endpoints: what `npm start` runs, in production and in the sandbox. */
-export async function createOperatedGateway(settings: Settings, options: GatewayOptions = {}): Promise<OperatedGateway> {
-  let ops: Operations | undefined;
-  const gateway = await createGateway(settings, {
-    ...options,
-    extendControl(app, parts) {
-      ops = createOperations(parts);
-      ops.mount(app);
-      options.extendControl?.(app, parts);
-    },
-  });
-  const operations = ops!;
-  const close = gateway.close.bind(gateway);
-  return Object.assign(gateway, {
-    ops: operations,
-    async start(port?: number, host?: string) {
-      const listening = await gateway.listen(port, host);
-      const { metricsUrl } = await operations.start();
-      return { ...listening, ...(metricsUrl ? { metricsUrl } : {}) };
-    },
-    async close() {
-      await operations.stop();
-      await close();
-    },
-  });
 }

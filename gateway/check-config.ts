@@ -13,7 +13,7 @@ import { FileSource, KeycloakAdminSource, type CatalogSource } from './login/cat
 const CATALOG_TIMEOUT_MS = 5_000;
 
 /** Tenant links whose alias the catalog does not know (or cannot use), or why the catalog could not be read. */
-export async function catalogWarnings(settings: Settings): Promise<string[]> {
+async function catalogWarnings(settings: Settings): Promise<string[]> {
   const links = [...settings.login.tenantAliases];
   if (!links.length) return [];
   let source: CatalogSource | undefined;

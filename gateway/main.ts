@@ -4,7 +4,7 @@ import { effectiveEnv, loadSettings, SettingsError, type Settings } from '../con
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import cluster from 'node:cluster';
-import { createOperatedGateway } from './app.js';
+import { createGateway } from './app.js';
 import { exitOnSignals, superviseWorkers } from './lifecycle.js';
 
 function settingsOrExit(): Settings {
@@ -37,7 +37,7 @@ if (settings.sandbox) {
   superviseWorkers(settings);
 } else {
   // With /healthz, /readyz, /metrics (or METRICS_PORT) and the policy drift check.
-  const gateway = await createOperatedGateway(settings);
+  const gateway = await createGateway(settings);
   const { url, metricsUrl } = await gateway.start();
   gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url, metricsUrl }, 'gateway listening');
   // What it runs with, secrets redacted (config/redact.ts), and what `npm run check-config` warns about.

@@ -3,7 +3,7 @@
 //
 // "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
 // per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
-// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/routes.ts; the grammar of tenant
+// The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/ (routes.ts puts it together); the grammar of tenant
 // ids, aliases and locale prefixes in policies/syntax.ts.
 import { isIdSyntax, isLocaleSegment } from './syntax.js';
 
@@ -40,7 +40,7 @@ export interface ListSettings {
 
 /** SHOW_IDP_LOGIN's synthetic entry: sign in at the realm itself (username and password). */
 export const DIRECT_LOGIN_ALIAS = 'direct-login';
-export const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
+const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
 
 /**
  * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not
@@ -140,6 +140,35 @@ export function splitGuardPath(path: string): GuardPath {
     return { locale, rest };
   }
   return isIdSyntax(tenant) ? { locale, tenant, rest } : { locale, rest };
+}
+
+/** What the tenant lookup found (links 2 and 3); the API answers all but `linked` alike. */
+export type TenantOutcome = 'linked' | 'unmapped' | 'unusable' | 'unavailable';
+export interface TenantResolution {
+  alias: string | null;
+  outcome: TenantOutcome;
+}
+
+/**
+ * Links 2 and 3, the decision: `mapped` is the tenant's alias in IDP_TENANT_IDP_ALIASES (undefined:
+ * not mapped), `provider` what the catalog said of it (an Error: it could not be asked). The alias
+ * only while its provider is usable for links; never the realm's idea of which tenants exist.
+ */
+export function tenantOutcome(mapped: string | undefined, provider: IdentityProvider | null | Error | undefined): TenantResolution {
+  if (mapped === undefined) return { alias: null, outcome: 'unmapped' };
+  if (provider instanceof Error) return { alias: null, outcome: 'unavailable' };
+  return isUsableForLinks(provider) ? { alias: mapped, outcome: 'linked' } : { alias: null, outcome: 'unusable' };
+}
+
+/**
+ * The login page's locale for a logged-out visit: a tag in front of more segments
+ * (`visit.locale`), or a lone segment that is a language the pages speak (`/de`); a lone `/zzz`
+ * is a tenant candidate, not a locale. `speaks` says which tags the pages have text for.
+ */
+export function guardLoginLocale(visit: GuardPath, path: string, speaks: (tag: string) => boolean): string | undefined {
+  if (visit.locale !== undefined) return visit.locale;
+  const lone = path.split('/').filter(Boolean);
+  return lone.length === 1 && isLocaleSegment(lone[0]!) && speaks(lone[0]!) ? lone[0] : undefined;
 }
 
 /** Where a logged-out page visit goes (links 6 to 8). */

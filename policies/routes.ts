@@ -2,6 +2,17 @@
 // front-end's API (identity required, 401 without), its public assets (no identity needed), or its
 // pages (identity required, the logged-out guard without). One copy, used by the request pipeline,
 // the WebSocket upgrade and the error answers.
+//
+// Letter case, one rule per class, each failing closed:
+// - control: case-insensitive, because the control app is Express, whose router matches
+//   case-insensitively (`/AUTH/login` is answered by the /auth/login route): a path goes to the
+//   control app exactly when Express would answer it there.
+// - api: case-insensitive. Open WebUI (Starlette) routes case-sensitively, so `/API/v1/...` is no
+//   route of its own, but the gateway never guesses that: any casing of an API prefix needs an
+//   identity (401 without) and is judged by decide() (policies/admin-scoping.ts), which is
+//   case-insensitive too; `/API/v1/chats/all/db` is refused like `/api/v1/chats/all/db`.
+// - public: case-sensitive, exact. Only what the chat front-end serves without identity passes
+//   without identity; `/STATIC/x` is a page (identity required).
 import { isLocaleSegment } from './syntax.js';
 
 /** The chat front-end's sign-out, which the gateway answers itself (it ends the gateway session too). */
@@ -23,15 +34,16 @@ const PUBLIC_PREFIXES = ['/static/', '/_app/', '/favicon/'];
 const PUBLIC_EXACT = new Set(['/health', '/manifest.json', '/favicon.png', '/favicon.ico', '/robots.txt']);
 const CONTROL_EXACT = new Set(['/healthz', '/readyz', '/metrics', '/auth', '/api/v1/auth-providers', SIGNOUT_PATH]);
 
-/** Which part of the gateway answers a canonical path. */
+/** Which part of the gateway answers a canonical path (letter case: see the top of the file). */
 export function classify(path: string): RouteClass {
-  if (CONTROL_EXACT.has(path) || path.startsWith('/auth/') || path.startsWith('/api/v1/auth-providers/')) return 'control';
-  const locale = localeOf(path);
+  const folded = path.toLowerCase();
+  if (CONTROL_EXACT.has(folded) || folded.startsWith('/auth/') || folded.startsWith('/api/v1/auth-providers/')) return 'control';
+  const locale = localeOf(folded);
   if (locale) {
-    const rest = path.slice(locale.length + 1);
+    const rest = folded.slice(locale.length + 1);
     if (rest === '/auth' || rest.startsWith('/auth/')) return 'control';
   }
-  if (API_PREFIXES.some((p) => path.startsWith(p)) || path === '/api' || path === '/ws') return 'api';
+  if (API_PREFIXES.some((p) => folded.startsWith(p)) || folded === '/api' || folded === '/ws') return 'api';
   if (PUBLIC_EXACT.has(path) || PUBLIC_PREFIXES.some((p) => path.startsWith(p))) return 'public';
   return 'page';
 }

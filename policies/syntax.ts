@@ -5,7 +5,7 @@
 /** Tenant ids and aliases as IDP_TENANT_IDP_ALIASES accepts them (config/settings.ts). */
 export const ID_SYNTAX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** Longest tenant id or alias the gateway takes from a request (a path segment, a query, a body). */
-export const MAX_ID_LENGTH = 128;
+const MAX_ID_LENGTH = 128;
 
 /** A tenant id or alias as a request may name one: the syntax above, bounded. */
 export function isIdSyntax(value: unknown): value is string {
@@ -13,7 +13,7 @@ export function isIdSyntax(value: unknown): value is string {
 }
 
 /** A language tag in the first path segment: `/de/...`, `/de-CH/...` (contract: `{locale}`). */
-export const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
+const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
 
 /**
  * First path segments that belong to a route, never to a locale, although some look like a

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import { redactSettings } from '../config/redact.js';
-import { createOperatedGateway, type OperatedGateway } from '../gateway/app.js';
+import { createGateway, type Gateway } from '../gateway/app.js';
 import { exitOnSignals } from '../gateway/lifecycle.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
 import type { TestIdp } from './idp.js';
@@ -28,7 +28,7 @@ export const SANDBOX_CLIENT_ID = 'chat-gateway';
 export interface Sandbox {
   /** where the browser goes: the gateway's PUBLIC_URL */
   url: string;
-  gateway: OperatedGateway;
+  gateway: Gateway;
   upstream: OpenWebUIStandIn;
   idp: TestIdp;
   settings: Settings;
@@ -167,7 +167,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       throw err;
     }
 
-    const gateway = await createOperatedGateway(settings);
+    const gateway = await createGateway(settings);
     cleanups.push(() => gateway.close().then(() => gateway.obs.close()));
     try {
       await gateway.start(port, host);

@@ -12,7 +12,6 @@ import { Router } from 'express';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from './support/keycloak-admin.js';
-import { createOperations, type Operations } from '../gateway/ops/operations.js';
 import type { Authenticator } from '../gateway/auth/authenticator.js';
 import { connectionsOf, deadPort, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
 
@@ -495,8 +494,7 @@ describe('hardening: identity provider down', function () {
 describe('hardening: Keycloak admin API failing under load', function () {
   this.timeout(30_000);
   let kc: KeycloakAdmin;
-  let gw: RunningGateway & { ops?: Operations };
-  let ops: Operations | undefined;
+  let gw: RunningGateway;
   const nobody: Authenticator = { router: Router(), authenticate: async () => undefined, ready: async () => ({ ok: true, detail: 'stub' }), close: async () => {} };
 
   before(async () => {
@@ -512,15 +510,10 @@ describe('hardening: Keycloak admin API failing under load', function () {
       }),
       {
         authenticator: nobody,
-        extendControl(app, parts) {
-          ops = createOperations(parts);
-          ops.mount(app);
-        },
       },
     );
   });
   after(async () => {
-    await ops?.stop();
     await gw?.close();
     await kc?.close();
   });

@@ -49,8 +49,51 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/\.some\(\(\w+\) => \w*[aA]dminRoles\.includes|adminRoles\.(some|includes|has)\(|\.roles\.(some|includes)\(/, ['policies/admin-scoping.ts'])).to.deep.equal([]);
   });
 
+  it('HTML pages are escape-by-default templates (gateway/login/pages.ts, eta): no escaping placed by hand', () => {
+    expect(offenders(/(?<!function )escapeHtml\(/, [])).to.deep.equal([]);
+    expect(offenders(/new Eta\(/, ['gateway/login/pages.ts'])).to.deep.equal([]);
+  });
+
   it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in main.ts)', () => {
     expect(offenders(/from '(\.\.\/)+(test|sandbox)\/|import\('(\.\.\/)+(test|sandbox)\//, [])).to.deep.equal([]);
     expect(code('gateway/main.ts')).to.include("const sandboxModule = '../sandbox/main.js';");
+  });
+});
+
+describe('layout: what depends on what', () => {
+  /** The relative modules a file loads at run time (static and dynamic imports and re-exports; `import type` loads nothing), from the repository root. */
+  const importsOf = (file: string): string[] =>
+    [...code(file).matchAll(/^\s*(import|export)\s+(type\s+)?[^;]*?\bfrom\s+'(\.{1,2}\/[^']+)'|\bimport\s*\(\s*'(\.{1,2}\/[^']+)'/gms)]
+      .filter((m) => !m[2])
+      .map((m) => join(dirname(file), (m[3] ?? m[4])!).replace(/\.js$/, '.ts'));
+
+  it('policies/ is pure: it imports only other policies, never gateway/, config/ or a package with I/O', () => {
+    for (const f of sources('policies')) {
+      const all = [...code(f).matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)'([^']+)'/gm)].map((m) => m[1]!);
+      expect(all.filter((s) => !s.startsWith('./')), f).to.deep.equal([]);
+    }
+  });
+
+  it('the decisions are values from policies/: the Origin, tenant and route rules are not written in gateway/', () => {
+    // What the rules read, compared by hand, is a sign of a rule outside policies/.
+    expect(offenders(/allowedOrigins\.includes\(/, ['policies/origins.ts'])).to.deep.equal([]);
+    expect(offenders(/tenants\.includes\(/, ['policies/tenancy.ts'])).to.deep.equal([]);
+    expect(offenders(/['"]cross-site['"]/, ['policies/origins.ts'])).to.deep.equal([]);
+  });
+
+  it('operations depends on probes, not on the gateway that wires it: no import cycle', () => {
+    // Depth-first search over the run-time import graph of the production modules.
+    const state = new Map<string, 'open' | 'done'>();
+    const cycles: string[] = [];
+    const walk = (f: string, stack: string[]): void => {
+      if (state.get(f) === 'done') return;
+      if (state.get(f) === 'open') return void cycles.push([...stack.slice(stack.indexOf(f)), f].join(' -> '));
+      state.set(f, 'open');
+      for (const d of importsOf(f).filter((d) => production.includes(d))) walk(d, [...stack, f]);
+      state.set(f, 'done');
+    };
+    for (const f of production) walk(f, []);
+    expect(importsOf('gateway/ops/operations.ts')).to.not.include('gateway/app.ts');
+    expect(cycles).to.deep.equal([]);
   });
 });

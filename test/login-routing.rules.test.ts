@@ -16,7 +16,7 @@ import {
   splitGuardPath,
   type IdentityProvider,
 } from '../policies/login-routing.js';
-import { clientKey } from '../gateway/login/routes.js';
+import { clientKey } from '../gateway/login/client-key.js';
 import { tokenUrlFor } from '../gateway/auth/realm.js';
 import { escapeHtml, pageLocale, startHref } from '../gateway/login/pages.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';

@@ -19,8 +19,8 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings, type Env } from '../config/settings.js';
-import { createOperations, type Operations, type Readiness } from '../gateway/ops/operations.js';
-import { createGateway, createOperatedGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
+import { type Operations, type Readiness } from '../gateway/ops/operations.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
 import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
 import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/http/websockets.js';
 import { freePort } from './support/raw-http.js';
@@ -65,23 +65,8 @@ const admin: Identity = {
 type OpsGateway = RunningGateway & { ops: Operations };
 
 async function opsGateway(env: Env, options: GatewayOptions = {}): Promise<OpsGateway> {
-  let ops: Operations | undefined;
-  const gw = await startGateway(env, {
-    authenticator: stubAuthenticator(),
-    ...options,
-    extendControl(app, parts) {
-      ops = createOperations(parts);
-      ops.mount(app);
-    },
-  });
-  const close = gw.close;
-  return Object.assign(gw, {
-    ops: ops!,
-    close: async () => {
-      await ops!.stop();
-      await close();
-    },
-  });
+  const gw = await startGateway(env, { authenticator: stubAuthenticator(), ...options });
+  return Object.assign(gw, { ops: gw.gateway.ops });
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 5_000): Promise<T> {
@@ -686,7 +671,7 @@ describe('operations: two gateway instances behind one address', function () {
     };
     const urls: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const g = await createOperatedGateway(loadSettings(env, { stageFiles: false }), { obs: capturingObservability() });
+      const g = await createGateway(loadSettings(env, { stageFiles: false }), { obs: capturingObservability() });
       gateways.push(g);
       urls.push((await g.start(0, '127.0.0.1')).url);
     }

@@ -20,25 +20,33 @@
 //     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
 //     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
 //     SharedStateUnavailable: the request gets a 503, never a pass.
+//   in their own modules, given only what they read: realm bearer JWTs in
+//     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
+//     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
+//     gateway/auth/sign-in-errors.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import express, { Router, type Request, type Response, type NextFunction } from 'express';
+import { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
 import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
-import { callbackError, loginPath, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem, renderSignInError } from '../login/pages.js';
+import { loginPath, pageLocale } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
-import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, JWKS_MAX_AGE_MS, realmClient, trimSlash } from './realm.js';
+import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
-import { defaultTenant, userFromClaims } from './claims.js';
-import { clientKey } from '../login/routes.js';
-import { CLEAR_SITE_DATA, NOT_AUTHENTICATED } from '../http/respond.js';
+import { userFromClaims } from './claims.js';
+import { activeTenantAtRefresh, activeTenantAtSignIn } from '../../policies/tenancy.js';
+import { signOutRequest } from '../../policies/origins.js';
+import { CLEAR_SITE_DATA } from '../http/respond.js';
+import { mountSessionApi } from './session-api.js';
+import { createBearerTokens, JWT_SHAPE } from './bearer-tokens.js';
+import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -65,8 +73,6 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** Open WebUI's session cookie (its JWT). */
 const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (0.12.4 auths.py `signout`; `owui-session` is its starlette session). */
@@ -105,9 +111,6 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   }
   const issuer = trimSlash(o.issuerUrl);
   const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
-  // A verified bearer JWT is not checked again for as long as the realm's keys are trusted (a key
-  // removed from the realm must stop its tokens within that time).
-  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, JWKS_MAX_AGE_MS);
 
   // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
   const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
@@ -177,7 +180,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
       if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
       const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
-      const active = data.active_tenant && user.tenants.includes(data.active_tenant) ? data.active_tenant : defaultTenant(user);
+      const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
       return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
     } catch (err) {
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
@@ -212,43 +215,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     via,
   });
 
-  function realmBearer(authorization: string | string[] | undefined): string | undefined {
-    const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
-    const token = m?.[1];
-    if (!token) return undefined;
-    // A token verified lately is a realm token: no need to decode it again on every request.
-    if (bearers.get(token)) return token;
-    if (!JWT_SHAPE.test(token)) return undefined;
-    try {
-      const iss = decodeJwt(token).iss;
-      return typeof iss === 'string' && trimSlash(iss) === issuer ? token : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  function bearerIdentity(token: string): Identity | undefined | Promise<Identity | undefined> {
-    const hit = bearers.get(token);
-    if (hit) return hit.exp > epoch() - CLOCK_TOLERANCE_S ? hit.identity : undefined;
-    return verifiedBearer(token);
-  }
-
-  async function verifiedBearer(token: string): Promise<Identity | undefined> {
-    try {
-      const payload = await verifyRealmJwt(token);
-      const user = userFromClaims(o, { access: payload });
-      if ('error' in user) {
-        obs.log.info({ reason: user.error, sub: payload.sub }, 'bearer token is not an identity');
-        return undefined;
-      }
-      const identity = identityOf(user, defaultTenant(user), 'bearer');
-      bearers.set(token, { identity, exp: payload.exp! });
-      return identity;
-    } catch (err) {
-      obs.log.debug({ reason: (err as Error).message }, 'bearer token refused');
-      return undefined;
-    }
-  }
+  const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
+  const { realmBearer, bearerIdentity } = bearerTokens;
 
   function authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
     const headers = req.headers;
@@ -309,12 +277,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       // A new sign-in starts with no chat front-end token of whoever used this browser before.
       res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
       const linked = typeof state.tenant === 'string' ? state.tenant : undefined;
-      const member = linked !== undefined && user.tenants.includes(linked);
+      const { active, member } = activeTenantAtSignIn(user.tenants, linked);
       const data: SessionData = {
         v: 1,
         id: randomBytes(16).toString('base64url'),
         user,
-        active_tenant: member ? linked! : defaultTenant(user),
+        active_tenant: active,
         refresh_token: typeof session.refresh_token === 'string' ? session.refresh_token : null,
         expires_at: typeof session.expires_at === 'number' ? session.expires_at : epoch(),
         sid: realmSessionId(session.id_token),
@@ -409,9 +377,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const signOut = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // A page elsewhere must not sign the user out (an <img> or a cross-site form pointing here).
-      if (req.headers['sec-fetch-site'] === 'cross-site') return void res.status(403).json({ detail: 'Forbidden' });
-      const origin = req.headers.origin;
-      if (req.method === 'POST' && origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
+      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, settings.allowedOrigins);
+      if (!allowed.allow) return void res.status(allowed.status).json({ detail: allowed.detail });
       const idToken = await endSession(req, res, 'chat front-end');
       res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
     } catch (err) {
@@ -436,64 +403,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
   }
 
-  const sessionBody = (id: Identity | undefined) =>
-    id
-      ? { authenticated: true, user: { sub: id.sub, email: id.email, name: id.name, roles: id.roles, admin: id.admin }, tenants: id.tenants, active_tenant: id.activeTenant }
-      : { authenticated: false };
+  mountSessionApi(router, { settings, store, obs, authenticate, identityOf });
 
-  router.get('/auth/session', async (req, res) => {
-    res.set('cache-control', 'private, no-store');
-    res.json(sessionBody(await authenticate(req, res)));
-  });
-
-  router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
-    res.set('cache-control', 'private, no-store');
-    const origin = req.headers.origin;
-    if (origin !== undefined && !settings.allowedOrigins.includes(origin)) return void res.status(403).json({ detail: 'Forbidden origin' });
-    if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
-    const found = readSessionCookie(req.headers.cookie);
-    const entry = found ? await store.live(found, res) : undefined;
-    if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
-    const tenant = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
-    if (!isIdSyntax(tenant)) return void res.status(400).json({ detail: 'tenant_id must be a tenant id' });
-    if (!entry.data.user.tenants.includes(tenant)) {
-      obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant }, 'not a member of the tenant');
-      return void res.status(403).json({ detail: 'Not a member of this tenant' });
-    }
-    const next = store.replace(entry, { ...entry.data, active_tenant: tenant }, found.names, res);
-    res.json(sessionBody(identityOf(next.data.user, tenant, 'session')));
-  });
-
-  router.use(async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
-    // The realm answered with an error (`?error=access_denied&state=...`): say what it means
-    // (issue 28 item 3), whatever else went wrong with that answer.
-    const realmError = req.path.startsWith('/auth/callback') && !res.headersSent ? callbackError(req) : undefined;
-    if (realmError) {
-      obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: realmError, status: 400 }, 'sign-in failed');
-      if (req.accepts(['json', 'html']) !== 'html') return void res.status(400).set('cache-control', 'no-store').json({ detail: 'Sign-in failed', error: realmError });
-      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
-      return void res.status(400).set(PAGE_HEADERS).send(renderSignInError({ locale, code: realmError }));
-    }
-    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 0;
-    if (!status && !res.headersSent && /^\/auth\/(start|callback|logout)\/?$/.test(req.path)) {
-      // The realm cannot be reached (discovery, token endpoint): a page that says so, not a 500.
-      obs.log.warn({ err: { message: err.message }, path: req.path }, 'sign-in unavailable: the identity provider cannot be reached');
-      const retryHref = req.path.startsWith('/auth/start') ? req.originalUrl : '/auth/login';
-      return void res.status(503).set(PAGE_HEADERS).set('retry-after', '30').send(renderCatalogDown({ locale: pageLocale(undefined), retryHref }));
-    }
-    if (!status || res.headersSent || !LOCAL_ROUTES.test(req.path)) return next(err);
-    obs.log.warn({ err: { message: err.message, error: err.error }, path: req.path }, 'sign-in failed');
-    if (req.path.startsWith('/auth/callback')) obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: err.error ?? err.message, status }, 'sign-in failed');
-    // A callback replayed (Back button) by a browser that is signed in: nothing to do.
-    if (req.path.startsWith('/auth/callback') && (await Promise.resolve().then(() => authenticate(req)).catch(() => undefined))) return void res.redirect('/');
-    const detail = req.path.startsWith('/auth/session') ? 'Invalid request body' : status === 403 ? err.message : 'Sign-in failed, please start again';
-    // A browser that lands here (a replayed or bare callback) gets a page with the way back; API clients keep JSON.
-    if (req.path.startsWith('/auth/callback') && req.accepts(['json', 'html']) === 'html') {
-      const locale = pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
-      return void res.status(status).set(PAGE_HEADERS).send(renderProblem({ locale, kind: 'sign-in-failed' }));
-    }
-    res.status(status).json({ detail, error: err.error });
-  });
+  router.use(signInErrors({ obs, authenticate }));
 
   async function revokeRefreshToken(token: string): Promise<void> {
     try {
@@ -524,7 +436,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     },
     async close() {
       store.clear();
-      bearers.clear();
+      bearerTokens.clear();
       cookieHeaders.clear();
     },
   };

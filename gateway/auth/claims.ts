@@ -7,9 +7,10 @@ import type { Settings } from '../../config/settings.js';
 /** Where the roles, groups and tenants are (OAUTH_ROLES_CLAIM, OAUTH_GROUPS_CLAIM, OAUTH_TENANTS_CLAIM). */
 export type ClaimNames = Pick<Settings['oidc'], 'rolesClaim' | 'groupsClaim' | 'tenantsClaim'>;
 import type { SessionUser } from './session.js';
+import { firstTenant } from '../../policies/tenancy.js';
 
 /** A claim by name, or by dotted path (`realm_access.roles`); a literal dotted name wins. */
-export function claimAt(claims: Record<string, unknown> | undefined, path: string): unknown {
+function claimAt(claims: Record<string, unknown> | undefined, path: string): unknown {
   if (!claims) return undefined;
   if (path in claims) return claims[path];
   let v: unknown = claims;
@@ -21,7 +22,7 @@ export function claimAt(claims: Record<string, unknown> | undefined, path: strin
 }
 
 /** An array of strings, or a comma-separated string. */
-export function stringList(v: unknown): string[] {
+function stringList(v: unknown): string[] {
   const raw = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : [];
   return raw.filter((x): x is string => typeof x === 'string').map((s) => s.trim()).filter(Boolean);
 }
@@ -51,4 +52,4 @@ export function userFromClaims(o: ClaimNames, sources: { id?: JWTPayload; userin
   };
 }
 
-export const defaultTenant = (u: SessionUser): string | null => u.tenants[0] ?? null;
+export const defaultTenant = (u: SessionUser): string | null => firstTenant(u.tenants);

@@ -46,7 +46,6 @@ export interface RateLimit {
 }
 
 export interface SharedState {
-  readonly where: 'process' | 'redis';
   /** Take effect here at once and, with Redis, on every instance (queued while Redis is down). */
   end(by: EndedBy, untilEpoch: number): void;
   /** true: ended; false: live; undefined: cannot be known now (fail closed). */
@@ -153,7 +152,6 @@ export function processState(obs: Observability): SharedState {
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
   return {
-    where: 'process',
     end: (by, until) => ended.add(EndedMirror.member(by), until),
     isEnded: (s, now = epochNow()) => ended.has(s, now),
     keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
@@ -199,7 +197,7 @@ export function redactedRedisUrl(url: string): string {
 }
 
 /** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
-export const REDIS_DOWN_LOG_MS = 60_000;
+const REDIS_DOWN_LOG_MS = 60_000;
 
 export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string; downLogEveryMs?: number } = {}): Promise<SharedState> {
   const { Redis } = await import('ioredis');
@@ -313,7 +311,6 @@ export async function redisState(url: string, obs: Observability, options: { key
   }, SWEEP_MS).unref();
 
   return {
-    where: 'redis',
     end(by, until) {
       const member = EndedMirror.member(by);
       ended.add(member, until);

@@ -40,7 +40,7 @@ const ALWAYS_DROP = new Set([
 ]);
 
 /** `X_Forwarded_Email`, `x-forwarded-email` and `X-FORWARDED-EMAIL` are one header to Starlette. */
-export const normalizeHeaderName = (name: string) => {
+const normalizeHeaderName = (name: string) => {
   const lower = name.toLowerCase();
   return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
 };

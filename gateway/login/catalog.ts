@@ -3,7 +3,7 @@
 // IDP_PROVIDERS_FILE, behind one cache of IDP_CACHE_SECONDS shared by the list, the per-alias
 // lookup and, through it, the tenant lookup. One request in flight per key; when the source fails,
 // the last good answer is served at once and the source retried in the background (readiness
-// says `stale`). gateway/login/routes.ts serves the routes on top of it.
+// says `stale`). gateway/login/api.ts, page-routes.ts and tenant-lookup.ts read it (put together in routes.ts).
 import { readFile, stat } from 'node:fs/promises';
 import type { Observability } from '../ops/observability.js';
 import { LoadingCache } from '../cache.js';
@@ -11,7 +11,7 @@ import { clientPost, tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
 
 /** The catalog could not be read and there is no earlier answer. */
-export class CatalogUnavailableError extends Error {
+class CatalogUnavailableError extends Error {
   override name = 'CatalogUnavailableError';
 }
 

@@ -1,5 +1,6 @@
 // The login pages of spec area B, rendered on the server: small, accessible, no external assets
-// (inline CSS only, no script), English and German texts. Everything printed is escaped.
+// (inline CSS only, no script), English and German texts. Everything printed is escaped: the
+// pages are templates that escape by default (eta, below).
 //
 //   /auth/login, /{locale}/auth/login                  one button per provider, or the welcome page
 //   /auth/login/{alias}, /{locale}/auth/login/{alias}  one button, or "this link is not available"
@@ -7,6 +8,8 @@
 // A button is a link to [/{locale}]/auth/start?idp=<alias>&returnTo=<path>: the sign-in
 // module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
 // links to /auth/start without idp (no hint: the realm's own username and password form).
+import { Eta } from 'eta';
+import Negotiator from 'negotiator';
 import type { ProviderEntry } from '../../policies/login-routing.js';
 
 export type Lang = 'en' | 'de';
@@ -71,7 +74,7 @@ const OAUTH_ERROR_KINDS: Readonly<Record<string, OAuthErrorKind>> = {
 };
 
 /** An error code's kind; `other` for one outside the standards. */
-export function oauthErrorKind(code: string): OAuthErrorKind {
+function oauthErrorKind(code: string): OAuthErrorKind {
   return Object.hasOwn(OAUTH_ERROR_KINDS, code) ? OAUTH_ERROR_KINDS[code]! : 'other';
 }
 
@@ -195,19 +198,18 @@ export function pageLocale(prefix: string | undefined, acceptLanguage?: string):
   return { prefix, lang, htmlLang: lang === 'de' ? prefix : 'en' };
 }
 
-/** RFC 9110 12.5.4: the spoken language with the highest q (the first among equals); `en` otherwise. */
-export function preferredLang(header: string | undefined): Lang {
+/**
+ * RFC 9110 12.5.4, read by `negotiator` (the parser Express itself uses): the spoken language
+ * with the highest q, the first among equals (a region counts for its language: `de-CH` is
+ * German); `en` otherwise. The header is bounded first: at most 512 characters are read.
+ */
+function preferredLang(header: string | undefined): Lang {
   if (!header) return 'en';
-  let best: { lang: Lang; q: number } | undefined;
-  for (const part of header.slice(0, 512).split(',')) {
-    const [tag = '', ...params] = part.trim().split(';');
-    const base = tag.trim().split('-')[0]?.toLowerCase() ?? '';
-    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    if (!Number.isFinite(q) || q <= 0 || !Object.hasOwn(TEXTS, base)) continue;
-    if (!best || q > best.q) best = { lang: base as Lang, q };
+  for (const tag of new Negotiator({ headers: { 'accept-language': header.slice(0, 512) } }).languages()) {
+    const base = tag.split('-')[0]!.toLowerCase();
+    if (Object.hasOwn(TEXTS, base)) return base as Lang;
   }
-  return best?.lang ?? 'en';
+  return 'en';
 }
 
 export function escapeHtml(value: unknown): string {
@@ -261,28 +263,45 @@ a:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
 @media (prefers-color-scheme:dark){html{background:#111418;color:#e6e8eb}main{background:#1b1f24}.small a{color:#93c5fd}}
 `;
 
-function page(locale: PageLocale, title: string, body: string, pageId: string): string {
-  return `<!DOCTYPE html>
-<html lang="${escapeHtml(locale.htmlLang)}">
+/**
+ * The pages are eta templates (https://eta.js.org) that escape every `<%= %>` by default, with
+ * escapeHtml above (numeric character references). `<%~ %>` prints without escaping and takes only
+ * HTML that a template of this file rendered (a button, a page's body) or the constant STYLE.
+ */
+const eta = new Eta({ autoEscape: true, escapeFunction: escapeHtml, autoTrim: false, useWith: false, cache: false });
+/** Compiled once, at load. */
+const template = <T extends object>(text: string) => {
+  const compiled = eta.compile(text);
+  return (data: T): string => eta.render(compiled, data);
+};
+
+const PAGE = template<{ locale: PageLocale; title: string; body: string; pageId: string; style: string }>(`<!DOCTYPE html>
+<html lang="<%= it.locale.htmlLang %>">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
+<title><%= it.title %></title>
+<style><%~ it.style %></style>
 </head>
 <body>
-<main id="${pageId}" aria-labelledby="page-title">
-${body}
+<main id="<%= it.pageId %>" aria-labelledby="page-title">
+<%~ it.body %>
 </main>
 </body>
 </html>
-`;
+`);
+
+function page(locale: PageLocale, title: string, body: string, pageId: string): string {
+  return PAGE({ locale, title, body, pageId, style: STYLE });
 }
 
+const BUTTON = template<{ href: string; label: string; alias: string | undefined }>(
+  `<a class="button" href="<%= it.href %>"<% if (it.alias !== undefined) { %> data-alias="<%= it.alias %>"<% } %>><%= it.label %></a>`,
+);
+
 function button(href: string, label: string, alias: string | undefined): string {
-  const data = alias === undefined ? '' : ` data-alias="${escapeHtml(alias)}"`;
-  return `<a class="button" href="${escapeHtml(href)}"${data}>${escapeHtml(label)}</a>`;
+  return BUTTON({ href, label, alias });
 }
 
 export interface LoginPageModel {
@@ -291,69 +310,84 @@ export interface LoginPageModel {
   returnTo?: string;
 }
 
+const PROVIDER_LIST = template<{ t: Texts; buttons: string[]; directLogin: boolean; realmButton: string; directHref: string }>(
+  `<h1 id="page-title"><%= it.t.signInTitle %></h1>
+<% if (it.buttons.length > 0) { %><p><%= it.t.chooseProvider %></p>
+<ul aria-label="<%= it.t.providersLabel %>">
+<% it.buttons.forEach((b, i) => { %><% if (i > 0) { %>
+<% } %><li><%~ b %></li><% }) %>
+</ul><% } else if (it.directLogin) { %><p><%= it.t.noProviders %></p><% } else { %><ul aria-label="<%= it.t.providersLabel %>">
+<li><%~ it.realmButton %></li>
+</ul><% } %><% if (it.directLogin) { %>
+<p class="small"><a id="direct-login" href="<%= it.directHref %>"><%= it.t.adminLogin %></a></p><% } %>`,
+);
+
 /** Switch off (B1): one button per provider. The direct-login entry, when present, is the small link. */
 export function renderProviderList(model: LoginPageModel & { providers: ProviderEntry[]; directLogin: boolean }): string {
   const t = TEXTS[model.locale.lang];
   const locale = model.locale.prefix;
-  const items = model.providers.map(
-    (p) => `<li>${button(startHref({ idp: p.alias, returnTo: model.returnTo, locale }), t.signInWith(p.display_name), p.alias)}</li>`,
-  );
-  let list: string;
-  if (items.length > 0) {
-    list = `<p>${escapeHtml(t.chooseProvider)}</p>\n<ul aria-label="${escapeHtml(t.providersLabel)}">\n${items.join('\n')}\n</ul>`;
-  } else if (model.directLogin) {
-    list = `<p>${escapeHtml(t.noProviders)}</p>`;
-  } else {
-    // No provider and no direct-login entry: the realm's own page is the only way in.
-    list = `<ul aria-label="${escapeHtml(t.providersLabel)}">\n<li>${button(startHref({ returnTo: model.returnTo, locale }), t.signIn, undefined)}</li>\n</ul>`;
-  }
-  const direct = model.directLogin ? `\n<p class="small"><a id="direct-login" href="${escapeHtml(startHref({ returnTo: model.returnTo, locale }))}">${escapeHtml(t.adminLogin)}</a></p>` : '';
-  return page(model.locale, t.signInTitle, `<h1 id="page-title">${escapeHtml(t.signInTitle)}</h1>\n${list}${direct}`, 'login-page');
+  // No provider and no direct-login entry: the realm's own page is the only way in (realmButton).
+  const body = PROVIDER_LIST({
+    t,
+    buttons: model.providers.map((p) => button(startHref({ idp: p.alias, returnTo: model.returnTo, locale }), t.signInWith(p.display_name), p.alias)),
+    directLogin: model.directLogin,
+    realmButton: button(startHref({ returnTo: model.returnTo, locale }), t.signIn, undefined),
+    directHref: startHref({ returnTo: model.returnTo, locale }),
+  });
+  return page(model.locale, t.signInTitle, body, 'login-page');
 }
+
+const WELCOME = template<{ t: Texts; directLogin: boolean; directHref: string }>(
+  `<h1 id="page-title"><%= it.t.welcomeTitle %></h1>
+<p id="welcome-text"><%= it.t.welcomeText %></p><% if (it.directLogin) { %>
+<p class="small"><a id="direct-login" href="<%= it.directHref %>"><%= it.t.adminLogin %></a></p><% } %>`,
+);
 
 /** Switch on (B3): the welcome message, and the small administrator link with the direct-login entry. */
 export function renderWelcome(model: LoginPageModel & { directLogin: boolean }): string {
   const t = TEXTS[model.locale.lang];
-  const direct = model.directLogin
-    ? `\n<p class="small"><a id="direct-login" href="${escapeHtml(startHref({ returnTo: model.returnTo, locale: model.locale.prefix }))}">${escapeHtml(t.adminLogin)}</a></p>`
-    : '';
-  return page(model.locale, t.welcomeTitle, `<h1 id="page-title">${escapeHtml(t.welcomeTitle)}</h1>\n<p id="welcome-text">${escapeHtml(t.welcomeText)}</p>${direct}`, 'welcome-page');
+  const body = WELCOME({ t, directLogin: model.directLogin, directHref: startHref({ returnTo: model.returnTo, locale: model.locale.prefix }) });
+  return page(model.locale, t.welcomeTitle, body, 'welcome-page');
 }
+
+const PROVIDER_PAGE = template<{ t: Texts; button: string }>(
+  `<h1 id="page-title"><%= it.t.signInTitle %></h1>
+<ul aria-label="<%= it.t.providersLabel %>">
+<li><%~ it.button %></li>
+</ul>`,
+);
 
 /** Links 1: the per-provider page, one button. */
 export function renderProviderPage(model: LoginPageModel & { provider: ProviderEntry }): string {
   const t = TEXTS[model.locale.lang];
   const p = model.provider;
   const href = startHref({ idp: p.alias, returnTo: model.returnTo, locale: model.locale.prefix });
-  return page(
-    model.locale,
-    t.signInWith(p.display_name),
-    `<h1 id="page-title">${escapeHtml(t.signInTitle)}</h1>\n<ul aria-label="${escapeHtml(t.providersLabel)}">\n<li>${button(href, t.signInWith(p.display_name), p.alias)}</li>\n</ul>`,
-    'provider-page',
-  );
+  return page(model.locale, t.signInWith(p.display_name), PROVIDER_PAGE({ t, button: button(href, t.signInWith(p.display_name), p.alias) }), 'provider-page');
 }
+
+const LINK_UNAVAILABLE = template<{ t: Texts; generic: string }>(
+  `<h1 id="page-title"><%= it.t.linkUnavailableTitle %></h1>
+<p><%= it.t.linkUnavailableText %></p>
+<p><a id="generic-login" class="button" href="<%= it.generic %>"><%= it.t.toGenericPage %></a></p>`,
+);
 
 /** Links 1, an alias that is absent, disabled or link-only: say so, and offer the generic page. */
 export function renderLinkUnavailable(model: LoginPageModel): string {
   const t = TEXTS[model.locale.lang];
   const generic = loginPath(model.locale) + (model.returnTo ? `?${new URLSearchParams({ returnTo: model.returnTo })}` : '');
-  return page(
-    model.locale,
-    t.linkUnavailableTitle,
-    `<h1 id="page-title">${escapeHtml(t.linkUnavailableTitle)}</h1>\n<p>${escapeHtml(t.linkUnavailableText)}</p>\n<p><a id="generic-login" class="button" href="${escapeHtml(generic)}">${escapeHtml(t.toGenericPage)}</a></p>`,
-    'link-unavailable',
-  );
+  return page(model.locale, t.linkUnavailableTitle, LINK_UNAVAILABLE({ t, generic }), 'link-unavailable');
 }
+
+const TRY_AGAIN = template<{ title: string; text: string; retryHref: string; label: string }>(
+  `<h1 id="page-title"><%= it.title %></h1>
+<p role="alert"><%= it.text %></p>
+<p><a class="button" href="<%= it.retryHref %>"><%= it.label %></a></p>`,
+);
 
 /** A page that says something is down for now, with a way to try again. */
 function renderTryAgain(model: LoginPageModel & { retryHref: string }, title: string, text: string, id: string): string {
   const t = TEXTS[model.locale.lang];
-  return page(
-    model.locale,
-    title,
-    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert">${escapeHtml(text)}</p>\n<p><a class="button" href="${escapeHtml(model.retryHref)}">${escapeHtml(t.tryAgain)}</a></p>`,
-    id,
-  );
+  return page(model.locale, title, TRY_AGAIN({ title, text, retryHref: model.retryHref, label: t.tryAgain }), id);
 }
 
 /** The provider catalog could not be read and there is no earlier answer to serve. */
@@ -368,29 +402,39 @@ export function renderSessionCheckDown(model: LoginPageModel & { retryHref: stri
   return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
 }
 
+const SIGNED_IN = template<{ t: Texts; signedInAs: string; continueHref: string; logout: string }>(
+  `<h1 id="page-title"><%= it.t.signedInTitle %></h1>
+<p id="signed-in-as"><%= it.signedInAs %></p>
+<p><a id="continue" class="button" href="<%= it.continueHref %>"><%= it.t.continueToChat %></a></p>
+<p><a id="sign-out" href="<%= it.logout %>"><%= it.t.signOut %></a></p>`,
+);
+
 /** /auth/login for a browser that is signed in already: who, and a way on or out. */
 export function renderSignedIn(model: LoginPageModel & { name: string; email: string }): string {
   const t = TEXTS[model.locale.lang];
   const logout = model.locale.prefix ? `/${model.locale.prefix}/auth/logout` : '/auth/logout';
-  return page(
-    model.locale,
-    t.signedInTitle,
-    `<h1 id="page-title">${escapeHtml(t.signedInTitle)}</h1>\n<p id="signed-in-as">${escapeHtml(t.signedInAs(model.name, model.email))}</p>\n<p><a id="continue" class="button" href="${escapeHtml(model.returnTo ?? '/')}">${escapeHtml(t.continueToChat)}</a></p>\n<p><a id="sign-out" href="${escapeHtml(logout)}">${escapeHtml(t.signOut)}</a></p>`,
-    'signed-in',
-  );
+  return page(model.locale, t.signedInTitle, SIGNED_IN({ t, signedInAs: t.signedInAs(model.name, model.email), continueHref: model.returnTo ?? '/', logout }), 'signed-in');
 }
+
+const PROBLEM = template<{ title: string; text: string; href: string; link: string }>(
+  `<h1 id="page-title"><%= it.title %></h1>
+<p role="alert"><%= it.text %></p>
+<p><a id="back-to-login" class="button" href="<%= it.href %>"><%= it.link %></a></p>`,
+);
 
 /** A gateway error a browser navigated to: said in words, with the way back to signing in. */
 export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' | 'not-found' }): string {
   const t = TEXTS[model.locale.lang];
   const [title, text, link] = model.kind === 'sign-in-failed' ? [t.signInFailedTitle, t.signInFailedText, t.signInAgain] : [t.notFoundTitle, t.notFoundText, t.toSignIn];
-  return page(
-    model.locale,
-    title,
-    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert">${escapeHtml(text)}</p>\n<p><a id="back-to-login" class="button" href="${escapeHtml(loginPath(model.locale))}">${escapeHtml(link)}</a></p>`,
-    model.kind,
-  );
+  return page(model.locale, title, PROBLEM({ title, text, href: loginPath(model.locale), link }), model.kind);
 }
+
+const SIGN_IN_ERROR = template<{ t: Texts; title: string; text: string; kind: string; again: string; code: string }>(
+  `<h1 id="page-title"><%= it.title %></h1>
+<p role="alert" id="sign-in-error" data-error="<%= it.kind %>"><%= it.text %></p>
+<p><a id="back-to-login" class="button" href="<%= it.again %>"><%= it.t.signInAgain %></a></p>
+<p class="small" id="error-code"><%= it.t.errorCode(it.code) %></p>`,
+);
 
 /**
  * The realm answered the sign-in with an error (`/auth/callback?error=...`): what happened, in the
@@ -401,13 +445,14 @@ export function renderSignInError(model: LoginPageModel & { code: string }): str
   const kind = oauthErrorKind(model.code);
   const { title, text } = t.oauthErrors[kind];
   const again = loginPath(model.locale) + (model.returnTo ? `?${new URLSearchParams({ returnTo: model.returnTo })}` : '');
-  return page(
-    model.locale,
-    title,
-    `<h1 id="page-title">${escapeHtml(title)}</h1>\n<p role="alert" id="sign-in-error" data-error="${escapeHtml(kind)}">${escapeHtml(text)}</p>\n<p><a id="back-to-login" class="button" href="${escapeHtml(again)}">${escapeHtml(t.signInAgain)}</a></p>\n<p class="small" id="error-code">${escapeHtml(t.errorCode(model.code.slice(0, 64)))}</p>`,
-    'sign-in-error',
-  );
+  return page(model.locale, title, SIGN_IN_ERROR({ t, title, text, kind, again, code: model.code.slice(0, 64) }), 'sign-in-error');
 }
+
+const TENANT_NOT_MEMBER = template<{ t: Texts; notice: string; continueHref: string }>(
+  `<h1 id="page-title"><%= it.t.tenantNotMemberTitle %></h1>
+<p role="status" id="tenant-notice"><%= it.notice %></p>
+<p><a id="continue" class="button" href="<%= it.continueHref %>"><%= it.t.continueToChat %></a></p>`,
+);
 
 /**
  * Said once after signing in through another tenant's link (spec links rules 10 and 11): the user
@@ -415,12 +460,7 @@ export function renderSignInError(model: LoginPageModel & { code: string }): str
  */
 export function renderTenantNotMember(model: LoginPageModel & { linked: string; active: string | null; continueHref: string }): string {
   const t = TEXTS[model.locale.lang];
-  return page(
-    model.locale,
-    t.tenantNotMemberTitle,
-    `<h1 id="page-title">${escapeHtml(t.tenantNotMemberTitle)}</h1>\n<p role="status" id="tenant-notice">${escapeHtml(t.tenantNotMemberText(model.linked, model.active))}</p>\n<p><a id="continue" class="button" href="${escapeHtml(model.continueHref)}">${escapeHtml(t.continueToChat)}</a></p>`,
-    'tenant-not-member',
-  );
+  return page(model.locale, t.tenantNotMemberTitle, TENANT_NOT_MEMBER({ t, notice: t.tenantNotMemberText(model.linked, model.active), continueHref: model.continueHref }), 'tenant-not-member');
 }
 
 /** The error code of a callback the realm answered with an error (query or form body), if it is one. */

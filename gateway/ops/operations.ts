@@ -18,7 +18,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Settings } from '../../config/settings.js';
-import type { GatewayParts } from '../app.js';
+import type { Observability } from './observability.js';
+import type { Upstream } from '../upstream/proxy.js';
 
 export interface Check {
   ok: boolean;
@@ -28,6 +29,28 @@ export interface Check {
 export interface Readiness {
   ready: boolean;
   checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check; sharedState: Check };
+}
+
+/**
+ * What operations read of the rest of the gateway: a probe per dependency, nothing else. The
+ * gateway (gateway/app.ts) hands these over; operations imports nothing from it.
+ */
+export interface Probes {
+  /** The chat front-end: GET /health for readiness, GET /api/config for the drift check. */
+  upstream: Pick<Upstream, 'call'>;
+  /** Can the identity provider be reached? (the sign-in module's own check) */
+  identityProvider(): Promise<Check>;
+  /** The provider catalog's state (login routing). */
+  catalog(): Check;
+  /** The shared session state (Redis with REDIS_URL). */
+  sharedState(): Check;
+}
+
+/** The settings operations reads. */
+export interface OperationsSettings {
+  listen: Pick<Settings['listen'], 'host' | 'metricsPort'>;
+  driftCheckSeconds: Settings['driftCheckSeconds'];
+  policy: Pick<Settings['policy'], 'enableAdminExport'>;
 }
 
 export interface Operations {
@@ -54,8 +77,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createOperations(parts: GatewayParts): Operations {
-  const { settings, obs, upstream, authenticator, loginRouting, sharedState } = parts;
+export function createOperations(settings: OperationsSettings, probes: Probes, obs: Pick<Observability, 'log' | 'metrics'>): Operations {
+  const { upstream } = probes;
   const separateMetrics = settings.listen.metricsPort > 0;
   let drift: Check = {
     ok: true,
@@ -78,7 +101,7 @@ export function createOperations(parts: GatewayParts): Operations {
 
   async function identityCheck(): Promise<Check> {
     try {
-      return await withTimeout(authenticator.ready(), UPSTREAM_PROBE_MS, 'the identity provider');
+      return await withTimeout(probes.identityProvider(), UPSTREAM_PROBE_MS, 'the identity provider');
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
     }
@@ -88,7 +111,7 @@ export function createOperations(parts: GatewayParts): Operations {
     const [up, idp] = await Promise.all([upstreamCheck(), identityCheck()]);
     let catalog: Check;
     try {
-      catalog = loginRouting.ready();
+      catalog = probes.catalog();
     } catch (err) {
       catalog = { ok: false, detail: `provider catalog: ${(err as Error).message}` };
     }
@@ -97,7 +120,7 @@ export function createOperations(parts: GatewayParts): Operations {
     // while others reach it); the body says why (issue 28 item 2). When every instance has lost
     // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
     // not make them useful to the signed-in users who are the traffic.
-    const shared = sharedState.ready();
+    const shared = probes.sharedState();
     return { ready: up.ok && idp.ok && catalog.ok && shared.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared } };
   }
 

@@ -14,8 +14,6 @@ import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js'
 import type { Metrics } from '../ops/observability.js';
 
 export interface Caller {
-  /** the verified gateway identity; absent for an upstream API key */
-  identity?: Identity;
   admin: boolean;
   /** for the audit: the email, or `api-key:<upstream user id>` */
   label: string;
@@ -44,7 +42,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
-          caller: { identity, admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
+          caller: { admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
           headers: identityHeaders(names, identity),
         };
         byIdentity.set(identity, known);

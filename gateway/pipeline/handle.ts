@@ -22,6 +22,7 @@ import type express from 'express';
 import type { Settings } from '../../config/settings.js';
 import { decide } from '../../policies/admin-scoping.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
+import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
@@ -174,9 +175,7 @@ export function createPipeline(parts: PipelineParts) {
     const identity = await authenticator.authenticate(req);
     if (!identity) return refuse(401, NOT_AUTHENTICATED);
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
-    if (identity.via === 'session' || origin !== undefined) {
-      if (!origin || !settings.allowedOrigins.includes(origin)) return refuse(403, 'Forbidden origin');
-    }
+    if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
     const caller = await callers.forward(req, identity);
     setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
     obs.metrics.openWebSockets.inc();

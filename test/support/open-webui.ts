@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { demoAccounts, demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
-import { createOperatedGateway, type OperatedGateway } from '../../gateway/app.js';
+import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/ops/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, worldEnv } from './cookie-jar.js';
@@ -261,7 +261,7 @@ export interface RealWorld {
   owui: RealOpenWebUI;
   model?: ModelServer;
   /** as `npm start` runs it: with /healthz, /readyz, /metrics and the drift check */
-  gateway: OperatedGateway;
+  gateway: Gateway;
   settings: Settings;
   obs: Observability & { lines: LogLine[] };
   /** the gateway, also its PUBLIC_URL */
@@ -302,7 +302,7 @@ export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; en
     { stageFiles: false },
   );
   const obs = capturingObservability();
-  const gateway = await createOperatedGateway(settings, { obs });
+  const gateway = await createGateway(settings, { obs });
   await gateway.start(port, '127.0.0.1');
   return {
     idp,

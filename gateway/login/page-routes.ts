@@ -1,0 +1,151 @@
+// The login pages' routes (spec area B; the HTML itself is gateway/login/pages.ts):
+//
+//   /auth/login, /{locale}/auth/login                one button per provider (B1) or the welcome page (B3)
+//   /auth/login/{alias}, /{locale}/auth/login/{alias} one button (links 1)
+//   /auth/signed-in, /{locale}/auth/signed-in        signed in through a tenant's link without membership (links 10, 11)
+//   /{locale}/auth/callback                          a page in the browser's language, not JSON
+//   /auth/start?idp=, /{locale}/auth/start?idp=      (startCheck) an alias that names no usable provider never reaches the realm
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type Request, type Response } from 'express';
+import type { ProviderCatalog } from './catalog.js';
+import { DIRECT_LOGIN_ALIAS, isUsableForLinks, buttonList, providerEntry, safeReturnTo, type IdentityProvider, type ListSettings } from '../../policies/login-routing.js';
+import { isIdSyntax, isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
+import {
+  PAGE_HEADERS,
+  pageLocale,
+  renderCatalogDown,
+  renderLinkUnavailable,
+  renderProviderList,
+  renderProviderPage,
+  renderWelcome,
+  renderSignedIn,
+  renderSignInError,
+  renderProblem,
+  renderTenantNotMember,
+  callbackError,
+  type PageLocale,
+} from './pages.js';
+
+/** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
+export type SignedIn = (req: IncomingMessage, res: ServerResponse) => Promise<{ name: string; email: string; tenants?: string[]; activeTenant?: string | null } | undefined>;
+
+export interface LoginPageRoutes {
+  router: Router;
+  /** Runs before the sign-in module: `/auth/start?idp=<alias>` for an alias that names no usable provider. */
+  startCheck: Router;
+}
+
+function sendPage(res: Response, status: number, html: string): void {
+  res.status(status).set({ ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(html)) });
+  res.end(res.req.method === 'HEAD' ? undefined : html);
+}
+
+function firstQuery(value: unknown): unknown {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function createLoginPageRoutes(login: ListSettings, catalog: Pick<ProviderCatalog, 'list' | 'provider'>, signedIn: SignedIn | undefined): LoginPageRoutes {
+  const router = Router();
+
+  /** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */
+  const localeParam = (req: Request): PageLocale | undefined => {
+    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+    if (prefix !== undefined && !isLocaleSegment(prefix)) return undefined;
+    return pageLocale(prefix, req.headers['accept-language']);
+  };
+  const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
+  const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
+
+  // /auth/login: one button per provider (B1), or the welcome page (B3).
+  const loginPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req);
+    // Signed in already: who, and a way on or out (a session that cannot be checked shows the page).
+    const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
+    if (who) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: who.name, email: who.email }));
+    if (login.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: login.showIdpLogin }));
+    let providers: IdentityProvider[];
+    try {
+      providers = await catalog.list();
+    } catch {
+      return sendPage(res, 503, renderCatalogDown({ locale, returnTo, retryHref: selfHref(req) }));
+    }
+    sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: login.showIdpLogin }));
+  };
+
+  // /auth/login/{alias}: one button, found through the per-alias lookup (links 1).
+  const providerPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req);
+    const alias = String(req.params.alias);
+    let provider: IdentityProvider | null = null;
+    if (plausibleAlias(alias) && alias !== DIRECT_LOGIN_ALIAS) {
+      try {
+        provider = await catalog.provider(alias);
+      } catch {
+        return sendPage(res, 503, renderCatalogDown({ locale, returnTo, retryHref: selfHref(req) }));
+      }
+    }
+    if (!isUsableForLinks(provider)) return sendPage(res, 404, renderLinkUnavailable({ locale, returnTo }));
+    sendPage(res, 200, renderProviderPage({ locale, returnTo, provider: providerEntry(provider) }));
+  };
+
+  // An unknown, disabled or link-only `idp` never goes to the realm as a hint (issue 15): the same
+  // answer as its per-provider page. Without `idp` (direct login) nothing is checked.
+  const startCheck = Router();
+  const checkStart = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    const idp = firstQuery(req.query.idp);
+    if (!locale || idp === undefined || idp === '') return next();
+    const alias = String(idp);
+    let provider: IdentityProvider | null = null;
+    if (plausibleAlias(alias) && alias !== DIRECT_LOGIN_ALIAS) {
+      try {
+        provider = await catalog.provider(alias);
+      } catch {
+        return sendPage(res, 503, renderCatalogDown({ locale, returnTo: returnToOf(req), retryHref: req.originalUrl }));
+      }
+    }
+    if (!isUsableForLinks(provider)) return sendPage(res, 404, renderLinkUnavailable({ locale, returnTo: returnToOf(req) }));
+    next();
+  };
+  startCheck.get('/auth/start', checkStart);
+  startCheck.get('/:locale/auth/start', checkStart);
+
+  // `/{locale}/auth/callback` is no redirect URI (the realm only knows `$PUBLIC_URL/auth/callback`),
+  // but a browser that lands there gets a page in its language, not JSON (issue 28 item 5): what
+  // the realm's error means, or that this is no sign-in answer, and the way back.
+  const localizedCallback = (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const code = callbackError(req);
+    sendPage(res, 400, code ? renderSignInError({ locale, code }) : renderProblem({ locale, kind: 'sign-in-failed' }));
+  };
+  router.get('/:locale/auth/callback', localizedCallback);
+
+  // Said once after signing in through a tenant's link the user is not a member of (links rules
+  // 10 and 11): the sign-in lands here instead of on `returnTo` (gateway/auth/authenticator.ts).
+  const tenantNotice = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const locale = localeParam(req);
+    if (!locale) return next();
+    const returnTo = returnToOf(req) ?? '/';
+    const linked = firstQuery(req.query.link);
+    const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
+    if (!who || typeof linked !== 'string' || !isIdSyntax(linked) || who.tenants?.includes(linked)) {
+      res.set('cache-control', 'no-store');
+      return void res.redirect(302, returnTo);
+    }
+    sendPage(res, 200, renderTenantNotMember({ locale, linked, active: who.activeTenant ?? null, continueHref: returnTo }));
+  };
+  router.get('/auth/signed-in', tenantNotice);
+  router.get('/:locale/auth/signed-in', tenantNotice);
+
+  router.get('/auth/login', loginPage);
+  router.get('/:locale/auth/login', loginPage);
+  router.get('/auth/login/:alias', providerPage);
+  router.get('/:locale/auth/login/:alias', providerPage);
+
+  return { router, startCheck };
+}

@@ -1,0 +1,76 @@
+// The tenant lookup (links rules 2 and 3) as the API and the logged-out guard use it, with its
+// per-client rate limit (links 12) and its audit line. The decision is tenantOutcome() in
+// policies/login-routing.ts; this module does the I/O around it.
+//
+// The lookup answers alike, in body shape, headers and work done, for unknown, unmapped and
+// unusable tenants (links 3): every lookup first makes sure every mapped alias is resolved (from
+// the cache, or one fetch per alias per cache period shared by all callers), then reads one entry.
+// What a mapping costs therefore does not depend on which tenant is asked. Rule 12 (tenant ids can
+// be probed) is met by an optional per-client rate limit: see README "Login routing".
+import type { Settings } from '../../config/settings.js';
+import type { Observability } from '../ops/observability.js';
+import type { SharedState } from '../auth/shared-state.js';
+import type { ProviderCatalog } from './catalog.js';
+import { tenantOutcome, type IdentityProvider, type TenantOutcome, type TenantResolution } from '../../policies/login-routing.js';
+
+export type { TenantOutcome, TenantResolution };
+
+/** The settings the lookup reads. */
+export type TenantLookupSettings = Pick<Settings['login'], 'tenantAliases' | 'tenantLookupRateLimit' | 'tenantLookupRateWindowSeconds'>;
+
+export interface TenantLookup {
+  /** The aliases IDP_TENANT_IDP_ALIASES maps to, sorted (the catalog pins them). */
+  mappedAliases: readonly string[];
+  /** Every mapped alias resolved (cached, or fetched once for all callers), failures as Errors. */
+  resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>>;
+  /** Links 2 and 3: the same work whatever the tenant. */
+  resolveTenant(tenant: string): Promise<TenantResolution>;
+  /** One request of `client` against the rate limit (always allowed with the limit off). */
+  take(client: string): Promise<{ ok: true } | { ok: false; retryAfter: number }>;
+  audit(via: 'api' | 'guard', tenant: string, outcome: TenantOutcome | 'rate-limited', client: string): void;
+}
+
+export function createTenantLookup(
+  login: TenantLookupSettings,
+  catalog: Pick<ProviderCatalog, 'provider'>,
+  shared: SharedState,
+  obs: Pick<Observability, 'auditAnonymous'>,
+  concurrency: number,
+): TenantLookup {
+  const mappedAliases = [...new Set(login.tenantAliases.values())].sort();
+  // Fixed window per client key (IPv6 per /64), shared by every instance through REDIS_URL; 0 is off.
+  const limit = login.tenantLookupRateLimit > 0 ? shared.rateLimit('tenant-lookup', login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds) : undefined;
+
+  async function resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>> {
+    const out = new Map<string, IdentityProvider | null | Error>();
+    let next = 0;
+    const worker = async () => {
+      while (next < mappedAliases.length) {
+        const alias = mappedAliases[next++]!;
+        try {
+          out.set(alias, await catalog.provider(alias));
+        } catch (err) {
+          out.set(alias, err as Error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(Math.max(1, concurrency), mappedAliases.length) }, worker));
+    return out;
+  }
+
+  async function resolveTenant(tenant: string): Promise<TenantResolution> {
+    const mapped = login.tenantAliases.get(tenant);
+    const resolved = await resolveMapped();
+    return tenantOutcome(mapped, mapped === undefined ? undefined : resolved.get(mapped));
+  }
+
+  return {
+    mappedAliases,
+    resolveMapped,
+    resolveTenant,
+    take: (client) => (limit ? limit.take(client) : Promise.resolve({ ok: true } as const)),
+    audit(via, tenant, outcome, client) {
+      obs.auditAnonymous(client, { event: 'tenant-lookup', via, tenant: tenant.slice(0, 128), outcome }, 'tenant login lookup');
+    },
+  };
+}
