@@ -7,13 +7,13 @@
 //     the audit stream (rule A7 lets it happen; the platform wants to know).
 // Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
 // headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
-// The list and search answers are filtered as their bytes arrive (policies/file-stream-filter.ts,
+// The list and search answers are filtered as their bytes arrive (gateway/upstream/file-stream-filter.ts,
 // issue 27): kept records are copied as the upstream wrote them, never parsed and serialized again;
 // nothing is sent before the whole body was checked. The drift walks (rare) still parse pages whole.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../../policies/file-scoping.js';
-import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles } from '../../policies/file-stream-filter.js';
+import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles } from './file-stream-filter.js';
 import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
 import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';

@@ -1,4 +1,4 @@
-// Rules A1/A2 on a file list as its bytes arrive (issue 27): the upstream's JSON is checked byte by
+// The machinery that applies rules A1/A2 (policies/file-scoping.ts) to a file list as its bytes arrive (issue 27): the upstream's JSON is checked byte by
 // byte as it streams, and only the records of the items array are judged (their `user_id` and `id`).
 // Records are never parsed into objects nor serialized again: a kept record is copied as the
 // upstream's bytes. The answer is the same as parsing the whole document (JSON.parse semantics:
