@@ -75,7 +75,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         // Known before anything is forwarded: a write never reaches the upstream on a guess.
         const callerId = await caller.upstreamUserId();
         if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed(req, res, expectContinue);
-        obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-own-chat-in-body': {
