@@ -26,6 +26,7 @@ function seed(): Workspace {
   put('note', { id: 'n-shared', user_id: 'u-bob', title: 'shared with the admin', data: {}, access_grants: [grant('note', 'n-shared', 'user:u-admin')] });
   put('note', { id: 'n-group', user_id: 'u-alice', title: 'tenant-a note', data: {}, access_grants: [grant('note', 'n-group', 'group:tenant-a')] });
   put('note', { id: 'n-admin', user_id: 'u-admin', title: 'own note', data: {}, access_grants: [] });
+  put('note', { id: 'n-bob-to-alice', user_id: 'u-bob', title: 'read-only for alice', data: {}, access_grants: [grant('note', 'n-bob-to-alice', 'user:u-alice')] });
   put('folder', { id: 'fo-bob', user_id: 'u-bob', name: 'globex', access_grants: [] });
   put('knowledge', { id: 'k-bob', user_id: 'u-bob', name: 'globex kb', content: SECRET, access_grants: [] });
   put('knowledge', { id: 'k-tenant-b', user_id: 'u-bob', name: 'tenant-b kb', content: SECRET, access_grants: [grant('knowledge', 'k-tenant-b', 'group:tenant-b')] });
@@ -128,6 +129,13 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(ids).to.have.members(['n-admin', 'n-shared', 'n-group']);
         expect(body.total).to.equal(3);
         expect(res.headers.get('cache-control')).to.equal('private, no-store');
+      });
+
+      it('note search of a plain user passes as Open WebUI 0.12.4 answers it: a read-only share shows with permission=read only', async () => {
+        // Notes.search_notes filters on `permission`, 'write' when the query does not name it (seen on the real app)
+        const search = async (q: string) => JSON.parse(await text(await call('GET', `/api/v1/notes/search${q}`, aliceKey))).items.map((n: { id: string }) => n.id);
+        expect(await search('')).to.have.members(['n-group']);
+        expect(await search('?permission=read')).to.have.members(['n-group', 'n-bob-to-alice']);
       });
 
       it(bypass ? 'folders pass' : 'folders: another user\u2019s folder, its chats and a self-granted folder grant are refused', async () => {
