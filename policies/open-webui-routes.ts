@@ -289,7 +289,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   account('POST', '/api/v1/users/{user_id}/update'),
   account('DELETE', '/api/v1/users/{user_id}'),
   cfg('GET', '/api/v1/users/{user_id}/groups'),
-  cfg('GET', '/api/v1/users/{user_id}/preview'),
+  // what a user can reach: the ids and NAMES of every knowledge base, model and tool they own or
+  // hold a grant on, private ones of other users included (seen on the real 0.12.4): the admin
+  // keeps the user and their groups only
+  row('GET', '/api/v1/users/{user_id}/preview', 'admin-config', { redact: ['models', 'knowledge', 'tools'] }),
 
   // ---- routers/apps.py (/api/v1/apps): external apps, installed and managed by admins, global
   cfg('GET', '/api/v1/apps'),

@@ -135,6 +135,19 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     sendJson(ctx, 200, { ...userModel(u), groups: u.groups.map((g) => ({ id: g, name: g })), is_active: false });
   });
 
+  // users.py get_user_preview: the ids and names of every knowledge base, model and tool the user
+  // owns or holds a read grant on, other users' private ones included
+  route('GET', '/api/v1/users/{user_id}/preview', async (ctx, [id]) => {
+    await authenticate(ctx, 'admin');
+    const u = kit.users.get(id ?? '');
+    if (!u) throw fail(404, 'User not found');
+    const reach = (kind: Kind) => {
+      const all = [...ws.objects[kind].values()];
+      return { items: all.filter((o) => readable(u, o)).map((o) => ({ id: o.id, name: o.name })), total: all.length };
+    };
+    sendJson(ctx, 200, { user: { id: u.id, name: u.name }, groups: u.groups.map((g) => ({ id: g, name: g })), models: reach('model'), knowledge: reach('knowledge'), tools: reach('tool') });
+  });
+
   // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`
   for (const p of ['/ws/socket.io', '/ws/socket.io/']) {
     route('POST', p, async (ctx) => {

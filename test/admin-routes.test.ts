@@ -258,6 +258,16 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(JSON.parse(oneText)).to.include({ id: 'u-bob', email: 'bob@globex.test' });
       });
 
+      it(bypass ? 'a user\u2019s access preview comes as Open WebUI answers' : 'a user\u2019s access preview keeps the user and their groups, not the names of their private knowledge bases, models and tools', async () => {
+        // users.py get_user_preview lists ids and names of what the user reaches (seen leaking on the real 0.12.4)
+        const res = await call('GET', '/api/v1/users/u-bob/preview', adminKey);
+        expect(res.status).to.equal(200);
+        const body = JSON.parse(await text(res));
+        if (bypass) return expect(body.knowledge.items.map((k: { name: string }) => k.name)).to.include('globex kb');
+        expect(body).to.deep.equal({ user: { id: 'u-bob', name: 'Bob' }, groups: [{ id: 'tenant-b', name: 'tenant-b' }] });
+        expect(res.headers.get('cache-control')).to.equal('private, no-store');
+      });
+
       it('a completion naming another user\u2019s chat never reaches Open WebUI (either switch); one\u2019s own and unsaved chats work', async () => {
         const before = reached('POST', '/api/chat/completions');
         const foreign = await call('POST', '/api/chat/completions', adminKey, { model: 'm-admin', stream: false, chat_id: 'c-u-bob', messages: [{ role: 'user', content: 'hi' }] });
