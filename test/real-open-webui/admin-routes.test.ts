@@ -8,6 +8,7 @@
 // a group grant), still works. Every refusal is audited with its rule. One Open WebUI per flag set.
 import { expect } from 'chai';
 import WebSocket from 'ws';
+import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { startRealWorld, type AdminFlags, type RealWorld } from '../support/open-webui.js';
 
@@ -338,6 +339,47 @@ for (const { title, flags } of FLAG_SETS) {
       const own = await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: `${me.name} (renamed)`, email: me.email });
       expect(own.status, own.text).to.equal(200);
       expect((await ok<{ name: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin after')).name).to.equal(`${me.name} (renamed)`);
+    });
+
+    it('sweep: no GET route of the table gives the admin any of alice\u2019s private content, whatever id it is given', async function () {
+      this.timeout(240_000);
+      const SECRETS = ['ALICE-NOTE-SECRET', 'ALICE-CHANNEL-SECRET', 'ALICE-DM-SECRET', 'ALICE-RATED-CHAT-SECRET', 'ALICE-MEMORY-SECRET', 'ALICE-KB-SECRET', 'ALICE-FOLDER-CHAT-SECRET', 'Alice private note', 'Alice KB"'];
+      // each parameter gets the id of alice's object of the route's own kind (else every kind in turn)
+      const byKind: Record<string, string[]> = {
+        notes: [c.note],
+        channels: [c.channel, c.dm],
+        knowledge: [c.kb],
+        folders: [c.folder],
+        evaluations: [c.feedback],
+        chats: [c.folderChat],
+        users: [ids.alice],
+      };
+      const everything = [c.note, c.channel, c.dm, c.kb, c.folder, c.feedback, c.folderChat, ids.alice];
+      // GETs that end the admin's session or stream forever are not content routes
+      const skip = /signout|logout|\/oauth\/|\/stream|\/events$|\/ws\b/;
+      const leaks: string[] = [];
+      let asked = 0;
+      for (const row of OPEN_WEBUI_ROUTES) {
+        if (!row.methods.includes('GET') || skip.test(row.path)) continue;
+        const kind = row.path.split('/')[3] ?? '';
+        const values = /\{/.test(row.path) ? (byKind[kind] ?? everything) : [''];
+        for (const v of values) {
+          const path = row.path.replace(/\{[a-z_]+(:path)?\}/g, v).replace('{?id}', v);
+          const query = row.path.includes('?') ? '' : `?id=${v}&query=Alice&user_id=${ids.alice}&chat_id=${c.folderChat}&permission=read`;
+          let body = '';
+          try {
+            const res = await fetch(`${w.url}${path}${query}`, { headers: { cookie: admin.header(path) }, signal: AbortSignal.timeout(5_000) });
+            body = await res.text();
+          } catch {
+            continue; // a stream that never ends holds nothing yet
+          }
+          asked++;
+          const found = SECRETS.filter((x) => body.includes(x));
+          if (found.length) leaks.push(`GET ${path}${query} (${row.class}): ${found.join(', ')}`);
+        }
+      }
+      expect(asked).to.be.greaterThan(150);
+      expect(leaks, leaks.join('\n')).to.deep.equal([]);
     });
 
     describe('Socket.IO on the WebSocket transport', () => {
