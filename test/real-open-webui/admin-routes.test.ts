@@ -442,6 +442,9 @@ for (const { title, flags } of FLAG_SETS) {
           joinDoc(s, c.noteOwn);
           const own = await until(() => stateOf(s, c.noteOwn));
           expect(JSON.stringify(own), 'the own note\u2019s document').to.include('ADMIN-OWN-NOTE');
+          // edits and presence on a document the admin never joined are dropped too
+          s.emit('ydoc:document:update', { document_id: `note:${c.note}`, update: [0, 0], user_id: ids.admin, data: { content: { md: 'taken' } } });
+          s.emit('ydoc:awareness:update', { document_id: `note:${c.note}`, update: [0] });
           await touch(c.note, 'ALICE-NOTE-SECRET edited again');
           await ok(via(admin, 'POST', `/api/v1/notes/${c.noteOwn}/update`, { data: { content: { md: 'ADMIN-OWN-NOTE v2', html: '<p>ADMIN-OWN-NOTE v2</p>', json: null } } }), 'admin edits');
           expect(JSON.stringify(await until(() => noteEventOf(s, c.noteOwn))), 'the own note\u2019s live events').to.include('ADMIN-OWN-NOTE v2');
@@ -450,7 +453,8 @@ for (const { title, flags } of FLAG_SETS) {
           expect(noteEventOf(s, c.note), 'another user\u2019s note events').to.equal(undefined);
           expect(JSON.stringify(s.events)).to.not.include('ALICE-NOTE-SECRET');
           const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'websocket');
-          expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join']);
+          expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update', 'ydoc:awareness:update']);
+          expect(dropped.map((l) => l.socketEvent), 'the own note\u2019s events pass').to.have.length(4);
           expect(dropped.every((l) => /route table: Socket.IO/.test(String(l.rule)))).to.equal(true);
         } finally {
           s.close();
