@@ -461,5 +461,32 @@ for (const { title, flags } of FLAG_SETS) {
         }
       });
     });
+
+    describe('last: every write of the table on alice\u2019s objects', () => {
+      it('every by-id and account row other than GET, given alice\u2019s object, is refused and audited, and her objects stay as they were', async function () {
+        this.timeout(120_000);
+        const byKind: Record<string, string[]> = { notes: [c.note], channels: [c.channel, c.dm], knowledge: [c.kb], folders: [c.folder], evaluations: [c.feedback], users: [ids.alice] };
+        let asked = 0;
+        for (const row of OPEN_WEBUI_ROUTES) {
+          if (!['by-id-read', 'by-id-write', 'account'].includes(row.class)) continue;
+          const kind = row.path.split('/')[3] ?? '';
+          for (const method of row.methods.filter((m) => m !== 'GET')) {
+            for (const v of byKind[kind] ?? []) {
+              const path = row.path.replace(/\{[a-z_]+(:path)?\}/g, v);
+              await refused(await via(admin, method, path, {}), method, path);
+              asked++;
+            }
+          }
+        }
+        expect(asked).to.be.greaterThan(40);
+        const note = await ok<{ title: string; access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/notes/${c.note}`), 'note');
+        expect([note.title, note.access_grants]).to.deep.equal(['Alice private note', []]);
+        expect((await ok<{ description: string }>(via(alice, 'GET', `/api/v1/knowledge/${c.kb}`), 'kb')).description).to.equal('ALICE-KB-SECRET');
+        expect((await ok<{ name: string }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'folder')).name).to.equal('Alice folder');
+        expect((await via(alice, 'GET', `/api/v1/channels/${c.channel}/messages`)).text).to.include('ALICE-CHANNEL-SECRET');
+        expect((await ok<{ data: { comment: string } }>(direct('GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'feedback')).data.comment).to.equal('ALICE-RATED-CHAT-SECRET');
+        expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.alice}`), 'alice')).email).to.equal('alice@acme.example');
+      });
+    });
   });
 }
