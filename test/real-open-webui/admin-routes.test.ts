@@ -417,6 +417,13 @@ for (const { title, flags } of FLAG_SETS) {
       };
       const touch = async (note: string, text: string) => ok(via(alice, 'POST', `/api/v1/notes/${note}/update`, { data: { content: { md: text, html: `<p>${text}</p>`, json: null } } }), 'alice edits');
 
+      it('the real server offers no long-polling transport (ENABLE_WEBSOCKET_SUPPORT, on by default): the WebSocket is the one to guard', async () => {
+        const poll = await fetch(`${w.owui.url}/ws/socket.io/?EIO=4&transport=polling`);
+        expect(poll.status, await poll.text()).to.equal(400);
+        const viaGateway = await browse(admin, '/ws/socket.io/?EIO=4&transport=polling');
+        expect(viaGateway.status).to.equal(400);
+      });
+
       it('Open WebUI alone lets the admin join another user\u2019s note and its document (the content comes back)', async () => {
         const s = await open(w.owui.url, adminToken);
         try {
