@@ -47,8 +47,12 @@ export type Decision =
   | { action: 'require-own-chat-in-body'; detail: string; rule: string }
   /** Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach it with `permission`, else 403. */
   | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string }
-  /** Forward only when `userId` is the caller's own upstream id, else 403. */
-  | { action: 'require-own-account'; userId: string; detail: string; rule: string }
+  /**
+   * Forward only when `userId` is the caller's own upstream id, else 403. `keepEmail`: the JSON body
+   * is read first and an `email` other than the caller's realm email is refused too (the email is
+   * the identity the trusted-header sign-in finds the account by).
+   */
+  | { action: 'require-own-account'; userId: string; keepEmail?: boolean; detail: string; rule: string }
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
   | { action: 'filter-listing'; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
@@ -189,7 +193,9 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
       return { action: 'require-access', lookup, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
     }
     case 'account':
-      return { action: 'require-own-account', userId: params.user_id!, detail: ADMIN_SCOPED, rule };
+      // An admin who gives their OWN account another email hands it (their token still valid on the
+      // socket) to whoever signs in with that email next: the email stays the realm's.
+      return { action: 'require-own-account', userId: params.user_id!, ...(method === 'POST' && row.path.endsWith('/update') ? { keepEmail: true } : {}), detail: ADMIN_SCOPED, rule };
     case 'refused':
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
     case 'admin-config':

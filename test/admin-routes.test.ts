@@ -242,7 +242,15 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(reached('POST', '/users/u-bob/update')).to.equal(before);
         expect(upstream.users.get('u-bob')!.email).to.equal('bob@globex.test');
         expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status).to.equal(200);
+        expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin' })).status).to.equal(200);
         expect(denied('account POST /api/v1/users/{user_id}/update')).to.have.length.greaterThan(0);
+        // nor give their OWN account another email: whoever signs in with it next would get the account
+        const own = reached('POST', '/users/u-admin/update');
+        const moved = await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'newhire@acme.test' });
+        expect(moved.status).to.equal(403);
+        expect(reached('POST', '/users/u-admin/update')).to.equal(own);
+        expect(upstream.users.get('u-admin')!.email).to.equal('sysadmin@platform.test');
+        expect(denied('the email stays the realm')).to.have.length.greaterThan(0);
       });
 
       it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {

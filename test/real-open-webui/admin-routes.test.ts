@@ -334,7 +334,17 @@ for (const { title, flags } of FLAG_SETS) {
       expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.bob}`), 'bob after')).email).to.equal(bobBefore.email);
       // bob still signs in as himself
       expect((await ok<{ id: string }>(via((await signIn(w.url, 'bob')).jar, 'GET', '/api/v1/auths/'), 'bob again')).id).to.equal(ids.bob);
-      // the admin's own account: passes
+      // Nor their OWN account's email. Open WebUI alone lets an admin give their account the email
+      // of someone who has not signed in yet; that person's trusted-header sign-in then lands in
+      // the admin's account (the admin's token, still valid on the socket, sees all they do).
+      const superToken = await signInDirect('superuser@platform.example', 'admin');
+      expect((await direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'tina@acme.example' }, superToken)).status, 'the door, without the gateway').to.equal(200);
+      const tinaToken = await signInDirect('tina@acme.example', 'user');
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, tinaToken), 'tina')).id, 'tina signed in to the admin\u2019s account').to.equal(ids.superuser);
+      await ok(direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'superuser@platform.example', role: 'admin' }), 'superuser back');
+      await refused(await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: 'Sys Admin', email: 'carol.next@acme.example' }), 'POST', `/api/v1/users/${ids.admin}/update`);
+      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin email')).email).to.equal('sysadmin@platform.example');
+      // the admin's own account otherwise: passes
       const me = await ok<{ name: string; email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin');
       const own = await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: `${me.name} (renamed)`, email: me.email });
       expect(own.status, own.text).to.equal(200);
