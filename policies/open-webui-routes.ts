@@ -249,7 +249,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/auths/signup'),
   row('POST', '/api/v1/auths/signout', 'gateway'),
   own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
-  cfg('POST', '/api/v1/auths/add'),
+  // answers with a token OF THE NEW ACCOUNT: an admin adding the email of someone not signed in
+  // yet would hold a token of the account that person's trusted-header sign-in lands in (shown on
+  // the real 0.12.4); accounts come from the realm at first sign-in
+  refused('POST', '/api/v1/auths/add', 'accounts come from the realm; the answer holds a token of the new account'),
   cfg('GET', '/api/v1/auths/admin/details'),
   cfg('GET,POST', '/api/v1/auths/admin/config'),
   cfg('GET,POST', '/api/v1/auths/admin/config/ldap/server'),

@@ -253,6 +253,15 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(denied('the email stays the realm')).to.have.length.greaterThan(0);
       });
 
+      it(bypass ? 'adding an account passes' : 'an admin cannot add an account (its answer holds the new account\u2019s token); it never reaches Open WebUI', async () => {
+        const before = reached('POST', '/auths/add');
+        const res = await call('POST', '/api/v1/auths/add', adminKey, { name: 'New Hire', email: 'newhire@acme.test', password: 'Str0ng-Passw0rd!', role: 'user' });
+        if (bypass) return expect(res.status).to.not.equal(403);
+        expect(res.status).to.equal(403);
+        expect(reached('POST', '/auths/add')).to.equal(before);
+        expect(denied('refused POST /api/v1/auths/add')).to.have.length.greaterThan(0);
+      });
+
       it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {
         const list = await call('GET', '/api/v1/users/', adminKey);
         const one = await call('GET', '/api/v1/users/u-bob', adminKey);

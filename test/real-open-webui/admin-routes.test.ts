@@ -344,6 +344,17 @@ for (const { title, flags } of FLAG_SETS) {
       await ok(direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'superuser@platform.example', role: 'admin' }), 'superuser back');
       await refused(await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: 'Sys Admin', email: 'carol.next@acme.example' }), 'POST', `/api/v1/users/${ids.admin}/update`);
       expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin email')).email).to.equal('sysadmin@platform.example');
+      // Nor add an account: Open WebUI alone answers with a token of the new account, and the
+      // trusted-header sign-in of that email later lands in it
+      const added = await direct('POST', '/api/v1/auths/add', { name: 'New Hire', email: 'newhire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
+      expect(added.status, added.text).to.equal(200);
+      const held = added.json<{ id: string; token: string }>();
+      const newhire = await signInDirect('newhire@acme.example', 'user');
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, newhire), 'newhire')).id, 'the door, without the gateway').to.equal(held.id);
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, held.token), 'the held token')).id, 'the admin holds a token of that account').to.equal(held.id);
+      const viaAdd = await via(admin, 'POST', '/api/v1/auths/add', { name: 'Next Hire', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
+      expect(viaAdd.text).to.not.include('token');
+      await refused(viaAdd, 'POST', '/api/v1/auths/add');
       // the admin's own account otherwise: passes
       const me = await ok<{ name: string; email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin');
       const own = await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: `${me.name} (renamed)`, email: me.email });
