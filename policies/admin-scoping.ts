@@ -70,6 +70,7 @@ export function isChatAdmin(realmRoles: readonly string[], adminRoles: readonly 
 
 export const EXPORT_DISABLED = 'Admin export is disabled on this platform';
 export const ADMIN_CHAT_ACCESS_DISABLED = 'Admin chat access is disabled on this platform';
+export const ACCOUNTS_FROM_REALM = 'Accounts come from the platform sign-in';
 export const ADMIN_SCOPED = 'Admins reach only their own content and content shared with them on this platform';
 
 /** Prefixes where Open WebUI serves its API; an unknown route there is refused for admins (fail closed). */
@@ -98,6 +99,13 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     return settings.enableAdminExport
       ? { action: 'pass', rule: 'A6: export enabled' }
       : { action: 'deny', status: 401, detail: EXPORT_DISABLED, rule: 'A6: export disabled' };
+  }
+
+  // Accounts come from the realm (the trusted-header sign-in): a sign-up or an LDAP sign-in answers
+  // with a token of an account of the body's choosing, which the later sign-in of that email lands
+  // in. Refused for every caller, whatever the switches (an admin may turn sign-up on upstream).
+  if (method === 'POST' && (is('api', 'v1', 'auths', 'signup') || is('api', 'v1', 'auths', 'ldap'))) {
+    return { action: 'deny', status: 403, detail: ACCOUNTS_FROM_REALM, rule: 'accounts come from the realm' };
   }
 
   // The route table (policies/open-webui-routes.ts) is read for admins only: plain users' requests

@@ -244,9 +244,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/auths/update/profile'),
   own('POST', '/api/v1/auths/update/timezone'),
   own('POST', '/api/v1/auths/update/password'),
-  own('POST', '/api/v1/auths/ldap'),
+  refused('POST', '/api/v1/auths/ldap', 'accounts come from the realm: an LDAP sign-in answers with a token of whatever account its server names'),
   own('POST', '/api/v1/auths/signin'),
-  own('POST', '/api/v1/auths/signup'),
+  refused('POST', '/api/v1/auths/signup', 'accounts come from the realm: a sign-up answers with a token of the account the next sign-in with that email lands in'),
   row('POST', '/api/v1/auths/signout', 'gateway'),
   own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
   // answers with a token OF THE NEW ACCOUNT: an admin adding the email of someone not signed in

@@ -56,6 +56,13 @@ describe('admin-scoping policy', () => {
     expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, off, admin)).to.include({ action: 'audit-file-access', fileId: '*' });
   });
 
+  it('accounts come from the realm: sign-up and LDAP sign-in are refused for every caller, with either switch', () => {
+    for (const path of ['/api/v1/auths/signup', '/api/v1/auths/ldap', '/API/V1/AUTHS/SIGNUP/'])
+      for (const settings of [off, on])
+        for (const caller of [admin, user]) expect(decide({ method: 'POST', path }, settings, caller), path).to.include({ action: 'deny', status: 403, rule: 'accounts come from the realm' });
+    expect(decide({ method: 'POST', path: '/api/v1/auths/signin' }, off, user).action).to.equal('pass');
+  });
+
   it('A8: everything else passes untouched', () => {
     for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123'])
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');

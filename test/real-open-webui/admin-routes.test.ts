@@ -355,6 +355,24 @@ for (const { title, flags } of FLAG_SETS) {
       const viaAdd = await via(admin, 'POST', '/api/v1/auths/add', { name: 'Next Hire', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
       expect(viaAdd.text).to.not.include('token');
       await refused(viaAdd, 'POST', '/api/v1/auths/add');
+      // Nor a sign-up: an admin may turn sign-up on upstream (admin config), and Open WebUI alone then
+      // answers a sign-up with a token of an account of the body's email
+      const config = await ok<Record<string, unknown>>(direct('GET', '/api/v1/auths/admin/config'), 'admin config');
+      await ok(direct('POST', '/api/v1/auths/admin/config', { ...config, ENABLE_SIGNUP: true, ENABLE_LOGIN_FORM: true }), 'sign-up on');
+      try {
+        const signup = await fetch(`${w.owui.url}/api/v1/auths/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Later Hire', email: 'laterhire@acme.example', password: 'Str0ng-Passw0rd!' }) });
+        const signed = (await signup.json()) as { id?: string; token?: string };
+        expect(signup.status, 'the door, without the gateway').to.equal(200);
+        expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, await signInDirect('laterhire@acme.example', 'user')), 'later hire')).id).to.equal(signed.id);
+        for (const jar of [admin, alice]) {
+          const r = await via(jar, 'POST', '/api/v1/auths/signup', { name: 'Next', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!' });
+          expect(r.status, r.text).to.equal(403);
+          expect(r.text).to.not.include('token');
+        }
+        expect(w.obs.lines.some((l) => l.event === 'policy-denied' && l.path === '/api/v1/auths/signup' && l.rule === 'accounts come from the realm')).to.equal(true);
+      } finally {
+        await ok(direct('POST', '/api/v1/auths/admin/config', config), 'sign-up back off');
+      }
       // the admin's own account otherwise: passes
       const me = await ok<{ name: string; email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin');
       const own = await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: `${me.name} (renamed)`, email: me.email });
