@@ -104,7 +104,11 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   // Accounts come from the realm (the trusted-header sign-in): a sign-up or an LDAP sign-in answers
   // with a token of an account of the body's choosing, which the later sign-in of that email lands
   // in. Refused for every caller, whatever the switches (an admin may turn sign-up on upstream).
-  if (method === 'POST' && (is('api', 'v1', 'auths', 'signup') || is('api', 'v1', 'auths', 'ldap'))) {
+  // Open WebUI's own OAuth sign-in (a provider an admin may configure at runtime, merging accounts
+  // by email) and its token exchange do the same: the platform does not use them.
+  const ownOAuthSignIn = s[0] === 'oauth' && s[1] !== 'clients' && s.length >= 3 && (s[2] === 'login' || s[2] === 'callback');
+  const tokenExchange = under('api', 'v1', 'auths', 'oauth') && s.length >= 7 && s[s.length - 2] === 'token' && s[s.length - 1] === 'exchange';
+  if ((method === 'POST' && (is('api', 'v1', 'auths', 'signup') || is('api', 'v1', 'auths', 'ldap'))) || ownOAuthSignIn || tokenExchange) {
     return { action: 'deny', status: 403, detail: ACCOUNTS_FROM_REALM, rule: 'accounts come from the realm' };
   }
 

@@ -122,9 +122,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('GET', '/api/usage'),
   own('GET', '/oauth/clients/{client_id}/authorize'),
   own('GET', '/oauth/clients/{client_id}/callback'),
-  own('GET', '/oauth/{provider}/login'),
-  own('GET', '/oauth/{provider}/callback'),
-  own('GET', '/oauth/{provider}/login/callback'),
+  // Open WebUI's own OAuth sign-in: refused for every caller (policies/admin-scoping.ts, accounts come from the realm)
+  refused('GET', '/oauth/{provider}/login', 'accounts come from the realm'),
+  refused('GET', '/oauth/{provider}/callback', 'accounts come from the realm'),
+  refused('GET', '/oauth/{provider}/login/callback', 'accounts come from the realm'),
   own('POST', '/oauth/backchannel-logout'),
   own('GET', '/manifest.json'),
   own('GET', '/opensearch.xml'),
@@ -259,7 +260,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET,POST', '/api/v1/auths/admin/config/ldap'),
   cfg('GET,POST', '/api/v1/auths/admin/config/oauth'),
   own('GET,POST,DELETE', '/api/v1/auths/api_key'),
-  own('POST', '/api/v1/auths/oauth/{provider}/token/exchange'),
+  refused('POST', '/api/v1/auths/oauth/{provider}/token/exchange', 'accounts come from the realm'),
   own('GET', '/api/v1/auths/mfa/status'),
   ...['challenge', 'enroll/start', 'enroll/confirm', 'verify', 'replace', 'recovery/codes', 'recover'].map((p) => own('POST', `/api/v1/auths/mfa/${p}`)),
 
