@@ -47,8 +47,12 @@ export type Decision =
   | { action: 'require-own-chat-in-body'; detail: string; rule: string }
   /** Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach it with `permission`, else 403. */
   | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string }
-  /** Forward only when `userId` is the caller's own upstream id, else 403. */
-  | { action: 'require-own-account'; userId: string; detail: string; rule: string }
+  /**
+   * Forward only when `userId` is the caller's own upstream id, else 403. `keepEmail`: the JSON body
+   * is read first and an `email` other than the caller's realm email is refused too (the email is
+   * the identity the trusted-header sign-in finds the account by).
+   */
+  | { action: 'require-own-account'; userId: string; keepEmail?: boolean; detail: string; rule: string }
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
   | { action: 'filter-listing'; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
@@ -66,6 +70,7 @@ export function isChatAdmin(realmRoles: readonly string[], adminRoles: readonly 
 
 export const EXPORT_DISABLED = 'Admin export is disabled on this platform';
 export const ADMIN_CHAT_ACCESS_DISABLED = 'Admin chat access is disabled on this platform';
+export const ACCOUNTS_FROM_REALM = 'Accounts come from the platform sign-in';
 export const ADMIN_SCOPED = 'Admins reach only their own content and content shared with them on this platform';
 
 /** Prefixes where Open WebUI serves its API; an unknown route there is refused for admins (fail closed). */
@@ -94,6 +99,17 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     return settings.enableAdminExport
       ? { action: 'pass', rule: 'A6: export enabled' }
       : { action: 'deny', status: 401, detail: EXPORT_DISABLED, rule: 'A6: export disabled' };
+  }
+
+  // Accounts come from the realm (the trusted-header sign-in): a sign-up or an LDAP sign-in answers
+  // with a token of an account of the body's choosing, which the later sign-in of that email lands
+  // in. Refused for every caller, whatever the switches (an admin may turn sign-up on upstream).
+  // Open WebUI's own OAuth sign-in (a provider an admin may configure at runtime, merging accounts
+  // by email) and its token exchange do the same: the platform does not use them.
+  const ownOAuthSignIn = s[0] === 'oauth' && s[1] !== 'clients' && s.length >= 3 && (s[2] === 'login' || s[2] === 'callback');
+  const tokenExchange = under('api', 'v1', 'auths', 'oauth') && s.length >= 7 && s[s.length - 2] === 'token' && s[s.length - 1] === 'exchange';
+  if ((method === 'POST' && (is('api', 'v1', 'auths', 'signup') || is('api', 'v1', 'auths', 'ldap'))) || ownOAuthSignIn || tokenExchange) {
+    return { action: 'deny', status: 403, detail: ACCOUNTS_FROM_REALM, rule: 'accounts come from the realm' };
   }
 
   // The route table (policies/open-webui-routes.ts) is read for admins only: plain users' requests
@@ -189,7 +205,9 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
       return { action: 'require-access', lookup, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
     }
     case 'account':
-      return { action: 'require-own-account', userId: params.user_id!, detail: ADMIN_SCOPED, rule };
+      // An admin who gives their OWN account another email hands it (their token still valid on the
+      // socket) to whoever signs in with that email next: the email stays the realm's.
+      return { action: 'require-own-account', userId: params.user_id!, ...(method === 'POST' && row.path.endsWith('/update') ? { keepEmail: true } : {}), detail: ADMIN_SCOPED, rule };
     case 'refused':
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
     case 'admin-config':

@@ -122,9 +122,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('GET', '/api/usage'),
   own('GET', '/oauth/clients/{client_id}/authorize'),
   own('GET', '/oauth/clients/{client_id}/callback'),
-  own('GET', '/oauth/{provider}/login'),
-  own('GET', '/oauth/{provider}/callback'),
-  own('GET', '/oauth/{provider}/login/callback'),
+  // Open WebUI's own OAuth sign-in: refused for every caller (policies/admin-scoping.ts, accounts come from the realm)
+  refused('GET', '/oauth/{provider}/login', 'accounts come from the realm'),
+  refused('GET', '/oauth/{provider}/callback', 'accounts come from the realm'),
+  refused('GET', '/oauth/{provider}/login/callback', 'accounts come from the realm'),
   own('POST', '/oauth/backchannel-logout'),
   own('GET', '/manifest.json'),
   own('GET', '/opensearch.xml'),
@@ -244,19 +245,22 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/auths/update/profile'),
   own('POST', '/api/v1/auths/update/timezone'),
   own('POST', '/api/v1/auths/update/password'),
-  own('POST', '/api/v1/auths/ldap'),
+  refused('POST', '/api/v1/auths/ldap', 'accounts come from the realm: an LDAP sign-in answers with a token of whatever account its server names'),
   own('POST', '/api/v1/auths/signin'),
-  own('POST', '/api/v1/auths/signup'),
+  refused('POST', '/api/v1/auths/signup', 'accounts come from the realm: a sign-up answers with a token of the account the next sign-in with that email lands in'),
   row('POST', '/api/v1/auths/signout', 'gateway'),
   own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
-  cfg('POST', '/api/v1/auths/add'),
+  // answers with a token OF THE NEW ACCOUNT: an admin adding the email of someone not signed in
+  // yet would hold a token of the account that person's trusted-header sign-in lands in (shown on
+  // the real 0.12.4); accounts come from the realm at first sign-in
+  refused('POST', '/api/v1/auths/add', 'accounts come from the realm; the answer holds a token of the new account'),
   cfg('GET', '/api/v1/auths/admin/details'),
   cfg('GET,POST', '/api/v1/auths/admin/config'),
   cfg('GET,POST', '/api/v1/auths/admin/config/ldap/server'),
   cfg('GET,POST', '/api/v1/auths/admin/config/ldap'),
   cfg('GET,POST', '/api/v1/auths/admin/config/oauth'),
   own('GET,POST,DELETE', '/api/v1/auths/api_key'),
-  own('POST', '/api/v1/auths/oauth/{provider}/token/exchange'),
+  refused('POST', '/api/v1/auths/oauth/{provider}/token/exchange', 'accounts come from the realm'),
   own('GET', '/api/v1/auths/mfa/status'),
   ...['challenge', 'enroll/start', 'enroll/confirm', 'verify', 'replace', 'recovery/codes', 'recover'].map((p) => own('POST', `/api/v1/auths/mfa/${p}`)),
 
@@ -289,7 +293,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   account('POST', '/api/v1/users/{user_id}/update'),
   account('DELETE', '/api/v1/users/{user_id}'),
   cfg('GET', '/api/v1/users/{user_id}/groups'),
-  cfg('GET', '/api/v1/users/{user_id}/preview'),
+  // what a user can reach: the ids and NAMES of every knowledge base, model and tool they own or
+  // hold a grant on, private ones of other users included (seen on the real 0.12.4): the admin
+  // keeps the user and their groups only
+  row('GET', '/api/v1/users/{user_id}/preview', 'admin-config', { redact: ['models', 'knowledge', 'tools'] }),
 
   // ---- routers/apps.py (/api/v1/apps): external apps, installed and managed by admins, global
   cfg('GET', '/api/v1/apps'),

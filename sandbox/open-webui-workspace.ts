@@ -135,6 +135,19 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     sendJson(ctx, 200, { ...userModel(u), groups: u.groups.map((g) => ({ id: g, name: g })), is_active: false });
   });
 
+  // users.py get_user_preview: the ids and names of every knowledge base, model and tool the user
+  // owns or holds a read grant on, other users' private ones included
+  route('GET', '/api/v1/users/{user_id}/preview', async (ctx, [id]) => {
+    await authenticate(ctx, 'admin');
+    const u = kit.users.get(id ?? '');
+    if (!u) throw fail(404, 'User not found');
+    const reach = (kind: Kind) => {
+      const all = [...ws.objects[kind].values()];
+      return { items: all.filter((o) => readable(u, o)).map((o) => ({ id: o.id, name: o.name })), total: all.length };
+    };
+    sendJson(ctx, 200, { user: { id: u.id, name: u.name }, groups: u.groups.map((g) => ({ id: g, name: g })), models: reach('model'), knowledge: reach('knowledge'), tools: reach('tool') });
+  });
+
   // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`
   for (const p of ['/ws/socket.io', '/ws/socket.io/']) {
     route('POST', p, async (ctx) => {
@@ -146,7 +159,13 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   // notes.py
   route('GET', '/api/v1/notes/search', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
-    const items = listed(user, 'note').map(withUser);
+    // Notes.search_notes: unless an admin with the bypass on, the caller's own notes and those
+    // granted with `permission`, which is 'write' when the query does not name it (so a note
+    // shared read-only shows only with `permission=read`, as on the real 0.12.4)
+    const permission = kit.query(ctx, 'permission') === 'read' ? 'read' : 'write';
+    const items = [...ws.objects.note.values()]
+      .filter((o) => (user.role === 'admin' && flags.bypassAdminAccessControl) || o.user_id === user.id || hasAccess(user, o, permission) || (permission === 'read' && hasAccess(user, o, 'write')))
+      .map(withUser);
     sendJson(ctx, 200, { items, total: items.length });
   });
   route('GET', '/api/v1/notes/', async (ctx) => {
@@ -212,10 +231,12 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     sendJson(ctx, 200, ws.messages.filter((m) => m.channel_id === ch.id));
   });
   route('POST', '/api/v1/channels/{id}/update/members/add', async (ctx, [id]) => {
-    // "allowed to any admin"
+    // "allowed to any admin" on standard and group channels
     const { user } = await authenticate(ctx, 'verified');
     const ch = get('channel', id);
     if (user.role !== 'admin' && ch.user_id !== user.id) throw fail(403, FORBIDDEN);
+    // no member is ever added to a DM, admins included (0.12.4 answers 403)
+    if (ch.type === 'dm') throw fail(403, FORBIDDEN);
     const body = await readJsonObject(ctx);
     const add = Array.isArray(body.user_ids) ? (body.user_ids as string[]) : [];
     const members = ws.members.get(ch.id) ?? new Set<string>();

@@ -26,6 +26,7 @@ function seed(): Workspace {
   put('note', { id: 'n-shared', user_id: 'u-bob', title: 'shared with the admin', data: {}, access_grants: [grant('note', 'n-shared', 'user:u-admin')] });
   put('note', { id: 'n-group', user_id: 'u-alice', title: 'tenant-a note', data: {}, access_grants: [grant('note', 'n-group', 'group:tenant-a')] });
   put('note', { id: 'n-admin', user_id: 'u-admin', title: 'own note', data: {}, access_grants: [] });
+  put('note', { id: 'n-bob-to-alice', user_id: 'u-bob', title: 'read-only for alice', data: {}, access_grants: [grant('note', 'n-bob-to-alice', 'user:u-alice')] });
   put('folder', { id: 'fo-bob', user_id: 'u-bob', name: 'globex', access_grants: [] });
   put('knowledge', { id: 'k-bob', user_id: 'u-bob', name: 'globex kb', content: SECRET, access_grants: [] });
   put('knowledge', { id: 'k-tenant-b', user_id: 'u-bob', name: 'tenant-b kb', content: SECRET, access_grants: [grant('knowledge', 'k-tenant-b', 'group:tenant-b')] });
@@ -128,6 +129,13 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(ids).to.have.members(['n-admin', 'n-shared', 'n-group']);
         expect(body.total).to.equal(3);
         expect(res.headers.get('cache-control')).to.equal('private, no-store');
+      });
+
+      it('note search of a plain user passes as Open WebUI 0.12.4 answers it: a read-only share shows with permission=read only', async () => {
+        // Notes.search_notes filters on `permission`, 'write' when the query does not name it (seen on the real app)
+        const search = async (q: string) => JSON.parse(await text(await call('GET', `/api/v1/notes/search${q}`, aliceKey))).items.map((n: { id: string }) => n.id);
+        expect(await search('')).to.have.members(['n-group']);
+        expect(await search('?permission=read')).to.have.members(['n-group', 'n-bob-to-alice']);
       });
 
       it(bypass ? 'folders pass' : 'folders: another user\u2019s folder, its chats and a self-granted folder grant are refused', async () => {
@@ -234,7 +242,24 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(reached('POST', '/users/u-bob/update')).to.equal(before);
         expect(upstream.users.get('u-bob')!.email).to.equal('bob@globex.test');
         expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status).to.equal(200);
+        expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin' })).status).to.equal(200);
         expect(denied('account POST /api/v1/users/{user_id}/update')).to.have.length.greaterThan(0);
+        // nor give their OWN account another email: whoever signs in with it next would get the account
+        const own = reached('POST', '/users/u-admin/update');
+        const moved = await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'newhire@acme.test' });
+        expect(moved.status).to.equal(403);
+        expect(reached('POST', '/users/u-admin/update')).to.equal(own);
+        expect(upstream.users.get('u-admin')!.email).to.equal('sysadmin@platform.test');
+        expect(denied('the email stays the realm')).to.have.length.greaterThan(0);
+      });
+
+      it(bypass ? 'adding an account passes' : 'an admin cannot add an account (its answer holds the new account\u2019s token); it never reaches Open WebUI', async () => {
+        const before = reached('POST', '/auths/add');
+        const res = await call('POST', '/api/v1/auths/add', adminKey, { name: 'New Hire', email: 'newhire@acme.test', password: 'Str0ng-Passw0rd!', role: 'user' });
+        if (bypass) return expect(res.status).to.not.equal(403);
+        expect(res.status).to.equal(403);
+        expect(reached('POST', '/auths/add')).to.equal(before);
+        expect(denied('refused POST /api/v1/auths/add')).to.have.length.greaterThan(0);
       });
 
       it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {
@@ -248,6 +273,16 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(users.map((u: { id: string }) => u.id)).to.include.members(['u-admin', 'u-alice', 'u-bob']);
         expect(users.every((u: object) => !('settings' in u) && !('info' in u))).to.equal(true);
         expect(JSON.parse(oneText)).to.include({ id: 'u-bob', email: 'bob@globex.test' });
+      });
+
+      it(bypass ? 'a user\u2019s access preview comes as Open WebUI answers' : 'a user\u2019s access preview keeps the user and their groups, not the names of their private knowledge bases, models and tools', async () => {
+        // users.py get_user_preview lists ids and names of what the user reaches (seen leaking on the real 0.12.4)
+        const res = await call('GET', '/api/v1/users/u-bob/preview', adminKey);
+        expect(res.status).to.equal(200);
+        const body = JSON.parse(await text(res));
+        if (bypass) return expect(body.knowledge.items.map((k: { name: string }) => k.name)).to.include('globex kb');
+        expect(body).to.deep.equal({ user: { id: 'u-bob', name: 'Bob' }, groups: [{ id: 'tenant-b', name: 'tenant-b' }] });
+        expect(res.headers.get('cache-control')).to.equal('private, no-store');
       });
 
       it('a completion naming another user\u2019s chat never reaches Open WebUI (either switch); one\u2019s own and unsaved chats work', async () => {

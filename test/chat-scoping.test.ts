@@ -134,9 +134,9 @@ for (const upstreamFlag of [true, false]) {
       expect(audit!.owner).to.be.oneOf(upstreamFlag ? ['u-bob'] : ['u-bob', 'unknown']);
     });
 
-    it('refusals are audited with the caller', async () => {
+    it('refusals are audited with the caller and the rule', async () => {
       await call(adminKey, 'GET', `/api/v1/chats/${BOB_CHAT}`);
-      expect(gw.obs.lines.some((l) => l.event === 'admin-chat-access-denied' && l.callerId === 'u-admin')).to.equal(true);
+      expect(gw.obs.lines.some((l) => l.event === 'admin-chat-access-denied' && l.callerId === 'u-admin' && String(l.rule).includes('ENABLE_ADMIN_CHAT_ACCESS fixed false'))).to.equal(true);
     });
 
     it('plain users keep what Open WebUI gives them: own chat, a chat shared by grant, by share id; others refused by the upstream', async () => {

@@ -56,6 +56,18 @@ describe('admin-scoping policy', () => {
     expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, off, admin)).to.include({ action: 'audit-file-access', fileId: '*' });
   });
 
+  it('accounts come from the realm: sign-up and LDAP sign-in are refused for every caller, with either switch', () => {
+    for (const path of ['/api/v1/auths/signup', '/api/v1/auths/ldap', '/API/V1/AUTHS/SIGNUP/'])
+      for (const settings of [off, on])
+        for (const caller of [admin, user]) expect(decide({ method: 'POST', path }, settings, caller), path).to.include({ action: 'deny', status: 403, rule: 'accounts come from the realm' });
+    // Open WebUI's own OAuth sign-in and token exchange too; MCP tool-server OAuth clients and the back-channel logout pass
+    for (const [method, path] of [['GET', '/oauth/oidc/login'], ['GET', '/oauth/oidc/callback'], ['GET', '/oauth/evil/login/callback'], ['POST', '/api/v1/auths/oauth/oidc/token/exchange'], ['POST', '/api/v1/auths/oauth/a/b/token/exchange']] as const)
+      for (const caller of [admin, user]) expect(decide({ method, path }, on, caller), path).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'GET', path: '/oauth/clients/c1/authorize' }, off, user).action).to.equal('pass');
+    expect(decide({ method: 'POST', path: '/oauth/backchannel-logout' }, off, user).action).to.equal('pass');
+    expect(decide({ method: 'POST', path: '/api/v1/auths/signin' }, off, user).action).to.equal('pass');
+  });
+
   it('A8: everything else passes untouched', () => {
     for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123'])
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');

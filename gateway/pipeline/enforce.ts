@@ -75,7 +75,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         // Known before anything is forwarded: a write never reaches the upstream on a guess.
         const callerId = await caller.upstreamUserId();
         if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed(req, res, expectContinue);
-        obs.audit.warn({ event: 'admin-chat-access-denied', caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-own-chat-in-body': {
@@ -106,8 +106,24 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       case 'require-own-account': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         const callerId = await caller.upstreamUserId();
-        if (callerId && decision.userId === callerId) return proceed(req, res, expectContinue);
-        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        if (!callerId || decision.userId !== callerId) return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        if (!decision.keepEmail) return proceed(req, res, expectContinue);
+        if (expectContinue) res.writeContinue();
+        const body = await readJsonBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const email = body.json && typeof body.json === 'object' ? (body.json as { email?: unknown }).email : undefined;
+        // absent or null leaves the email as it is; anything else must be the one the account has
+        // (asked of the upstream, as the caller) and, for a realm identity, the realm's
+        if (email !== undefined && email !== null) {
+          const current = await upstream.call('GET', '/api/v1/auths/', rewriteHeaders(req.headers, trusted)).then(
+            (up) => (up.status === 200 ? (JSON.parse(up.body.toString('utf8')) as { email?: unknown }).email : undefined),
+            () => undefined,
+          ).catch(() => undefined);
+          const wanted = typeof email === 'string' ? email.trim().toLowerCase() : undefined;
+          const same = wanted !== undefined && typeof current === 'string' && wanted === current.toLowerCase() && (!caller.identity || wanted === caller.identity.email.toLowerCase());
+          if (!same) return refuse(res, caller, callerId, req.method, path, `${decision.rule}: the email stays the realm's`, decision.detail);
+        }
+        return proceed(req, res, false, body.raw);
       }
       case 'filter-listing': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });

@@ -195,7 +195,7 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-/** A tiny OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions (SSE when `stream`). */
+/** A tiny OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions (SSE when `stream`), POST /v1/embeddings. */
 export async function startModelServer(model = 'tiny-test-model'): Promise<ModelServer> {
   const words = ['The', ' tiny', ' model', ' streams', ' this', ' answer', ' through', ' the', ' gateway.'];
   const completions: Array<Record<string, unknown>> = [];
@@ -204,6 +204,29 @@ export async function startModelServer(model = 'tiny-test-model'): Promise<Model
     if (req.method === 'GET' && path === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(JSON.stringify({ object: 'list', data: [{ id: model, object: 'model', created: 1700000000, owned_by: 'test' }] }));
+    }
+    if (req.method === 'POST' && path === '/v1/embeddings') {
+      // deterministic 16-dimension vectors of the text's bytes: enough for Open WebUI to store and query memories
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        let input: unknown = '';
+        try {
+          input = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input?: unknown }).input;
+        } catch {
+          /* empty input */
+        }
+        const texts = (Array.isArray(input) ? input : [input]).map(String);
+        const embed = (t: string) => {
+          const v = new Array<number>(16).fill(0);
+          for (const [i, b] of [...Buffer.from(t)].entries()) v[i % 16]! += b;
+          const norm = Math.hypot(...v) || 1;
+          return v.map((x) => x / norm);
+        };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', model: 'tiny-embed', data: texts.map((t, index) => ({ object: 'embedding', index, embedding: embed(t) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+      });
+      return;
     }
     if (req.method === 'POST' && path === '/v1/chat/completions') {
       const chunks: Buffer[] = [];
@@ -271,7 +294,7 @@ export interface RealWorld {
   close(): Promise<void>;
 }
 
-export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; env?: Env; accessTokenTtl?: number; owuiEnv?: Record<string, string> }): Promise<RealWorld> {
+export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; embeddings?: boolean; env?: Env; accessTokenTtl?: number; owuiEnv?: Record<string, string> }): Promise<RealWorld> {
   const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -279,6 +302,8 @@ export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; en
   const modelEnv: Record<string, string> = model
     ? { ENABLE_OPENAI_API: 'True', OPENAI_API_BASE_URLS: model.baseUrl, OPENAI_API_KEYS: 'sk-test-model', DEFAULT_MODELS: model.model }
     : {};
+  // memories and retrieval need an embedding engine: the model server's /v1/embeddings (no model download)
+  if (model && o.embeddings) Object.assign(modelEnv, { RAG_EMBEDDING_ENGINE: 'openai', RAG_OPENAI_API_BASE_URL: model.baseUrl, RAG_OPENAI_API_KEY: 'sk-test-model', RAG_EMBEDDING_MODEL: 'tiny-embed' });
   const [owui, idp] = await Promise.all([
     startRealOpenWebUI({ flags: o.flags, env: { WEBUI_AUTH_SIGNOUT_REDIRECT_URL: `${url}/auth/logout`, ...modelEnv, ...o.owuiEnv } }),
     startIdp({

@@ -1,0 +1,538 @@
+// Issue 24, item 5: the route table (policies/open-webui-routes.ts) on the REAL Open WebUI 0.12.4.
+// With Open WebUI's own admin flags both ways (all TRUE = drifted, all false) and the gateway's
+// CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false, another user's note, channel messages, rated chat
+// (feedback snapshot), memory, knowledge base and folder with a chat never reach the admin through
+// the gateway; for each, Open WebUI called directly (w.owui.url, the admin's own Open WebUI token,
+// no gateway) is asked FIRST, so each test shows the door was open without the gateway (or says it
+// was already shut). Content the admin owns, or that its owner shared with the admin (a user grant,
+// a group grant), still works. Every refusal is audited with its rule. One Open WebUI per flag set.
+import { expect } from 'chai';
+import WebSocket from 'ws';
+import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
+import { browse, signIn, type Jar } from '../support/cookie-jar.js';
+import { startRealWorld, type AdminFlags, type RealWorld } from '../support/open-webui.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Answer {
+  status: number;
+  text: string;
+  json<T = unknown>(): T;
+}
+
+const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
+  { title: "Open WebUI's own admin flags all TRUE (drifted)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true } },
+  { title: "Open WebUI's own admin flags all false (the platform's setting)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } },
+];
+
+/** Sharing and features a tenant would switch on: the doors below exist only with them. */
+const OWUI_ENV = {
+  ENABLE_CHANNELS: 'True',
+  USER_PERMISSIONS_NOTES_ALLOW_SHARING: 'True',
+  USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: 'True',
+  USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: 'True',
+  USER_PERMISSIONS_FOLDERS_ALLOW_SHARING: 'True',
+};
+
+for (const { title, flags } of FLAG_SETS) {
+  describe(`every route of the table on the real Open WebUI 0.12.4: ${title}; gateway bypass false`, function () {
+    this.timeout(120_000);
+    let w: RealWorld;
+    let admin: Jar;
+    let superuser: Jar;
+    let alice: Jar;
+    let bob: Jar;
+    let ids: Record<'admin' | 'superuser' | 'alice' | 'bob' | 'carol', string>;
+    let adminToken: string; // the admin's own Open WebUI token, from a sign-in straight at Open WebUI
+    let acme: string;
+
+    /** Straight at Open WebUI, as the admin, no gateway. */
+    const direct = async (method: string, path: string, body?: unknown, token = adminToken): Promise<Answer> => {
+      const res = await fetch(`${w.owui.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+    };
+    /** Through the gateway, as a signed-in browser. */
+    const via = (jar: Jar, method: string, path: string, body?: unknown) =>
+      browse(jar, path, {
+        method,
+        headers: method === 'GET' || method === 'HEAD' ? {} : { origin: w.url, 'content-type': 'application/json' },
+        body: body !== undefined ? JSON.stringify(body) : method === 'GET' || method === 'HEAD' ? undefined : '{}',
+      });
+    const ok = async <T>(p: Promise<Answer>, what: string): Promise<T> => {
+      const r = await p;
+      expect(r.status, `${what}: ${r.text}`).to.equal(200);
+      return r.json<T>();
+    };
+    /** The gateway refused (never forwarded) and wrote an audit line naming the rule. */
+    const refused = async (r: Answer, method: string, path: string, status = 403) => {
+      expect(r.status, `${method} ${path}: ${r.text}`).to.equal(status);
+      const pathOnly = path.split('?')[0]!;
+      const line = () =>
+        w.obs.lines.find(
+          (l) => (l.event === 'admin-access-denied' || l.event === 'admin-chat-access-denied' || l.event === 'policy-denied') && l.path === pathOnly && l.method === method && (l.callerId === ids.admin || l.callerId === undefined),
+        );
+      for (let i = 0; i < 40 && !line(); i++) await sleep(25);
+      expect(line(), `audit line of ${method} ${path}`).to.not.equal(undefined);
+      expect(String(line()!.rule ?? ''), `the audit line of ${method} ${path} names its rule`).to.match(/route table|ENABLE_ADMIN_CHAT_ACCESS/);
+    };
+
+    const signInDirect = async (email: string, role: 'admin' | 'user') => {
+      const r = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-email': email, 'x-forwarded-role': role },
+        body: JSON.stringify({ email: '', password: '' }),
+      });
+      expect(r.status).to.equal(200);
+      return ((await r.json()) as { token: string }).token;
+    };
+
+    // alice's content: private, shared with the admin by name, shared with the group acme
+    type Content = 'note' | 'noteShared' | 'noteGroup' | 'noteOwn' | 'channelProbe' | 'channel' | 'dm' | 'channelWithAdmin' | 'feedback' | 'feedbackOwn' | 'kb' | 'kbShared' | 'kbGroup' | 'folderProbe' | 'folderProbeChat' | 'folder' | 'folderChat';
+    const c = {} as Record<Content, string>;
+
+    before(async function () {
+      this.timeout(300_000);
+      w = await startRealWorld({ flags, model: true, embeddings: true, owuiEnv: OWUI_ENV });
+      admin = (await signIn(w.url, 'sysadmin')).jar;
+      // the realm group acme exists in Open WebUI before its members sign in (they join it then)
+      acme = (await ok<{ id: string }>(via(admin, 'POST', '/api/v1/groups/create', { name: 'acme', description: 'tenant acme' }), 'group acme')).id;
+      const jars = await Promise.all(['superuser', 'alice', 'bob', 'carol'].map(async (u) => (await signIn(w.url, u)).jar));
+      [superuser, alice, bob] = [jars[0]!, jars[1]!, jars[2]!];
+      const idOf = async (jar: Jar) => (await ok<{ id: string }>(via(jar, 'GET', '/api/v1/auths/'), 'me')).id;
+      ids = { admin: await idOf(admin), superuser: await idOf(superuser), alice: await idOf(alice), bob: await idOf(bob), carol: await idOf(jars[3]!) };
+      adminToken = await signInDirect('sysadmin@platform.example', 'admin');
+
+      const note = async (jar: Jar, t: string, secret: string, grants: unknown[] = []) =>
+        (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/notes/create', { title: t, data: { content: { md: secret, html: `<p>${secret}</p>`, json: null } }, access_grants: grants }), `note ${t}`)).id;
+      c.note = await note(alice, 'Alice private note', 'ALICE-NOTE-SECRET');
+      c.noteShared = await note(alice, 'Alice note for the admin', 'ALICE-NOTE-FOR-ADMIN', [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }]);
+      c.noteGroup = await note(alice, 'Alice note for acme', 'ALICE-NOTE-FOR-ACME', [{ principal_type: 'group', principal_id: acme, permission: 'read' }]);
+      c.noteOwn = await note(admin, 'Admin own note', 'ADMIN-OWN-NOTE');
+
+      // private (group) channels: one to show the door open directly, one to try through the gateway
+      const channel = async (name: string, members: string[], secret: string, type = 'group') => {
+        const ch = (await ok<{ id: string }>(via(alice, 'POST', '/api/v1/channels/create', { name, type, user_ids: members }), `channel ${name}`)).id;
+        await ok(via(alice, 'POST', `/api/v1/channels/${ch}/messages/post`, { content: secret }), `message in ${name}`);
+        return ch;
+      };
+      c.channelProbe = await channel('alice-private-probe', [ids.carol], 'ALICE-CHANNEL-SECRET');
+      c.channel = await channel('alice-private', [ids.carol], 'ALICE-CHANNEL-SECRET');
+      c.dm = await channel('', [ids.bob], 'ALICE-DM-SECRET', 'dm');
+      c.channelWithAdmin = await channel('alice-and-admin', [ids.admin], 'ALICE-CHANNEL-FOR-ADMIN');
+
+      // a rated chat: the feedback carries a snapshot of the whole chat
+      const chat = async (jar: Jar, t: string, secret: string, folder_id?: string) =>
+        (
+          await ok<{ id: string }>(
+            via(jar, 'POST', '/api/v1/chats/new', {
+              chat: { title: t, models: [], messages: [{ id: 'm1', role: 'user', content: secret }], history: { messages: { m1: { id: 'm1', role: 'user', content: secret } }, currentId: 'm1' } },
+              ...(folder_id ? { folder_id } : {}),
+            }),
+            `chat ${t}`,
+          )
+        ).id;
+      const feedback = async (jar: Jar, chatId: string, secret: string) =>
+        (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/evaluations/feedback', { type: 'rating', data: { rating: 1, model_id: 'tiny-test-model', comment: secret }, meta: { chat_id: chatId }, snapshot: { chat: { id: chatId, chat: { title: secret, messages: [{ role: 'user', content: secret }] } } } }), 'feedback')).id;
+      c.feedback = await feedback(alice, await chat(alice, 'Alice rated chat', 'ALICE-RATED-CHAT-SECRET'), 'ALICE-RATED-CHAT-SECRET');
+      c.feedbackOwn = await feedback(admin, await chat(admin, 'Admin rated chat', 'ADMIN-RATED-CHAT'), 'ADMIN-RATED-CHAT');
+
+      // The slim install has no vector store (pgvector without a database): Open WebUI stores the
+      // memory, embeds it, then answers 503 for the vector write. The memory itself is kept.
+      await via(alice, 'POST', '/api/v1/memories/add', { content: 'ALICE-MEMORY-SECRET lives on Elm Street' });
+      await via(admin, 'POST', '/api/v1/memories/add', { content: 'ADMIN-OWN-MEMORY' });
+      expect((await ok<Array<{ content: string }>>(via(alice, 'GET', '/api/v1/memories/'), 'alice memories')).map((m) => m.content)).to.deep.equal(['ALICE-MEMORY-SECRET lives on Elm Street']);
+
+      const kb = async (jar: Jar, name: string, secret: string, grants: unknown[] = []) =>
+        (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/knowledge/create', { name, description: secret, access_grants: grants }), `knowledge ${name}`)).id;
+      c.kb = await kb(alice, 'Alice KB', 'ALICE-KB-SECRET');
+      c.kbShared = await kb(alice, 'Alice KB for the admin', 'ALICE-KB-FOR-ADMIN', [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }]);
+      c.kbGroup = await kb(alice, 'Alice KB for acme', 'ALICE-KB-FOR-ACME', [{ principal_type: 'group', principal_id: acme, permission: 'read' }]);
+
+      const folder = async (name: string) => (await ok<{ id: string }>(via(alice, 'POST', '/api/v1/folders/', { name }), `folder ${name}`)).id;
+      c.folderProbe = await folder('Alice folder probe');
+      c.folderProbeChat = await chat(alice, 'Alice foldered chat probe', 'ALICE-FOLDER-CHAT-SECRET', c.folderProbe);
+      c.folder = await folder('Alice folder');
+      c.folderChat = await chat(alice, 'Alice foldered chat', 'ALICE-FOLDER-CHAT-SECRET', c.folder);
+    });
+    after(async () => {
+      await w?.close();
+    });
+
+    it('notes: Open WebUI alone gives the admin another user\u2019s note; the gateway never does, by any route', async () => {
+      // the door, without the gateway
+      const open = await direct('GET', `/api/v1/notes/${c.note}`);
+      expect(open.status).to.equal(200);
+      expect(open.text).to.include('ALICE-NOTE-SECRET');
+      const search = await direct('GET', '/api/v1/notes/search?query=Alice&permission=read');
+      expect(search.status).to.equal(200);
+      expect(search.text.includes('Alice private note'), 'Open WebUI alone searches everybody\u2019s notes for an admin exactly when its bypass is on').to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
+      const w1 = await direct('POST', `/api/v1/notes/${c.note}/access/update`, { access_grants: [] });
+      expect(w1.status, 'Open WebUI alone lets the admin rewrite the note\u2019s sharing').to.equal(200);
+
+      // through the gateway
+      for (const path of [`/api/v1/notes/${c.note}`, `/api/v1/notes/${c.note}/chats`]) await refused(await via(admin, 'GET', path), 'GET', path);
+      for (const [path, body] of [
+        [`/api/v1/notes/${c.note}/update`, { title: 'hijacked' }],
+        [`/api/v1/notes/${c.note}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }],
+        [`/api/v1/notes/${c.note}/pin`, {}],
+      ] as const)
+        await refused(await via(admin, 'POST', path, body), 'POST', path);
+      await refused(await via(admin, 'DELETE', `/api/v1/notes/${c.note}/delete`), 'DELETE', `/api/v1/notes/${c.note}/delete`);
+      const list = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/notes/'), 'notes list');
+      expect(list.map((n) => n.id)).to.not.include(c.note);
+      const found = await via(admin, 'GET', '/api/v1/notes/search?query=Alice&permission=read');
+      expect(found.status).to.equal(200);
+      expect(found.text).to.not.include('ALICE-NOTE-SECRET');
+      expect(found.json<{ items: Array<{ id: string }> }>().items.map((n) => n.id)).to.not.include(c.note);
+      // nothing the gateway refused reached Open WebUI: the note is as alice left it
+      const still = await ok<{ title: string; access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/notes/${c.note}`), 'alice reads her note');
+      expect(still.title).to.equal('Alice private note');
+      expect(still.access_grants).to.deep.equal([]);
+    });
+
+    it('notes: the admin\u2019s own note, a note shared with the admin by name, and one shared with a group work through the gateway', async () => {
+      expect((await ok<{ data: unknown }>(via(admin, 'GET', `/api/v1/notes/${c.noteOwn}`), 'own note')).data).to.deep.include({ content: { md: 'ADMIN-OWN-NOTE', html: '<p>ADMIN-OWN-NOTE</p>', json: null } });
+      expect((await via(admin, 'GET', `/api/v1/notes/${c.noteShared}`)).text).to.include('ALICE-NOTE-FOR-ADMIN');
+      // 0.12.4's search lists notes the caller may WRITE unless `permission=read` is asked
+      const search = await ok<{ items: Array<{ id: string }> }>(via(admin, 'GET', '/api/v1/notes/search?query=Alice&permission=read'), 'search');
+      expect(search.items.map((n) => n.id)).to.include(c.noteShared);
+      const list = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/notes/'), 'list');
+      expect(list.map((n) => n.id)).to.include.members([c.noteOwn, c.noteShared]);
+      // superuser: an admin in the realm group acme
+      const group = await via(superuser, 'GET', `/api/v1/notes/${c.noteGroup}`);
+      expect(group.status, group.text).to.equal(200);
+      expect(group.text).to.include('ALICE-NOTE-FOR-ACME');
+      await refused(await via(admin, 'GET', `/api/v1/notes/${c.noteGroup}`), 'GET', `/api/v1/notes/${c.noteGroup}`);
+    });
+
+    it('channels: Open WebUI alone lets the admin add themself to a private channel and read it; through the gateway neither', async () => {
+      expect((await direct('GET', `/api/v1/channels/${c.channelProbe}/messages`)).status, 'not a member yet').to.equal(403);
+      expect((await direct('POST', `/api/v1/channels/${c.channelProbe}/update/members/add`, { user_ids: [ids.admin] })).status).to.equal(200);
+      const read = await direct('GET', `/api/v1/channels/${c.channelProbe}/messages`);
+      expect(read.status).to.equal(200);
+      expect(read.text, 'the door, without the gateway').to.include('ALICE-CHANNEL-SECRET');
+
+      for (const path of [`/api/v1/channels/${c.channel}`, `/api/v1/channels/${c.channel}/members`, `/api/v1/channels/${c.channel}/messages`]) await refused(await via(admin, 'GET', path), 'GET', path);
+      await refused(await via(admin, 'POST', `/api/v1/channels/${c.channel}/update/members/add`, { user_ids: [ids.admin] }), 'POST', `/api/v1/channels/${c.channel}/update/members/add`);
+      await refused(await via(admin, 'POST', `/api/v1/channels/${c.channel}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/channels/${c.channel}/access/update`);
+      await refused(await via(admin, 'GET', `/api/v1/channels/${c.channel}/messages`), 'GET', `/api/v1/channels/${c.channel}/messages`);
+      // the add never reached Open WebUI: the admin is still no member there
+      expect((await direct('GET', `/api/v1/channels/${c.channel}/messages`)).status).to.equal(403);
+      const lists = await via(admin, 'GET', '/api/v1/channels/list');
+      expect(lists.status).to.equal(200);
+      expect(lists.text).to.not.include('alice-private"');
+    });
+
+    it('channels: a direct message stays closed through the gateway (Open WebUI alone keeps a DM to its members too)', async () => {
+      // 0.12.4 refuses member adds on a DM and its messages to non-members, admins included
+      expect((await direct('POST', `/api/v1/channels/${c.dm}/update/members/add`, { user_ids: [ids.admin] })).status).to.equal(403);
+      expect((await direct('GET', `/api/v1/channels/${c.dm}/messages`)).status).to.equal(403);
+      await refused(await via(admin, 'POST', `/api/v1/channels/${c.dm}/update/members/add`, { user_ids: [ids.admin] }), 'POST', `/api/v1/channels/${c.dm}/update/members/add`);
+      await refused(await via(admin, 'GET', `/api/v1/channels/${c.dm}/messages`), 'GET', `/api/v1/channels/${c.dm}/messages`);
+      // bob, its other member, reads it through the gateway
+      expect((await via(bob, 'GET', `/api/v1/channels/${c.dm}/messages`)).text).to.include('ALICE-DM-SECRET');
+    });
+
+    it('channels: a channel the admin was made a member of by its owner works through the gateway', async () => {
+      const r = await via(admin, 'GET', `/api/v1/channels/${c.channelWithAdmin}/messages`);
+      expect(r.status, r.text).to.equal(200);
+      expect(r.text).to.include('ALICE-CHANNEL-FOR-ADMIN');
+      expect((await via(admin, 'GET', `/api/v1/channels/${c.channelWithAdmin}`)).status).to.equal(200);
+    });
+
+    it('feedback: Open WebUI alone gives the admin the snapshot of another user\u2019s rated chat by three routes; the gateway by none', async () => {
+      for (const path of ['/api/v1/evaluations/feedbacks/all/export', `/api/v1/evaluations/feedback/${c.feedback}`, '/api/v1/evaluations/feedbacks/list', '/api/v1/evaluations/feedbacks/all/ids']) {
+        const r = await direct('GET', path);
+        expect(r.status, path).to.equal(200);
+        expect(r.text, `the door, without the gateway: ${path}`).to.include(path.endsWith('/ids') ? c.feedback : path.endsWith('/list') ? c.feedback : 'ALICE-RATED-CHAT-SECRET');
+      }
+      const exported = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/evaluations/feedbacks/all/export'), 'export');
+      expect(exported.map((f) => f.id)).to.deep.equal([c.feedbackOwn]);
+      const listed = await ok<{ items: Array<{ id: string }>; total: number }>(via(admin, 'GET', '/api/v1/evaluations/feedbacks/list'), 'list');
+      expect(listed.items.map((f) => f.id)).to.deep.equal([c.feedbackOwn]);
+      expect(listed.total).to.equal(1);
+      const idsList = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/evaluations/feedbacks/all/ids'), 'ids');
+      expect(idsList.map((f) => f.id)).to.deep.equal([c.feedbackOwn]);
+      await refused(await via(admin, 'GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'GET', `/api/v1/evaluations/feedback/${c.feedback}`);
+      await refused(await via(admin, 'POST', `/api/v1/evaluations/feedback/${c.feedback}`, { type: 'rating', data: { rating: -1 } }), 'POST', `/api/v1/evaluations/feedback/${c.feedback}`);
+      expect((await via(admin, 'GET', `/api/v1/evaluations/feedback/${c.feedbackOwn}`)).text).to.include('ADMIN-RATED-CHAT');
+      expect(w.obs.lines.some((l) => l.event === 'admin-list-filtered' && l.path === '/api/v1/evaluations/feedbacks/all/export' && Number(l.removed) >= 1)).to.equal(true);
+    });
+
+    it('memory: Open WebUI alone lets the admin query another user\u2019s memory collection; the gateway refuses it, own memories still work', async () => {
+      const query = { collection_names: [`user-memory-${ids.alice}`], query: 'Elm Street' };
+      // Open WebUI's access check (retrieval/utils.py filter_accessible_collections) lets an admin
+      // query any collection: the admin gets past it to the vector store (which answers nothing
+      // here: the slim install has none to hold the vectors), where a plain user is refused by the
+      // check itself (403).
+      const open = await direct('POST', '/api/v1/retrieval/query/collection', query);
+      expect(open.status, `the door, without the gateway: ${open.text}`).to.equal(200);
+      const bobToken = await signInDirect('bob@globex.example', 'user');
+      expect((await direct('POST', '/api/v1/retrieval/query/collection', query, bobToken)).status, 'a plain user, for comparison').to.equal(403);
+      for (const path of ['/api/v1/retrieval/query/collection', '/api/v1/retrieval/query/doc']) {
+        const body = path.endsWith('doc') ? { collection_name: `user-memory-${ids.alice}`, query: 'Elm Street' } : query;
+        await refused(await via(admin, 'POST', path, body), 'POST', path);
+      }
+      const mine = await ok<Array<{ content: string }>>(via(admin, 'GET', '/api/v1/memories/'), 'memories');
+      expect(mine.map((m) => m.content)).to.deep.equal(['ADMIN-OWN-MEMORY']);
+      expect((await ok<Array<{ content: string }>>(direct('GET', '/api/v1/memories/'), 'memories directly')).map((m) => m.content), 'Open WebUI alone keeps /memories/ to the caller too').to.deep.equal(['ADMIN-OWN-MEMORY']);
+    });
+
+    it('knowledge: Open WebUI alone gives the admin another user\u2019s knowledge base and its export; the gateway does not, shared ones still work', async () => {
+      for (const path of [`/api/v1/knowledge/${c.kb}`, `/api/v1/knowledge/${c.kb}/export`]) {
+        const r = await direct('GET', path);
+        expect(r.status, `the door, without the gateway: ${path}: ${r.text.slice(0, 200)}`).to.equal(200);
+      }
+      expect((await direct('GET', `/api/v1/knowledge/${c.kb}`)).text).to.include('ALICE-KB-SECRET');
+      for (const path of [`/api/v1/knowledge/${c.kb}`, `/api/v1/knowledge/${c.kb}/export`, `/api/v1/knowledge/${c.kb}/files`]) await refused(await via(admin, 'GET', path), 'GET', path);
+      await refused(await via(admin, 'POST', `/api/v1/knowledge/${c.kb}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/knowledge/${c.kb}/access/update`);
+      const list = await via(admin, 'GET', '/api/v1/knowledge/');
+      expect(list.status).to.equal(200);
+      expect(list.text).to.not.include('ALICE-KB-SECRET');
+      expect(list.text).to.include('ALICE-KB-FOR-ADMIN');
+      expect((await via(admin, 'GET', `/api/v1/knowledge/${c.kbShared}`)).text).to.include('ALICE-KB-FOR-ADMIN');
+      const group = await via(superuser, 'GET', `/api/v1/knowledge/${c.kbGroup}`);
+      expect(group.status, group.text).to.equal(200);
+      expect(group.text).to.include('ALICE-KB-FOR-ACME');
+    });
+
+    it('folders: Open WebUI alone gives the admin another user\u2019s folder, lets them share it with themself and read its chat; the gateway does not', async () => {
+      expect((await direct('GET', `/api/v1/folders/${c.folderProbe}`)).status, 'the door, without the gateway').to.equal(200);
+      const share = await direct('POST', `/api/v1/folders/${c.folderProbe}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] });
+      expect(share.status, share.text).to.equal(200);
+      const chat = await direct('GET', `/api/v1/chats/${c.folderProbeChat}`);
+      expect(chat.status, 'a chat in a folder shared with the admin').to.equal(200);
+      expect(chat.text).to.include('ALICE-FOLDER-CHAT-SECRET');
+
+      await refused(await via(admin, 'GET', `/api/v1/folders/${c.folder}`), 'GET', `/api/v1/folders/${c.folder}`);
+      await refused(await via(admin, 'GET', `/api/v1/folders/${c.folder}/shared/chats`), 'GET', `/api/v1/folders/${c.folder}/shared/chats`);
+      await refused(await via(admin, 'POST', `/api/v1/folders/${c.folder}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/folders/${c.folder}/access/update`);
+      const r = await via(admin, 'GET', `/api/v1/chats/${c.folderChat}`);
+      expect(r.text).to.not.include('ALICE-FOLDER-CHAT-SECRET');
+      await refused(r, 'GET', `/api/v1/chats/${c.folderChat}`, 401);
+      const shared = await via(admin, 'GET', '/api/v1/folders/shared');
+      expect(shared.status).to.equal(200);
+      expect(shared.text).to.not.include('Alice folder"');
+      // the share never reached Open WebUI
+      expect((await ok<{ access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'alice reads her folder')).access_grants).to.deep.equal([]);
+    });
+
+    it('accounts: Open WebUI alone lets the admin change another user\u2019s email and password; the gateway only the admin\u2019s own account', async () => {
+      const carol = await ok<{ email: string; name: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol');
+      const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, { name: carol.name, email: 'carol.taken@evil.example', password: 'Taken-0ver!' });
+      expect(changed.status, changed.text).to.equal(200);
+      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol after')).email, 'the door, without the gateway').to.equal('carol.taken@evil.example');
+      await ok(direct('POST', `/api/v1/users/${ids.carol}/update`, { name: carol.name, email: carol.email }), 'carol back');
+
+      const bobBefore = await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.bob}`), 'bob');
+      await refused(await via(admin, 'POST', `/api/v1/users/${ids.bob}/update`, { name: 'Bob', email: 'bob.taken@evil.example', password: 'Taken-0ver!' }), 'POST', `/api/v1/users/${ids.bob}/update`);
+      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.bob}`), 'bob after')).email).to.equal(bobBefore.email);
+      // bob still signs in as himself
+      expect((await ok<{ id: string }>(via((await signIn(w.url, 'bob')).jar, 'GET', '/api/v1/auths/'), 'bob again')).id).to.equal(ids.bob);
+      // Nor their OWN account's email. Open WebUI alone lets an admin give their account the email
+      // of someone who has not signed in yet; that person's trusted-header sign-in then lands in
+      // the admin's account (the admin's token, still valid on the socket, sees all they do).
+      const superToken = await signInDirect('superuser@platform.example', 'admin');
+      expect((await direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'tina@acme.example' }, superToken)).status, 'the door, without the gateway').to.equal(200);
+      const tinaToken = await signInDirect('tina@acme.example', 'user');
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, tinaToken), 'tina')).id, 'tina signed in to the admin\u2019s account').to.equal(ids.superuser);
+      await ok(direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'superuser@platform.example', role: 'admin' }), 'superuser back');
+      await refused(await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: 'Sys Admin', email: 'carol.next@acme.example' }), 'POST', `/api/v1/users/${ids.admin}/update`);
+      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin email')).email).to.equal('sysadmin@platform.example');
+      // Nor add an account: Open WebUI alone answers with a token of the new account, and the
+      // trusted-header sign-in of that email later lands in it
+      const added = await direct('POST', '/api/v1/auths/add', { name: 'New Hire', email: 'newhire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
+      expect(added.status, added.text).to.equal(200);
+      const held = added.json<{ id: string; token: string }>();
+      const newhire = await signInDirect('newhire@acme.example', 'user');
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, newhire), 'newhire')).id, 'the door, without the gateway').to.equal(held.id);
+      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, held.token), 'the held token')).id, 'the admin holds a token of that account').to.equal(held.id);
+      const viaAdd = await via(admin, 'POST', '/api/v1/auths/add', { name: 'Next Hire', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
+      expect(viaAdd.text).to.not.include('token');
+      await refused(viaAdd, 'POST', '/api/v1/auths/add');
+      // Nor a sign-up: an admin may turn sign-up on upstream (admin config), and Open WebUI alone then
+      // answers a sign-up with a token of an account of the body's email
+      const config = await ok<Record<string, unknown>>(direct('GET', '/api/v1/auths/admin/config'), 'admin config');
+      await ok(direct('POST', '/api/v1/auths/admin/config', { ...config, ENABLE_SIGNUP: true, ENABLE_LOGIN_FORM: true }), 'sign-up on');
+      try {
+        const signup = await fetch(`${w.owui.url}/api/v1/auths/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Later Hire', email: 'laterhire@acme.example', password: 'Str0ng-Passw0rd!' }) });
+        const signed = (await signup.json()) as { id?: string; token?: string };
+        expect(signup.status, 'the door, without the gateway').to.equal(200);
+        expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, await signInDirect('laterhire@acme.example', 'user')), 'later hire')).id).to.equal(signed.id);
+        for (const jar of [admin, alice]) {
+          const r = await via(jar, 'POST', '/api/v1/auths/signup', { name: 'Next', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!' });
+          expect(r.status, r.text).to.equal(403);
+          expect(r.text).to.not.include('token');
+        }
+        expect(w.obs.lines.some((l) => l.event === 'policy-denied' && l.path === '/api/v1/auths/signup' && l.rule === 'accounts come from the realm')).to.equal(true);
+      } finally {
+        await ok(direct('POST', '/api/v1/auths/admin/config', config), 'sign-up back off');
+      }
+      // the admin's own account otherwise: passes
+      const me = await ok<{ name: string; email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin');
+      const own = await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: `${me.name} (renamed)`, email: me.email });
+      expect(own.status, own.text).to.equal(200);
+      expect((await ok<{ name: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin after')).name).to.equal(`${me.name} (renamed)`);
+    });
+
+    it('sweep: no GET route of the table gives the admin any of alice\u2019s private content, whatever id it is given', async function () {
+      this.timeout(240_000);
+      const SECRETS = ['ALICE-NOTE-SECRET', 'ALICE-CHANNEL-SECRET', 'ALICE-DM-SECRET', 'ALICE-RATED-CHAT-SECRET', 'ALICE-MEMORY-SECRET', 'ALICE-KB-SECRET', 'ALICE-FOLDER-CHAT-SECRET', 'Alice private note', 'Alice KB"'];
+      // each parameter gets the id of alice's object of the route's own kind (else every kind in turn)
+      const byKind: Record<string, string[]> = {
+        notes: [c.note],
+        channels: [c.channel, c.dm],
+        knowledge: [c.kb],
+        folders: [c.folder],
+        evaluations: [c.feedback],
+        chats: [c.folderChat],
+        users: [ids.alice],
+      };
+      const everything = [c.note, c.channel, c.dm, c.kb, c.folder, c.feedback, c.folderChat, ids.alice];
+      // GETs that end the admin's session or stream forever are not content routes
+      const skip = /signout|logout|\/oauth\/|\/stream|\/events$|\/ws\b/;
+      const leaks: string[] = [];
+      let asked = 0;
+      for (const row of OPEN_WEBUI_ROUTES) {
+        if (!row.methods.includes('GET') || skip.test(row.path)) continue;
+        const kind = row.path.split('/')[3] ?? '';
+        const values = /\{/.test(row.path) ? (byKind[kind] ?? everything) : [''];
+        for (const v of values) {
+          const path = row.path.replace(/\{[a-z_]+(:path)?\}/g, v).replace('{?id}', v);
+          const query = row.path.includes('?') ? '' : `?id=${v}&query=Alice&user_id=${ids.alice}&chat_id=${c.folderChat}&permission=read`;
+          let body = '';
+          try {
+            const res = await fetch(`${w.url}${path}${query}`, { headers: { cookie: admin.header(path) }, signal: AbortSignal.timeout(5_000) });
+            body = await res.text();
+          } catch {
+            continue; // a stream that never ends holds nothing yet
+          }
+          asked++;
+          const found = SECRETS.filter((x) => body.includes(x));
+          if (found.length) leaks.push(`GET ${path}${query} (${row.class}): ${found.join(', ')}`);
+        }
+      }
+      expect(asked).to.be.greaterThan(150);
+      expect(leaks, leaks.join('\n')).to.deep.equal([]);
+    });
+
+    describe('Socket.IO on the WebSocket transport', () => {
+      interface Sock {
+        events: Array<[string, unknown]>;
+        emit(event: string, data: unknown): void;
+        close(): void;
+      }
+      /** A Socket.IO v4 client over a raw WebSocket (no socket.io-client in node_modules). */
+      const open = (base: string, token: string, headers: Record<string, string> = {}) =>
+        new Promise<Sock>((resolve, reject) => {
+          const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers });
+          const events: Array<[string, unknown]> = [];
+          const timer = setTimeout(() => reject(new Error('no Socket.IO connect')), 10_000);
+          ws.on('error', reject);
+          ws.on('message', (raw) => {
+            const m = raw.toString();
+            if (m[0] === '0') ws.send(`40${JSON.stringify({ token })}`);
+            else if (m === '2') ws.send('3');
+            else if (m.startsWith('40')) {
+              clearTimeout(timer);
+              resolve({ events, emit: (e, d) => ws.send(`42${JSON.stringify([e, d])}`), close: () => ws.close() });
+            } else if (m.startsWith('42')) {
+              const [e, d] = JSON.parse(m.slice(2)) as [string, unknown];
+              events.push([e, d]);
+            }
+          });
+        });
+      const joinDoc = (s: Sock, note: string) => s.emit('ydoc:document:join', { document_id: `note:${note}`, user_id: ids.admin, user_name: 'admin', user_color: '#000000' });
+      const stateOf = (s: Sock, note: string) => s.events.find(([e, d]) => e === 'ydoc:document:state' && (d as { document_id?: string }).document_id === `note:${note}`);
+      const noteEventOf = (s: Sock, note: string) => s.events.find(([e, d]) => e === 'events:note' && (d as { id?: string }).id === note);
+      const until = async (f: () => unknown, ms = 4_000) => {
+        for (let t = 0; t < ms && !f(); t += 50) await sleep(50);
+        return f();
+      };
+      const touch = async (note: string, text: string) => ok(via(alice, 'POST', `/api/v1/notes/${note}/update`, { data: { content: { md: text, html: `<p>${text}</p>`, json: null } } }), 'alice edits');
+
+      it('the real server offers no long-polling transport (ENABLE_WEBSOCKET_SUPPORT, on by default): the WebSocket is the one to guard', async () => {
+        const poll = await fetch(`${w.owui.url}/ws/socket.io/?EIO=4&transport=polling`);
+        expect(poll.status, await poll.text()).to.equal(400);
+        const viaGateway = await browse(admin, '/ws/socket.io/?EIO=4&transport=polling');
+        expect(viaGateway.status).to.equal(400);
+      });
+
+      it('Open WebUI alone lets the admin join another user\u2019s note and its document (the content comes back)', async () => {
+        const s = await open(w.owui.url, adminToken);
+        try {
+          s.emit('join-note', { note_id: c.note, auth: { token: adminToken } });
+          joinDoc(s, c.note);
+          const state = await until(() => stateOf(s, c.note));
+          expect(JSON.stringify(state), 'the door, without the gateway').to.include('ALICE-NOTE-SECRET');
+          await sleep(300);
+          await touch(c.note, 'ALICE-NOTE-SECRET edited');
+          expect(JSON.stringify(await until(() => noteEventOf(s, c.note)))).to.include('ALICE-NOTE-SECRET edited');
+        } finally {
+          s.close();
+        }
+      });
+
+      it('through the gateway the admin\u2019s join-note and ydoc:document:join on another user\u2019s note are dropped and audited; on the own note they work', async () => {
+        const token = (await ok<{ token: string }>(via(admin, 'GET', '/api/v1/auths/'), 'token')).token;
+        const s = await open(w.url, token, { cookie: admin.header('/ws/socket.io/'), origin: w.url });
+        try {
+          s.emit('join-note', { note_id: c.note, auth: { token } });
+          joinDoc(s, c.note);
+          s.emit('join-note', { note_id: c.noteOwn, auth: { token } });
+          joinDoc(s, c.noteOwn);
+          const own = await until(() => stateOf(s, c.noteOwn));
+          expect(JSON.stringify(own), 'the own note\u2019s document').to.include('ADMIN-OWN-NOTE');
+          // edits and presence on a document the admin never joined are dropped too
+          s.emit('ydoc:document:update', { document_id: `note:${c.note}`, update: [0, 0], user_id: ids.admin, data: { content: { md: 'taken' } } });
+          s.emit('ydoc:awareness:update', { document_id: `note:${c.note}`, update: [0] });
+          await touch(c.note, 'ALICE-NOTE-SECRET edited again');
+          await ok(via(admin, 'POST', `/api/v1/notes/${c.noteOwn}/update`, { data: { content: { md: 'ADMIN-OWN-NOTE v2', html: '<p>ADMIN-OWN-NOTE v2</p>', json: null } } }), 'admin edits');
+          expect(JSON.stringify(await until(() => noteEventOf(s, c.noteOwn))), 'the own note\u2019s live events').to.include('ADMIN-OWN-NOTE v2');
+          await sleep(500);
+          expect(stateOf(s, c.note), 'another user\u2019s document').to.equal(undefined);
+          expect(noteEventOf(s, c.note), 'another user\u2019s note events').to.equal(undefined);
+          expect(JSON.stringify(s.events)).to.not.include('ALICE-NOTE-SECRET');
+          const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'websocket');
+          expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update', 'ydoc:awareness:update']);
+          expect(dropped.map((l) => l.socketEvent), 'the own note\u2019s events pass').to.have.length(4);
+          expect(dropped.every((l) => /route table: Socket.IO/.test(String(l.rule)))).to.equal(true);
+        } finally {
+          s.close();
+        }
+      });
+    });
+
+    describe('last: every write of the table on alice\u2019s objects', () => {
+      it('every by-id and account row other than GET, given alice\u2019s object, is refused and audited, and her objects stay as they were', async function () {
+        this.timeout(120_000);
+        const byKind: Record<string, string[]> = { notes: [c.note], channels: [c.channel, c.dm], knowledge: [c.kb], folders: [c.folder], evaluations: [c.feedback], users: [ids.alice] };
+        let asked = 0;
+        for (const row of OPEN_WEBUI_ROUTES) {
+          if (!['by-id-read', 'by-id-write', 'account'].includes(row.class)) continue;
+          const kind = row.path.split('/')[3] ?? '';
+          for (const method of row.methods.filter((m) => m !== 'GET')) {
+            for (const v of byKind[kind] ?? []) {
+              const path = row.path.replace(/\{[a-z_]+(:path)?\}/g, v);
+              await refused(await via(admin, method, path, {}), method, path);
+              asked++;
+            }
+          }
+        }
+        expect(asked).to.be.greaterThan(40);
+        const note = await ok<{ title: string; access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/notes/${c.note}`), 'note');
+        expect([note.title, note.access_grants]).to.deep.equal(['Alice private note', []]);
+        expect((await ok<{ description: string }>(via(alice, 'GET', `/api/v1/knowledge/${c.kb}`), 'kb')).description).to.equal('ALICE-KB-SECRET');
+        expect((await ok<{ name: string }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'folder')).name).to.equal('Alice folder');
+        expect((await via(alice, 'GET', `/api/v1/channels/${c.channel}/messages`)).text).to.include('ALICE-CHANNEL-SECRET');
+        expect((await ok<{ data: { comment: string } }>(direct('GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'feedback')).data.comment).to.equal('ALICE-RATED-CHAT-SECRET');
+        expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.alice}`), 'alice')).email).to.equal('alice@acme.example');
+      });
+    });
+  });
+}
