@@ -14,6 +14,8 @@ import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js'
 import type { Metrics } from '../ops/observability.js';
 
 export interface Caller {
+  /** the verified gateway identity (its realm email is the account's); absent for an upstream API key */
+  identity?: Identity;
   admin: boolean;
   /** for the audit: the email, or `api-key:<upstream user id>` */
   label: string;
@@ -42,7 +44,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
-          caller: { admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
+          caller: { identity, admin: identity.admin, label: identity.email, upstreamUserId: async () => (await accounts.signIn(identity)).userId },
           headers: identityHeaders(names, identity),
         };
         byIdentity.set(identity, known);
