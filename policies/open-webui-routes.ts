@@ -778,10 +778,39 @@ export type SocketEventNeed =
   | { need: 'none' }
   | { need: 'note'; noteId: string; permission: 'read' | 'write' }
   | { need: 'own-chat'; chatId: string }
+  /** the Open WebUI account a token in the packet opens must be the admin's own */
+  | { need: 'own-account'; userId: string }
   | { need: 'drop'; why: string };
 
 /** Note ids as Open WebUI makes them; anything else could steer the gateway's lookup elsewhere. */
 const NOTE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * A token in an admin's Socket.IO packet (socket/main.py: `connect` reads the CONNECT packet's
+ * `auth.token`, `user-join`, `join-note` and the channel events read `auth.token` of their data) opens
+ * that token's account on the socket: its rooms, its live events. HTTP requests always carry the
+ * admin's own upstream credential (pipeline/caller.ts), but a socket carries what the client puts in
+ * it, so the token must claim the admin's own account (its `id`; Open WebUI checks the signature).
+ * A token Open WebUI could not read as a JWT is dropped too (fail closed).
+ */
+export function socketTokenNeed(token: unknown): SocketEventNeed {
+  if (token === undefined) return { need: 'none' };
+  const parts = typeof token === 'string' ? token.split('.') : [];
+  if (parts.length !== 3) return { need: 'drop', why: 'a token that is not a JWT' };
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { id?: unknown };
+    if (typeof claims.id === 'string' && claims.id !== '') return { need: 'own-account', userId: claims.id };
+  } catch {
+    /* not JSON */
+  }
+  return { need: 'drop', why: 'a token that names no account' };
+}
+
+/** The token of an event's data (`{auth: {token}}`), or undefined. */
+export function socketDataToken(data: unknown): unknown {
+  const auth = typeof data === 'object' && data !== null ? (data as { auth?: unknown }).auth : undefined;
+  return typeof auth === 'object' && auth !== null && 'token' in auth ? (auth as { token: unknown }).token : undefined;
+}
 
 /**
  * The note an event joins or edits (socket/main.py): `join-note` names `note_id`; the ydoc events

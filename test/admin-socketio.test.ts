@@ -42,6 +42,11 @@ async function connect(w: World, token: string): Promise<Client> {
 }
 
 const event = (name: string, data: unknown) => `42${JSON.stringify([name, data])}`;
+/** The Open WebUI token the front-end of a realm user holds (its sign-in through the gateway). */
+async function upstreamToken(w: World, username: string): Promise<string> {
+  const res = await fetch(`${w.url}/api/v1/auths/`, { headers: { authorization: `Bearer ${await w.idp.accessTokenFor(username, CLIENT_ID)}` } });
+  return ((await res.json()) as { token: string }).token;
+}
 const chat = (id: string, user_id: string) => ({ id, user_id, title: id, chat: { messages: [] }, created_at: 0, updated_at: 0, share_id: null, archived: false, pinned: false, meta: {}, folder_id: null });
 const waitFor = async (pred: () => boolean, ms = 2000) => {
   const end = Date.now() + ms;
@@ -72,14 +77,15 @@ for (const bypass of [false, true]) {
 
     it(bypass ? 'WebSocket: an admin joins any note, as Open WebUI allows' : 'WebSocket: joining or editing another user\u2019s note is dropped; own and shared notes work, in order', async () => {
       const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+      const own = await upstreamToken(w, 'sysadmin');
       await waitFor(() => admin.received.length > 0); // the stand-in's hello
-      admin.send(event('join-note', { note_id: 'n-bob', auth: { token: 'x' } }));
+      admin.send(event('join-note', { note_id: 'n-bob', auth: { token: own } }));
       admin.send(event('ydoc:document:join', { document_id: 'note_n-bob', user_id: 'u-sysadmin' }));
       // a binary event with one attachment, on another user's note: both parts dropped
       admin.send(`451-${JSON.stringify(['ydoc:document:update', { document_id: 'note:n-bob', update: { _placeholder: true, num: 0 } }])}`);
       admin.send(Buffer.from([1, 2, 3]));
-      admin.send(event('join-note', { note_id: 'n-admin', auth: { token: 'x' } }));
-      admin.send(event('join-note', { note_id: 'n-shared', auth: { token: 'x' } }));
+      admin.send(event('join-note', { note_id: 'n-admin', auth: { token: own } }));
+      admin.send(event('join-note', { note_id: 'n-shared', auth: { token: own } }));
       admin.send(event('heartbeat', {}));
       expect(await waitFor(() => admin.received.some((m) => m.includes('heartbeat')))).to.equal(true);
       await waitFor(() => states(admin).length >= (bypass ? 4 : 2));
@@ -116,6 +122,27 @@ for (const bypass of [false, true]) {
       expect(res.status).to.equal(200);
       expect(w.upstream.workspace.polled.slice(before)).to.deep.equal([own]);
       expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.socketEvent === 'events:chat')).to.equal(true);
+    });
+
+    it('WebSocket: a token of another account in the CONNECT packet or an event is dropped with either switch; the admin\u2019s own passes', async () => {
+      const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+      await waitFor(() => admin.received.length > 0);
+      const [own, alices] = [await upstreamToken(w, 'sysadmin'), await upstreamToken(w, 'alice')];
+      const sent = {
+        foreignConnect: `40${JSON.stringify({ token: alices })}`,
+        foreignJoin: event('user-join', { auth: { token: alices } }),
+        notAToken: event('user-join', { auth: { token: 'x' } }),
+        ownConnect: `40${JSON.stringify({ token: own })}`,
+        ownJoin: event('user-join', { auth: { token: own } }),
+      };
+      for (const m of Object.values(sent)) admin.send(m);
+      // the stand-in echoes what reaches it
+      expect(await waitFor(() => admin.received.includes(sent.ownJoin))).to.equal(true);
+      expect(admin.received).to.include(sent.ownConnect);
+      for (const m of [sent.foreignConnect, sent.foreignJoin, sent.notAToken]) expect(admin.received, m).to.not.include(m);
+      const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && /token/.test(String(l.rule)));
+      expect(dropped.map((l) => l.socketEvent)).to.have.members(['connect', 'user-join', 'user-join']);
+      admin.close();
     });
 
     it('WebSocket: a plain user\u2019s socket is a byte pipe (Open WebUI keeps them to their own notes)', async () => {

@@ -13,7 +13,7 @@
 // The rule (which event needs which note, with which permission) is policies/open-webui-routes.ts
 // `socketEventNeed`; whether the admin may reach the note is asked of the upstream, as for
 // GET /api/v1/notes/{id}. Plain users never come here: their sockets stay a byte pipe.
-import { socketEventNeed, type SocketEventNeed } from '../../policies/open-webui-routes.js';
+import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed } from '../../policies/open-webui-routes.js';
 
 /** Largest client message the guard assembles; past it the connection is closed. */
 export const MAX_GUARDED_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -52,29 +52,69 @@ export function parseSocketIoPacket(packet: string): ParsedEvent | 'unreadable' 
   }
 }
 
-/** What to do with one Engine.IO packet's text. */
-export function judgePacket(text: string, judgeNotes: boolean): { need: SocketEventNeed; attachments: number; event?: string } {
-  if (text[0] !== '4') return { need: { need: 'none' }, attachments: 0 };
-  const parsed = parseSocketIoPacket(text.slice(1));
-  if (parsed === undefined) return { need: { need: 'none' }, attachments: 0 };
-  // An event the gateway cannot read is not sent on for an admin (fail closed).
-  if (parsed === 'unreadable') return { need: { need: 'drop', why: 'unreadable Socket.IO packet' }, attachments: 0 };
-  return { need: socketEventNeed(parsed.event, parsed.data, judgeNotes), attachments: parsed.attachments, event: parsed.event };
+/** A CONNECT packet's auth payload (`0`, optional `/namespace,`, optional JSON), or 'unreadable'. */
+export function parseConnectAuth(packet: string): unknown {
+  let rest = packet.slice(1);
+  if (rest[0] === '/') {
+    const comma = rest.indexOf(',');
+    rest = comma < 0 ? '' : rest.slice(comma + 1);
+  }
+  if (rest === '') return undefined;
+  try {
+    return JSON.parse(rest) as unknown;
+  } catch {
+    return 'unreadable';
+  }
 }
 
-/** Asks whether the admin may reach the note or chat an event names; false drops the event. */
-export type SocketJudge = (need: Extract<SocketEventNeed, { need: 'note' | 'own-chat' }>) => Promise<boolean>;
+export interface JudgedPacket {
+  /** the token the packet carries: checked first */
+  token: SocketEventNeed;
+  need: SocketEventNeed;
+  attachments: number;
+  event?: string;
+}
+
+const NONE: SocketEventNeed = { need: 'none' };
+
+/** What to do with one Engine.IO packet's text. */
+export function judgePacket(text: string, judgeNotes: boolean): JudgedPacket {
+  if (text[0] !== '4') return { token: NONE, need: NONE, attachments: 0 };
+  const packet = text.slice(1);
+  if (packet[0] === '0') {
+    const auth = parseConnectAuth(packet);
+    if (auth === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO CONNECT' }, attachments: 0, event: 'connect' };
+    return { token: socketTokenNeed(typeof auth === 'object' && auth !== null ? (auth as { token?: unknown }).token : undefined), need: NONE, attachments: 0, event: 'connect' };
+  }
+  const parsed = parseSocketIoPacket(packet);
+  if (parsed === undefined) return { token: NONE, need: NONE, attachments: 0 };
+  // An event the gateway cannot read is not sent on for an admin (fail closed).
+  if (parsed === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO packet' }, attachments: 0 };
+  return { token: socketTokenNeed(socketDataToken(parsed.data)), need: socketEventNeed(parsed.event, parsed.data, judgeNotes), attachments: parsed.attachments, event: parsed.event };
+}
+
+/** Asks whether the admin may reach the note or chat an event names, or owns the account its token opens; false drops the event. */
+export type SocketJudge = (need: Extract<SocketEventNeed, { need: 'note' | 'own-chat' | 'own-account' }>) => Promise<boolean>;
 export type DropReport = (event: string | undefined, why: string) => void;
 
-async function allowed(j: ReturnType<typeof judgePacket>, judge: SocketJudge, report: DropReport): Promise<boolean> {
-  const n = j.need;
+async function allowed(j: JudgedPacket, judge: SocketJudge, report: DropReport): Promise<boolean> {
+  return (await allowedBy(j.token, j.event, judge, report)) && (await allowedBy(j.need, j.event, judge, report));
+}
+
+function refusal(n: Extract<SocketEventNeed, { need: 'note' | 'own-chat' | 'own-account' }>): string {
+  if (n.need === 'note') return `note ${n.noteId}: not the admin's own and not shared with them (${n.permission})`;
+  if (n.need === 'own-chat') return `chat ${n.chatId}: not the admin's own (ENABLE_ADMIN_CHAT_ACCESS fixed false)`;
+  return `token of account ${n.userId}: not the admin's own`;
+}
+
+async function allowedBy(n: SocketEventNeed, event: string | undefined, judge: SocketJudge, report: DropReport): Promise<boolean> {
   if (n.need === 'none') return true;
   if (n.need === 'drop') {
-    report(j.event, n.why);
+    report(event, n.why);
     return false;
   }
   const ok = await judge(n).catch(() => false);
-  if (!ok) report(j.event, n.need === 'note' ? `note ${n.noteId}: not the admin's own and not shared with them (${n.permission})` : `chat ${n.chatId}: not the admin's own (ENABLE_ADMIN_CHAT_ACCESS fixed false)`);
+  if (!ok) report(event, refusal(n));
   return ok;
 }
 

@@ -170,6 +170,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   function socketJudge(caller: Caller, headers: Record<string, string | string[] | undefined>): SocketJudge {
     return async (need) => {
       const callerId = await caller.upstreamUserId();
+      if (need.need === 'own-account') return need.userId === callerId;
       if (need.need === 'own-chat') return chatViews.mayAccess({ need: 'own-chat', chatId: need.chatId }, callerId, headers);
       const who = await objectViews.principal(callerId, headers);
       return (await objectViews.mayAccess(`/api/v1/notes/${encodeURIComponent(need.noteId)}`, need.permission, who, headers)).ok;
@@ -179,7 +180,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   /** The audit line of a dropped Socket.IO event. */
   function dropReport(caller: Caller, path: string, transport: 'websocket' | 'polling'): DropReport {
     return (event, why) =>
-      obs.audit.warn({ event: 'admin-socket-event-dropped', rule: `route table: Socket.IO ${event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`, caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
+      obs.audit.warn({ event: 'admin-socket-event-dropped', rule: `route table: Socket.IO ${/\btoken\b/.test(why) || event === 'connect' ? 'token (the admin\u2019s own account only)' : event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`, caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
   }
 
   return Object.assign(enforce, {

@@ -506,6 +506,22 @@ for (const { title, flags } of FLAG_SETS) {
           s.close();
         }
       });
+
+      it('another account\u2019s token on the admin\u2019s socket: Open WebUI alone connects it as that account; through the gateway the admin's CONNECT with it is dropped and audited', async () => {
+        const alices = (await ok<{ token: string }>(via(alice, 'GET', '/api/v1/auths/'), 'alice\u2019s token')).token;
+        const door = await open(w.owui.url, alices);
+        door.close();
+        const before = w.obs.lines.length;
+        let connected = true;
+        await open(w.url, alices, { cookie: admin.header('/ws/socket.io/'), origin: w.url }).then(
+          (s) => s.close(),
+          () => (connected = false),
+        );
+        expect(connected, 'a Socket.IO session opened with alice\u2019s token').to.equal(false);
+        const dropped = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-event-dropped');
+        expect(dropped.map((l) => l.socketEvent)).to.include('connect');
+        expect(dropped.every((l) => /token/.test(String(l.rule)))).to.equal(true);
+      });
     });
 
     describe('last: every write of the table on alice\u2019s objects', () => {
