@@ -507,7 +507,7 @@ for (const { title, flags } of FLAG_SETS) {
         }
       });
 
-      it('another account\u2019s token on the admin\u2019s socket: Open WebUI alone connects it as that account; through the gateway the admin's CONNECT with it is dropped and audited', async () => {
+      it('another account\u2019s token on the admin\u2019s socket: Open WebUI alone connects it as that account; through the gateway the admin\u2019s CONNECT with it is dropped and audited', async () => {
         const alices = (await ok<{ token: string }>(via(alice, 'GET', '/api/v1/auths/'), 'alice\u2019s token')).token;
         const door = await open(w.owui.url, alices);
         door.close();
