@@ -5,7 +5,11 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui.js';
-import { kcWorld, REALM, CLIENT_ID, type KcWorld } from './world.js';
+import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
+import { noGroupsName } from '../../config/settings.js';
+
+/** The groups header of a user in no realm group: the group no one has (Open WebUI ignores an empty header). */
+const NO_GROUP = noGroupsName(SESSION_SECRET);
 
 const TRUSTED = ['x-forwarded-email', 'x-forwarded-name', 'x-forwarded-role', 'x-forwarded-groups'] as const;
 
@@ -65,7 +69,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
   describe('code flow through Keycloak’s login form', () => {
     const cases = [
       { username: 'alice', password: 'alice-pass', email: 'alice@acme.example', name: 'Alice Acme', role: 'user', groups: 'acme', what: 'a tenant user' },
-      { username: 'sysadmin', password: 'sysadmin-pass', email: 'sysadmin@platform.example', name: 'Sam Sysadmin', role: 'admin', groups: '', what: 'PlatformSysAdmin: a chat admin' },
+      { username: 'sysadmin', password: 'sysadmin-pass', email: 'sysadmin@platform.example', name: 'Sam Sysadmin', role: 'admin', groups: NO_GROUP, what: 'PlatformSysAdmin: a chat admin' },
       { username: 'tina', password: 'tina-pass', email: 'tina@acme.example', name: 'Tina Tenantadmin', role: 'user', groups: 'acme', what: 'PlatformAdmin in the platform store only: an ordinary chat user' },
     ];
     for (const c of cases) {
@@ -196,7 +200,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
           'x-forwarded-email': 'dana@acme.example',
           'x-forwarded-name': 'Dana Acme',
           'x-forwarded-role': 'user',
-          'x-forwarded-groups': '',
+          'x-forwarded-groups': NO_GROUP,
         });
       } finally {
         await close();
