@@ -24,7 +24,7 @@
 //     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
 //     gateway/auth/sign-in-errors.ts.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { Router, type Request, type Response, type NextFunction } from 'express';
 import { auth } from 'express-openid-connect';
@@ -36,7 +36,7 @@ import { loginPath, pageLocale } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
-import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
+import { epoch, isSessionData, readSessionCookie, scopeOf, SessionCodec, type AuthScope, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
@@ -62,12 +62,13 @@ export interface Authenticator {
   router: Router;
   /**
    * The verified identity of a request, or undefined. May refresh the session's tokens and then
-   * sets the renewed cookie on `res`; `res` is absent for WebSocket upgrades.
+   * records the renewed cookie in `scope` (the request's context, gateway/pipeline/context.ts,
+   * which applies it once); without a scope, one is made of the request's headers and dropped.
    * The gateway's own credentials are consumed here: a realm-issued bearer JWT and the session
-   * cookies are removed from `req.headers`, so they never reach the chat front-end (which could not
-   * use them, and would take a realm JWT in `Authorization` for its own credential).
+   * cookies are removed from what `scope` sends upstream, so they never reach the chat front-end
+   * (which could not use them, and would take a realm JWT in `Authorization` for its own credential).
    */
-  authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined>;
+  authenticate(req: IncomingMessage, scope?: AuthScope): Identity | undefined | Promise<Identity | undefined>;
   /** For /readyz: can the identity provider be reached? */
   ready(): Promise<{ ok: boolean; detail: string }>;
   close(): Promise<void>;
@@ -218,32 +219,30 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
 
-  function authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
-    const headers = req.headers;
-    const bearer = realmBearer(headers.authorization);
-    if (bearer) delete headers.authorization;
+  function authenticate(req: IncomingMessage, scope: AuthScope = scopeOf(req.headers)): Identity | undefined | Promise<Identity | undefined> {
+    const bearer = realmBearer(scope.authorization);
+    if (bearer) scope.authorization = undefined;
     // A verified token or a known live session answers synchronously; only a first verification
     // or a token refresh waits.
     const fromBearer = bearer ? bearerIdentity(bearer) : undefined;
-    const session = gatewaySession(headers);
-    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, res));
-    return fromBearer ?? sessionOf(session, res);
+    const session = gatewaySession(scope);
+    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, scope));
+    return fromBearer ?? sessionOf(session, scope);
   }
 
   /** The session cookie of a request (removed with the gateway's other cookies from what goes upstream). */
-  function gatewaySession(headers: IncomingMessage['headers']): { value: string; names: string[] } | undefined {
-    const cookie = headers.cookie;
+  function gatewaySession(scope: AuthScope): { value: string; names: string[] } | undefined {
+    const cookie = scope.cookie;
     if (typeof cookie !== 'string' || !/appSession|auth_verification/.test(cookie)) return undefined;
     let split = cookieHeaders.get(cookie);
     if (!split) cookieHeaders.set(cookie, (split = { rest: withoutGatewayCookies(cookie), session: readSessionCookie(cookie) }));
-    if (split.rest) headers.cookie = split.rest;
-    else delete headers.cookie;
+    scope.cookie = split.rest || undefined;
     return split.session;
   }
 
-  function sessionOf(session: { value: string; names: string[] } | undefined, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
+  function sessionOf(session: { value: string; names: string[] } | undefined, scope: AuthScope): Identity | undefined | Promise<Identity | undefined> {
     if (!session) return undefined;
-    const entry = store.live(session, res);
+    const entry = store.live(session, scope);
     if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
     return entry ? sessionIdentity(entry.data) : undefined;
   }
