@@ -7,6 +7,17 @@ import type { SharedState } from './shared-state.js';
 import { HTTP_TIMEOUT_MS, type realmClient } from './realm.js';
 import { epoch, isSessionData, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
+import { z } from 'zod';
+import { parseJson } from '../upstream/json.js';
+
+/** The token endpoint's answer to a refresh: what the gateway reads of it. */
+const TokenAnswer = z.looseObject({
+  access_token: z.string().nullish(),
+  id_token: z.string().nullish(),
+  refresh_token: z.string().nullish(),
+  expires_in: z.unknown().optional(),
+  error: z.unknown().optional(),
+});
 
 /** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
 const REFRESH_SHARED_SECONDS = 300;
@@ -66,18 +77,15 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     } catch (err) {
       return { kind: 'unavailable', reason: (err as Error).message };
     }
-    const body = (await res.json().catch(() => ({}))) as {
-      access_token?: string;
-      id_token?: string;
-      refresh_token?: string;
-      expires_in?: number;
-      error?: string;
-    };
+    // Checked like every peer's JSON (gateway/upstream/json.ts); an answer that is not of this shape
+    // has no tokens: a 200 without them ends the session (fail closed), a 5xx stays unavailable.
+    const read = parseJson(TokenAnswer, await res.text().catch(() => ''));
+    const body: z.infer<typeof TokenAnswer> = read.ok ? read.value : {};
     if (res.status >= 500 || res.status === 429) return { kind: 'unavailable', reason: `token endpoint answered ${res.status}` };
     if (res.status !== 200 || typeof body.access_token !== 'string')
-      return { kind: 'ended', reason: `refresh refused: ${res.status} ${body.error ?? ''}`.trim() };
+      return { kind: 'ended', reason: `refresh refused: ${res.status} ${typeof body.error === 'string' ? body.error : ''}`.trim() };
     try {
-      const user = await userOfTokens(body.id_token, body.access_token);
+      const user = await userOfTokens(body.id_token ?? undefined, body.access_token);
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
       if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
       const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());

@@ -1,6 +1,8 @@
 // Every JSON document the gateway reads from a peer is checked against a zod schema here, in one
-// way: the chat front-end's answers through `callJson(schema)`, Keycloak's admin API and the
-// providers file through `parseJson(schema)` (gateway/login/catalog.ts). A body that is not JSON,
+// way: the chat front-end's answers through `callJson(schema)`; through `parseJson(schema)`
+// Keycloak's admin API and the providers file (gateway/login/catalog.ts), the realm's discovery
+// document and userinfo (gateway/auth/realm.ts) and its token endpoint's answer to a refresh
+// (gateway/auth/refresh.ts). A body that is not JSON,
 // or not of the schema's shape, fails closed: `callJson` throws UpstreamJsonError (an UpstreamError
 // of kind `bad-body`, so a 502 wherever the caller lets it go on); the few lookups whose unreadable
 // answer means "no" today (an owner lookup, the caller's groups) catch it and say no.
