@@ -16,9 +16,9 @@ import { createObservability, type Observability } from './ops/observability.js'
 import { createOperations, type Operations } from './ops/operations.js';
 import { WebSocketTracker } from './http/websockets.js';
 import { createHttpServer } from './http/server.js';
-import { sessionCheckUnavailable } from './http/respond.js';
+import { answerFailure } from './http/respond.js';
 import { createSharedState, type SharedState } from './auth/shared-state.js';
-import { SharedStateUnavailable } from './auth/session.js';
+import { authenticateAnswer } from './auth/session.js';
 import { PAGE_HEADERS, pageLocale, renderProblem } from './login/pages.js';
 import { createPipeline } from './pipeline/handle.js';
 
@@ -66,7 +66,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
   }
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { ...options.loginRoutingOptions, shared: sharedState, signedIn: async (req, res) => authenticator.authenticate(req, res) }));
+  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { ...options.loginRoutingOptions, shared: sharedState, signedIn: async (req, res) => authenticateAnswer(authenticator.authenticate, req, res) }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
   const ops = createOperations(
     settings,
@@ -90,15 +90,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     }
     res.status(404).json({ detail: 'Not Found' });
   });
-  control.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
-    if (err instanceof SharedStateUnavailable && !res.headersSent) {
-      obs.metrics.sessionChecksUnavailable.inc();
-      return void sessionCheckUnavailable(res);
-    }
-    obs.log.error({ err: { message: err.message, stack: err.stack } }, 'control route failed');
-    if (!res.headersSent) res.status(500).json({ detail: 'Internal error' });
-    else res.destroy();
-  });
+  control.use((err: Error, req: express.Request, res: express.Response, _next: express.NextFunction) => answerFailure(res, err, obs, { route: req.path }));
 
 
   const websockets = new WebSocketTracker();

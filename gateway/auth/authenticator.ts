@@ -23,30 +23,34 @@
 //   in their own modules, given only what they read: realm bearer JWTs in
 //     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
-//     gateway/auth/sign-in-errors.ts.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createHash, randomBytes } from 'node:crypto';
-import { Router, type Request, type Response, type NextFunction } from 'express';
+//     gateway/auth/sign-in-errors.ts, signing out (`endSession`, /auth/logout, the chat
+//     front-end's sign-out) in gateway/auth/sign-out.ts, the token refresh in
+//     gateway/auth/refresh.ts, the back-channel logout token in gateway/auth/backchannel-logout.ts.
+//     What stays here: the OIDC set-up (express-openid-connect, `afterCallback`) and `authenticate`.
+import type { IncomingMessage } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Router } from 'express';
 import { auth } from 'express-openid-connect';
-import { decodeJwt, errors as joseErrors, type JWTPayload } from 'jose';
+import { decodeJwt, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
-import { loginPath, pageLocale } from '../login/pages.js';
 import { processState, type SharedState } from './shared-state.js';
-import { CLOCK_TOLERANCE_S, HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
+import { HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
-import { epoch, isSessionData, readSessionCookie, SessionCodec, SessionStore, withoutGatewayCookies, type RefreshResult, type SessionData, type SessionUser } from './session.js';
+import { epoch, readSessionCookie, scopeOf, SessionCodec, type AuthScope, SessionStore, withoutGatewayCookies, type SessionData, type SessionUser } from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
-import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { userFromClaims } from './claims.js';
-import { activeTenantAtRefresh, activeTenantAtSignIn } from '../../policies/tenancy.js';
-import { signOutRequest } from '../../policies/origins.js';
-import { CLEAR_SITE_DATA } from '../http/respond.js';
+import { activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { mountSessionApi } from './session-api.js';
 import { createBearerTokens, JWT_SHAPE } from './bearer-tokens.js';
 import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
+import { mountSignOut, UPSTREAM_SESSION_COOKIE } from './sign-out.js';
+import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout } from './backchannel-logout.js';
+import { createRefresh } from './refresh.js';
+
+export { BACKCHANNEL_LOGOUT_PATH };
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -62,26 +66,17 @@ export interface Authenticator {
   router: Router;
   /**
    * The verified identity of a request, or undefined. May refresh the session's tokens and then
-   * sets the renewed cookie on `res`; `res` is absent for WebSocket upgrades.
+   * records the renewed cookie in `scope` (the request's context, gateway/pipeline/context.ts,
+   * which applies it once); without a scope, one is made of the request's headers and dropped.
    * The gateway's own credentials are consumed here: a realm-issued bearer JWT and the session
-   * cookies are removed from `req.headers`, so they never reach the chat front-end (which could not
-   * use them, and would take a realm JWT in `Authorization` for its own credential).
+   * cookies are removed from what `scope` sends upstream, so they never reach the chat front-end
+   * (which could not use them, and would take a realm JWT in `Authorization` for its own credential).
    */
-  authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined>;
+  authenticate(req: IncomingMessage, scope?: AuthScope): Identity | undefined | Promise<Identity | undefined>;
   /** For /readyz: can the identity provider be reached? */
   ready(): Promise<{ ok: boolean; detail: string }>;
   close(): Promise<void>;
 }
-
-/** Open WebUI's session cookie (its JWT). */
-const UPSTREAM_SESSION_COOKIE = 'token';
-/** Open WebUI's cookies that its own sign-out deletes (0.12.4 auths.py `signout`; `owui-session` is its starlette session). */
-const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
-export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
-/** A logout token older than this is refused (its jti is remembered as long). */
-const LOGOUT_TOKEN_MAX_AGE_S = 600;
-/** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
-const REFRESH_SHARED_SECONDS = 300;
 
 /** The realm's session id of an ID token (already verified by the caller), or null. */
 function realmSessionId(idToken: unknown): string | null {
@@ -130,65 +125,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  /**
-   * A session's refresh, once among every instance (shared state's single flight, keyed by the
-   * session and its refresh token): with Keycloak's "Revoke Refresh Token" a refresh token can be
-   * used once, so two instances (or a request arriving after the refresh with the old cookie)
-   * refreshing the same token would end the session. The outcome is shared encrypted with the
-   * session key, as long as the cookie cache keeps an old cookie (5 minutes): a renewed session
-   * (`ok`) or a refused one (`ended`); an unreachable realm shares nothing.
-   */
-  async function refresh(data: SessionData): Promise<RefreshResult> {
-    if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
-    // The session's state being refreshed: its id, refresh token and access token expiry (an
-    // identity provider that does not rotate refresh tokens hands the same one back every time).
-    const key = `refresh:${data.id}:${data.expires_at}:${createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22)}`;
-    let mine: RefreshResult | undefined;
-    let outcome: string | undefined;
-    try {
-      outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, 2 * HTTP_TIMEOUT_MS + 2_000, async () => {
-        mine = await refreshAtRealm(data);
-        if (mine.kind === 'ok') return `ok:${codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
-        if (mine.kind === 'ended') return `ended:${mine.reason}`;
-        return undefined;
-      });
-    } catch (err) {
-      // Redis failed after this instance refreshed: its outcome stands; else ask again later.
-      if (!mine) return { kind: 'unavailable', reason: (err as Error).message };
-    }
-    if (mine) return mine;
-    if (outcome?.startsWith('ok:')) {
-      const renewed = codec.decrypt(outcome.slice(3))?.data;
-      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
-    }
-    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
-    return { kind: 'unavailable', reason: 'the refresh begun by another instance gave no answer' };
-  }
-
-  async function refreshAtRealm(data: SessionData): Promise<RefreshResult> {
-    let res: globalThis.Response;
-    try {
-      res = await tokenRequest((await discovery()).token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token! });
-    } catch (err) {
-      return { kind: 'unavailable', reason: (err as Error).message };
-    }
-    const body = (await res.json().catch(() => ({}))) as { access_token?: string; id_token?: string; refresh_token?: string; expires_in?: number; error?: string };
-    if (res.status >= 500 || res.status === 429) return { kind: 'unavailable', reason: `token endpoint answered ${res.status}` };
-    if (res.status !== 200 || typeof body.access_token !== 'string') return { kind: 'ended', reason: `refresh refused: ${res.status} ${body.error ?? ''}`.trim() };
-    try {
-      const user = await userOfTokens(body.id_token, body.access_token);
-      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
-      if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
-      const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
-      const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
-      return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
-    } catch (err) {
-      // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
-      const e = err as Error;
-      const transient = e instanceof joseErrors.JWKSTimeout || ['TypeError', 'AbortError', 'TimeoutError'].includes(e.name);
-      return { kind: transient ? 'unavailable' : 'ended', reason: e.message };
-    }
-  }
+  const refresh = createRefresh({ o, codec, shared, realm: { discovery, tokenRequest }, userOfTokens });
 
   const store = new SessionStore(codec, o, {
     refresh,
@@ -218,37 +155,37 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
 
-  function authenticate(req: IncomingMessage, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
-    const headers = req.headers;
-    const bearer = realmBearer(headers.authorization);
-    if (bearer) delete headers.authorization;
+  function authenticate(req: IncomingMessage, scope: AuthScope = scopeOf(req.headers)): Identity | undefined | Promise<Identity | undefined> {
+    const bearer = realmBearer(scope.authorization);
+    if (bearer) scope.authorization = undefined;
     // A verified token or a known live session answers synchronously; only a first verification
     // or a token refresh waits.
     const fromBearer = bearer ? bearerIdentity(bearer) : undefined;
-    const session = gatewaySession(headers);
-    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, res));
-    return fromBearer ?? sessionOf(session, res);
+    const session = gatewaySession(scope);
+    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, scope));
+    return fromBearer ?? sessionOf(session, scope);
   }
 
   /** The session cookie of a request (removed with the gateway's other cookies from what goes upstream). */
-  function gatewaySession(headers: IncomingMessage['headers']): { value: string; names: string[] } | undefined {
-    const cookie = headers.cookie;
+  function gatewaySession(scope: AuthScope): { value: string; names: string[] } | undefined {
+    const cookie = scope.cookie;
     if (typeof cookie !== 'string' || !/appSession|auth_verification/.test(cookie)) return undefined;
     let split = cookieHeaders.get(cookie);
     if (!split) cookieHeaders.set(cookie, (split = { rest: withoutGatewayCookies(cookie), session: readSessionCookie(cookie) }));
-    if (split.rest) headers.cookie = split.rest;
-    else delete headers.cookie;
+    scope.cookie = split.rest || undefined;
     return split.session;
   }
 
-  function sessionOf(session: { value: string; names: string[] } | undefined, res?: ServerResponse): Identity | undefined | Promise<Identity | undefined> {
+  function sessionOf(session: { value: string; names: string[] } | undefined, scope: AuthScope): Identity | undefined | Promise<Identity | undefined> {
     if (!session) return undefined;
-    const entry = store.live(session, res);
+    const entry = store.live(session, scope);
     if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
     return entry ? sessionIdentity(entry.data) : undefined;
   }
 
   // ---- control routes ------------------------------------------------------------------------
+
+  const endByLogoutToken = backChannelLogout(o, shared, obs);
 
   const oidc = auth({
     issuerBaseURL: issuer,
@@ -320,101 +257,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     void res.oidc.login({ returnTo: returnToAfterSignIn(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
   });
 
-  /**
-   * End the gateway session behind this request (cookie cleared, every copy refused on every
-   * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
-   * cookies: the next user of this browser must not carry them). Returns the ID token kept for it.
-   */
-  async function endSession(req: Request, res: Response, how: string): Promise<string | undefined> {
-    const r = req as unknown as { appSession?: Partial<SessionData> | null };
-    let data: Partial<SessionData> | null | undefined = r.appSession;
-    if (data === undefined) {
-      // Not through express-openid-connect (the chat front-end's sign-out): read the cookie here.
-      const found = readSessionCookie(req.headers.cookie);
-      data = found ? store.codec.decrypt(found.value)?.data as Partial<SessionData> | undefined : undefined;
-      if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
-    } else r.appSession = undefined; // clears every appSession cookie on the way out
-    let idToken: string | undefined;
-    if (isSessionData(data)) {
-      idToken = await shared.idToken(data.id);
-      store.revoke(data.id);
-      obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
-      if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
-    }
-    for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
-    res.set('cache-control', 'no-store');
-    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser (issue 28)
-    return idToken;
-  }
-
-  /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
-  async function realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
-    const back = new URL(loginPage, settings.publicUrl).href;
-    const d = await discovery().catch(() => undefined);
-    if (!d?.end_session_endpoint) return back;
-    const url = new URL(d.end_session_endpoint);
-    url.searchParams.set('client_id', o.clientId);
-    url.searchParams.set('post_logout_redirect_uri', back);
-    if (idToken) url.searchParams.set('id_token_hint', idToken);
-    return url.href;
-  }
-
-  router.get('/auth/logout', async (req, res, next) => {
-    try {
-      const locale = typeof res.locals.locale === 'string' ? res.locals.locale : undefined;
-      const idToken = await endSession(req, res, 'gateway');
-      res.redirect(await realmLogoutUrl(idToken, loginPath(pageLocale(locale))));
-    } catch (err) {
-      next(err);
-    }
-  });
-
-  // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`). Open WebUI 0.10.2 and later
-  // (0.12.4 included) POST it, older releases GET it; the front-end then removes its token and sets
-  // `location.href` to `redirect_url` (0.12.4 keeps a URL that names a `post_logout_redirect_uri` as
-  // it is). Answered here, never forwarded: the gateway session ends with it, then the realm's, and
-  // the browser lands on the gateway's login page, signed out.
-  const signOut = async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      // A page elsewhere must not sign the user out (an <img> or a cross-site form pointing here).
-      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, settings.allowedOrigins);
-      if (!allowed.allow) return void res.status(allowed.status).json({ detail: allowed.detail });
-      const idToken = await endSession(req, res, 'chat front-end');
-      res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
-    } catch (err) {
-      next(err);
-    }
-  };
-  router.get(SIGNOUT_PATH, signOut);
-  router.post(SIGNOUT_PATH, signOut);
-  router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET, POST').json({ detail: 'Method Not Allowed' }));
-
-  /** A verified logout token (express-openid-connect checked signature, iss, aud, events, nonce, sid/sub). */
-  async function endByLogoutToken(token: JWTPayload): Promise<void> {
-    const now = epoch();
-    if (typeof token.iat !== 'number' || token.iat > now + CLOCK_TOLERANCE_S || token.iat < now - LOGOUT_TOKEN_MAX_AGE_S) throw new Error('iat missing or out of range');
-    if (typeof token.jti !== 'string' || !token.jti) throw new Error('jti missing');
-    if (!(await shared.firstUse(token.jti, now + LOGOUT_TOKEN_MAX_AGE_S))) throw new Error('logout token replayed');
-    const until = now + o.absoluteSeconds;
-    const sid = typeof token.sid === 'string' && token.sid ? token.sid : undefined;
-    // By realm session when named; else every session of the subject begun before the token.
-    if (sid) shared.end({ sid }, until);
-    else shared.end({ sub: String(token.sub), before: token.iat }, until);
-    obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
-  }
+  mountSignOut(router, { settings, clientId: o.clientId, store, shared, obs, realm: { discovery, tokenRequest } });
 
   mountSessionApi(router, { settings, store, obs, authenticate, identityOf });
 
   router.use(signInErrors({ obs, authenticate }));
-
-  async function revokeRefreshToken(token: string): Promise<void> {
-    try {
-      const d = await discovery();
-      if (d.revocation_endpoint) await tokenRequest(d.revocation_endpoint, { token, token_type_hint: 'refresh_token' });
-    } catch (err) {
-      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
-    }
-  }
 
   let probe: { at: number; result: Promise<{ ok: boolean; detail: string }> } | undefined;
 

@@ -3,6 +3,8 @@
 // and the catalog's service-account token), and the OIDC client of the sign-in: discovery, the
 // realm's keys, JWT checks, userinfo (gateway/auth/authenticator.ts).
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { z } from 'zod';
+import { parseJson } from '../upstream/json.js';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {
@@ -42,6 +44,19 @@ export interface Discovery {
   end_session_endpoint?: string;
 }
 
+// What the gateway reads of the realm's JSON, checked like every peer's (gateway/upstream/json.ts).
+/** The discovery document: the issuer and the endpoints the gateway calls (the others optional). */
+const DiscoveryAnswer = z.looseObject({
+  issuer: z.string(),
+  token_endpoint: z.string(),
+  jwks_uri: z.string(),
+  userinfo_endpoint: z.string().optional(),
+  revocation_endpoint: z.string().optional(),
+  end_session_endpoint: z.string().optional(),
+});
+/** The userinfo answer: claims, read by gateway/auth/claims.ts. */
+const UserinfoAnswer = z.record(z.string(), z.unknown());
+
 /** The realm as an OIDC client of it sees it: discovery (cached), its keys, its tokens. */
 export function realmClient(issuer: string, clientId: string, clientSecret: string) {
   let discovered: { at: number; value: Promise<Discovery> } | undefined;
@@ -50,10 +65,11 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   async function fetchDiscovery(timeoutMs: number): Promise<Discovery> {
     const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
     if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
-    const d = (await res.json()) as Partial<Discovery>;
-    if (typeof d.issuer !== 'string' || trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
-    if (typeof d.token_endpoint !== 'string' || typeof d.jwks_uri !== 'string') throw new Error('discovery lacks token_endpoint or jwks_uri');
-    return d as Discovery;
+    const read = parseJson(DiscoveryAnswer, await res.text());
+    if (!read.ok) throw new Error(`discovery document ${read.why}`);
+    const d = read.value;
+    if (trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
+    return d;
   }
 
   function discovery(): Promise<Discovery> {
@@ -111,7 +127,10 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     const d = await discovery();
     if (!d.userinfo_endpoint) return undefined;
     const res = await fetch(d.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
-    return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : undefined;
+    if (res.status !== 200) return undefined;
+    const read = parseJson(UserinfoAnswer, await res.text());
+    if (!read.ok) throw new Error(`userinfo ${read.why}`);
+    return read.value;
   }
 
   return { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo };

@@ -8,7 +8,7 @@
 import express, { type Router } from 'express';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../ops/observability.js';
-import { readSessionCookie, type SessionStore, type SessionUser } from './session.js';
+import { applySessionCookies, authenticateAnswer, readSessionCookie, type SessionCookies, type SessionStore, type SessionUser } from './session.js';
 import type { Authenticator, Identity } from './authenticator.js';
 import { tenantSwitch } from '../../policies/tenancy.js';
 import { stateChangeOrigin } from '../../policies/origins.js';
@@ -30,7 +30,7 @@ export function mountSessionApi(router: Router, { settings, store, obs, authenti
 
   router.get('/auth/session', async (req, res) => {
     res.set('cache-control', 'private, no-store');
-    res.json(sessionBody(await authenticate(req, res)));
+    res.json(sessionBody(await authenticateAnswer(authenticate, req, res)));
   });
 
   router.post('/auth/session/tenant', express.json({ limit: '4kb' }), async (req, res) => {
@@ -39,7 +39,9 @@ export function mountSessionApi(router: Router, { settings, store, obs, authenti
     if (!origin.allow) return void res.status(origin.status).json({ detail: origin.detail });
     if (!req.is('application/json')) return void res.status(415).json({ detail: 'Send JSON: {"tenant_id": "..."}' });
     const found = readSessionCookie(req.headers.cookie);
-    const entry = found ? await store.live(found, res) : undefined;
+    const jar: SessionCookies = { setCookies: undefined, clearSiteData: false };
+    const entry = found ? await store.live(found, jar) : undefined;
+    applySessionCookies(res, jar);
     if (!found || !entry) return void res.status(401).json({ detail: NOT_AUTHENTICATED });
     const requested = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
     const decision = tenantSwitch(entry.data.user.tenants, requested);
@@ -47,7 +49,8 @@ export function mountSessionApi(router: Router, { settings, store, obs, authenti
       if (decision.status === 403) obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant: requested }, 'not a member of the tenant');
       return void res.status(decision.status).json({ detail: decision.detail });
     }
-    const next = store.replace(entry, { ...entry.data, active_tenant: decision.tenant }, found.names, res);
+    const next = store.replace(entry, { ...entry.data, active_tenant: decision.tenant }, found.names, jar);
+    if (jar.setCookies) res.setHeader('set-cookie', jar.setCookies);
     res.json(sessionBody(identityOf(next.data.user, decision.tenant, 'session')));
   });
 }

@@ -11,9 +11,9 @@
 // token refreshed (one request per session at a time) shortly before it expires, ended sessions
 // remembered so that a copy of their cookie is refused too.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { TtlCache } from '../cache.js';
-import { CLEAR_SITE_DATA } from '../http/respond.js';
+import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -206,24 +206,52 @@ export function withoutGatewayCookies(cookieHeader: string): string {
     .join('; ');
 }
 
-/** The gateway's own Set-Cookie lines of an answer (renewed or cleared session cookies). */
-const gatewayCookies = new WeakMap<ServerResponse, string[]>();
-
 /**
- * Add Set-Cookie lines to an answer. A proxied answer gets the upstream's Set-Cookie copied over
- * with setHeader, which would drop these: gateway/upstream/proxy.ts merges `gatewaySetCookies(res)` into
- * the upstream's lines first. No Node object is patched.
+ * Where a request's renewed or cleared session cookie goes: the request's context
+ * (gateway/pipeline/context.ts), which applies it once, on the gateway's own answer and on a
+ * proxied one alike (gateway/upstream/proxy.ts merges it with the upstream's Set-Cookie lines).
  */
-export function addSetCookie(res: ServerResponse, lines: string[]): void {
-  const ours = gatewayCookies.get(res);
-  if (ours) ours.push(...lines);
-  else gatewayCookies.set(res, [...lines]);
-  res.appendHeader('set-cookie', lines);
+export interface SessionCookies {
+  setCookies: string[] | undefined;
+  /** the session ended: the browser keeps nothing of it (Clear-Site-Data) */
+  clearSiteData: boolean;
 }
 
-/** What `addSetCookie` added to this answer, if anything. */
-export function gatewaySetCookies(res: ServerResponse): readonly string[] | undefined {
-  return gatewayCookies.get(res);
+export function addSetCookie(jar: SessionCookies, lines: readonly string[]): void {
+  if (jar.setCookies) jar.setCookies.push(...lines);
+  else jar.setCookies = [...lines];
+}
+
+/** What a request's session step decided for the answer, put on it (before anything of it is written). */
+export function applySessionCookies(res: ServerResponse, jar: SessionCookies): void {
+  if (jar.setCookies) res.appendHeader('set-cookie', jar.setCookies);
+  // Ended elsewhere (back-channel logout, a refused refresh) or expired: this browser keeps
+  // nothing of it either (cached pages, the chat front-end's token and storage).
+  if (jar.clearSiteData && !res.headersSent) res.setHeader('clear-site-data', CLEAR_SITE_DATA);
+}
+
+/**
+ * What authentication reads of a request and consumes (the gateway's own credentials), and the
+ * session cookies it renews or clears: a part of the request's context (gateway/pipeline/context.ts).
+ */
+export interface AuthScope extends SessionCookies {
+  /** the Authorization header to send upstream; a realm bearer JWT is consumed (undefined) */
+  authorization: string | undefined;
+  /** the Cookie header to send upstream, without the gateway's own cookies */
+  cookie: string | undefined;
+}
+
+/** A scope of a request's own headers, for a caller that has no context (a control route). */
+export function scopeOf(headers: IncomingHttpHeaders): AuthScope {
+  return { authorization: headers.authorization, cookie: headers.cookie, setCookies: undefined, clearSiteData: false };
+}
+
+/** Authentication for a control route: the session cookies it renews or clears are put on `res`. */
+export async function authenticateAnswer<I>(authenticate: (req: IncomingMessage, scope: AuthScope) => I | undefined | Promise<I | undefined>, req: IncomingMessage, res: ServerResponse): Promise<I | undefined> {
+  const scope = scopeOf(req.headers);
+  const identity = await authenticate(req, scope);
+  applySessionCookies(res, scope);
+  return identity;
 }
 
 /** `shared`: the outcome of a refresh made earlier (another instance, another request), not just now. */
@@ -245,12 +273,7 @@ export interface SessionHooks {
   lookup?(hit: boolean): void;
 }
 
-/** The shared state could not be read: a cookie session cannot be judged (503, fail closed). */
-export class SharedStateUnavailable extends Error {
-  constructor(reason: string) {
-    super(`the shared session state cannot be checked: ${reason}`);
-  }
-}
+export { SharedStateUnavailable };
 
 /** Where ended sessions are recorded and looked up (gateway/auth/shared-state.ts). */
 export interface EndedSessions {
@@ -283,55 +306,54 @@ export class SessionStore {
 
   /**
    * The live session of a request's cookie, refreshed or touched as needed, or undefined.
-   * With `res`, a renewed cookie is set on it, and a dead one cleared. Answered synchronously
+   * With `jar`, a renewed cookie is recorded in it, and a dead one cleared. Answered synchronously
    * unless the tokens need a refresh: the data plane's common case (a known, live session) costs
    * no promise and no microtask (bench/README.md, "Sixth pass").
    */
-  live(found: { value: string; names: string[] }, res?: ServerResponse): SessionEntry | undefined | Promise<SessionEntry | undefined> {
+  live(found: { value: string; names: string[] }, jar?: SessionCookies): SessionEntry | undefined | Promise<SessionEntry | undefined> {
     const now = epoch();
     let entry = this.entries.get(found.value);
     this.hooks.lookup?.(entry !== undefined);
     if (!entry) {
       const dec = this.codec.decrypt(found.value);
-      if (!dec || !isSessionData(dec.data)) return this.cleared(found, res);
+      if (!dec || !isSessionData(dec.data)) return this.cleared(found, jar);
       entry = { value: found.value, header: dec.header, data: dec.data };
       this.entries.set(found.value, entry);
     }
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
-    if (!this.codec.alive(entry.header, now)) return this.cleared(found, res);
+    if (!this.codec.alive(entry.header, now)) return this.cleared(found, jar);
     const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
     // Fail closed: a session whose end may have been missed is not honoured (and not cleared).
     if (ended === undefined) throw new SharedStateUnavailable('Redis is not reachable');
-    if (ended) return this.cleared(found, res);
+    if (ended) return this.cleared(found, jar);
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
-    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now)) return this.refreshed(entry, found, now, res);
+    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now)) return this.refreshed(entry, found, now, jar);
     let current = entry;
     if (now - entry.header.uat > this.options.rollingSeconds / 2) {
       entry.next ??= this.entryOf(data, entry.header.iat, now);
       current = entry.next;
       this.entries.set(current.value, current);
     }
-    return this.renewed(found, current, res);
+    return this.renewed(found, current, jar);
   }
 
-  /** The session as it now stands; a cookie that changed (rolled or refreshed) is set on `res`. */
-  private renewed(found: { value: string; names: string[] }, current: SessionEntry, res?: ServerResponse): SessionEntry {
-    if (res && current.value !== found.value) addSetCookie(res, this.codec.setCookieLines(current.value, current.header.exp, found.names));
+  /** The session as it now stands; a cookie that changed (rolled or refreshed) is recorded in `jar`. */
+  private renewed(found: { value: string; names: string[] }, current: SessionEntry, jar?: SessionCookies): SessionEntry {
+    if (jar && current.value !== found.value) addSetCookie(jar, this.codec.setCookieLines(current.value, current.header.exp, found.names));
     return current;
   }
 
-  /** The cookie is dead: cleared on `res` (every copy of it), and no session. */
-  private cleared(found: { names: string[] }, res?: ServerResponse): undefined {
-    if (res) addSetCookie(res, found.names.map((n) => this.codec.clearLine(n)));
-    // Ended elsewhere (back-channel logout, a refused refresh) or expired: this browser keeps
-    // nothing of it either (cached pages, the chat front-end's token and storage).
-    if (res && !res.headersSent) res.setHeader('clear-site-data', CLEAR_SITE_DATA);
+  /** The cookie is dead: cleared in `jar` (every copy of it), and no session. */
+  private cleared(found: { names: string[] }, jar?: SessionCookies): undefined {
+    if (!jar) return undefined;
+    addSetCookie(jar, found.names.map((n) => this.codec.clearLine(n)));
+    jar.clearSiteData = true;
     return undefined;
   }
 
   /** `live` for a session whose access token is (nearly) expired: refreshed once, on every request that waits for it. */
-  private async refreshed(entry: SessionEntry, found: { value: string; names: string[] }, now: number, res?: ServerResponse): Promise<SessionEntry | undefined> {
+  private async refreshed(entry: SessionEntry, found: { value: string; names: string[] }, now: number, jar?: SessionCookies): Promise<SessionEntry | undefined> {
     let current = entry;
     // An outcome another instance (or an earlier request) refreshed may itself be due by now: this
     // instance's copy of the session was a refresh behind. Follow on, at most three links, so every
@@ -350,7 +372,7 @@ export class SessionStore {
           this.hooks.ended(data, r.reason);
         }
         this.entries.delete(found.value);
-        return this.cleared(found, res);
+        return this.cleared(found, jar);
       } else {
         // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
         this.hooks.unavailable(data, r.reason);
@@ -360,15 +382,15 @@ export class SessionStore {
     }
     // Never an expired access token, whatever was shared.
     if (current !== entry && current.data.expires_at <= epoch()) return undefined;
-    return this.renewed(found, current, res);
+    return this.renewed(found, current, jar);
   }
 
   /** Replace a live session's data (tenant switch) and set the new cookie. */
-  replace(entry: SessionEntry, data: SessionData, names: string[], res: ServerResponse): SessionEntry {
+  replace(entry: SessionEntry, data: SessionData, names: string[], jar: SessionCookies): SessionEntry {
     const next = this.entryOf(data, entry.header.iat);
     entry.next = next;
     this.entries.set(next.value, next);
-    addSetCookie(res, this.codec.setCookieLines(next.value, next.header.exp, names));
+    addSetCookie(jar, this.codec.setCookieLines(next.value, next.header.exp, names));
     return next;
   }
 

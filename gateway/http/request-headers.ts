@@ -1,6 +1,7 @@
-// Header hygiene on every forwarded request, HTTP and WebSocket alike. Done on `req.headers`
-// before the request is handed to the proxy, never in a `proxyReq` listener (that event does
-// not fire for `Expect: 100-continue`; reference/proxy-pitfalls.md).
+// Header hygiene on every forwarded request, HTTP and WebSocket alike, and the one place the
+// headers sent upstream are assembled (`upstreamHeaders`). Done before the request is handed to
+// the proxy, never in a `proxyReq` listener (that event does not fire for
+// `Expect: 100-continue`; reference/proxy-pitfalls.md).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Identity } from '../auth/authenticator.js';
 
@@ -101,14 +102,45 @@ export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedH
   for (const [name, value] of identityHeaders(names, who)) headers[name] = value;
 }
 
-export function setForwardedHeaders(headers: IncomingHttpHeaders, facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string }): void {
+/**
+ * The credentials and identity a request sends upstream, as the steps before forwarding decide
+ * them (the request's context, gateway/pipeline/context.ts): the client's own until a step
+ * consumes or replaces them. Never edited on `req.headers`.
+ */
+export interface OutgoingCredentials {
+  authorization: string | undefined;
+  apiKey: string | string[] | undefined;
+  cookie: string | undefined;
+  /** the trusted identity headers, [name, value] */
+  told: ReadonlyArray<readonly [string, string]>;
+}
+
+/** Headers `upstreamHeaders` writes itself: a client's copy is never forwarded. */
+const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']);
+
+/**
+ * What is sent upstream, assembled in one place from the client's headers after hygiene
+ * (`stripClientHeaders`) and what the steps decided (`out`): a new plain object in insertion
+ * order, so it also stands in for the copy `compactHeaders` made (deleted properties turn V8's
+ * object into a slow dictionary that http-proxy-3 and Node then walk; bench/README.md).
+ * The upstream learns the host from the gateway, never from the client (which may send anything a
+ * parser lets through): the public one, as on every other header it builds links from.
+ */
+export function upstreamHeaders(client: IncomingHttpHeaders, out: OutgoingCredentials, facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string }): IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = { host: facts.publicOrigin.host };
+  for (const name in client) {
+    const value = client[name];
+    if (value !== undefined && !GATEWAY_SET.has(name)) headers[name] = value;
+  }
+  for (const [name, value] of out.told) headers[name] = value;
+  if (out.authorization !== undefined) headers.authorization = out.authorization;
+  if (out.apiKey !== undefined) headers['x-api-key'] = out.apiKey;
+  if (out.cookie !== undefined) headers.cookie = out.cookie;
   if (facts.clientIp) headers['x-forwarded-for'] = facts.clientIp;
   headers['x-forwarded-proto'] = facts.publicOrigin.proto;
   headers['x-forwarded-host'] = facts.publicOrigin.host;
-  // The upstream learns the host from the gateway, never from the client (which may send anything
-  // a parser lets through): the public one, as on every other header it builds links from.
-  headers.host = facts.publicOrigin.host;
   headers['x-request-id'] = facts.requestId;
+  return headers;
 }
 
 /** RFC 9110 7.2 / RFC 3986 3.2.2: a reg-name, IPv4 or bracketed IPv6 literal, and an optional port. */
@@ -139,23 +171,22 @@ const UPSTREAM_TOKEN_COOKIE = /^token$/;
  * A client with a gateway session could otherwise send someone else's upstream token or key
  * alongside it, and the upstream would act on that instead.
  */
-export function setUpstreamCredential(headers: IncomingHttpHeaders, credential: { authorization: string } | { 'x-api-key': string }): void {
+export function setUpstreamCredential(out: OutgoingCredentials, credential: { authorization: string } | { 'x-api-key': string }): void {
   if ('authorization' in credential) {
-    headers.authorization = credential.authorization;
-    if (headers['x-api-key'] !== undefined) delete headers['x-api-key'];
+    out.authorization = credential.authorization;
+    out.apiKey = undefined;
   } else {
-    headers['x-api-key'] = credential['x-api-key'];
-    if (headers.authorization !== undefined) delete headers.authorization;
+    out.apiKey = credential['x-api-key'];
+    out.authorization = undefined;
   }
-  const cookie = headers.cookie;
+  const cookie = out.cookie;
   if (typeof cookie === 'string' && cookie.includes('token=')) {
     const rest = cookie
       .split(';')
       .map((p) => p.trim())
       .filter((p) => p && !UPSTREAM_TOKEN_COOKIE.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
       .join('; ');
-    if (rest) headers.cookie = rest;
-    else delete headers.cookie;
+    out.cookie = rest || undefined;
   }
 }
 
@@ -168,17 +199,3 @@ export function upstreamApiKey(headers: IncomingHttpHeaders): string | undefined
   return typeof key === 'string' && /^sk-[A-Za-z0-9_-]+$/.test(key.trim()) ? key.trim() : undefined;
 }
 
-/**
- * The headers as a new plain object without the removed ones. The steps before forwarding delete
- * headers (client copies, hop-by-hop, consumed credentials), which turns V8's object into a slow
- * dictionary; http-proxy-3 then spreads and scans it, and Node's ClientRequest walks it again:
- * measured, a copy in insertion order costs less than those three walks (bench/README.md).
- */
-export function compactHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
-}

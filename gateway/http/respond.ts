@@ -1,7 +1,11 @@
 // Every answer the gateway writes itself, and the words in it, in one place: small JSON answers
 // on a ServerResponse, whole raw answers for a socket that has none (a refused upgrade, CONNECT, a
-// malformed request), and the fail-closed 503 of a session that cannot be checked.
+// malformed request), the fail-closed 503 of a session that cannot be checked, and
+// `answerFailure`, the one place a failed step (a lost Redis, an upstream that failed, a bug)
+// becomes an answer, for the data plane, the proxy, upgrades and the control routes alike.
 import http, { type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Observability } from '../ops/observability.js';
 import { classify, localeOf } from '../../policies/routes.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { PAGE_HEADERS, pageLocale, renderSessionCheckDown } from '../login/pages.js';
@@ -74,4 +78,65 @@ export function rawResponseHead(status: number, reason: string | undefined, rawH
   const lines = [`HTTP/1.1 ${status} ${reason || http.STATUS_CODES[status] || ''}`];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) lines.push(`${rawHeaders[i]}: ${rawHeaders[i + 1]}`);
   return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** The shared state could not be read: a cookie session cannot be judged (503, fail closed). */
+export class SharedStateUnavailable extends Error {
+  constructor(reason: string) {
+    super(`the shared session state cannot be checked: ${reason}`);
+  }
+}
+
+/**
+ * The upstream failed: unreachable, too slow, a body too large or undecodable (the gateway's own
+ * calls), an answer that is not HTTP or has an invalid status (the proxy), a reset.
+ */
+export class UpstreamError extends Error {
+  constructor(
+    public readonly kind: 'unreachable' | 'timeout' | 'too-large' | 'bad-body' | 'reset' | 'bad-answer' | 'bad-status',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
+  get status(): 502 | 504 {
+    return this.kind === 'timeout' ? 504 : 502;
+  }
+  /** what the client is told: the proxy's unparsable or invalid answers are "invalid", the rest "down" */
+  get detail(): string {
+    return this.kind === 'timeout' ? UPSTREAM_TIMEOUT : this.kind === 'bad-answer' || this.kind === 'bad-status' ? UPSTREAM_INVALID : UPSTREAM_DOWN;
+  }
+}
+
+/**
+ * The one place a failure becomes an answer: 503 (page or JSON) when the session cannot be checked,
+ * 502/504 for the upstream, else 500; on a raw socket (an upgrade) the 503 as raw bytes, else the
+ * socket destroyed. Counted and logged here. `fields`: what the log line says of the request;
+ * `extraHeaders`: added to a JSON answer (`Connection: close` while a request body is still coming).
+ */
+export function answerFailure(to: ServerResponse | Duplex, err: unknown, obs: Pick<Observability, 'metrics' | 'log'>, fields: Record<string, unknown> = {}, extraHeaders: Record<string, string> = {}): void {
+  const res = typeof (to as ServerResponse).writeHead === 'function' ? (to as ServerResponse) : undefined;
+  if (err instanceof SharedStateUnavailable) {
+    obs.metrics.sessionChecksUnavailable.inc();
+    if (!res) {
+      if (to.writable) to.end(rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' }));
+      return;
+    }
+    if (res.headersSent) return void res.destroy();
+    return sessionCheckUnavailable(res);
+  }
+  const e = err as Error & { code?: string };
+  if (err instanceof UpstreamError) {
+    obs.metrics.upstreamErrors.inc({ kind: err.kind });
+    obs.log.warn({ err: { message: e.message, code: e.code }, kind: err.kind, ...fields }, 'upstream request failed');
+    if (!res) return void to.destroy();
+    return sendJson(res, err.status, { detail: err.detail }, extraHeaders);
+  }
+  if (!res) {
+    obs.log.warn({ err: { message: e?.message }, ...fields }, 'websocket upgrade failed');
+    return void to.destroy();
+  }
+  obs.log.error({ err: { message: e?.message, stack: e?.stack }, ...fields }, 'request failed');
+  if (res.headersSent) return void res.destroy();
+  sendJson(res, 500, { detail: 'Internal error' });
 }

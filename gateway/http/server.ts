@@ -7,10 +7,8 @@ import type { Logger } from 'pino';
 import type { Settings } from '../../config/settings.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import type { Observability } from '../ops/observability.js';
-import { SharedStateUnavailable } from '../auth/session.js';
-import { UpstreamError } from '../upstream/proxy.js';
 import type { Found, Pipeline } from '../pipeline/handle.js';
-import { rawJsonAnswer, sendJson, sessionCheckUnavailable, SESSION_CHECK_UNAVAILABLE, UPSTREAM_DOWN, UPSTREAM_TIMEOUT } from './respond.js';
+import { answerFailure, rawJsonAnswer } from './respond.js';
 import type { WebSocketTracker } from './websockets.js';
 
 export interface HttpServer {
@@ -65,21 +63,8 @@ export function createHttpServer(o: { server: Settings['server']; obs: Observabi
     if (pending) pending.catch((err: unknown) => failed(res, err));
   };
 
-  /** A step failed: 503 when the session cannot be checked, 502/504 for the upstream, else 500. */
-  const failed = (res: ServerResponse, err: unknown): void => {
-    const e = err as Error;
-    if (e instanceof SharedStateUnavailable) {
-      obs.metrics.sessionChecksUnavailable.inc();
-      return sessionCheckUnavailable(res);
-    }
-    if (e instanceof UpstreamError) {
-      obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      obs.log.warn({ err: { message: e.message }, kind: e.kind }, 'upstream call failed');
-      return sendJson(res, e.status, { detail: e.status === 504 ? UPSTREAM_TIMEOUT : UPSTREAM_DOWN });
-    }
-    obs.log.error({ err: { message: e?.message, stack: e?.stack } }, 'request failed');
-    sendJson(res, 500, { detail: 'Internal error' });
-  };
+  /** A step failed: answered in the one place failures are (gateway/http/respond.ts). */
+  const failed = (res: ServerResponse, err: unknown): void => answerFailure(res, err, obs);
 
   const server = http.createServer(
     {
@@ -99,15 +84,7 @@ export function createHttpServer(o: { server: Settings['server']; obs: Observabi
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
-    pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => {
-      if (err instanceof SharedStateUnavailable) {
-        obs.metrics.sessionChecksUnavailable.inc();
-        if (socket.writable) socket.end(rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' }));
-        return;
-      }
-      obs.log.warn({ err: { message: err.message } }, 'websocket upgrade failed');
-      socket.destroy();
-    });
+    pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => answerFailure(socket as Duplex, err, obs));
   });
   // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
   // closes the socket, leaving the client without an answer).

@@ -9,6 +9,8 @@ import type { Observability } from '../ops/observability.js';
 import { LoadingCache } from '../cache.js';
 import { clientPost, tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
+import { z } from 'zod';
+import { parseJson } from '../upstream/json.js';
 
 /** The catalog could not be read and there is no earlier answer. */
 class CatalogUnavailableError extends Error {
@@ -26,18 +28,20 @@ export interface CatalogSource {
   get(alias: string): Promise<IdentityProvider | null>;
 }
 
-function asProvider(value: unknown, where: string): IdentityProvider {
-  if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { alias?: unknown }).alias !== 'string') {
-    throw new CatalogUnavailableError(`${where}: not an identity provider representation`);
-  }
-  const p = value as IdentityProvider;
-  if (p.config !== undefined && (typeof p.config !== 'object' || p.config === null)) throw new CatalogUnavailableError(`${where}: config is not a map`);
-  return p;
-}
+// What the gateway reads of Keycloak's answers and of IDP_PROVIDERS_FILE, checked with zod in the
+// one way every peer's JSON is (gateway/upstream/json.ts): anything else fails closed (the catalog
+// is unavailable; the last good answer is served).
+/** An identity provider representation: its alias, and a config that is a map when present. */
+const ProviderRepresentation = z.looseObject({ alias: z.string(), config: z.record(z.string(), z.unknown()).optional() });
+const ProviderList = z.array(ProviderRepresentation);
+/** The service account's client-credentials token. */
+const ServiceAccountToken = z.looseObject({ access_token: z.string().min(1), expires_in: z.unknown().optional() });
 
-function asProviderArray(value: unknown, where: string): IdentityProvider[] {
-  if (!Array.isArray(value)) throw new CatalogUnavailableError(`${where}: expected a JSON array`);
-  return value.map((v, i) => asProvider(v, `${where}[${i}]`));
+/** `text` as JSON of `schema`'s shape, or the catalog is unavailable. */
+function read<T>(schema: z.ZodType<T>, text: string, where: string): T {
+  const r = parseJson(schema, text);
+  if (!r.ok) throw new CatalogUnavailableError(`${where}: answer is ${r.why}`);
+  return r.value;
 }
 
 const PAGE_SIZE = 100;
@@ -81,18 +85,14 @@ export class KeycloakAdminSource implements CatalogSource {
     }
   }
 
-  private async json(res: globalThis.Response, what: string): Promise<unknown> {
+  private async json<T>(res: globalThis.Response, what: string, schema: z.ZodType<T>): Promise<T> {
     let text: string;
     try {
       text = await res.text();
     } catch (err) {
       throw new CatalogUnavailableError(`${what}: body not read (${(err as Error).message})`);
     }
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new CatalogUnavailableError(`${what}: answer is not JSON`);
-    }
+    return read(schema, text, what);
   }
 
   private async fetchToken(): Promise<string> {
@@ -102,8 +102,7 @@ export class KeycloakAdminSource implements CatalogSource {
       await res.body?.cancel().catch(() => {});
       throw new CatalogUnavailableError(`service-account token refused: HTTP ${res.status}`);
     }
-    const body = (await this.json(res, 'service-account token')) as { access_token?: unknown; expires_in?: unknown };
-    if (typeof body.access_token !== 'string' || body.access_token === '') throw new CatalogUnavailableError('service-account token: no access_token');
+    const body = await this.json(res, 'service-account token', ServiceAccountToken);
     const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in * 1000 : 60_000;
     // Reuse until 30 s before expiry (or half the lifetime of a very short token).
     this.token = { value: body.access_token, reuseUntil: started + lifetime - Math.min(30_000, lifetime / 2) };
@@ -141,7 +140,7 @@ export class KeycloakAdminSource implements CatalogSource {
         await res.body?.cancel().catch(() => {});
         throw new CatalogUnavailableError(`identity provider list: HTTP ${res.status}`);
       }
-      const batch = asProviderArray(await this.json(res, 'identity provider list'), 'identity provider list');
+      const batch = (await this.json(res, 'identity provider list', ProviderList)) as IdentityProvider[];
       all.push(...batch);
       if (batch.length < PAGE_SIZE) return all;
     }
@@ -158,7 +157,7 @@ export class KeycloakAdminSource implements CatalogSource {
       await res.body?.cancel().catch(() => {});
       throw new CatalogUnavailableError(`identity provider ${JSON.stringify(alias)}: HTTP ${res.status}`);
     }
-    const p = asProvider(await this.json(res, `identity provider ${JSON.stringify(alias)}`), `identity provider ${JSON.stringify(alias)}`);
+    const p = (await this.json(res, `identity provider ${JSON.stringify(alias)}`, ProviderRepresentation)) as IdentityProvider;
     return p.alias === alias ? p : null;
   }
 }
@@ -179,13 +178,13 @@ export class FileSource implements CatalogSource {
       throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
     }
     if (this.loaded?.stamp === stamp) return this.loaded.providers;
-    let parsed: unknown;
+    let text: string;
     try {
-      parsed = JSON.parse(await readFile(this.path, 'utf8')) as unknown;
+      text = await readFile(this.path, 'utf8');
     } catch (err) {
       throw new CatalogUnavailableError(`IDP_PROVIDERS_FILE: ${(err as Error).message}`);
     }
-    const providers = asProviderArray(parsed, 'IDP_PROVIDERS_FILE');
+    const providers = read(ProviderList, text, 'IDP_PROVIDERS_FILE') as IdentityProvider[];
     this.loaded = { stamp, providers };
     return providers;
   }

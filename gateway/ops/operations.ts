@@ -20,6 +20,7 @@ import express from 'express';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from './observability.js';
 import type { Upstream } from '../upstream/proxy.js';
+import { callJson, ConfigAnswer } from '../upstream/json.js';
 
 export interface Check {
   ok: boolean;
@@ -133,9 +134,9 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
   async function checkDrift(): Promise<Check> {
     const enforced = { enable_admin_export: settings.policy.enableAdminExport, enable_admin_chat_access: false };
     try {
-      const res = await upstream.call('GET', '/api/config', { accept: 'application/json' });
-      if (res.status !== 200) throw new Error(`GET /api/config answered ${res.status}`);
-      const features = (JSON.parse(res.body.toString('utf8')) as { features?: Record<string, unknown> }).features ?? {};
+      const res = await callJson(upstream, ConfigAnswer, 'GET', '/api/config', { accept: 'application/json' });
+      if (res.json === undefined) throw new Error(`GET /api/config answered ${res.status}`);
+      const features = res.json.features ?? {};
       const differences: string[] = [];
       // Open WebUI 0.12 reports its admin flags to signed-in callers only: to this anonymous check
       // they are absent, and an absent flag must not read as "matches".

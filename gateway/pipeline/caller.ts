@@ -6,9 +6,8 @@
 //     brought along: the gateway checked the identity, not the client's token;
 //   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the
 //     upstream says whose it is, and exactly that key is forwarded.
-import type { IncomingMessage } from 'node:http';
 import type { Identity } from '../auth/authenticator.js';
-import { identityHeaders, setUpstreamCredential, upstreamApiKey, type TrustedHeaderNames } from '../http/request-headers.js';
+import { identityHeaders, setUpstreamCredential, upstreamApiKey, type OutgoingCredentials, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';
 import type { Metrics } from '../ops/observability.js';
@@ -24,8 +23,8 @@ export interface Caller {
 }
 
 /** The identity's own upstream token, in place of any credential the client sent. */
-function credentialed(req: IncomingMessage, account: UpstreamAccount, caller: Caller): Caller {
-  setUpstreamCredential(req.headers, { authorization: `Bearer ${account.token}` });
+function credentialed(out: OutgoingCredentials, account: UpstreamAccount, caller: Caller): Caller {
+  setUpstreamCredential(out, { authorization: `Bearer ${account.token}` });
   return caller;
 }
 
@@ -37,10 +36,11 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
 
   return {
     /**
-     * Step 5 for a gateway identity: its trusted headers and its own upstream credential.
-     * Synchronous once the identity's upstream sign-in is done (every request but its first).
+     * Step 5 for a gateway identity: its trusted headers and its own upstream credential, set in
+     * the request's context (`out`). Synchronous once the identity's upstream sign-in is done
+     * (every request but its first).
      */
-    forward(req: IncomingMessage, identity: Identity): Caller | Promise<Caller> {
+    forward(out: OutgoingCredentials, identity: Identity): Caller | Promise<Caller> {
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
@@ -49,21 +49,21 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
         };
         byIdentity.set(identity, known);
       }
-      for (const [name, value] of known.headers) req.headers[name] = value;
+      out.told = known.headers;
       const account = accounts.signedIn(identity);
       const caller = known.caller;
-      if (account instanceof Promise) return account.then((a) => credentialed(req, a, caller));
-      return credentialed(req, account, caller);
+      if (account instanceof Promise) return account.then((a) => credentialed(out, a, caller));
+      return credentialed(out, account, caller);
     },
 
     /** Step 5 for an upstream API key: undefined when the upstream does not know it. */
-    async forwardApiKey(req: IncomingMessage, apiKey: string): Promise<Caller | undefined> {
+    async forwardApiKey(out: OutgoingCredentials, apiKey: string): Promise<Caller | undefined> {
       const credential: { authorization: string } | { 'x-api-key': string } =
-        upstreamApiKey({ authorization: req.headers.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
+        upstreamApiKey({ authorization: out.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
       const account = await accounts.whoAmI(credential);
       if (!account) return undefined;
       // exactly the key that was looked up, nothing else the client sent
-      setUpstreamCredential(req.headers, credential);
+      setUpstreamCredential(out, credential);
       return { admin: account.role === 'admin', upstreamUserId: async () => account.userId, label: `api-key:${account.userId}` };
     },
   };

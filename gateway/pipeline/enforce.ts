@@ -6,15 +6,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../../policies/admin-scoping.js';
 import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';
-import { compactHeaders } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
 import { ObjectViews } from '../upstream/object-views.js';
+import { AccountEmailAnswer, callJson } from '../upstream/json.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
 import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
+import type { RequestContext } from './context.js';
 
 export function createEnforcer(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
   const { obs, upstream, trusted } = parts;
@@ -22,11 +23,14 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const chatViews = new ChatViews(upstream);
   const objectViews = new ObjectViews(upstream, obs);
 
-  /** Stream the request on: `100 Continue` first when the client waits for it, headers compacted. */
-  function proceed(req: IncomingMessage, res: ServerResponse, expectContinue: boolean, body?: Buffer): void {
+  /**
+   * Stream the request on: `100 Continue` first when the client waits for it, with the headers
+   * the context assembled and the session cookies it holds for the answer.
+   */
+  function proceed(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, expectContinue: boolean, body?: Buffer): void {
     if (expectContinue && !body) res.writeContinue();
-    req.headers = compactHeaders(req.headers);
-    upstream.forward(req, res, body);
+    req.headers = ctx.headers!;
+    upstream.forward(req, res, body, ctx.setCookies);
   }
 
   /** A refusal of the route table (admins, bypass off): audited with its rule, never forwarded. */
@@ -36,29 +40,32 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   }
 
   /** Synchronous for `pass` and `deny`, the decisions of nearly every request; the others ask the upstream first. */
-  function enforce(decision: Decision, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean): void | Promise<void> {
+  function enforce(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): void | Promise<void> {
+    const { caller, path } = ctx;
     obs.metrics.policyDecisions.tally(decision.action, decision.rule);
     switch (decision.action) {
       case 'pass':
-        return proceed(req, res, expectContinue);
+        return proceed(ctx, req, res, ctx.expectContinue);
       case 'deny':
         obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
         return sendJson(res, decision.status, { detail: decision.detail });
       default:
-        return enforceAfterLookup(decision, req, res, caller, path, search, expectContinue);
+        return enforceAfterLookup(ctx, decision, req, res);
     }
   }
 
-  async function enforceAfterLookup(decision: Exclude<Decision, { action: 'pass' | 'deny' }>, req: IncomingMessage, res: ServerResponse, caller: Caller | null, path: string, search: string, expectContinue: boolean): Promise<void> {
+  async function enforceAfterLookup(ctx: RequestContext, decision: Exclude<Decision, { action: 'pass' | 'deny' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { caller, path, search, expectContinue } = ctx;
+    const upstreamHeaders = ctx.headers!;
     switch (decision.action) {
       case 'filter-own-files': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         const callerId = await caller.upstreamUserId();
-        return fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(req.headers, trusted), callerId);
+        return fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(upstreamHeaders, trusted), callerId);
       }
       case 'audit-file-access': {
-        if (!caller) return proceed(req, res, expectContinue);
-        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(req.headers, trusted))]).then(([me, owner]) => {
+        if (!caller) return proceed(ctx, req, res, expectContinue);
+        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(upstreamHeaders, trusted))]).then(([me, owner]) => {
           if (owner !== me) {
             obs.audit.warn(
               { event: 'admin-file-access', caller: caller.label, callerId: me, fileId: decision.fileId, owner: owner ?? 'unknown', operation: decision.operation, method: req.method, path },
@@ -68,13 +75,13 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         });
         if (decision.operation === 'delete') await lookup.catch(() => {});
         else lookup.catch(() => {});
-        return proceed(req, res, expectContinue);
+        return proceed(ctx, req, res, expectContinue);
       }
       case 'require-own-chat': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         // Known before anything is forwarded: a write never reaches the upstream on a guess.
         const callerId = await caller.upstreamUserId();
-        if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(req.headers, trusted))) return proceed(req, res, expectContinue);
+        if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(upstreamHeaders, trusted))) return proceed(ctx, req, res, expectContinue);
         obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
@@ -85,29 +92,29 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const body = await readJsonBody(req);
         if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
         const named = chatNamedInBody(body.json);
-        const headers = rewriteHeaders(req.headers, trusted);
+        const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         let allowed = named.kind !== 'unreadable';
         if (named.kind === 'chat') allowed = await chatViews.mayAccess({ need: 'own-chat', chatId: named.id }, callerId, headers);
         else if (named.kind === 'channel') allowed = (await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)).ok;
-        if (allowed) return proceed(req, res, false, body.raw);
+        if (allowed) return proceed(ctx, req, res, false, body.raw);
         obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-access': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        const headers = rewriteHeaders(req.headers, trusted);
+        const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
         const { ok } = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
-        if (ok) return proceed(req, res, expectContinue);
+        if (ok) return proceed(ctx, req, res, expectContinue);
         return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
       }
       case 'require-own-account': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         const callerId = await caller.upstreamUserId();
         if (!callerId || decision.userId !== callerId) return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
-        if (!decision.keepEmail) return proceed(req, res, expectContinue);
+        if (!decision.keepEmail) return proceed(ctx, req, res, expectContinue);
         if (expectContinue) res.writeContinue();
         const body = await readJsonBody(req);
         if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
@@ -115,19 +122,19 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         // absent or null leaves the email as it is; anything else must be the one the account has
         // (asked of the upstream, as the caller) and, for a realm identity, the realm's
         if (email !== undefined && email !== null) {
-          const current = await upstream.call('GET', '/api/v1/auths/', rewriteHeaders(req.headers, trusted)).then(
-            (up) => (up.status === 200 ? (JSON.parse(up.body.toString('utf8')) as { email?: unknown }).email : undefined),
+          const current = await callJson(upstream, AccountEmailAnswer, 'GET', '/api/v1/auths/', rewriteHeaders(upstreamHeaders, trusted)).then(
+            (up) => up.json?.email,
             () => undefined,
-          ).catch(() => undefined);
+          );
           const wanted = typeof email === 'string' ? email.trim().toLowerCase() : undefined;
-          const same = wanted !== undefined && typeof current === 'string' && wanted === current.toLowerCase() && (!caller.identity || wanted === caller.identity.email.toLowerCase());
+          const same = wanted !== undefined && current !== undefined && wanted === current.toLowerCase() && (!caller.identity || wanted === caller.identity.email.toLowerCase());
           if (!same) return refuse(res, caller, callerId, req.method, path, `${decision.rule}: the email stays the realm's`, decision.detail);
         }
-        return proceed(req, res, false, body.raw);
+        return proceed(ctx, req, res, false, body.raw);
       }
       case 'filter-listing': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        const headers = rewriteHeaders(req.headers, trusted);
+        const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
         return objectViews.serveListing(res, path + search, headers, who, (removed) =>
@@ -136,14 +143,14 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       }
       case 'redact-fields': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        return objectViews.serveRedacted(res, path + search, rewriteHeaders(req.headers, trusted), decision.fields);
+        return objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, trusted), decision.fields);
       }
       case 'guard-socketio-post': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         if (expectContinue) res.writeContinue();
         const body = await readRawBody(req);
         if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
-        const headers = rewriteHeaders(req.headers, trusted);
+        const headers = rewriteHeaders(upstreamHeaders, trusted);
         const kept = await guardPollingBody(body.raw.toString('utf8'), socketJudge(caller, headers), dropReport(caller, path, 'polling'), decision.notes);
         if (kept === undefined) {
           // every packet dropped: answered as Engine.IO answers a POST
@@ -151,17 +158,17 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
           return void res.end('OK');
         }
         const out = Buffer.from(kept, 'utf8');
-        delete req.headers['transfer-encoding'];
-        req.headers['content-length'] = String(out.length);
-        return proceed(req, res, false, out);
+        delete upstreamHeaders['transfer-encoding'];
+        upstreamHeaders['content-length'] = String(out.length);
+        return proceed(ctx, req, res, false, out);
       }
       case 'audit-chat-delete': {
-        if (!caller) return proceed(req, res, expectContinue);
-        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(req.headers, trusted))]).catch(() => ['', undefined]);
+        if (!caller) return proceed(ctx, req, res, expectContinue);
+        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(upstreamHeaders, trusted))]).catch(() => ['', undefined]);
         if (owner !== me) {
           obs.audit.warn({ event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path }, 'admin deleted a chat they do not own');
         }
-        return proceed(req, res, expectContinue);
+        return proceed(ctx, req, res, expectContinue);
       }
     }
   }

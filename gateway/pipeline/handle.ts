@@ -13,7 +13,10 @@
 //   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
 //   7. carry it out (gateway/pipeline/enforce.ts): stream to the upstream, or answer from a
 //      rewritten view, after asking the upstream whose chat or file it is
-// WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()`, with an Origin check. Sockets,
+// From step 3 on, a request is carried by one context (gateway/pipeline/context.ts): identity,
+// caller, decision, the headers sent upstream (assembled once, before step 7) and the session
+// cookies of the answer. WebSocket upgrades take steps 1, 3, 4 and 5 in `upgrade()`, with the same
+// context and an Origin check. Sockets,
 // timeouts and the request log are gateway/http/server.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -28,24 +31,15 @@ import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
 import { createEnforcer } from './enforce.js';
-import { publicOriginOf, setForwardedHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import { publicOriginOf, upstreamHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import { applySessionCookies } from '../auth/session.js';
+import { RequestContext } from './context.js';
 import type { Authenticator, Identity } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
 import { WebSocketGuard } from '../http/socketio-guard.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
-
-/** What steps 5 to 7 need of a request that steps 1 to 4 let through. */
-interface Judged {
-  req: IncomingMessage;
-  res: ServerResponse;
-  method: string;
-  path: string;
-  search: string;
-  requestId: string;
-  expectContinue: boolean;
-}
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -78,22 +72,25 @@ export function createPipeline(parts: PipelineParts) {
   const publicOrigin = publicOriginOf(settings.publicUrl);
 
   /**
-   * Steps 3 to 5: hygiene, identity, trusted headers. Undefined: the request was answered; null:
-   * an anonymous request to a public path. Synchronous for a known session or token whose upstream
-   * sign-in is done: the common request costs no promise (bench/README.md, "Sixth pass").
+   * Steps 4 and 5: identity, trusted headers, in the request's context. Undefined: the request was
+   * answered; null: an anonymous request to a public path. Synchronous for a known session or
+   * token whose upstream sign-in is done: the common request costs no promise (bench/README.md,
+   * "Sixth pass").
    */
-  function identify(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string): Caller | null | undefined | Promise<Caller | null | undefined> {
-    const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
-    stripClientHeaders(req.headers, trusted);
-    const identity = authenticator.authenticate(req, res);
-    if (identity instanceof Promise) return identity.then((known) => callerOf(req, res, cls, path, known, apiKey));
-    return callerOf(req, res, cls, path, identity, apiKey);
+  function identify(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, cls: RouteClass, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
+    const identity = authenticator.authenticate(req, ctx);
+    if (identity instanceof Promise) return identity.then((known) => callerOf(ctx, req, res, cls, known, apiKey));
+    return callerOf(ctx, req, res, cls, identity, apiKey);
   }
 
-  function callerOf(req: IncomingMessage, res: ServerResponse, cls: RouteClass, path: string, identity: Identity | undefined, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
-    if (identity) return callers.forward(req, identity);
+  function callerOf(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, cls: RouteClass, identity: Identity | undefined, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
+    ctx.identity = identity;
+    // The session cookies step 4 renewed or cleared go on the answer here, once, before any
+    // answer is written (a proxied one merges them with the upstream's: gateway/upstream/proxy.ts).
+    applySessionCookies(res, ctx);
+    if (identity) return callers.forward(ctx, identity);
     if (apiKey) {
-      return callers.forwardApiKey(req, apiKey).then((caller) => {
+      return callers.forwardApiKey(ctx, apiKey).then((caller) => {
         if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         return caller;
       });
@@ -103,7 +100,7 @@ export function createPipeline(parts: PipelineParts) {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
     }
-    return loginRouting.guard(path, req).then((location) => {
+    return loginRouting.guard(ctx.path, req).then((location) => {
       res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
       res.end();
       return undefined;
@@ -143,21 +140,26 @@ export function createPipeline(parts: PipelineParts) {
       return;
     }
     const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
-    // 3 to 5. header hygiene, identity, trusted headers (or 401, or the logged-out guard)
-    const caller = identify(req, res, cls, path);
-    const request: Judged = { req, res, method, path, search, requestId, expectContinue };
-    if (caller instanceof Promise) return caller.then((known) => (known === undefined ? undefined : judge(request, known)));
+    const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
+    // 3. header hygiene; the request's context starts from what is left
+    stripClientHeaders(req.headers, trusted);
+    const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
+    // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
+    const caller = identify(ctx, req, res, cls, apiKey);
+    if (caller instanceof Promise) return caller.then((known) => (known === undefined ? undefined : judge(ctx, req, res, known)));
     if (caller === undefined) return;
-    return judge(request, caller);
+    return judge(ctx, req, res, caller);
   }
 
-  /** Steps 5 (forwarding headers) to 7 for a request whose caller is known. */
-  function judge(r: Judged, caller: Caller | null): void | Promise<void> {
-    setForwardedHeaders(r.req.headers, { clientIp: r.req.socket.remoteAddress, publicOrigin, requestId: r.requestId });
+  /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
+  function judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): void | Promise<void> {
+    ctx.caller = caller;
+    ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
     // 6. the policy
-    const decision = decide({ method: r.method, path: r.path, search: r.search }, settings.policy, { admin: caller?.admin ?? false });
+    const decision = decide({ method: ctx.method, path: ctx.path, search: ctx.search }, settings.policy, { admin: caller?.admin ?? false });
+    ctx.decision = decision;
     // 7. carry it out
-    return enforce(decision, r.req, r.res, caller, r.path, r.search, r.expectContinue);
+    return enforce(ctx, decision, req, res);
   }
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
@@ -172,12 +174,18 @@ export function createPipeline(parts: PipelineParts) {
     req.url = canonical.target.url;
     const origin = req.headers.origin;
     if (!stripClientHeaders(req.headers, trusted).websocket) return refuse(400, 'Only WebSocket upgrades are accepted');
-    const identity = await authenticator.authenticate(req);
+    // The same context as an HTTP request's; its session cookies have no answer to go on.
+    const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
+    const identity = await authenticator.authenticate(req, ctx);
     if (!identity) return refuse(401, NOT_AUTHENTICATED);
+    ctx.identity = identity;
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
     if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
-    const caller = await callers.forward(req, identity);
-    setForwardedHeaders(req.headers, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: randomUUID() });
+    const caller = await callers.forward(ctx, identity);
+    ctx.caller = caller;
+    // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
+    if (caller.admin) delete req.headers['sec-websocket-extensions'];
+    req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     websockets.track(socket);
@@ -185,8 +193,7 @@ export function createPipeline(parts: PipelineParts) {
       // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
       // are dropped, and while the bypass is off note events on notes they may not reach. No
       // permessage-deflate, so every frame can be read.
-      delete req.headers['sec-websocket-extensions'];
-      const headers = rewriteHeaders(req.headers, trusted);
+      const headers = rewriteHeaders(ctx.headers, trusted);
       const judge = enforce.socketJudge(caller, headers);
       const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
       upstream.forwardUpgradeGuarded(req, socket, head, (send, fail) =>

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Upstream } from './proxy.js';
 import { UpstreamError } from './proxy.js';
+import { AccountAnswer, callJson, SignInAnswer } from './json.js';
 import type { TrustedHeaderNames, ToldIdentity } from '../http/request-headers.js';
 import { setIdentityHeaders } from '../http/request-headers.js';
 import type { Metrics } from '../ops/observability.js';
@@ -64,11 +65,9 @@ export class UpstreamAccounts {
     return this.cached(key, SIGNIN_TTL_MS, told, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
-      const res = await this.upstream.call('POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
-      const body = json(res.body) as { token?: unknown; id?: unknown; role?: unknown; expires_at?: unknown } | undefined;
-      if (res.status !== 200 || typeof body?.token !== 'string' || typeof body.id !== 'string') {
-        throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
-      }
+      const res = await callJson(this.upstream, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
+      const body = res.json;
+      if (!body) throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user'), token: body.token };
     });
   }
@@ -77,10 +76,10 @@ export class UpstreamAccounts {
   whoAmI(credential: Record<string, string>): Promise<UpstreamAccount | undefined> {
     const key = 'cred:' + createHash('sha256').update(JSON.stringify(credential)).digest('base64url');
     return this.cached(key, WHOAMI_TTL_MS, undefined, async () => {
-      const res = await this.upstream.call('GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
-      const body = json(res.body) as { id?: unknown; role?: unknown } | undefined;
+      const res = await callJson(this.upstream, AccountAnswer, 'GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
       if (res.status === 401 || res.status === 403) return { userId: '', role: 'none' };
-      if (res.status !== 200 || typeof body?.id !== 'string') throw new UpstreamError('bad-body', `GET /api/v1/auths/ answered ${res.status}`);
+      const body = res.json;
+      if (!body) throw new UpstreamError('bad-body', `GET /api/v1/auths/ answered ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user') };
     }).promise.then((a) => (a.userId ? a : undefined));
   }
@@ -113,13 +112,5 @@ export class UpstreamAccounts {
       },
     );
     return pending;
-  }
-}
-
-function json(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
   }
 }

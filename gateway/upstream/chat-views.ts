@@ -5,6 +5,7 @@
 import { chatAccessAllowed, parseChatRecord, type ChatAccess, type ChatRecord } from '../../policies/chat-scoping.js';
 import { TtlCache } from '../cache.js';
 import type { Upstream } from './proxy.js';
+import { callJson, ChatAnswer, UpstreamJsonError } from './json.js';
 
 /** A chat's owner does not change: an allowed answer is reused this long for the same caller. */
 const ALLOWED_TTL_MS = 60_000;
@@ -37,13 +38,12 @@ export class ChatViews {
   }
 
   private async lookup(path: string, headers: Record<string, string | string[] | undefined>): Promise<ChatRecord | undefined> {
-    const up = await this.upstream.call('GET', path, headers);
-    if (up.status !== 200) return undefined;
-    try {
-      return parseChatRecord(JSON.parse(up.body.toString('utf8')));
-    } catch {
-      return undefined;
-    }
+    // An answer that is not a chat record is no chat: refused, as a chat that is not there.
+    const up = await callJson(this.upstream, ChatAnswer, 'GET', path, headers).catch((err: unknown) => {
+      if (err instanceof UpstreamJsonError) return undefined;
+      throw err;
+    });
+    return up?.json === undefined ? undefined : parseChatRecord(up.json);
   }
 
   clear(): void {

@@ -15,6 +15,7 @@ import type { FilesView } from '../../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, LIST_PAGE_SIZE, type FileRecord } from '../../policies/file-scoping.js';
 import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles } from './file-stream-filter.js';
 import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
+import { callJson, errorDetail, FileArrayAnswer, FileCountAnswer, FileListAnswer, FileOwnerAnswer } from './json.js';
 import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';
 
@@ -93,13 +94,13 @@ export class FileViews {
     for (let offset = 0, page = 0; page < MAX_WALK_PAGES; page++, offset += 1000) {
       walk.set('skip', String(offset));
       walk.set('limit', '1000');
-      const next = await this.upstream.call('GET', path + qs(walk), headers);
+      const next = await callJson(this.upstream, FileArrayAnswer, 'GET', path + qs(walk), headers);
       if (next.status === 404) {
         searchDone = true;
         break;
       }
-      if (next.status !== 200) return passError(res, next);
-      const batch = parseFileArray(parseJson(next));
+      if (next.json === undefined) return passError(res, next);
+      const batch = parseFileArray(next.json);
       if (!batch) throw new UpstreamError('bad-body', 'file search answer is not an array of files');
       mine.push(...keepOwn(batch, callerId).own);
       if (batch.length < 1000) {
@@ -116,12 +117,12 @@ export class FileViews {
   private async count(res: ServerResponse, headers: Record<string, string | string[] | undefined>, callerId: string) {
     const filter = new FileStreamFilter('list', callerId);
     const [countRes, firstPage] = await Promise.all([
-      this.upstream.call('GET', '/api/v1/files/count', headers),
+      callJson(this.upstream, FileCountAnswer, 'GET', '/api/v1/files/count', headers),
       this.upstream.call('GET', '/api/v1/files/?page=1&content=false', headers, undefined, (status) => (status === 200 ? filter : undefined)),
     ]);
     if (countRes.status !== 200) return passError(res, countRes);
     if (firstPage.status !== 200) return passError(res, firstPage);
-    const count = parseCount(parseJson(countRes));
+    const count = countRes.json === undefined ? undefined : parseCount(countRes.json);
     if (count === undefined) throw new UpstreamError('bad-body', 'file count has the wrong shape');
     const { removed, total } = filtered(filter, 'list');
     if (removed === 0 && total === count) {
@@ -138,9 +139,9 @@ export class FileViews {
     const own: FileRecord[] = [];
     for (let page = 1; page <= MAX_WALK_PAGES; page++) {
       walk.set('page', String(page));
-      const up = await this.upstream.call('GET', path + qs(walk), headers);
-      if (up.status !== 200) throw new UpstreamError('bad-body', `file list page ${page} answered ${up.status}`);
-      const list = parseFileList(parseJson(up));
+      const up = await callJson(this.upstream, FileListAnswer, 'GET', path + qs(walk), headers);
+      if (up.json === undefined) throw new UpstreamError('bad-body', `file list page ${page} answered ${up.status}`);
+      const list = parseFileList(up.json);
       if (!list) throw new UpstreamError('bad-body', 'file list is not {items, total}');
       own.push(...keepOwn(list.items, callerId).own);
       if (list.items.length < LIST_PAGE_SIZE || page * LIST_PAGE_SIZE >= list.total) return own;
@@ -165,10 +166,7 @@ export class FileViews {
   async ownerOf(fileId: string, headers: Record<string, string | string[] | undefined>): Promise<string | undefined> {
     if (fileId === '*') return '*';
     try {
-      const up = await this.upstream.call('GET', `/api/v1/files/${fileId}`, headers);
-      if (up.status !== 200) return undefined;
-      const body = parseJson(up) as { user_id?: unknown } | undefined;
-      return typeof body?.user_id === 'string' ? body.user_id : undefined;
+      return (await callJson(this.upstream, FileOwnerAnswer, 'GET', `/api/v1/files/${fileId}`, headers)).json?.user_id;
     } catch {
       return undefined;
     }
@@ -188,23 +186,11 @@ function qs(params: URLSearchParams): string {
   return s ? `?${s}` : '';
 }
 
-function parseJson(res: UpstreamResponse): unknown {
-  try {
-    return JSON.parse(res.body.toString('utf8'));
-  } catch {
-    throw new UpstreamError('bad-body', `upstream answered ${res.status} with a body that is not JSON`);
-  }
-}
-
 /** An upstream error answer carries no file data: pass its status and `{detail}` on. */
 function passError(res: ServerResponse, up: UpstreamResponse): void {
-  let detail = 'Upstream error';
-  try {
-    const body = JSON.parse(up.body.toString('utf8')) as { detail?: unknown };
-    if (body && typeof body === 'object' && 'detail' in body) detail = body.detail as string;
-  } catch {
-    /* a non-JSON error page is replaced by the generic detail */
-  }
+  // a non-JSON error page is replaced by the generic detail
+  const told = errorDetail(up.body);
+  const detail = told === undefined ? 'Upstream error' : told;
   const status = up.status >= 400 && up.status < 600 ? up.status : 502;
   sendRewritten(res, status, { detail });
 }

@@ -12,6 +12,7 @@ import type { ServerResponse } from 'node:http';
 import { filterList, mayReach, parseGroupIds, redactFields, type Permission, type Principal } from '../../policies/resource-access.js';
 import { TtlCache } from '../cache.js';
 import { UpstreamError, type Upstream } from './proxy.js';
+import { callJson, errorDetail, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
 import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';
 
@@ -32,8 +33,8 @@ export class ObjectViews {
   async principal(userId: string, headers: Headers): Promise<Principal> {
     let groupIds = this.groups.get(userId);
     if (!groupIds) {
-      const up = await this.upstream.call('GET', '/api/v1/users/groups?include_inherited=true', headers);
-      const parsed = up.status === 200 ? parseGroupIds(json(up.body)) : undefined;
+      const up = await callJson(this.upstream, GroupsAnswer, 'GET', '/api/v1/users/groups?include_inherited=true', headers).catch(noAnswerOnBadJson);
+      const parsed = up?.json === undefined ? undefined : parseGroupIds(up.json);
       // Without the groups the caller holds only what they own or what is granted to them by name.
       groupIds = parsed ?? new Set();
       if (parsed) this.groups.set(userId, parsed);
@@ -43,9 +44,10 @@ export class ObjectViews {
 
   /** May the caller reach the object the upstream returns at `lookup`? Throws UpstreamError when it cannot be asked. */
   async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; owner?: string }> {
-    const up = await this.upstream.call('GET', lookup, headers);
-    if (up.status !== 200) return { ok: false };
-    const object = json(up.body);
+    // An answer that is not an object is a refusal, as an object that is not there.
+    const up = await callJson(this.upstream, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
+    if (up?.json === undefined) return { ok: false };
+    const object = up.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;
     return { ok: mayReach(object, who, permission), owner: typeof owner === 'string' ? owner : undefined };
   }
@@ -53,9 +55,9 @@ export class ObjectViews {
   /** Answer a list route with the items the caller may read. */
   async serveListing(res: ServerResponse, pathAndQuery: string, headers: Headers, who: Principal, audit: (removed: number) => void): Promise<void> {
     try {
-      const up = await this.upstream.call('GET', pathAndQuery, headers);
-      if (up.status !== 200) return passError(res, up.status, up.body);
-      const filtered = filterList(json(up.body), who);
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      if (up.json === undefined) return passError(res, up.status, up.body);
+      const filtered = filterList(up.json, who);
       if (!filtered) throw new UpstreamError('bad-body', 'list answer is not an array, {items} or {data}');
       if (filtered.removed > 0) audit(filtered.removed);
       sendJson(res, 200, filtered.body, { vary: 'Cookie, Authorization' });
@@ -70,9 +72,9 @@ export class ObjectViews {
   /** Answer with `fields` removed from the upstream's records. */
   async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[]): Promise<void> {
     try {
-      const up = await this.upstream.call('GET', pathAndQuery, headers);
-      if (up.status !== 200) return passError(res, up.status, up.body);
-      const body = redactFields(json(up.body), fields);
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      if (up.json === undefined) return passError(res, up.status, up.body);
+      const body = redactFields(up.json, fields);
       if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
       sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
     } catch (err) {
@@ -88,17 +90,15 @@ export class ObjectViews {
   }
 }
 
-function json(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
+/** A lookup whose answer is not JSON of its shape: no answer (a refusal), never a pass. */
+function noAnswerOnBadJson(err: unknown): undefined {
+  if (err instanceof UpstreamJsonError) return undefined;
+  throw err;
 }
 
 /** An upstream error answer carries no content: its status and `{detail}` go on. */
 function passError(res: ServerResponse, status: number, body: Buffer): void {
-  const parsed = json(body) as { detail?: unknown } | undefined;
-  const detail = parsed && typeof parsed === 'object' && typeof parsed.detail === 'string' ? parsed.detail : 'Upstream error';
+  const told = errorDetail(body);
+  const detail = typeof told === 'string' ? told : 'Upstream error';
   sendJson(res, status >= 400 && status < 600 ? status : 502, { detail });
 }

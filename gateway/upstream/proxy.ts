@@ -7,9 +7,8 @@ import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
-import { PERSONAL_CACHE_CONTROL, rawResponseHead, sendJson, UPSTREAM_DOWN, UPSTREAM_INVALID, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { answerFailure, PERSONAL_CACHE_CONTROL, rawResponseHead, UPSTREAM_DOWN, UPSTREAM_TIMEOUT, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
-import { gatewaySetCookies } from '../auth/session.js';
 
 export interface UpstreamOptions {
   url: string;
@@ -32,18 +31,7 @@ export interface BodySink {
   write(chunk: Buffer): void;
 }
 
-export class UpstreamError extends Error {
-  constructor(
-    public readonly kind: 'unreachable' | 'timeout' | 'too-large' | 'bad-body' | 'reset',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'UpstreamError';
-  }
-  get status(): 502 | 504 {
-    return this.kind === 'timeout' ? 504 : 502;
-  }
-}
+export { UpstreamError };
 
 /** `timeout=5` for a server with keepAliveTimeout 5000, as Node writes it. */
 function keepAliveHint(socket: object | null): string | undefined {
@@ -65,6 +53,8 @@ interface Exchange {
   answer?: IncomingMessage;
   timedOut: boolean;
   answered: boolean;
+  /** the gateway's own Set-Cookie lines for the answer (the request's context: a renewed or cleared session) */
+  setCookies: readonly string[] | undefined;
 }
 
 /** An answer to stream must have a status a client can read (RFC 9110 15: 100 to 599). */
@@ -92,7 +82,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const exchanges = new WeakMap<IncomingMessage, Exchange>();
   const exchangeOf = (req: IncomingMessage): Exchange => {
     let x = exchanges.get(req);
-    if (!x) exchanges.set(req, (x = { timedOut: false, answered: false }));
+    if (!x) exchanges.set(req, (x = { timedOut: false, answered: false, setCookies: undefined }));
     return x;
   };
 
@@ -116,9 +106,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       // Relayed, an invalid status (999) would be the client's problem; answered here, http-proxy-3
       // finds the response finished and pipes nothing.
       proxyRes.destroy();
-      obs.metrics.upstreamErrors.inc({ kind: 'bad-status' });
-      obs.log.warn({ status: proxyRes.statusCode, method: req.method, url: req.url }, 'upstream answered an invalid status');
-      sendJson(res as ServerResponse, 502, { detail: UPSTREAM_INVALID }, { connection: 'close' });
+      answerFailure(res as ServerResponse, new UpstreamError('bad-status', `upstream answered an invalid status ${proxyRes.statusCode}`), obs, { method: req.method, url: req.url }, { connection: 'close' });
       return;
     }
     tracked.answer = proxyRes;
@@ -147,7 +135,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     if (classify(pathOf(req.url)) !== 'public') headers['cache-control'] = PERSONAL_CACHE_CONTROL;
     // The gateway's own Set-Cookie (a renewed or cleared session) first: http-proxy-3 copies the
     // upstream's with setHeader, which replaces what the answer already holds.
-    const ours = gatewaySetCookies(res as ServerResponse);
+    const ours = tracked.setCookies;
     if (ours && headers['set-cookie']) headers['set-cookie'] = [...ours, ...headers['set-cookie']];
   });
 
@@ -159,12 +147,9 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // HPE_*: llhttp could not parse the answer (broken chunk framing, bytes past Content-Length, ...).
     const malformed = err.code?.startsWith('HPE_') === true;
     const kind = timedOut ? 'timeout' : malformed ? 'bad-answer' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
-    obs.metrics.upstreamErrors.inc({ kind });
-    obs.log.warn({ err: { message: err.message, code: err.code }, kind, method: req.method, url: req.url }, 'upstream request failed');
-    if (!(res as ServerResponse).writeHead) {
-      (res as Duplex).destroy();
-      return;
-    }
+    const failure = Object.assign(new UpstreamError(kind, err.message), { code: err.code });
+    const fields = { method: req.method, url: req.url };
+    if (!(res as ServerResponse).writeHead) return answerFailure(res, failure, obs, fields);
     const response = res as ServerResponse;
     // An answer already being streamed stops here: nothing more of it may be written, not even the
     // bytes the same read parsed before the error (written after the 502, they crashed the process).
@@ -173,12 +158,12 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       answer.unpipe(response);
       answer.destroy();
     }
-    // Something was sent already: the client can only learn of the failure by the connection ending.
-    if (response.headersSent) return void response.destroy();
-    dropUpstreamHeaders(response);
-    // A request body still coming (an upload whose upstream died) is not read to its end: the 502
+    // Something was sent already: the client can only learn of the failure by the connection
+    // ending (answerFailure destroys it). Else the 502 carries none of the upstream's headers, and
+    // a request body still coming (an upload whose upstream died) is not read to its end: the 502
     // closes the connection.
-    sendJson(response, timedOut ? 504 : 502, { detail: timedOut ? UPSTREAM_TIMEOUT : malformed ? UPSTREAM_INVALID : UPSTREAM_DOWN }, req.complete ? {} : { connection: 'close' });
+    if (!response.headersSent) dropUpstreamHeaders(response);
+    answerFailure(response, failure, obs, fields, req.complete ? {} : { connection: 'close' });
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
   proxy.on('econnreset', (_err, req) => clearTimeout(exchanges.get(req)?.timer));
@@ -195,8 +180,12 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
 
   return {
     agent,
-    /** Stream a request whose url and headers the gateway has already set. */
-    forward(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
+    /**
+     * Stream a request whose url and headers the gateway has already set. `setCookies`: the
+     * gateway's own Set-Cookie lines of the answer (already on `res`), kept ahead of the upstream's.
+     */
+    forward(req: IncomingMessage, res: ServerResponse, body?: Buffer, setCookies?: readonly string[]): void {
+      if (setCookies) exchangeOf(req).setCookies = setCookies;
       // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
       // listeners lead back to the request, its own key) kept every exchange alive through the
       // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
