@@ -20,7 +20,11 @@ export function sampleAllocations(name: string): void {
   session.connect();
   session.post('HeapProfiler.enable');
   const survivorsOnly = process.env.BENCH_ALLOC_PROFILE_SURVIVORS === '1';
-  session.post('HeapProfiler.startSampling', { samplingInterval: survivorsOnly ? 1024 : 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !survivorsOnly } as inspector.HeapProfiler.StartSamplingParameterType);
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: survivorsOnly ? 1024 : 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: !survivorsOnly,
+  } as inspector.HeapProfiler.StartSamplingParameterType);
   process.prependListener('SIGTERM', () => {
     // The in-process session answers synchronously: the file is written before any exit.
     session.post('HeapProfiler.stopSampling', (err, result) => {

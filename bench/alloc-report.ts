@@ -48,5 +48,10 @@ if (gateway && bare) {
   const b = perRequest(bare).by;
   const diff = [...new Set([...g.keys(), ...b.keys()])].map((k) => ({ k, g: g.get(k) ?? 0, b: b.get(k) ?? 0 })).sort((x, y) => y.g - y.b - (x.g - x.b));
   console.log('\nbytes per request, by allocating function (gateway, bare, difference)');
-  for (const d of diff.slice(0, rows)) console.log(`${Math.round(d.g).toString().padStart(7)} ${Math.round(d.b).toString().padStart(7)} ${Math.round(d.g - d.b).toString().padStart(7)}  ${d.k}`);
+  for (const d of diff.slice(0, rows))
+    console.log(
+      `${Math.round(d.g).toString().padStart(7)} ${Math.round(d.b).toString().padStart(7)} ${Math.round(d.g - d.b)
+        .toString()
+        .padStart(7)}  ${d.k}`,
+    );
 }

@@ -46,14 +46,26 @@ export function createBareProxy(target: string, features: ReadonlySet<BareFeatur
 function withFeatures(proxy: ProxyServer, features: ReadonlySet<BareFeature>, forward: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
   const log = features.has('log') ? pino({ level: 'info' }) : undefined;
   const registry = new Registry();
-  const requests = features.has('metrics') ? new Counter({ name: 'requests_total', help: 'requests', labelNames: ['route_class', 'status'], registers: [registry] }) : undefined;
+  const requests = features.has('metrics')
+    ? new Counter({ name: 'requests_total', help: 'requests', labelNames: ['route_class', 'status'], registers: [registry] })
+    : undefined;
   const latency = features.has('metrics')
-    ? new Histogram({ name: 'request_seconds', help: 'latency', labelNames: ['route_class'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers: [registry] })
+    ? new Histogram({
+        name: 'request_seconds',
+        help: 'latency',
+        labelNames: ['route_class'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+        registers: [registry],
+      })
     : undefined;
   const timers = new WeakMap<http.IncomingMessage, NodeJS.Timeout>();
   if (features.has('hooks')) {
     proxy.on('proxyReq', (proxyReq, req) => {
-      const arm = () => timers.set(req, setTimeout(() => proxyReq.destroy(), 30_000));
+      const arm = () =>
+        timers.set(
+          req,
+          setTimeout(() => proxyReq.destroy(), 30_000),
+        );
       if (req.complete) arm();
       else req.once('end', arm);
     });
@@ -128,7 +140,10 @@ export function createNodeHttpProxy(target: string): http.Server {
 
 /** BENCH_BARE_FEATURES: a comma list of BARE_FEATURES, or `all`. */
 export function bareFeatures(list = ''): Set<BareFeature> {
-  const names = list.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (names.includes('all')) return new Set(BARE_FEATURES);
   const unknown = names.filter((n) => !(BARE_FEATURES as readonly string[]).includes(n));
   if (unknown.length) throw new Error(`BENCH_BARE_FEATURES: unknown ${unknown.join(', ')} (known: ${BARE_FEATURES.join(', ')}, all)`);
@@ -139,7 +154,8 @@ if (process.env.BENCH_BARE_CHILD === '1') {
   countMarkCompacts();
   sampleAllocations(process.env.BENCH_BARE_KIND === 'node-http' ? 'node-http' : process.env.BENCH_BARE_FEATURES_OF_CHILD ? 'bare-features' : 'bare');
   const target = process.env.BENCH_TARGET ?? 'http://127.0.0.1:1';
-  const server = process.env.BENCH_BARE_KIND === 'node-http' ? createNodeHttpProxy(target) : createBareProxy(target, bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));
+  const server =
+    process.env.BENCH_BARE_KIND === 'node-http' ? createNodeHttpProxy(target) : createBareProxy(target, bareFeatures(process.env.BENCH_BARE_FEATURES_OF_CHILD));
   server.listen(Number(process.env.BENCH_PORT ?? 0), '127.0.0.1', () => {
     process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n');
   });

@@ -89,7 +89,9 @@ async function wrk(o: HttpLoadOptions): Promise<Measured> {
   const out = await new Promise<string>((resolve, reject) => {
     // BENCH_LOADGEN_CPUS=1: wrk pinned to those CPUs with taskset (the GATEWAY_WORKERS measurement)
     const pin = process.env.BENCH_LOADGEN_CPUS;
-    const p = pin ? spawn('taskset', ['-c', pin, wrkPath!, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(wrkPath!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = pin
+      ? spawn('taskset', ['-c', pin, wrkPath!, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(wrkPath!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     p.stdout.on('data', (c: Buffer) => (text += c));
     p.stderr.on('data', (c: Buffer) => (text += c));
@@ -130,7 +132,13 @@ async function cannon(o: HttpLoadOptions): Promise<Measured> {
 }
 
 /** One streamed transfer of `bytes` (upload: POST body; download: GET). Rate in MB/s (1 MB = 2^20 bytes). */
-export async function transfer(url: string, headers: Record<string, string>, direction: 'upload' | 'download', bytes: number, timeoutMs: number): Promise<Measured> {
+export async function transfer(
+  url: string,
+  headers: Record<string, string>,
+  direction: 'upload' | 'download',
+  bytes: number,
+  timeoutMs: number,
+): Promise<Measured> {
   const chunk = Buffer.alloc(1024 * 1024, 0x62);
   const started = process.hrtime.bigint();
   const target = new URL(direction === 'download' ? `${url}?bytes=${bytes}` : url);
@@ -174,7 +182,15 @@ export async function transfer(url: string, headers: Record<string, string>, dir
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const ms = seconds * 1000;
-  return { rate: moved / 1048576 / seconds, p50: ms, p99: ms, errors: moved === bytes ? 0 : 1, count: 1, units: moved / 1048576, ...(moved === bytes ? {} : { note: `moved ${moved} of ${bytes} bytes` }) };
+  return {
+    rate: moved / 1048576 / seconds,
+    p50: ms,
+    p99: ms,
+    errors: moved === bytes ? 0 : 1,
+    count: 1,
+    units: moved / 1048576,
+    ...(moved === bytes ? {} : { note: `moved ${moved} of ${bytes} bytes` }),
+  };
 }
 
 /**
@@ -186,38 +202,40 @@ export async function sseLoad(url: string, headers: Record<string, string>, stre
   let errors = 0;
   const target = new URL(`${url}?interval=${intervalMs}`);
   const requests: http.ClientRequest[] = [];
-  const opened = Array.from({ length: streams }, () =>
-    new Promise<void>((resolve) => {
-      const req = http.request(target, { agent: false, headers: { ...headers, accept: 'text/event-stream' } });
-      requests.push(req);
-      req.once('error', () => {
-        errors++;
-        resolve();
-      });
-      req.once('response', (res) => {
-        if (res.statusCode !== 200) {
+  const opened = Array.from(
+    { length: streams },
+    () =>
+      new Promise<void>((resolve) => {
+        const req = http.request(target, { agent: false, headers: { ...headers, accept: 'text/event-stream' } });
+        requests.push(req);
+        req.once('error', () => {
           errors++;
-          res.resume();
-          return resolve();
-        }
-        let buffered = '';
-        res.setEncoding('utf8');
-        res.on('data', (text: string) => {
-          const now = process.hrtime.bigint();
-          buffered += text;
-          let end: number;
-          while ((end = buffered.indexOf('\n\n')) !== -1) {
-            const event = buffered.slice(0, end);
-            buffered = buffered.slice(end + 2);
-            const m = /^data: (\d+)$/m.exec(event);
-            if (m) latencies.push(Number(now - BigInt(m[1]!)) / 1e6);
-          }
+          resolve();
         });
-        res.on('error', () => {});
-        resolve();
-      });
-      req.end();
-    }),
+        req.once('response', (res) => {
+          if (res.statusCode !== 200) {
+            errors++;
+            res.resume();
+            return resolve();
+          }
+          let buffered = '';
+          res.setEncoding('utf8');
+          res.on('data', (text: string) => {
+            const now = process.hrtime.bigint();
+            buffered += text;
+            let end: number;
+            while ((end = buffered.indexOf('\n\n')) !== -1) {
+              const event = buffered.slice(0, end);
+              buffered = buffered.slice(end + 2);
+              const m = /^data: (\d+)$/m.exec(event);
+              if (m) latencies.push(Number(now - BigInt(m[1]!)) / 1e6);
+            }
+          });
+          res.on('error', () => {});
+          resolve();
+        });
+        req.end();
+      }),
   );
   await Promise.race([Promise.all(opened), new Promise((r) => setTimeout(r, 10_000))]);
   // Measure after every stream is open; events before that are warm-up.
@@ -236,7 +254,13 @@ export async function sseLoad(url: string, headers: Record<string, string>, stre
  * those still open, then echo `echoes` messages one after another on one of them (round-trip
  * latency). Rate: echoes per second; the note says how many were held.
  */
-export async function wsLoad(url: string, headers: Record<string, string>, connections: number, holdSeconds: number, echoes: number): Promise<Measured & { held: number }> {
+export async function wsLoad(
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  holdSeconds: number,
+  echoes: number,
+): Promise<Measured & { held: number }> {
   const sockets: WebSocket[] = [];
   let failed = 0;
   let firstError = '';
@@ -322,7 +346,13 @@ export async function wsLoad(url: string, headers: Record<string, string>, conne
  * last answer (`rssBytes`); the difference over the connections held is the memory one idle
  * connection costs. `rate` is the number held; `units` too.
  */
-export async function idleLoad(url: string, headers: Record<string, string>, connections: number, rssBytes: () => number, settleMs = 500): Promise<Measured & { bytesPerConnection: number }> {
+export async function idleLoad(
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  rssBytes: () => number,
+  settleMs = 500,
+): Promise<Measured & { bytesPerConnection: number }> {
   const { hostname, port, pathname, search } = new URL(url);
   const request = `GET ${pathname}${search} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n${Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}\r\n`)

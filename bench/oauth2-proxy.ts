@@ -158,7 +158,11 @@ export function nginxAuthRequestConfig(dir: string, port: number, o: { upstreamP
 }
 
 /** nginx + oauth2-proxy as one peer: its CPU and memory are both processes'. */
-export async function startNginxAuthRequest(logDir: string, nginxBin: string, o: { bin: string; port: number; upstreamPort: number; issuer: string; tag?: string }): Promise<Peer> {
+export async function startNginxAuthRequest(
+  logDir: string,
+  nginxBin: string,
+  o: { bin: string; port: number; upstreamPort: number; issuer: string; tag?: string },
+): Promise<Peer> {
   const tag = o.tag ?? 'nginx-auth-request';
   const dir = join(logDir, tag);
   for (const d of ['', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
@@ -167,7 +171,13 @@ export async function startNginxAuthRequest(logDir: string, nginxBin: string, o:
   }
   const port = o.port;
   const o2pPort = await freePort();
-  const o2p = await startOauth2Proxy(logDir, { bin: o.bin, port: o2pPort, publicUrl: `http://127.0.0.1:${port}`, issuer: o.issuer, name: `oauth2-proxy-${tag}` });
+  const o2p = await startOauth2Proxy(logDir, {
+    bin: o.bin,
+    port: o2pPort,
+    publicUrl: `http://127.0.0.1:${port}`,
+    issuer: o.issuer,
+    name: `oauth2-proxy-${tag}`,
+  });
   writeFileSync(join(dir, 'nginx.conf'), nginxAuthRequestConfig(dir, port, { upstreamPort: o.upstreamPort, oauth2ProxyPort: o2pPort }));
   let started = 0;
   let nginx: Child;

@@ -80,7 +80,14 @@ export async function prepareBaseline(rev: string): Promise<Runner & { rev: stri
   writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
   // config/settings.ts reads the per-stage env files beside itself
   for (const f of ['dev.env', 'prod.env']) if (existsSync(join(dir, 'config', f))) copyFileSync(join(dir, 'config', f), join(out, 'config', f));
-  return { kind: 'compiled', rev: short, countsGc: existsSync(join(out, 'bench/gc-count.js')), args: (source) => [join(out, source.replace(/\.ts$/, '.js'))], dir, ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}) };
+  return {
+    kind: 'compiled',
+    rev: short,
+    countsGc: existsSync(join(out, 'bench/gc-count.js')),
+    args: (source) => [join(out, source.replace(/\.ts$/, '.js'))],
+    dir,
+    ...(r.status !== 0 ? { warnings: `${r.stdout}${r.stderr}`.trim() } : {}),
+  };
 }
 
 export interface Peer {
@@ -293,7 +300,9 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     SHUTDOWN_GRACE_MS: '500',
     DRIFT_CHECK_SECONDS: '0',
     ...(process.env.BENCH_GC_DIR ? { BENCH_GC_DIR: process.env.BENCH_GC_DIR } : {}),
-    ...(process.env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' } : {}),
+    ...(process.env.BENCH_ALLOC_PROFILE_DIR
+      ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' }
+      : {}),
     ...o.env,
   };
   let listening = 0;

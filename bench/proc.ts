@@ -99,7 +99,13 @@ async function stopProcess(child: Child): Promise<void> {
     if (Date.now() - t0 > 1_000) process.stderr.write(`bench: ${child.name} took ${Date.now() - t0} ms to stop\n`);
   }
   // Whatever of the tree is still there (a stuck worker) is killed by pid.
-  for (const pid of tree) if (alive(pid)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const pid of tree)
+    if (alive(pid))
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
 }
 
 export async function stopAll(): Promise<void> {
@@ -108,7 +114,13 @@ export async function stopAll(): Promise<void> {
 
 /** Last resort on exit: synchronous SIGKILL of every child still known. */
 export function killAllSync(): void {
-  for (const c of live) for (const pid of c.pids()) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const c of live)
+    for (const pid of c.pids())
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
 }
 
 const alive = (pid: number) => {
@@ -156,7 +168,12 @@ export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
  * answer is the larger of the summed VmHWM and the largest summed sample, in MB.
  */
 export function watchRss(pids: () => number[]): { stop(): number } {
-  for (const pid of pids()) try { writeFileSync(`/proc/${pid}/clear_refs`, '5'); } catch { /* not allowed: sampling only */ }
+  for (const pid of pids())
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    } catch {
+      /* not allowed: sampling only */
+    }
   let peak = 0;
   const sample = () => {
     const sum = pids().reduce((s, p) => s + statusKb(p, 'VmRSS'), 0);
@@ -181,11 +198,15 @@ export function watchRss(pids: () => number[]): { stop(): number } {
 export async function freePorts(count: number): Promise<number[]> {
   const net = await import('node:net');
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<import('node:net').Server>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<import('node:net').Server>((resolve, reject) => {
+          const s = net.createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));

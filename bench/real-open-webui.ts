@@ -38,12 +38,21 @@ async function main(): Promise<void> {
   const logFile = join(tmpdir(), `bench-owui-gateway-${port}.log`);
   const out = openSync(logFile, 'w');
   const gw = spawn(process.execPath, ['--initial-old-space-size=32', '--heap-growing-percent=300', '--import', 'tsx', 'gateway/main.ts'], {
-    env: { PATH: process.env.PATH, ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH,
+      ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', out, out],
   });
   try {
     for (let i = 0; ; i++) {
-      const up = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      const up = await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (up) break;
       if (i > 200 || gw.exitCode !== null) throw new Error(`the gateway did not start (log: ${logFile})`);
       await new Promise((r) => setTimeout(r, 100));

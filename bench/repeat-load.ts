@@ -20,7 +20,9 @@ export async function repeatLoad(runs: number, log: (line: string) => void = con
       if (report.serverErrors) problems.push(`${report.serverErrors} 5xx`);
       if (report.websockets.errors) problems.push(`${report.websockets.errors} WebSocket errors`);
       if (problems.length) failedRuns.push(`run ${i}: ${problems.join('; ')}`);
-      log(`run ${i}/${runs}: ${((Date.now() - started) / 1000).toFixed(1)} s, uncaught so far ${uncaught.length}${problems.length ? `, FAILED: ${problems.join('; ')}` : ''}`);
+      log(
+        `run ${i}/${runs}: ${((Date.now() - started) / 1000).toFixed(1)} s, uncaught so far ${uncaught.length}${problems.length ? `, FAILED: ${problems.join('; ')}` : ''}`,
+      );
     }
   } finally {
     process.removeListener('uncaughtException', count);

@@ -55,7 +55,12 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   const ok = (r: Row | undefined): r is Row => r !== undefined && r.errors === 0 && r.count > 0;
   // Ratios of each row to nginx (the same worker count) and to direct, in its scenario.
   for (const r of rows) {
-    const nginx = r.scenario === 'small-workers' ? rows.find((x) => x.scenario === r.scenario && x.peer.startsWith('nginx x')) : r.scenario === 'auth-providers' ? find(r.scenario, 'nginx (static file)') : find(r.scenario, 'nginx');
+    const nginx =
+      r.scenario === 'small-workers'
+        ? rows.find((x) => x.scenario === r.scenario && x.peer.startsWith('nginx x'))
+        : r.scenario === 'auth-providers'
+          ? find(r.scenario, 'nginx (static file)')
+          : find(r.scenario, 'nginx');
     const direct = find(r.scenario, 'direct');
     r.vsNginx = ok(nginx) && nginx !== r ? r.rate / nginx.rate : null;
     r.vsDirect = ok(direct) && direct !== r ? r.rate / direct.rate : null;
@@ -99,7 +104,10 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     id: 'files rewrite CPU',
     scenario: 'files-page',
     goal: 'CPU per request <= 3x the same page passed through',
-    measured: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? `${(cpuOf(rewrite)! / cpuOf(passed)!).toFixed(2)}x (${cpuOf(rewrite)!.toFixed(0)} vs ${cpuOf(passed)!.toFixed(0)} us)` : notMeasured(rewrite, passed),
+    measured:
+      cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined
+        ? `${(cpuOf(rewrite)! / cpuOf(passed)!).toFixed(2)}x (${cpuOf(rewrite)!.toFixed(0)} vs ${cpuOf(passed)!.toFixed(0)} us)`
+        : notMeasured(rewrite, passed),
     met: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? cpuOf(rewrite)! <= 3 * cpuOf(passed)! : rewrite && !ok(rewrite) ? false : null,
   });
   // Issue 27: against oauth2-proxy, per core (CPU per request: the machine's cores are shared
@@ -109,7 +117,10 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     id: 'pass-through vs oauth2-proxy',
     scenario: 'small',
     goal: '>= 1.0x oauth2-proxy requests per second per core (1 / CPU per request)',
-    measured: cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined ? `${(cpuOf(o2pSmall)! / cpuOf(gw('small'))!).toFixed(2)}x (${cpuOf(gw('small'))!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${gw('small')!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)` : notMeasured(gw('small'), o2pSmall),
+    measured:
+      cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined
+        ? `${(cpuOf(o2pSmall)! / cpuOf(gw('small'))!).toFixed(2)}x (${cpuOf(gw('small'))!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${gw('small')!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)`
+        : notMeasured(gw('small'), o2pSmall),
     met: cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined ? cpuOf(o2pSmall)! / cpuOf(gw('small'))! >= 1 : null,
   });
   const lat = gw('small-latency');
@@ -126,7 +137,13 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   for (const s of ['upload', 'download']) {
     const g = gw(s);
     const limit = o.smoke ? 150 : 150;
-    targets.push({ id: `${s} RSS`, scenario: s, goal: `gateway peak RSS < ${limit} MB`, measured: g?.peakRssMB != null ? `${g.peakRssMB.toFixed(0)} MB` : 'not measured', met: g?.peakRssMB != null && ok(g) ? g.peakRssMB < limit : g ? false : null });
+    targets.push({
+      id: `${s} RSS`,
+      scenario: s,
+      goal: `gateway peak RSS < ${limit} MB`,
+      measured: g?.peakRssMB != null ? `${g.peakRssMB.toFixed(0)} MB` : 'not measured',
+      met: g?.peakRssMB != null && ok(g) ? g.peakRssMB < limit : g ? false : null,
+    });
     ratio(`${s} throughput`, s, g, find(s, 'nginx'), 'nginx', 0.7);
   }
   // Issue 16: streaming must not set off full GCs the floor does not run (the pattern: dozens of
@@ -140,15 +157,27 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   targets.push({
     id: 'streaming full GCs',
     scenario: 'download',
-    goal: 'gateway mark-compacts while streaming <= the bare floor\'s + 1 per round',
+    goal: "gateway mark-compacts while streaming <= the bare floor's + 1 per round",
     measured: counted.length ? counted.map(([what, g, b]) => `${what} ${g!.markCompacts} (floor ${b!.markCompacts})`).join(', ') : 'not measured',
     met: counted.length ? counted.every(([, g, b]) => g!.markCompacts! <= b!.markCompacts! + (g!.rounds ?? 1)) : null,
   });
   const sse = gw('sse');
-  targets.push({ id: 'sse p99', scenario: 'sse', goal: 'event upstream -> client p99 <= 5 ms', measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse), met: sse ? ok(sse) && sse.p99Ms <= 5 : null });
+  targets.push({
+    id: 'sse p99',
+    scenario: 'sse',
+    goal: 'event upstream -> client p99 <= 5 ms',
+    measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse),
+    met: sse ? ok(sse) && sse.p99Ms <= 5 : null,
+  });
   const ws = gw('websocket');
   const held = ws?.note ? Number(/^(\d+)\//.exec(ws.note)?.[1] ?? 0) : 0;
-  targets.push({ id: 'websocket held', scenario: 'websocket', goal: `${o.wsConnections} idle connections held`, measured: ws ? `${held}/${o.wsConnections}` : 'not measured', met: ws ? held === o.wsConnections : null });
+  targets.push({
+    id: 'websocket held',
+    scenario: 'websocket',
+    goal: `${o.wsConnections} idle connections held`,
+    measured: ws ? `${held}/${o.wsConnections}` : 'not measured',
+    met: ws ? held === o.wsConnections : null,
+  });
   added('websocket echo p50', 'websocket', ws, find('websocket', 'direct'), 'direct', 'p50Ms', 1);
   // Issue 27: an idle keep-alive connection costs at most 2x what it costs the bare floor.
   const idleGw = gw('idle');
@@ -163,13 +192,20 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
       perConn(idleGw) !== undefined && perConn(idleBare) !== undefined
         ? `${(perConn(idleGw)! / 1024).toFixed(1)} KB vs ${(perConn(idleBare)! / 1024).toFixed(1)} KB (${(perConn(idleGw)! / Math.max(1, perConn(idleBare)!)).toFixed(2)}x)${perConn(idleNginx) !== undefined ? `; nginx ${(perConn(idleNginx)! / 1024).toFixed(1)} KB` : ''}`
         : notMeasured(idleGw, idleBare),
-    met: perConn(idleGw) !== undefined && perConn(idleBare) !== undefined ? perConn(idleGw)! <= 2 * Math.max(perConn(idleBare)!, 1) : idleGw && !ok(idleGw) ? false : null,
+    met:
+      perConn(idleGw) !== undefined && perConn(idleBare) !== undefined
+        ? perConn(idleGw)! <= 2 * Math.max(perConn(idleBare)!, 1)
+        : idleGw && !ok(idleGw)
+          ? false
+          : null,
   });
   ratio('auth-providers vs static', 'auth-providers', gw('auth-providers'), find('auth-providers', 'nginx (static file)'), 'nginx serving a static file', 0.5);
 
   for (const r of rows) {
     if (!isGateway(r.peer)) continue;
-    const mine = targets.filter((t) => t.scenario === r.scenario && (r.peer === 'gateway' ? true : r.peer.startsWith('gateway x')) && !(r.peer === 'gateway (pass-through)'));
+    const mine = targets.filter(
+      (t) => t.scenario === r.scenario && (r.peer === 'gateway' ? true : r.peer.startsWith('gateway x')) && !(r.peer === 'gateway (pass-through)'),
+    );
     if (r.peer === 'gateway (pass-through)') continue;
     if (mine.length) r.target = mine.map((t) => `${t.met === null ? '?' : t.met ? 'yes' : 'NO'}`).join(' ');
   }
@@ -186,7 +222,21 @@ function notMeasured(gw: Row | undefined, ref: Row | undefined): string {
 const num = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
 
 export function tableLines(r: Results): string[] {
-  const header = ['scenario', 'peer', 'rate', 'unit', 'p50 ms', 'p99 ms', 'peak RSS MB', 'CPU us/unit', 'full GCs', 'vs nginx', 'vs direct', 'KB/idle conn', 'target met'];
+  const header = [
+    'scenario',
+    'peer',
+    'rate',
+    'unit',
+    'p50 ms',
+    'p99 ms',
+    'peak RSS MB',
+    'CPU us/unit',
+    'full GCs',
+    'vs nginx',
+    'vs direct',
+    'KB/idle conn',
+    'target met',
+  ];
   const body = r.rows.map((x) => [
     x.scenario,
     x.peer,

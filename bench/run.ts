@@ -25,20 +25,47 @@ import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { httpLoad, transfer, sseLoad, wsLoad, idleLoad, loadGenerator, type Measured } from './load.js';
 import { bareFeatures } from './bare-proxy.js';
-import { startUpstream, startBare, startNodeHttpProxy, startNginx, startGateway, nginxPath, nginxVersion, prepareBaseline, prepareRunner, type Peer } from './peers.js';
+import {
+  startUpstream,
+  startBare,
+  startNodeHttpProxy,
+  startNginx,
+  startGateway,
+  nginxPath,
+  nginxVersion,
+  prepareBaseline,
+  prepareRunner,
+  type Peer,
+} from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs, statusKb } from './proc.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { markCompacts } from './gc-count.js';
-import { ensureOauth2Proxy, goVersion, OAUTH2_PROXY_CLIENT, OAUTH2_PROXY_VERSION, signInOauth2Proxy, startNginxAuthRequest, startOauth2Proxy } from './oauth2-proxy.js';
+import {
+  ensureOauth2Proxy,
+  goVersion,
+  OAUTH2_PROXY_CLIENT,
+  OAUTH2_PROXY_VERSION,
+  signInOauth2Proxy,
+  startNginxAuthRequest,
+  startOauth2Proxy,
+} from './oauth2-proxy.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const smoke = args.includes('--smoke') || process.env.BENCH_SMOKE === '1';
-const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').filter(Boolean);
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',')
+  .filter(Boolean);
 /** --peers=gateway,bare: measure only the targets whose name starts with one of these (profiling) */
-const peerFilter = args.find((a) => a.startsWith('--peers='))?.slice('--peers='.length).split(',').filter(Boolean);
+const peerFilter = args
+  .find((a) => a.startsWith('--peers='))
+  ?.slice('--peers='.length)
+  .split(',')
+  .filter(Boolean);
 /** --baseline=REV: the gateway at that git revision runs beside today's (before/after in one run) */
 const baselineRev = args.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length);
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
@@ -53,9 +80,36 @@ function roundsSetting(): number {
 
 /** Sizes and durations: full run for people, smoke for CI. */
 const P = smoke
-  ? { rounds: 1, seconds: 0.3, warmup: 0.1, firstWarmup: 0.1, latencySeconds: 0.3, transferBytes: 16 << 20, sseStreams: 5, sseSeconds: 0.5, wsConnections: 50, wsHold: 0.2, wsEchoes: 100, connections: 16, idleConnections: 50 }
-  : { rounds: roundsSetting(), seconds: 3, warmup: 1, firstWarmup: 3, latencySeconds: 2, transferBytes: 1 << 30, sseStreams: 100, sseSeconds: 5, wsConnections: 5000, wsHold: 2, wsEchoes: 2000, connections: 32, idleConnections: 2000 };
-
+  ? {
+      rounds: 1,
+      seconds: 0.3,
+      warmup: 0.1,
+      firstWarmup: 0.1,
+      latencySeconds: 0.3,
+      transferBytes: 16 << 20,
+      sseStreams: 5,
+      sseSeconds: 0.5,
+      wsConnections: 50,
+      wsHold: 0.2,
+      wsEchoes: 100,
+      connections: 16,
+      idleConnections: 50,
+    }
+  : {
+      rounds: roundsSetting(),
+      seconds: 3,
+      warmup: 1,
+      firstWarmup: 3,
+      latencySeconds: 2,
+      transferBytes: 1 << 30,
+      sseStreams: 100,
+      sseSeconds: 5,
+      wsConnections: 5000,
+      wsHold: 2,
+      wsEchoes: 2000,
+      connections: 32,
+      idleConnections: 2000,
+    };
 
 /** Things to undo at the end besides the child processes (the IdP, the build folder). */
 const cleanups: Array<() => unknown> = [];
@@ -67,7 +121,8 @@ async function stopAll(): Promise<void> {
 async function main(): Promise<void> {
   const started = Date.now();
   const selected = SCENARIOS.filter((s) => !only || only.includes(s));
-  if (only) for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: no scenario ${s} (have: ${SCENARIOS.join(', ')})`);
+  if (only)
+    for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: no scenario ${s} (have: ${SCENARIOS.join(', ')})`);
   if (smoke && process.env.BENCH_LOADGEN !== 'wrk') process.env.BENCH_LOADGEN = 'autocannon'; // wrk cannot run for less than 1 s
   const logDir = mkdtempSync(join(tmpdir(), 'bench-'));
   chmodSync(logDir, 0o755);
@@ -83,7 +138,11 @@ async function main(): Promise<void> {
   // A smoke run (CI) skips it unless BENCH_OAUTH2_PROXY=1, and never builds it: the smoke test
   // stays quick, and CI without Go or the binary gets a notice instead of minutes of compiling.
   const o2pWanted = smoke ? process.env.BENCH_OAUTH2_PROXY === '1' : process.env.BENCH_OAUTH2_PROXY !== '0';
-  const o2pBinary = o2pWanted ? ensureOauth2Proxy({ build: !smoke }) : { why: `${smoke ? 'smoke run' : 'BENCH_OAUTH2_PROXY=0'}: the oauth2-proxy rows are skipped${smoke ? ' (BENCH_OAUTH2_PROXY=1 includes them when built)' : ''}` };
+  const o2pBinary = o2pWanted
+    ? ensureOauth2Proxy({ build: !smoke })
+    : {
+        why: `${smoke ? 'smoke run' : 'BENCH_OAUTH2_PROXY=0'}: the oauth2-proxy rows are skipped${smoke ? ' (BENCH_OAUTH2_PROXY=1 includes them when built)' : ''}`,
+      };
   const o2pBin = 'bin' in o2pBinary ? o2pBinary.bin : undefined;
   if ('why' in o2pBinary) notices.push(o2pBinary.why);
   const buildingBaseline = baselineRev ? prepareBaseline(baselineRev) : undefined;
@@ -91,14 +150,30 @@ async function main(): Promise<void> {
   // The realm: the test IdP (the real oidc-provider) in this process. The gateways fetch its
   // discovery document and JWKS once; a session costs one code-flow login per gateway.
   const needMulti = selected.includes('small-workers');
-  const [gatewayPort, multiPort, baselinePort, o2pPort, authRequestPort, idleGatewayPort, idleO2pPort, idleAuthRequestPort] = (await freePorts(8)) as [number, number, number, number, number, number, number, number];
+  const [gatewayPort, multiPort, baselinePort, o2pPort, authRequestPort, idleGatewayPort, idleO2pPort, idleAuthRequestPort] = (await freePorts(8)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
   const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
   const idp = await startIdp({
     clients: [
-      { client_id: clientId, client_secret: clientSecret, redirect_uris: [gatewayPort, multiPort, baselinePort, idleGatewayPort].map((p) => `http://127.0.0.1:${p}/auth/callback`) },
-      { ...OAUTH2_PROXY_CLIENT, redirect_uris: [o2pPort, authRequestPort, idleO2pPort, idleAuthRequestPort].map((p) => `http://127.0.0.1:${p}/oauth2/callback`) },
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [gatewayPort, multiPort, baselinePort, idleGatewayPort].map((p) => `http://127.0.0.1:${p}/auth/callback`),
+      },
+      {
+        ...OAUTH2_PROXY_CLIENT,
+        redirect_uris: [o2pPort, authRequestPort, idleO2pPort, idleAuthRequestPort].map((p) => `http://127.0.0.1:${p}/oauth2/callback`),
+      },
     ],
     accessTokenTtl: 3600,
   });
@@ -108,7 +183,8 @@ async function main(): Promise<void> {
   if (runner.warnings) notices.push(`tsc reported errors but emitted; the run uses what it emitted:\n${runner.warnings.slice(0, 2000)}`);
   const baselineRunner = await buildingBaseline;
   if (baselineRunner) cleanups.push(() => rmSync(baselineRunner.dir!, { recursive: true, force: true }));
-  if (baselineRunner?.warnings) notices.push(`tsc reported errors in the baseline ${baselineRunner.rev} but emitted:\n${baselineRunner.warnings.slice(0, 2000)}`);
+  if (baselineRunner?.warnings)
+    notices.push(`tsc reported errors in the baseline ${baselineRunner.rev} but emitted:\n${baselineRunner.warnings.slice(0, 2000)}`);
   const { demoIdentityProviders } = await import('../sandbox/demo-realm.js');
   const providersFile = join(logDir, 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
@@ -137,14 +213,26 @@ async function main(): Promise<void> {
     needMulti ? startGateway(logDir, runner, { ...gatewayOptions, port: multiPort, workers: WORKERS }) : undefined,
     bareFeatureList && selected.includes('small') ? startBare(logDir, runner, upstream.url, bareFeatureList) : undefined,
     selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
-    baselineRunner ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` }) : undefined,
-    o2pBin ? startOauth2Proxy(logDir, { bin: o2pBin, port: o2pPort, publicUrl: `http://127.0.0.1:${o2pPort}`, issuer: idp.issuer, upstreamUrl: upstream.url, name: 'oauth2-proxy' }) : undefined,
+    baselineRunner
+      ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` })
+      : undefined,
+    o2pBin
+      ? startOauth2Proxy(logDir, {
+          bin: o2pBin,
+          port: o2pPort,
+          publicUrl: `http://127.0.0.1:${o2pPort}`,
+          issuer: idp.issuer,
+          upstreamUrl: upstream.url,
+          name: 'oauth2-proxy',
+        })
+      : undefined,
     o2pBin && nginxBin ? startNginxAuthRequest(logDir, nginxBin, { bin: o2pBin, port: authRequestPort, upstreamPort, issuer: idp.issuer }) : undefined,
   ]);
   // nginx serves, as a static file, exactly what the gateway answers from its cache.
   say('bench: peers up');
   const providersAnswer = await fetch(`${gateway.url}/api/v1/auth-providers/`).then((r) => r.text());
-  for (const n of [nginx, nginxMulti]) if (n) writeFileSync(join(logDir, `nginx-${n === nginx ? 1 : WORKERS}w/static/auth-providers.json`), providersAnswer, { mode: 0o644 });
+  for (const n of [nginx, nginxMulti])
+    if (n) writeFileSync(join(logDir, `nginx-${n === nginx ? 1 : WORKERS}w/static/auth-providers.json`), providersAnswer, { mode: 0o644 });
 
   // The gateway's credential, in order of preference: a session cookie from a real code-flow
   // login (what browsers send), a realm bearer JWT, an upstream API key (ALLOW_UPSTREAM_API_KEYS).
@@ -166,7 +254,10 @@ async function main(): Promise<void> {
         return { cookie: jar.header(`${gateway.url}/`), origin: gateway.url };
       },
     },
-    { kind: 'realm bearer JWT (alice, verified against the IdP JWKS)', headers: async () => ({ authorization: `Bearer ${await idp.accessTokenFor('alice', clientId)}` }) },
+    {
+      kind: 'realm bearer JWT (alice, verified against the IdP JWKS)',
+      headers: async () => ({ authorization: `Bearer ${await idp.accessTokenFor('alice', clientId)}` }),
+    },
     { kind: 'upstream API key (ALLOW_UPSTREAM_API_KEYS=true)', headers: async () => ({ authorization: `Bearer ${BENCH_API_KEY}` }) },
   ];
   const credentials = credentialsFor(gateway);
@@ -189,7 +280,14 @@ async function main(): Promise<void> {
   say(`bench: gateway credential: ${auth.kind}`);
   // The baseline signs in the same way, as its own session (or the same kind of token).
   const baselineTarget = baseline
-    ? { peer: baseline, name: baseline.name, url: baseline.url, headers: await credentialsFor(baseline).find((c) => c.kind === auth.kind)!.headers() }
+    ? {
+        peer: baseline,
+        name: baseline.name,
+        url: baseline.url,
+        headers: await credentialsFor(baseline)
+          .find((c) => c.kind === auth.kind)!
+          .headers(),
+      }
     : undefined;
   if (baselineTarget) {
     const got = await status(`${baseline!.url}/api/v1/bench/small`, baselineTarget.headers);
@@ -233,7 +331,14 @@ async function main(): Promise<void> {
    * more code to compile than the bare proxy) is not counted as the cost of its requests. The first
    * round of each target warms up longer (`first`).
    */
-  async function compare(scenario: Scenario, unit: Row['unit'], all: Target[], fn: (t: Target, run: { first: boolean; measuring: () => void }) => Promise<Measured>, rounds: number, cpuPerUnit = true) {
+  async function compare(
+    scenario: Scenario,
+    unit: Row['unit'],
+    all: Target[],
+    fn: (t: Target, run: { first: boolean; measuring: () => void }) => Promise<Measured>,
+    rounds: number,
+    cpuPerUnit = true,
+  ) {
     const targets = peerFilter ? all.filter((t) => peerFilter.some((f) => t.name.startsWith(f))) : all;
     const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null; markCompacts: number | null }>>();
     for (let r = 0; r < rounds; r++) {
@@ -254,9 +359,16 @@ async function main(): Promise<void> {
           m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, units: 0, note: (e as Error).message };
         }
         if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
-        const sample = { ...m, rss: rss ? rss.stop() : null, cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null, markCompacts: t.peer?.countsGc ? markCompacts(gcDir, t.peer.pids()) - gc0 : null };
+        const sample = {
+          ...m,
+          rss: rss ? rss.stop() : null,
+          cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null,
+          markCompacts: t.peer?.countsGc ? markCompacts(gcDir, t.peer.pids()) - gc0 : null,
+        };
         samples.set(t, [...(samples.get(t) ?? []), sample]);
-        say(`  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${sample.markCompacts === null ? '' : `  full GCs ${sample.markCompacts}`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`);
+        say(
+          `  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${sample.markCompacts === null ? '' : `  full GCs ${sample.markCompacts}`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`,
+        );
         await sleep(smoke ? 50 : 300); // let the previous peer's sockets settle
       }
     }
@@ -317,7 +429,13 @@ async function main(): Promise<void> {
       }
       case 'files-page':
         // Last target: the same bytes at a path no policy rewrites, what the rewrite adds over passing through.
-        await compare(scenario, 'req/s', [...peersOf(), { peer: gateway, name: 'gateway (pass-through)', url: gateway.url }], (t, run) => get(t.name === 'gateway (pass-through)' ? '/api/v1/bench/files-page' : '/api/v1/files/', 1, P.latencySeconds)(t, run), P.rounds);
+        await compare(
+          scenario,
+          'req/s',
+          [...peersOf(), { peer: gateway, name: 'gateway (pass-through)', url: gateway.url }],
+          (t, run) => get(t.name === 'gateway (pass-through)' ? '/api/v1/bench/files-page' : '/api/v1/files/', 1, P.latencySeconds)(t, run),
+          P.rounds,
+        );
         break;
       case 'upload':
       case 'download': {
@@ -330,7 +448,14 @@ async function main(): Promise<void> {
         break;
       case 'websocket':
         // CPU per echo would count the 5,000 handshakes too: not shown.
-        await compare(scenario, 'echo/s', peersOf(), (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, t.headers ?? h, P.wsConnections, P.wsHold, P.wsEchoes), 1, false);
+        await compare(
+          scenario,
+          'echo/s',
+          peersOf(),
+          (t) => wsLoad(`${t.url.replace('http:', 'ws:')}/ws/bench/echo`, t.headers ?? h, P.wsConnections, P.wsHold, P.wsEchoes),
+          1,
+          false,
+        );
         break;
       case 'idle': {
         // Memory per idle keep-alive connection (issue 27): RSS after holding N, less RSS before,
@@ -342,21 +467,59 @@ async function main(): Promise<void> {
           startBare(logDir, runner, upstream.url, '', 'bare-idle'),
           nginxBin ? startNginx(logDir, nginxBin, { ...nginxOptions, workers: 1, tag: 'nginx-idle' }) : undefined,
           startGateway(logDir, runner, { ...gatewayOptions, port: idleGatewayPort, workers: 1, logName: 'gateway-idle' }),
-          o2pBin ? startOauth2Proxy(logDir, { bin: o2pBin, port: idleO2pPort, publicUrl: `http://127.0.0.1:${idleO2pPort}`, issuer: idp.issuer, upstreamUrl: upstream.url, name: 'oauth2-proxy', logName: 'oauth2-proxy-idle' }) : undefined,
-          o2pBin && nginxBin ? startNginxAuthRequest(logDir, nginxBin, { bin: o2pBin, port: idleAuthRequestPort, upstreamPort, issuer: idp.issuer, tag: 'nginx-auth-request-idle' }) : undefined,
+          o2pBin
+            ? startOauth2Proxy(logDir, {
+                bin: o2pBin,
+                port: idleO2pPort,
+                publicUrl: `http://127.0.0.1:${idleO2pPort}`,
+                issuer: idp.issuer,
+                upstreamUrl: upstream.url,
+                name: 'oauth2-proxy',
+                logName: 'oauth2-proxy-idle',
+              })
+            : undefined,
+          o2pBin && nginxBin
+            ? startNginxAuthRequest(logDir, nginxBin, {
+                bin: o2pBin,
+                port: idleAuthRequestPort,
+                upstreamPort,
+                issuer: idp.issuer,
+                tag: 'nginx-auth-request-idle',
+              })
+            : undefined,
         ]);
         const fresh: Target[] = [
           { peer: freshBare, name: freshBare.name, url: freshBare.url },
           ...(freshNginx ? [{ peer: freshNginx, name: freshNginx.name, url: freshNginx.url }] : []),
-          { peer: freshGateway, name: freshGateway.name, url: freshGateway.url, headers: await credentialsFor(freshGateway).find((c) => c.kind === auth.kind)!.headers() },
+          {
+            peer: freshGateway,
+            name: freshGateway.name,
+            url: freshGateway.url,
+            headers: await credentialsFor(freshGateway)
+              .find((c) => c.kind === auth.kind)!
+              .headers(),
+          },
         ];
-        for (const p of [freshO2p, freshAuthRequest]) if (p) fresh.push({ peer: p, name: p.name, url: p.url, headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar()) });
+        for (const p of [freshO2p, freshAuthRequest])
+          if (p)
+            fresh.push({
+              peer: p,
+              name: p.name,
+              url: p.url,
+              headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar()),
+            });
         await compare(
           scenario,
           'conns',
           fresh,
           async (t) => {
-            const m = await idleLoad(`${t.url}/api/v1/bench/small`, t.headers ?? h, P.idleConnections, () => (t.peer ? t.peer.pids().reduce((s, p) => s + statusKb(p, 'VmRSS'), 0) * 1024 : 0), smoke ? 100 : 500);
+            const m = await idleLoad(
+              `${t.url}/api/v1/bench/small`,
+              t.headers ?? h,
+              P.idleConnections,
+              () => (t.peer ? t.peer.pids().reduce((s, p) => s + statusKb(p, 'VmRSS'), 0) * 1024 : 0),
+              smoke ? 100 : 500,
+            );
             idleBytes.set(t.name, [...(idleBytes.get(t.name) ?? []), m.bytesPerConnection]);
             return m;
           },
@@ -365,13 +528,31 @@ async function main(): Promise<void> {
         );
         // the largest round: the first one, on a fresh process, shows the growth; later rounds
         // reuse what the first one's connections left behind and show less
-        for (const r of rows) if (r.scenario === 'idle' && idleBytes.has(r.peer)) r.bytesPerConnection = Math.max(...idleBytes.get(r.peer)!.filter(Number.isFinite));
+        for (const r of rows)
+          if (r.scenario === 'idle' && idleBytes.has(r.peer)) r.bytesPerConnection = Math.max(...idleBytes.get(r.peer)!.filter(Number.isFinite));
         for (const t of fresh) await t.peer?.stop();
         break;
       }
       case 'auth-providers': {
-        const targets = [...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []), { peer: gateway, name: gateway.name, url: gateway.url, headers: {} }];
-        await compare(scenario, 'req/s', targets, (t, run) => httpLoad({ url: `${t.url}/api/v1/auth-providers/`, headers: {}, connections: P.connections, seconds: P.seconds, warmupSeconds: warmup(run), onMeasuring: run.measuring }), P.rounds);
+        const targets = [
+          ...(nginx ? [{ peer: nginx, name: 'nginx (static file)', url: nginx.url }] : []),
+          { peer: gateway, name: gateway.name, url: gateway.url, headers: {} },
+        ];
+        await compare(
+          scenario,
+          'req/s',
+          targets,
+          (t, run) =>
+            httpLoad({
+              url: `${t.url}/api/v1/auth-providers/`,
+              headers: {},
+              connections: P.connections,
+              seconds: P.seconds,
+              warmupSeconds: warmup(run),
+              onMeasuring: run.measuring,
+            }),
+          P.rounds,
+        );
         break;
       }
     }
@@ -381,7 +562,15 @@ async function main(): Promise<void> {
   const results: Results = {
     date: new Date().toISOString(),
     mode: smoke ? 'smoke' : 'full',
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, nginx: nginxBin ? nginxVersion(nginxBin) : null, oauth2Proxy: o2pBin ? `${OAUTH2_PROXY_VERSION} (${goVersion() ?? 'go'})` : null, loadGenerator: process.env.BENCH_LOADGEN === 'autocannon' ? 'autocannon' : loadGenerator() },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      nginx: nginxBin ? nginxVersion(nginxBin) : null,
+      oauth2Proxy: o2pBin ? `${OAUTH2_PROXY_VERSION} (${goVersion() ?? 'go'})` : null,
+      loadGenerator: process.env.BENCH_LOADGEN === 'autocannon' ? 'autocannon' : loadGenerator(),
+    },
     gatewayCredential: auth.kind,
     peersRunAs: runner.kind,
     parameters: { ...P, workers: WORKERS },

@@ -104,7 +104,6 @@ function collectGarbage(): void {
   gc();
 }
 
-
 function handleCounts(): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const r of process.getActiveResourcesInfo()) counts[r] = (counts[r] ?? 0) + 1;
@@ -142,7 +141,16 @@ function seedFiles(): StandInFile[] {
   for (const u of USERS) {
     for (let i = 0; i < 20; i++) {
       const id = `${u.id}-f${i}`;
-      files.push({ id, user_id: u.id, hash: null, filename: `${id}.txt`, data: { content: `text of ${id}` }, meta: { name: `${id}.txt`, content_type: 'text/plain', size: 12 }, created_at: now - i, updated_at: now - i });
+      files.push({
+        id,
+        user_id: u.id,
+        hash: null,
+        filename: `${id}.txt`,
+        data: { content: `text of ${id}` },
+        meta: { name: `${id}.txt`, content_type: 'text/plain', size: 12 },
+        created_at: now - i,
+        updated_at: now - i,
+      });
     }
   }
   return files;
@@ -214,7 +222,12 @@ async function startSoakWorld(mode: 'inline' | 'process'): Promise<World> {
   // the gateway's port must be known to the realm (redirect URI) before it listens
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }], accessTokenTtl: 3600 });
+  const idp = await startIdp({
+    clients: [
+      { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] },
+    ],
+    accessTokenTtl: 3600,
+  });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'soak-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
   const env: Record<string, string> = {
@@ -295,7 +308,10 @@ async function childGateway(env: Record<string, string>, url: string): Promise<G
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const until = Date.now() + 30_000;
   for (;;) {
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (child.exitCode !== null || Date.now() > until) throw new Error(`the gateway did not start: ${stderr}`);
     await sleep(200);
@@ -304,7 +320,10 @@ async function childGateway(env: Record<string, string>, url: string): Promise<G
     const text = await (await fetch(`${url}/metrics`)).text();
     const out: Record<string, number> = {};
     for (const line of text.split('\n')) {
-      const m = /^(gateway_(?:nodejs_heap_size_used_bytes|process_resident_memory_bytes|nodejs_active_handles_total|nodejs_active_handles)(?:\{type="([^"]+)"\})?) ([0-9.e+]+)$/.exec(line);
+      const m =
+        /^(gateway_(?:nodejs_heap_size_used_bytes|process_resident_memory_bytes|nodejs_active_handles_total|nodejs_active_handles)(?:\{type="([^"]+)"\})?) ([0-9.e+]+)$/.exec(
+          line,
+        );
       if (m) out[m[2] ? `handles:${m[2]}` : m[1]!.replace('gateway_', '')] = Number(m[3]);
     }
     return out;
@@ -316,7 +335,11 @@ async function childGateway(env: Record<string, string>, url: string): Promise<G
       child.kill('SIGUSR2');
       await sleep(300);
       const m = await metrics();
-      const detail = Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith('handles:')).map(([k, v]) => [k.slice(8), v]));
+      const detail = Object.fromEntries(
+        Object.entries(m)
+          .filter(([k]) => k.startsWith('handles:'))
+          .map(([k, v]) => [k.slice(8), v]),
+      );
       return { heap: m.nodejs_heap_size_used_bytes ?? NaN, rss: m.process_resident_memory_bytes ?? NaN, handles: m.nodejs_active_handles_total ?? NaN, detail };
     },
     async dropIdleUpstreamSockets() {
@@ -341,7 +364,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const mode = options.gateway ?? 'inline';
   const world = await startSoakWorld(mode);
   const { url, upstream, idp, gateway } = world;
-  log(`gateway ${url} (${mode === 'process' ? `its own process, log in ${gateway.logFile}` : 'in this process'}), Open WebUI stand-in ${upstream.url}, realm ${idp.url}`);
+  log(
+    `gateway ${url} (${mode === 'process' ? `its own process, log in ${gateway.logFile}` : 'in this process'}), Open WebUI stand-in ${upstream.url}, realm ${idp.url}`,
+  );
   const stats = new Map<Kind | 'ws' | 'login', { latencies: number[]; statuses: Record<string, number> }>();
   const errorSamples: string[] = [];
   let serverErrors = 0;
@@ -681,10 +706,16 @@ export function formatReport(r: SoakReport): string {
   const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
   const lines = [
     `soak: ${r.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s (${r.perSecond}/s), peak ${r.peakConnections} client connections`,
-    `  5xx: ${r.serverErrors}, broken: ${r.clientErrors}; logins ${r.logins.ok} ok, ${r.logins.failed} failed; websockets ${r.websockets.opened} opened (p99 ${percentile([...r.websockets.openMs].sort((a, b) => a - b), 99)} ms), ${r.websockets.messages} echoes, ${r.websockets.errors} errors`,
+    `  5xx: ${r.serverErrors}, broken: ${r.clientErrors}; logins ${r.logins.ok} ok, ${r.logins.failed} failed; websockets ${r.websockets.opened} opened (p99 ${percentile(
+      [...r.websockets.openMs].sort((a, b) => a - b),
+      99,
+    )} ms), ${r.websockets.messages} echoes, ${r.websockets.errors} errors`,
     ...Object.entries(r.byKind)
       .sort()
-      .map(([k, s]) => `  ${k.padEnd(10)} ${String(s.count).padStart(7)}  p50 ${String(s.p50).padStart(5)} ms  p99 ${String(s.p99).padStart(5)} ms  max ${String(s.max).padStart(5)} ms  ${JSON.stringify(s.statuses)}`),
+      .map(
+        ([k, s]) =>
+          `  ${k.padEnd(10)} ${String(s.count).padStart(7)}  p50 ${String(s.p50).padStart(5)} ms  p99 ${String(s.p99).padStart(5)} ms  max ${String(s.max).padStart(5)} ms  ${JSON.stringify(s.statuses)}`,
+      ),
     `  heap after GC: ${mib(r.memory.heapBefore)} -> ${mib(r.memory.heapAfter)}; rss ${mib(r.memory.rssBefore)} -> ${mib(r.memory.rssAfter)} (peak ${mib(r.memory.rssPeak)})`,
     `  open handles: ${r.handles.before} -> ${r.handles.after} ${JSON.stringify(r.handles.detailAfter)}`,
     `  left over: ${r.leftOver.gatewayConnections ?? 'n/a'} connections on the gateway, ${r.leftOver.clientConnections} client connections, ${r.leftOver.upstreamSockets} connections to Open WebUI`,

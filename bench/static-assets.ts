@@ -29,15 +29,30 @@ async function gateway(dir: string): Promise<{ url: string; child: ChildProcess 
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
-      PATH: process.env.PATH, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: String(port), UPSTREAM_URL: upstream.url,
-      OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform', OIDC_CLIENT_ID: 'bench', OIDC_CLIENT_SECRET: 'bench-secret',
-      SESSION_SECRET: 'bench-session-secret-0123456789abcdef', CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
-      CHATUI_ENABLE_ADMIN_EXPORT: 'false', LOG_LEVEL: 'warn', DRIFT_CHECK_SECONDS: '0',
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      UPSTREAM_URL: upstream.url,
+      OIDC_ISSUER_URL: 'http://127.0.0.1:9/realms/platform',
+      OIDC_CLIENT_ID: 'bench',
+      OIDC_CLIENT_SECRET: 'bench-secret',
+      SESSION_SECRET: 'bench-session-secret-0123456789abcdef',
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      LOG_LEVEL: 'warn',
+      DRIFT_CHECK_SECONDS: '0',
     },
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return { url, child };
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { url, child };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`gateway in ${dir} did not start`);
@@ -78,7 +93,9 @@ for (let round = 0; round < rounds; round++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`\n${rounds} interleaved rounds of ${seconds} s, 16 connections; median of rounds`);
 for (const key of Object.keys(results)) {
-  console.log(`${key.padEnd(42)} ${median(results[key]!).toFixed(0).padStart(7)} req/s  p99 ${median(p99[key]!)} ms  CPU ${median(cpu[key]!).toFixed(0)} us/req   rounds: ${results[key]!.map((x) => x.toFixed(0)).join(', ')} req/s; ${cpu[key]!.map((x) => x.toFixed(0)).join(', ')} us`);
+  console.log(
+    `${key.padEnd(42)} ${median(results[key]!).toFixed(0).padStart(7)} req/s  p99 ${median(p99[key]!)} ms  CPU ${median(cpu[key]!).toFixed(0)} us/req   rounds: ${results[key]!.map((x) => x.toFixed(0)).join(', ')} req/s; ${cpu[key]!.map((x) => x.toFixed(0)).join(', ')} us`,
+  );
 }
 for (const p of Object.values(peers)) p.child.kill('SIGTERM');
 await upstream.close();

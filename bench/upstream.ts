@@ -38,7 +38,7 @@ export function filesPage(userId = BENCH_USER_ID, count = FILES_PAGE_ITEMS): { i
     items.push({
       id,
       user_id: userId,
-      hash: `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0')}a1b2c3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff`.slice(0, 64),
+      hash: `${((i * 2654435761) >>> 0).toString(16).padStart(8, '0')}a1b2c3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff`.slice(0, 64),
       filename: `report-${i}.pdf`,
       data: { status: 'completed' },
       meta: { name: `report-${i}.pdf`, content_type: 'application/pdf', size: 10_000 + i * 37, collection_name: `file-${id}` },
@@ -53,8 +53,24 @@ export function filesPage(userId = BENCH_USER_ID, count = FILES_PAGE_ITEMS): { i
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const SMALL = json({ id: 'chat-0001', title: 'Hello', archived: false, updated_at: 1735689600, tags: ['bench'] });
 const FILES = json(filesPage());
-const WHOAMI = json({ id: BENCH_USER_ID, email: 'bench@example.test', name: 'Bench User', role: 'user', token: BENCH_API_KEY, token_type: 'Bearer', expires_at: null });
-const SIGNIN = json({ token: BENCH_UPSTREAM_TOKEN, token_type: 'Bearer', expires_at: null, id: BENCH_USER_ID, email: 'bench@example.test', name: 'Bench User', role: 'user' });
+const WHOAMI = json({
+  id: BENCH_USER_ID,
+  email: 'bench@example.test',
+  name: 'Bench User',
+  role: 'user',
+  token: BENCH_API_KEY,
+  token_type: 'Bearer',
+  expires_at: null,
+});
+const SIGNIN = json({
+  token: BENCH_UPSTREAM_TOKEN,
+  token_type: 'Bearer',
+  expires_at: null,
+  id: BENCH_USER_ID,
+  email: 'bench@example.test',
+  name: 'Bench User',
+  role: 'user',
+});
 const UNAUTHORIZED = json({ detail: 'Not authenticated' });
 const NOT_FOUND = json({ detail: 'Not Found' });
 const CHUNK = Buffer.alloc(256 * 1024, 0x61);

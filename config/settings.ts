@@ -16,10 +16,11 @@ export type Env = Record<string, string | undefined>;
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
-const strictSwitch = z.enum(['true', 'false'], {
-  error: (issue) =>
-    `must be exactly 'true' or 'false' (got ${issue.input === undefined ? 'nothing' : JSON.stringify(issue.input)})`,
-}).transform((v) => v === 'true');
+const strictSwitch = z
+  .enum(['true', 'false'], {
+    error: (issue) => `must be exactly 'true' or 'false' (got ${issue.input === undefined ? 'nothing' : JSON.stringify(issue.input)})`,
+  })
+  .transform((v) => v === 'true');
 
 /** Lenient booleans for the other switches, as the contract says. */
 const flag = (fallback: boolean) =>
@@ -87,7 +88,7 @@ const httpUrl = urlSetting(
 export function redisPasswordHint(value: string): string {
   const rest = value.trim().replace(/^rediss?:\/\//i, '');
   const at = rest.lastIndexOf('@');
-  const userinfo = at >= 0 ? rest.slice(0, at) : rest.split(/[/?]/)[0] ?? '';
+  const userinfo = at >= 0 ? rest.slice(0, at) : (rest.split(/[/?]/)[0] ?? '');
   const chars = ['#', '@', '/', '?'].filter((c) => (c === '#' ? rest.includes('#') : userinfo.includes(c)));
   if (!chars.length) return '';
   const codes: Record<string, string> = { '#': '%23', '@': '%40', '/': '%2F', '?': '%3F' };
@@ -381,15 +382,28 @@ function requiredProblems(env: Env): string[] {
   if (production || !isLoopbackUrl(publicUrl)) {
     for (const name of SECRETS) {
       if ((env[name] ?? '').split(',').some((v) => PUBLIC_DEV_SECRET.test(v.trim()))) {
-        problems.push(`${name}: the public dev-only value of config/dev.env is refused ${production ? 'in production' : `with PUBLIC_URL ${publicUrl} (not loopback)`}: set a secret of your own`);
+        problems.push(
+          `${name}: the public dev-only value of config/dev.env is refused ${production ? 'in production' : `with PUBLIC_URL ${publicUrl} (not loopback)`}: set a secret of your own`,
+        );
       }
     }
   }
   // A realm reached over plain http can be impersonated on the way: production wants https.
-  if (production && has('OIDC_ISSUER_URL') && /^http:/i.test(env.OIDC_ISSUER_URL!.trim()) && !isLoopbackUrl(env.OIDC_ISSUER_URL) && !/^(true|1|yes)$/i.test((env.ALLOW_INSECURE_ISSUER ?? '').trim())) {
-    problems.push(`OIDC_ISSUER_URL: an http: issuer is refused in production unless it is a loopback address or ALLOW_INSECURE_ISSUER=true (got ${JSON.stringify(env.OIDC_ISSUER_URL)})`);
+  if (
+    production &&
+    has('OIDC_ISSUER_URL') &&
+    /^http:/i.test(env.OIDC_ISSUER_URL!.trim()) &&
+    !isLoopbackUrl(env.OIDC_ISSUER_URL) &&
+    !/^(true|1|yes)$/i.test((env.ALLOW_INSECURE_ISSUER ?? '').trim())
+  ) {
+    problems.push(
+      `OIDC_ISSUER_URL: an http: issuer is refused in production unless it is a loopback address or ALLOW_INSECURE_ISSUER=true (got ${JSON.stringify(env.OIDC_ISSUER_URL)})`,
+    );
   }
-  const secrets = (env.SESSION_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const secrets = (env.SESSION_SECRET ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   secrets.forEach((secret, i) => {
     if (secret.length < 32) problems.push(`SESSION_SECRET: key ${i + 1} has ${secret.length} characters, at least 32 are required`);
   });

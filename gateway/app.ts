@@ -63,10 +63,19 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs }, obs);
   const sharedState = options.sharedState ?? (await createSharedState(settings.redisUrl, obs));
   if (!settings.redisUrl && settings.server.workers > 1) {
-    obs.log.warn({ workers: settings.server.workers }, 'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL');
+    obs.log.warn(
+      { workers: settings.server.workers },
+      'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL',
+    );
   }
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting = options.loginRouting ?? (await createLoginRouting(settings, obs, { ...options.loginRoutingOptions, shared: sharedState, signedIn: async (req, res) => authenticateAnswer(authenticator.authenticate, req, res) }));
+  const loginRouting =
+    options.loginRouting ??
+    (await createLoginRouting(settings, obs, {
+      ...options.loginRoutingOptions,
+      shared: sharedState,
+      signedIn: async (req, res) => authenticateAnswer(authenticator.authenticate, req, res),
+    }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
   const ops = createOperations(
     settings,
@@ -86,12 +95,14 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     // A browser at an unknown /auth/... address gets a page with the way to sign in; API clients JSON.
     if (req.method === 'GET' && req.accepts(['json', 'html']) === 'html' && /^(\/[^/]+)?\/auth(\/|$)/.test(req.path)) {
       const locale = pageLocale(localeOf(req.path), req.headers['accept-language']);
-      return void res.status(404).set(PAGE_HEADERS).send(renderProblem({ locale, kind: 'not-found' }));
+      return void res
+        .status(404)
+        .set(PAGE_HEADERS)
+        .send(renderProblem({ locale, kind: 'not-found' }));
     }
     res.status(404).json({ detail: 'Not Found' });
   });
   control.use((err: Error, req: express.Request, res: express.Response, _next: express.NextFunction) => answerFailure(res, err, obs, { route: req.path }));
-
 
   const websockets = new WebSocketTracker();
   const pipeline = createPipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });

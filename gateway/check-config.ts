@@ -20,18 +20,43 @@ async function catalogWarnings(settings: Settings): Promise<string[]> {
   const closing = new AbortController();
   if (settings.catalog.providersFile) source = new FileSource(settings.catalog.providersFile);
   else if (settings.catalog.adminUrl && settings.catalog.clientId && settings.catalog.clientSecret) {
-    source = new KeycloakAdminSource(settings.catalog.adminUrl, settings.catalog.clientId, settings.catalog.clientSecret, globalThis.fetch, CATALOG_TIMEOUT_MS, Date.now, closing.signal);
+    source = new KeycloakAdminSource(
+      settings.catalog.adminUrl,
+      settings.catalog.clientId,
+      settings.catalog.clientSecret,
+      globalThis.fetch,
+      CATALOG_TIMEOUT_MS,
+      Date.now,
+      closing.signal,
+    );
   }
-  const where = settings.catalog.providersFile ? `IDP_PROVIDERS_FILE ${settings.catalog.providersFile}` : `the Keycloak admin API ${settings.catalog.adminUrl ?? ''}`.trim();
-  if (!source) return [`IDP_TENANT_IDP_ALIASES: the provider catalog cannot be read here (no IDP_PROVIDERS_FILE, no admin URL or client): the aliases ${links.map(([, a]) => JSON.stringify(a)).join(', ')} were not checked`];
+  const where = settings.catalog.providersFile
+    ? `IDP_PROVIDERS_FILE ${settings.catalog.providersFile}`
+    : `the Keycloak admin API ${settings.catalog.adminUrl ?? ''}`.trim();
+  if (!source)
+    return [
+      `IDP_TENANT_IDP_ALIASES: the provider catalog cannot be read here (no IDP_PROVIDERS_FILE, no admin URL or client): the aliases ${links.map(([, a]) => JSON.stringify(a)).join(', ')} were not checked`,
+    ];
   try {
     const providers = await source.list();
     const out: string[] = [];
     for (const [tenant, alias] of links) {
       const p = providers.find((x) => x.alias === alias);
-      if (!p) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which ${where} does not know: its link leads to the login page${suggestAlias(alias, providers.map((x) => x.alias))}`);
-      else if (p.enabled !== true) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is disabled: its link leads to the login page`);
-      else if (p.linkOnly === true) out.push(`IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is link-only: its link leads to the login page`);
+      if (!p)
+        out.push(
+          `IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which ${where} does not know: its link leads to the login page${suggestAlias(
+            alias,
+            providers.map((x) => x.alias),
+          )}`,
+        );
+      else if (p.enabled !== true)
+        out.push(
+          `IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is disabled: its link leads to the login page`,
+        );
+      else if (p.linkOnly === true)
+        out.push(
+          `IDP_TENANT_IDP_ALIASES: tenant ${JSON.stringify(tenant)} maps to alias ${JSON.stringify(alias)}, which is link-only: its link leads to the login page`,
+        );
     }
     return out;
   } catch (err) {
@@ -44,7 +69,14 @@ async function catalogWarnings(settings: Settings): Promise<string[]> {
 function suggestAlias(alias: string, known: string[]): string {
   const lower = alias.toLowerCase();
   const near = known.find((k) => k.toLowerCase() === lower || k.toLowerCase().includes(lower) || lower.includes(k.toLowerCase()));
-  return near ? ` (the catalog has ${JSON.stringify(near)})` : known.length ? ` (the catalog has ${known.slice(0, 8).map((k) => JSON.stringify(k)).join(', ')}${known.length > 8 ? ', ...' : ''})` : '';
+  return near
+    ? ` (the catalog has ${JSON.stringify(near)})`
+    : known.length
+      ? ` (the catalog has ${known
+          .slice(0, 8)
+          .map((k) => JSON.stringify(k))
+          .join(', ')}${known.length > 8 ? ', ...' : ''})`
+      : '';
 }
 
 async function main(): Promise<number> {

@@ -124,24 +124,34 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   // ... and no reading, copying, changing or exporting the stats of another user's chat by id.
   if (caller.admin && under('api', 'v1', 'chats')) {
     const access = chatAccess(method, request.path.split('/').filter(Boolean));
-    if (access?.need === 'audit-delete') return { action: 'audit-chat-delete', chatId: access.chatId, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: deleting passes, audited' };
+    if (access?.need === 'audit-delete')
+      return { action: 'audit-chat-delete', chatId: access.chatId, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: deleting passes, audited' };
     if (access) return { action: 'require-own-chat', access, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
   }
   // Chats named outside /api/v1/chats: the task routes by path, the completion routes by body.
   if (route?.row.class === 'chat') {
     if (route.params.chat_id !== undefined) {
       // a `{chat_id:path}` may hold slashes: no chat id has one, and the owner lookup must name exactly one chat
-      if (route.params.chat_id.includes('/')) return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: not a chat id' };
-      return { action: 'require-own-chat', access: { need: 'own-chat', chatId: route.params.chat_id }, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
+      if (route.params.chat_id.includes('/'))
+        return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: not a chat id' };
+      return {
+        action: 'require-own-chat',
+        access: { need: 'own-chat', chatId: route.params.chat_id },
+        detail: ADMIN_CHAT_ACCESS_DISABLED,
+        rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only',
+      };
     }
     if (method === 'POST' && !under('api', 'v1', 'chats')) {
-      return { action: 'require-own-chat-in-body', detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: a chat named in the body must be own' };
+      return {
+        action: 'require-own-chat-in-body',
+        detail: ADMIN_CHAT_ACCESS_DISABLED,
+        rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: a chat named in the body must be own',
+      };
     }
   }
 
   if (under('api', 'v1', 'files')) {
-    const view: FilesView | undefined =
-      s.length === 3 ? 'list' : s.length === 4 && (s[3] === 'search' || s[3] === 'count') ? (s[3] as FilesView) : undefined;
+    const view: FilesView | undefined = s.length === 3 ? 'list' : s.length === 4 && (s[3] === 'search' || s[3] === 'count') ? (s[3] as FilesView) : undefined;
     if (view && method === 'GET') {
       // Rules A1 and A2.
       return settings.bypassAdminAccessControl
@@ -153,7 +163,12 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     // Rule A7: per-file routes check the admin role upstream and ignore the bypass switch.
     if (s.length >= 4 && !view && caller.admin) {
       const operation = method === 'DELETE' ? 'delete' : method === 'GET' ? 'read' : 'write';
-      return { action: 'audit-file-access', fileId: s[3] === 'all' && s.length === 4 ? '*' : request.path.split('/').filter(Boolean)[3]!, operation, rule: 'A7: per-file access, audited' };
+      return {
+        action: 'audit-file-access',
+        fileId: s[3] === 'all' && s.length === 4 ? '*' : request.path.split('/').filter(Boolean)[3]!,
+        operation,
+        rule: 'A7: per-file access, audited',
+      };
     }
   }
 
@@ -190,7 +205,8 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   if (!route) {
     // Not a route of Open WebUI 0.12.4: fail closed in its API space; static files, the web app
     // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
-    if (s.length > 0 && API_SPACE.includes(s[0]!)) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };
+    if (s.length > 0 && API_SPACE.includes(s[0]!))
+      return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };
     return { action: 'pass', rule: 'route table: mount' };
   }
   const { row, params } = route;
@@ -207,7 +223,13 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
     case 'account':
       // An admin who gives their OWN account another email hands it (their token still valid on the
       // socket) to whoever signs in with that email next: the email stays the realm's.
-      return { action: 'require-own-account', userId: params.user_id!, ...(method === 'POST' && row.path.endsWith('/update') ? { keepEmail: true } : {}), detail: ADMIN_SCOPED, rule };
+      return {
+        action: 'require-own-account',
+        userId: params.user_id!,
+        ...(method === 'POST' && row.path.endsWith('/update') ? { keepEmail: true } : {}),
+        detail: ADMIN_SCOPED,
+        rule,
+      };
     case 'refused':
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
     case 'admin-config':

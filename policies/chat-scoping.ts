@@ -19,7 +19,23 @@
 // Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
 
 /** The first segment after /api/v1/chats/ that names a route, not a chat id (routers/chats.py). */
-const CHAT_ROUTE_WORDS = new Set(['', 'list', 'stats', 'new', 'import', 'search', 'folder', 'pinned', 'all', 'archived', 'archive', 'unarchive', 'shared', 'share', 'tags']);
+const CHAT_ROUTE_WORDS = new Set([
+  '',
+  'list',
+  'stats',
+  'new',
+  'import',
+  'search',
+  'folder',
+  'pinned',
+  'all',
+  'archived',
+  'archive',
+  'unarchive',
+  'shared',
+  'share',
+  'tags',
+]);
 
 /** What an admin's request on a chat needs before it is forwarded. */
 export type ChatAccess =

@@ -173,8 +173,7 @@ export function guardLoginLocale(visit: GuardPath, path: string, speaks: (tag: s
 
 /** Where a logged-out page visit goes (links 6 to 8). */
 export type LoggedOutRedirect =
-  | { to: 'login'; locale?: string; returnTo?: string }
-  | { to: 'tenant-provider'; idp: string; tenant: string; locale?: string; returnTo: string };
+  { to: 'login'; locale?: string; returnTo?: string } | { to: 'tenant-provider'; idp: string; tenant: string; locale?: string; returnTo: string };
 
 /**
  * Links 6 to 8, the decision. A visit that names a tenant whose provider is usable for links goes
@@ -189,7 +188,13 @@ export function loggedOutRedirect(visit: GuardPath, path: string, search: string
     const returnTo = path === '/' ? undefined : safeReturnTo(path + search);
     return { to: 'login', ...(loginLocale ? { locale: loginLocale } : {}), ...(returnTo ? { returnTo } : {}) };
   }
-  return { to: 'tenant-provider', idp: alias, tenant: visit.tenant, ...(visit.locale ? { locale: visit.locale } : {}), returnTo: safeReturnTo(visit.rest + search) ?? '/' };
+  return {
+    to: 'tenant-provider',
+    idp: alias,
+    tenant: visit.tenant,
+    ...(visit.locale ? { locale: visit.locale } : {}),
+    returnTo: safeReturnTo(visit.rest + search) ?? '/',
+  };
 }
 
 /**

@@ -28,17 +28,7 @@
 // as Open WebUI answers, except the export and chat classes.
 
 export type RouteClassName =
-  | 'own'
-  | 'listing'
-  | 'by-id-read'
-  | 'by-id-write'
-  | 'account'
-  | 'refused'
-  | 'export'
-  | 'chat'
-  | 'files'
-  | 'admin-config'
-  | 'gateway';
+  'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
 
 export interface RouteRow {
   /** upper-case methods as Open WebUI registers them (HEAD is judged as GET) */
@@ -143,7 +133,22 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET', '/ollama/api/ps'),
   cfg('POST', '/ollama/api/unload'),
   cfg('POST', '/ollama/api/show'),
-  ...['/ollama/api/pull', '/ollama/api/create', '/ollama/api/copy', '/ollama/api/embed', '/ollama/api/embeddings', '/ollama/api/generate', '/ollama/api/chat', '/ollama/v1/completions', '/ollama/v1/chat/completions', '/ollama/v1/embeddings', '/ollama/v1/messages', '/ollama/v1/responses', '/ollama/models/download', '/ollama/models/upload'].flatMap((p) => [cfg('POST', p), cfg('POST', `${p}/{url_idx}`)]),
+  ...[
+    '/ollama/api/pull',
+    '/ollama/api/create',
+    '/ollama/api/copy',
+    '/ollama/api/embed',
+    '/ollama/api/embeddings',
+    '/ollama/api/generate',
+    '/ollama/api/chat',
+    '/ollama/v1/completions',
+    '/ollama/v1/chat/completions',
+    '/ollama/v1/embeddings',
+    '/ollama/v1/messages',
+    '/ollama/v1/responses',
+    '/ollama/models/download',
+    '/ollama/models/upload',
+  ].flatMap((p) => [cfg('POST', p), cfg('POST', `${p}/{url_idx}`)]),
   ...['/ollama/api/push', '/ollama/api/delete'].flatMap((p) => [cfg('DELETE', p), cfg('DELETE', `${p}/{url_idx}`)]),
 
   // ---- routers/openai.py (/openai)
@@ -247,7 +252,11 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/auths/update/password'),
   refused('POST', '/api/v1/auths/ldap', 'accounts come from the realm: an LDAP sign-in answers with a token of whatever account its server names'),
   own('POST', '/api/v1/auths/signin'),
-  refused('POST', '/api/v1/auths/signup', 'accounts come from the realm: a sign-up answers with a token of the account the next sign-in with that email lands in'),
+  refused(
+    'POST',
+    '/api/v1/auths/signup',
+    'accounts come from the realm: a sign-up answers with a token of the account the next sign-in with that email lands in',
+  ),
   row('POST', '/api/v1/auths/signout', 'gateway'),
   own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
   // answers with a token OF THE NEW ACCOUNT: an admin adding the email of someone not signed in
@@ -370,10 +379,29 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   chat('GET', '/api/v1/chats/share/{share_id}'),
   own('POST', '/api/v1/chats/tags'),
   ...[
-    'POST /{id}/compact', 'GET /{id}', 'POST /{id}', 'PATCH /{id}/params', 'POST /{id}/messages/{message_id}', 'DELETE /{id}/messages/{message_id}',
-    'POST /{id}/messages/{message_id}/event', 'DELETE /{id}', 'GET /{id}/pinned', 'POST /{id}/pin', 'POST /{id}/fork', 'POST /{id}/clone',
-    'POST /{id}/clone/shared', 'POST /{id}/archive', 'POST /{id}/share', 'DELETE /{id}/share', 'POST /shared/{id}/access/update',
-    'GET /shared/{id}/access', 'POST /{id}/unread', 'POST /{id}/folder', 'GET /{id}/tags', 'POST /{id}/tags', 'DELETE /{id}/tags',
+    'POST /{id}/compact',
+    'GET /{id}',
+    'POST /{id}',
+    'PATCH /{id}/params',
+    'POST /{id}/messages/{message_id}',
+    'DELETE /{id}/messages/{message_id}',
+    'POST /{id}/messages/{message_id}/event',
+    'DELETE /{id}',
+    'GET /{id}/pinned',
+    'POST /{id}/pin',
+    'POST /{id}/fork',
+    'POST /{id}/clone',
+    'POST /{id}/clone/shared',
+    'POST /{id}/archive',
+    'POST /{id}/share',
+    'DELETE /{id}/share',
+    'POST /shared/{id}/access/update',
+    'GET /shared/{id}/access',
+    'POST /{id}/unread',
+    'POST /{id}/folder',
+    'GET /{id}/tags',
+    'POST /{id}/tags',
+    'DELETE /{id}/tags',
   ].map((r) => chat(r.split(' ')[0]!, `/api/v1/chats${r.split(' ')[1]!}`)),
 
   // ---- routers/notes.py (/api/v1/notes)
@@ -442,9 +470,20 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('GET', '/api/v1/knowledge/{id}/files/pending', KNOWLEDGE),
   read('GET', '/api/v1/knowledge/{id}/files', KNOWLEDGE),
   read('GET', '/api/v1/knowledge/{id}/export', KNOWLEDGE),
-  ...['update', 'access/update', 'file/add', 'file/update', 'file/remove', 'reset', 'sync/diff', 'sync/cleanup', 'files/batch/add', 'dirs/create', 'dirs/{dir_id}/update', 'file/move'].map((p) =>
-    write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE),
-  ),
+  ...[
+    'update',
+    'access/update',
+    'file/add',
+    'file/update',
+    'file/remove',
+    'reset',
+    'sync/diff',
+    'sync/cleanup',
+    'files/batch/add',
+    'dirs/create',
+    'dirs/{dir_id}/update',
+    'file/move',
+  ].map((p) => write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE)),
   write('DELETE', '/api/v1/knowledge/{id}/delete', KNOWLEDGE),
   write('DELETE', '/api/v1/knowledge/{id}/dirs/{dir_id}/delete', KNOWLEDGE),
 
@@ -541,9 +580,22 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/files.py: the contract's rows (A1, A2, A7)
   ...[
-    'POST /', 'GET /', 'GET /search', 'GET /user/search', 'GET /count', 'GET /user/count', 'DELETE /all', 'GET /{id}', 'GET /{id}/process/status',
-    'GET /{id}/data/content', 'POST /{id}/data/content/update', 'GET /{id}/content', 'GET /{id}/content/html', 'GET /{id}/content/{file_name}',
-    'POST /{id}/rename', 'DELETE /{id}',
+    'POST /',
+    'GET /',
+    'GET /search',
+    'GET /user/search',
+    'GET /count',
+    'GET /user/count',
+    'DELETE /all',
+    'GET /{id}',
+    'GET /{id}/process/status',
+    'GET /{id}/data/content',
+    'POST /{id}/data/content/update',
+    'GET /{id}/content',
+    'GET /{id}/content/html',
+    'GET /{id}/content/{file_name}',
+    'POST /{id}/rename',
+    'DELETE /{id}',
   ].map((r) => row(r.split(' ')[0]!, `/api/v1/files${r.split(' ')[1]!}`, 'files')),
 
   // ---- routers/functions.py: admin-only, global; functions are code
@@ -640,7 +692,6 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET,PUT,PATCH,DELETE', '/api/v1/scim/v2/Users/{user_id}'),
   cfg('GET,POST', '/api/v1/scim/v2/Groups'),
   cfg('GET,PUT,PATCH,DELETE', '/api/v1/scim/v2/Groups/{group_id}'),
-
 ];
 
 /**
@@ -716,7 +767,10 @@ const compiled: Compiled[] = OPEN_WEBUI_ROUTES.map((r) => {
 /** Rows by their first three segments ("api/v1/notes"), or fewer for short paths. */
 const byPrefix = new Map<string, Compiled[]>();
 for (const c of compiled) {
-  const key = c.segments.slice(0, 3).map((s) => (isParam(s) ? '*' : s)).join('/');
+  const key = c.segments
+    .slice(0, 3)
+    .map((s) => (isParam(s) ? '*' : s))
+    .join('/');
   const rows = byPrefix.get(key) ?? [];
   rows.push(c);
   byPrefix.set(key, rows);

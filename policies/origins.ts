@@ -20,7 +20,12 @@ export function stateChangeOrigin(origin: string | undefined, allowedOrigins: re
  * cross-site request (a link, an image or a form on another site) must not sign the user out; the
  * browser says so in Sec-Fetch-Site, and a POST's Origin must be ours when it names one.
  */
-export function signOutRequest(method: string, secFetchSite: string | string[] | undefined, origin: string | undefined, allowedOrigins: readonly string[]): OriginDecision {
+export function signOutRequest(
+  method: string,
+  secFetchSite: string | string[] | undefined,
+  origin: string | undefined,
+  allowedOrigins: readonly string[],
+): OriginDecision {
   if (secFetchSite === 'cross-site') return { allow: false, status: 403, detail: 'Forbidden', rule: 'Sec-Fetch-Site: cross-site' };
   if (method === 'POST') return stateChangeOrigin(origin, allowedOrigins);
   return { allow: true, rule: 'not cross-site' };

@@ -30,7 +30,12 @@ export function ownerOf(item: unknown): string | undefined {
 }
 
 function grantsOf(item: Obj): unknown[] {
-  const places = [item.access_grants, isObj(item.info) ? item.info.access_grants : undefined, isObj(item.info) && isObj(item.info.meta) ? item.info.meta.access_grants : undefined, isObj(item.meta) ? item.meta.access_grants : undefined];
+  const places = [
+    item.access_grants,
+    isObj(item.info) ? item.info.access_grants : undefined,
+    isObj(item.info) && isObj(item.info.meta) ? item.info.meta.access_grants : undefined,
+    isObj(item.meta) ? item.meta.access_grants : undefined,
+  ];
   return places.filter(Array.isArray).flat();
 }
 

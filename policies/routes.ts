@@ -47,4 +47,3 @@ export function classify(path: string): RouteClass {
   if (PUBLIC_EXACT.has(path) || PUBLIC_PREFIXES.some((p) => path.startsWith(p))) return 'public';
   return 'page';
 }
-

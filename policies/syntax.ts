@@ -19,7 +19,22 @@ const LOCALE_SYNTAX = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/i;
  * First path segments that belong to a route, never to a locale, although some look like a
  * language tag (`api`, `ws`): `/api/auth/login` is the chat front-end's, not a localized login page.
  */
-export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set(['api', 'ws', 'auth', 'oauth', 'openai', 'ollama', 'cache', 'static', '_app', 'favicon', 'health', 'healthz', 'readyz', 'metrics']);
+export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set([
+  'api',
+  'ws',
+  'auth',
+  'oauth',
+  'openai',
+  'ollama',
+  'cache',
+  'static',
+  '_app',
+  'favicon',
+  'health',
+  'healthz',
+  'readyz',
+  'metrics',
+]);
 
 /** A locale prefix: the language-tag syntax, and not a reserved first segment. */
 export function isLocaleSegment(segment: string): boolean {

@@ -157,12 +157,7 @@ export const demoIdentityProviders: KeycloakIdentityProvider[] = [
     enabled: true,
     trustEmail: true,
     config: {
-      ...oidcConfig(
-        'https://login.microsoftonline.com/00000000-0000-0000-0000-00000000acme/v2.0',
-        'acme-keycloak-broker',
-        'not-a-real-secret-acme-entra',
-        '1',
-      ),
+      ...oidcConfig('https://login.microsoftonline.com/00000000-0000-0000-0000-00000000acme/v2.0', 'acme-keycloak-broker', 'not-a-real-secret-acme-entra', '1'),
       authorizationUrl: 'https://login.microsoftonline.com/00000000-0000-0000-0000-00000000acme/oauth2/v2.0/authorize',
       tokenUrl: 'https://login.microsoftonline.com/00000000-0000-0000-0000-00000000acme/oauth2/v2.0/token',
       userInfoUrl: 'https://graph.microsoft.com/oidc/userinfo',

@@ -21,14 +21,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { SignJWT, jwtVerify, decodeJwt } from 'jose';
-import type {
-  default as ProviderT,
-  Adapter,
-  AdapterPayload,
-  Configuration,
-  JWK,
-  KoaContextWithOIDC,
-} from 'oidc-provider';
+import type { default as ProviderT, Adapter, AdapterPayload, Configuration, JWK, KoaContextWithOIDC } from 'oidc-provider';
 import { demoAccounts, findDemoAccount, type DemoAccount } from './demo-realm.js';
 import { loopbackListener } from './listener.js';
 
@@ -408,9 +401,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     await next();
     if (ctx.path === AUTH_PATH && ctx.method === 'POST') {
       const body = ((ctx as KoaContextWithOIDC).oidc?.body ?? {}) as Record<string, unknown>;
-      authorizations.push(
-        Object.fromEntries(Object.entries(body).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)])),
-      );
+      authorizations.push(Object.fromEntries(Object.entries(body).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)])));
     }
   });
 
@@ -441,7 +432,10 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     try {
       return await provider.interactionDetails(req, res);
     } catch (err) {
-      res.status(400).type('html').send(page('Error', `<h1 id="kc-page-title">Login session expired</h1><p>${esc((err as Error).message)}</p>`));
+      res
+        .status(400)
+        .type('html')
+        .send(page('Error', `<h1 id="kc-page-title">Login session expired</h1><p>${esc((err as Error).message)}</p>`));
       return undefined;
     }
   };
@@ -488,7 +482,12 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
   app.post('/interaction/:uid/abort', async (req, res) => {
     const details = await interaction(req, res);
     if (!details) return;
-    await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'The user cancelled the sign-in' }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: 'The user cancelled the sign-in' },
+      { mergeWithLastSubmission: false },
+    );
   });
 
   app.post('/interaction/:uid/login', express.urlencoded({ extended: false }), async (req, res) => {
@@ -498,7 +497,10 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     const username = String(body.username ?? '');
     const a = byUsername(username);
     if (!a || a.password !== String(body.password ?? '')) {
-      res.status(200).type('html').send(loginPage(details.uid, details.params, { error: 'Invalid username or password.', username }));
+      res
+        .status(200)
+        .type('html')
+        .send(loginPage(details.uid, details.params, { error: 'Invalid username or password.', username }));
       return;
     }
     const params = details.params as Record<string, unknown>;
@@ -518,12 +520,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     const resources = params.resource === undefined ? [resourceFor(clientId)] : ([] as unknown[]).concat(params.resource);
     for (const r of resources) grant.addResourceScope(String(r), scope);
     const grantId = await grant.save();
-    await provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: a.sub, amr: ['pwd'] }, consent: { grantId } },
-      { mergeWithLastSubmission: false },
-    );
+    await provider.interactionFinished(req, res, { login: { accountId: a.sub, amr: ['pwd'] }, consent: { grantId } }, { mergeWithLastSubmission: false });
   });
 
   app.use(issuerPath, provider.callback() as unknown as express.RequestHandler);
@@ -556,9 +553,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     down: stop,
     up: listen,
     async signForeignJwt(claims) {
-      return new SignJWT(withDefaults(claims))
-        .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
-        .sign(foreign.privateKey);
+      return new SignJWT(withDefaults(claims)).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(foreign.privateKey);
     },
     async signJwt(claims, o = {}) {
       const alg = o.alg ?? 'RS256';
@@ -696,7 +691,12 @@ function unescapeHtml(s: string): string {
 }
 
 function pageText(html: string): string {
-  return html.replace(/<script[\s\S]*?<\/script>/gi, '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 300);
+  return html
+    .replace(/<script[\s\S]*?<\/script>/gi, '')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300);
 }
 
 /**
@@ -756,10 +756,7 @@ export async function loginThroughIdp(
  * the IdP finally redirects (the post_logout_redirect_uri with state, when one was accepted).
  * Pass the jar returned by `loginThroughIdp` to end that IdP session.
  */
-export async function logoutThroughIdp(
-  endSessionUrl: string,
-  jar: CookieJar = new CookieJar(),
-): Promise<{ redirectUrl: string | undefined; jar: CookieJar }> {
+export async function logoutThroughIdp(endSessionUrl: string, jar: CookieJar = new CookieJar()): Promise<{ redirectUrl: string | undefined; jar: CookieJar }> {
   let url = endSessionUrl;
   let res = await hop(jar, url);
   for (let i = 0; i < 10; i++) {

@@ -73,7 +73,18 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
   let output = '';
   const child: ChildProcess = spawn(
     join(run, 'bin/kc.sh'),
-    ['start', '--optimized', '--http-enabled=true', '--http-host=127.0.0.1', `--http-port=${port}`, `--http-management-port=${managementPort}`, `--hostname=${url}`, '--cache=local', '--import-realm', '--log-level=warn'],
+    [
+      'start',
+      '--optimized',
+      '--http-enabled=true',
+      '--http-host=127.0.0.1',
+      `--http-port=${port}`,
+      `--http-management-port=${managementPort}`,
+      `--hostname=${url}`,
+      '--cache=local',
+      '--import-realm',
+      '--log-level=warn',
+    ],
     {
       cwd: run,
       detached: true,
@@ -101,7 +112,11 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
   };
   process.once('exit', killGroup);
   // If this Node process dies without stop(), the watchdog takes the server down with it.
-  const watchdog = spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null && kill -0 -${child.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${child.pid} 2>/dev/null`], { detached: true, stdio: 'ignore' });
+  const watchdog = spawn(
+    'sh',
+    ['-c', `while kill -0 ${process.pid} 2>/dev/null && kill -0 -${child.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${child.pid} 2>/dev/null`],
+    { detached: true, stdio: 'ignore' },
+  );
   watchdog.unref();
 
   const stop = async () => {
@@ -128,7 +143,10 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
         await stop();
         throw new Error(`Keycloak exited with ${child.exitCode}:\n${output.slice(-4000)}`);
       }
-      const ok = await fetch(`${url}/realms/${realm}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`${url}/realms/${realm}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > deadline) {
         await stop();
@@ -161,7 +179,11 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
     async admin<T>(method: string, path: string, body?: unknown) {
       const res = await fetch(`${url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${await adminToken()}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${await adminToken()}`,
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: body !== undefined ? JSON.stringify(body) : undefined,
       });
       const text = await res.text();
@@ -185,15 +207,25 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
  * addresses (the realm file names the compose ones, http://localhost:8080 and http://gateway:8080),
  * and acme-entra brokering to the acme-idp realm of this server (the file's points at Microsoft).
  */
-export async function pointRealmAt(kc: RunningKeycloak, o: { gatewayUrls: string[]; backchannelUrl: string; realm?: string; clientId?: string }): Promise<void> {
+export async function pointRealmAt(
+  kc: RunningKeycloak,
+  o: { gatewayUrls: string[]; backchannelUrl: string; realm?: string; clientId?: string },
+): Promise<void> {
   const realm = o.realm ?? 'platform';
-  const clients = await kc.admin<Array<{ id: string; attributes: Record<string, string> }>>('GET', `/admin/realms/${realm}/clients?clientId=${o.clientId ?? 'chat-gateway'}`);
+  const clients = await kc.admin<Array<{ id: string; attributes: Record<string, string> }>>(
+    'GET',
+    `/admin/realms/${realm}/clients?clientId=${o.clientId ?? 'chat-gateway'}`,
+  );
   const client = clients.body[0]!;
   await kc.admin('PUT', `/admin/realms/${realm}/clients/${client.id}`, {
     ...client,
     redirectUris: o.gatewayUrls.map((u) => `${u}/auth/callback`),
     webOrigins: o.gatewayUrls,
-    attributes: { ...client.attributes, 'post.logout.redirect.uris': o.gatewayUrls.map((u) => `${u}/*`).join('##'), 'backchannel.logout.url': o.backchannelUrl },
+    attributes: {
+      ...client.attributes,
+      'post.logout.redirect.uris': o.gatewayUrls.map((u) => `${u}/*`).join('##'),
+      'backchannel.logout.url': o.backchannelUrl,
+    },
   });
   const acme = (await kc.admin<{ config: Record<string, string> }>('GET', `/admin/realms/${realm}/identity-provider/instances/acme-entra`)).body;
   const tenantIdp = kc.issuer('acme-idp');

@@ -93,7 +93,8 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
   const port = base.listen.port === 0 ? await freePort(host === '0.0.0.0' ? '127.0.0.1' : host) : base.listen.port;
   const publicUrl = env.PUBLIC_URL?.trim() ? base.publicUrl : `http://localhost:${port}`;
   const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
-  if (!Number.isInteger(idpPort) || idpPort < 0 || idpPort > 65535) fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
+  if (!Number.isInteger(idpPort) || idpPort < 0 || idpPort > 65535)
+    fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
 
   const realm = options.realm;
   const { startIdp } = realm ? { startIdp: undefined } : await loadIdp();
@@ -122,22 +123,24 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     }
     const clientSecret = realm?.clientSecret ?? randomBytes(24).toString('base64url');
     let idp: TestIdp | undefined;
-    if (startIdp) try {
-      idp = await startIdp({
-        port: idpPort,
-        clients: [
-          {
-            client_id: SANDBOX_CLIENT_ID,
-            client_secret: clientSecret,
-            redirect_uris: [`${publicUrl}/auth/callback`],
-            post_logout_redirect_uris: [`${publicUrl}/auth/login`, `${publicUrl}/`],
-          },
-        ],
-      });
-    } catch (err) {
-      if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
-      throw err;
-    }
+    if (startIdp)
+      try {
+        idp = await startIdp({
+          port: idpPort,
+          clients: [
+            {
+              client_id: SANDBOX_CLIENT_ID,
+              client_secret: clientSecret,
+              redirect_uris: [`${publicUrl}/auth/callback`],
+              post_logout_redirect_uris: [`${publicUrl}/auth/login`, `${publicUrl}/`],
+            },
+          ],
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === 'EADDRINUSE')
+          fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
+        throw err;
+      }
     if (idp) cleanups.push(() => idp.close());
 
     // With the real realm the catalog comes from its Admin REST API (IDP_PROVIDERS_FILE unset).
@@ -179,7 +182,13 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     // With REDIS_URL, the first connection decides whether "ready" is true (issue 28 item 2).
     const deadline = Date.now() + 2_500;
     while (settings.redisUrl && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const banner = renderBanner(settings, { issuer: realm?.issuer ?? idp!.issuer, real: !!realm, upstream, listenHost: host, shared: gateway.sharedState.ready() });
+    const banner = renderBanner(settings, {
+      issuer: realm?.issuer ?? idp!.issuer,
+      real: !!realm,
+      upstream,
+      listenHost: host,
+      shared: gateway.sharedState.ready(),
+    });
     if (options.print !== false) process.stdout.write(banner);
     const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: cleanup };
     if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
@@ -199,7 +208,10 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
   return `tenant link: straight to provider "${alias}"`;
 }
 
-function renderBanner(settings: Settings, parts: { issuer: string; real: boolean; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } }): string {
+function renderBanner(
+  settings: Settings,
+  parts: { issuer: string; real: boolean; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } },
+): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
@@ -215,7 +227,9 @@ function renderBanner(settings: Settings, parts: { issuer: string; real: boolean
     'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
     '',
     parts.shared.ok ? `  Sandbox ready: ${u}/` : `  Sandbox started but NOT READY: ${u}/`,
-    ...(parts.shared.ok ? [] : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
+    ...(parts.shared.ok
+      ? []
+      : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
@@ -237,8 +251,14 @@ function renderBanner(settings: Settings, parts: { issuer: string; real: boolean
     `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.login.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     ...(parts.real
-      ? ['    Acme\'s link goes through Keycloak to the realm acme-idp (sign in as dana / dana-pass); the other', '    brokered providers point at outside services that do not exist here.']
-      : ['    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own', '    login form, naming the provider hint it received. Sign in there with a demo login.']),
+      ? [
+          "    Acme's link goes through Keycloak to the realm acme-idp (sign in as dana / dana-pass); the other",
+          '    brokered providers point at outside services that do not exist here.',
+        ]
+      : [
+          '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
+          '    login form, naming the provider hint it received. Sign in there with a demo login.',
+        ]),
     `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
     settings.policy.bypassAdminAccessControl
       ? `    ${u}/api/v1/files/        as sysadmin: everyone's files (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true)`
@@ -250,7 +270,7 @@ function renderBanner(settings: Settings, parts: { issuer: string; real: boolean
     `    ${u}/readyz  ${u}/metrics  operations`,
     '',
     `  Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
-    '    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start   admins see everyone\'s files',
+    "    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start   admins see everyone's files",
     '    CHATUI_ENABLE_ADMIN_EXPORT=true npm start           admins may download the full chat export',
     '    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true npm start',
     `  Files seeded for sysadmin: ${seededFileNames(demoAccounts[0]!).join(', ')}. Logs: JSON lines below, one per request (LOG_LEVEL=warn npm start for fewer).`,

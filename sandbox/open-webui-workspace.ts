@@ -47,7 +47,15 @@ export interface Workspace {
 
 export function grant(kind: string, resourceId: string, principal: `${'user' | 'group'}:${string}`, permission: 'read' | 'write' = 'read'): Grant {
   const [type, id] = principal.split(/:(.*)/s) as ['user' | 'group', string];
-  return { id: randomUUID(), resource_type: kind, resource_id: resourceId, principal_type: type, principal_id: id, permission, created_at: Math.floor(Date.now() / 1000) };
+  return {
+    id: randomUUID(),
+    resource_type: kind,
+    resource_id: resourceId,
+    principal_type: type,
+    principal_id: id,
+    permission,
+    created_at: Math.floor(Date.now() / 1000),
+  };
 }
 
 export function emptyWorkspace(): Workspace {
@@ -97,11 +105,15 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   /** AccessGrants.has_access: exact permission, the user, `user:*`, or one of the user's groups */
   const hasAccess = (user: User, o: WorkspaceObject, permission: 'read' | 'write') =>
     (o.access_grants ?? []).some(
-      (g) => g.permission === permission && ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
+      (g) =>
+        g.permission === permission &&
+        ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
+          (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
     );
   const readable = (user: User, o: WorkspaceObject) => o.user_id === user.id || hasAccess(user, o, 'read') || hasAccess(user, o, 'write');
   /** the bypass-dependent list rule of notes, knowledge, models, prompts, tools, skills */
-  const listed = (user: User, kind: Kind) => [...ws.objects[kind].values()].filter((o) => (user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, o));
+  const listed = (user: User, kind: Kind) =>
+    [...ws.objects[kind].values()].filter((o) => (user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, o));
   /** "user.role != 'admin' and not owner and not has_access": 403 */
   const byIdAdminAny = async (ctx: C, kind: Kind, id: string | undefined, permission: 'read' | 'write' = 'read') => {
     const { user } = await authenticate(ctx, 'verified');
@@ -118,11 +130,23 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   route('GET', '/api/v1/users/groups', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     // group ids are the stand-in's group names
-    sendJson(ctx, 200, user.groups.map((g) => ({ id: g, name: g, description: '', user_id: '', created_at: 0, updated_at: 0 })));
+    sendJson(
+      ctx,
+      200,
+      user.groups.map((g) => ({ id: g, name: g, description: '', user_id: '', created_at: 0, updated_at: 0 })),
+    );
   });
 
   // users.py: UserModel as dumped, `settings` and `info` included (UserGroupIdsModel, UserActiveResponse extra='allow')
-  const userModel = (u: User) => ({ id: u.id, email: u.email, name: u.name, role: u.role, settings: ws.settings.get(u.id) ?? null, info: null, group_ids: u.groups });
+  const userModel = (u: User) => ({
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    role: u.role,
+    settings: ws.settings.get(u.id) ?? null,
+    info: null,
+    group_ids: u.groups,
+  });
   route('GET', '/api/v1/users/', async (ctx) => {
     await authenticate(ctx, 'admin');
     const all = [...kit.users.values()].map(userModel);
@@ -145,7 +169,13 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
       const all = [...ws.objects[kind].values()];
       return { items: all.filter((o) => readable(u, o)).map((o) => ({ id: o.id, name: o.name })), total: all.length };
     };
-    sendJson(ctx, 200, { user: { id: u.id, name: u.name }, groups: u.groups.map((g) => ({ id: g, name: g })), models: reach('model'), knowledge: reach('knowledge'), tools: reach('tool') });
+    sendJson(ctx, 200, {
+      user: { id: u.id, name: u.name },
+      groups: u.groups.map((g) => ({ id: g, name: g })),
+      models: reach('model'),
+      knowledge: reach('knowledge'),
+      tools: reach('tool'),
+    });
   });
 
   // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`
@@ -164,14 +194,22 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     // shared read-only shows only with `permission=read`, as on the real 0.12.4)
     const permission = kit.query(ctx, 'permission') === 'read' ? 'read' : 'write';
     const items = [...ws.objects.note.values()]
-      .filter((o) => (user.role === 'admin' && flags.bypassAdminAccessControl) || o.user_id === user.id || hasAccess(user, o, permission) || (permission === 'read' && hasAccess(user, o, 'write')))
+      .filter(
+        (o) =>
+          (user.role === 'admin' && flags.bypassAdminAccessControl) ||
+          o.user_id === user.id ||
+          hasAccess(user, o, permission) ||
+          (permission === 'read' && hasAccess(user, o, 'write')),
+      )
       .map(withUser);
     sendJson(ctx, 200, { items, total: items.length });
   });
   route('GET', '/api/v1/notes/', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     // get_notes_by_user_id(user.id, 'read'): own and shared, whatever the role; NoteItemResponse
-    const items = [...ws.objects.note.values()].filter((o) => readable(user, o)).map((o) => ({ id: o.id, title: o.title, data: o.data, updated_at: o.updated_at, created_at: o.created_at, user: withUser(o).user }));
+    const items = [...ws.objects.note.values()]
+      .filter((o) => readable(user, o))
+      .map((o) => ({ id: o.id, title: o.title, data: o.data, updated_at: o.updated_at, created_at: o.created_at, user: withUser(o).user }));
     sendJson(ctx, 200, items);
   });
   route('GET', '/api/v1/notes/{id}', async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, 'note', id)).o));
@@ -187,7 +225,11 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   route('GET', '/api/v1/folders/{id}', async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, 'folder', id)).o));
   route('GET', '/api/v1/folders/{id}/shared/chats', async (ctx, [id]) => {
     const { o } = await byIdAdminAny(ctx, 'folder', id);
-    sendJson(ctx, 200, [...kit.chats.values()].filter((c) => c.folder_id === o.id).map((c) => ({ id: c.id, title: c.title, user_id: c.user_id, chat: c.chat })));
+    sendJson(
+      ctx,
+      200,
+      [...kit.chats.values()].filter((c) => c.folder_id === o.id).map((c) => ({ id: c.id, title: c.title, user_id: c.user_id, chat: c.chat })),
+    );
   });
   route('POST', '/api/v1/folders/{id}/access/update', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -195,7 +237,9 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     if (user.role !== 'admin' && user.id !== o.user_id) throw fail(403, FORBIDDEN);
     const body = await readJsonObject(ctx);
     const grants = Array.isArray(body.access_grants) ? (body.access_grants as Array<Record<string, string>>) : [];
-    o.access_grants = grants.map((g) => grant('folder', o.id, `${g.principal_type === 'group' ? 'group' : 'user'}:${g.principal_id ?? ''}`, g.permission === 'write' ? 'write' : 'read'));
+    o.access_grants = grants.map((g) =>
+      grant('folder', o.id, `${g.principal_type === 'group' ? 'group' : 'user'}:${g.principal_id ?? ''}`, g.permission === 'write' ? 'write' : 'read'),
+    );
     sendJson(ctx, 200, o);
   });
 
@@ -228,7 +272,11 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   });
   route('GET', '/api/v1/channels/{id}/messages', async (ctx, [id]) => {
     const { ch } = await channelAccess(ctx, id);
-    sendJson(ctx, 200, ws.messages.filter((m) => m.channel_id === ch.id));
+    sendJson(
+      ctx,
+      200,
+      ws.messages.filter((m) => m.channel_id === ch.id),
+    );
   });
   route('POST', '/api/v1/channels/{id}/update/members/add', async (ctx, [id]) => {
     // "allowed to any admin" on standard and group channels
@@ -266,14 +314,20 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   route('GET', '/api/v1/analytics/messages', async (ctx) => {
     await authenticate(ctx, 'admin');
     const chatId = kit.query(ctx, 'chat_id');
-    const out = [...kit.chats.values()].filter((c) => !chatId || c.id === chatId).map((c) => ({ chat_id: c.id, user_id: c.user_id, content: JSON.stringify(c.chat) }));
+    const out = [...kit.chats.values()]
+      .filter((c) => !chatId || c.id === chatId)
+      .map((c) => ({ chat_id: c.id, user_id: c.user_id, content: JSON.stringify(c.chat) }));
     sendJson(ctx, 200, out);
   });
 
   // memories.py and retrieval.py: user-memory-<id> is any admin's to query
   route('GET', '/api/v1/memories/', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
-    sendJson(ctx, 200, [...ws.objects.memory.values()].filter((m) => m.user_id === user.id));
+    sendJson(
+      ctx,
+      200,
+      [...ws.objects.memory.values()].filter((m) => m.user_id === user.id),
+    );
   });
   route('POST', '/api/v1/retrieval/query/collection', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');

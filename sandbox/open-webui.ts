@@ -222,10 +222,7 @@ main();
 `;
 
 // 1x1 transparent PNG
-const PNG_BYTES = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
-  'base64',
-);
+const PNG_BYTES = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
 
 const SYNTH_BLOCK = Buffer.alloc(64 * 1024, 'open-webui stand-in synthetic content 0123456789\n');
 
@@ -659,16 +656,16 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     try {
       return JSON.parse(raw.toString('utf8')) as unknown;
     } catch (e) {
-      throw unprocessable([
-        { type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (e as Error).message } },
-      ]);
+      throw unprocessable([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (e as Error).message } }]);
     }
   }
 
   async function readJsonObject(ctx: Ctx): Promise<Record<string, unknown>> {
     const body = await readJson(ctx);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw unprocessable([{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: body }]);
+      throw unprocessable([
+        { type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: body },
+      ]);
     }
     return body as Record<string, unknown>;
   }
@@ -998,7 +995,22 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
 
   // workspace objects first: their literal routes before any of the stand-in's own patterns
   const workspace = opts.workspace ?? emptyWorkspace();
-  installWorkspace<Ctx>({ route, authenticate, sendJson, readJsonObject, readText: async (ctx) => (await readBody(ctx)).toString('utf8'), sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'), query: q, fail: (status, detail) => new HttpError(status, detail), flags, users, chats }, workspace);
+  installWorkspace<Ctx>(
+    {
+      route,
+      authenticate,
+      sendJson,
+      readJsonObject,
+      readText: async (ctx) => (await readBody(ctx)).toString('utf8'),
+      sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'),
+      query: q,
+      fail: (status, detail) => new HttpError(status, detail),
+      flags,
+      users,
+      chats,
+    },
+    workspace,
+  );
 
   // meta
   route('GET', '/health', (ctx) => sendJson(ctx, 200, { status: true }));
@@ -1072,15 +1084,13 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     // 0.12.4 auths.py: groups are synced only when the header names at least one; an absent or
     // empty header leaves the user's memberships as they were.
     const groupHeader = firstHeader(ctx.req, trusted.groups);
-    const wanted = (groupHeader ?? '').split(',').map((g) => g.trim()).filter(Boolean);
+    const wanted = (groupHeader ?? '')
+      .split(',')
+      .map((g) => g.trim())
+      .filter(Boolean);
     if (wanted.length) user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
     const { token, exp } = await issueToken(user.id);
-    sendJson(
-      ctx,
-      200,
-      { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) },
-      { 'set-cookie': tokenCookie(token, exp) },
-    );
+    sendJson(ctx, 200, { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) }, { 'set-cookie': tokenCookie(token, exp) });
   });
   route('GET', '/api/v1/auths/', async (ctx) => {
     const { user, token } = await authenticate(ctx, 'any');
@@ -1138,7 +1148,11 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       .filter((f) => re.test(f.filename))
       .slice(skip, skip + limit);
     if (!hits.length) throw new HttpError(404, 'No files found matching the pattern.');
-    sendJson(ctx, 200, hits.map((f) => fileResponse(f, content)));
+    sendJson(
+      ctx,
+      200,
+      hits.map((f) => fileResponse(f, content)),
+    );
   });
   route('GET', '/api/v1/files/count', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -1256,14 +1270,25 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('GET', '/api/v1/chats/list/user/{user_id}', async (ctx, [userId]) => {
     await authenticate(ctx, 'admin');
     if (!flags.enableAdminChatAccess) throw new HttpError(401, ACCESS_PROHIBITED);
-    sendJson(ctx, 200, [...chats.values()].filter((c) => c.user_id === userId).sort(byUpdated).map(chatTitle));
+    sendJson(
+      ctx,
+      200,
+      [...chats.values()]
+        .filter((c) => c.user_id === userId)
+        .sort(byUpdated)
+        .map(chatTitle),
+    );
   });
   // routers/chats.py, route for route: which lookups fall back to "any chat by id" for admins, and
   // under which flag. Chats are shared by a share id (SharedChats); access grants name the chat id.
   const chatByShareId = (shareId: string) => [...chats.values()].find((c) => c.share_id === shareId);
   /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read') */
   const hasChatGrant = (user: StandInUser, chatId: string) =>
-    (chatGrants.get(chatId) ?? []).some((g) => (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id)));
+    (chatGrants.get(chatId) ?? []).some(
+      (g) =>
+        (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
+        (g.principal_type === 'group' && user.groups.includes(g.principal_id)),
+    );
   const chatResponse = (c: StandInChat) => c;
   route('GET', '/api/v1/chats/stats/export/{chat_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -1271,7 +1296,15 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     const chat = chats.get(id ?? '');
     if (!chat) throw new HttpError(404, NOT_FOUND);
     if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
-    sendJson(ctx, 200, { id: chat.id, user_id: chat.user_id, created_at: chat.created_at, updated_at: chat.updated_at, tags: [], stats: { message_count: 0 }, chat: { history: { messages: {}, currentId: null } } });
+    sendJson(ctx, 200, {
+      id: chat.id,
+      user_id: chat.user_id,
+      created_at: chat.created_at,
+      updated_at: chat.updated_at,
+      tags: [],
+      stats: { message_count: 0 },
+      chat: { history: { messages: {}, currentId: null } },
+    });
   });
   route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -1290,7 +1323,15 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     if (!chat) throw new HttpError(404, NOT_FOUND);
     const body = await readJsonObject(ctx);
     const grants = Array.isArray(body.access_grants) ? (body.access_grants as Array<Record<string, unknown>>) : [];
-    chatGrants.set(chat.id, grants.map((g) => ({ id: randomUUID(), principal_type: g.principal_type === 'group' ? 'group' : 'user', principal_id: String(g.principal_id ?? ''), permission: g.permission === 'write' ? 'write' : 'read' })));
+    chatGrants.set(
+      chat.id,
+      grants.map((g) => ({
+        id: randomUUID(),
+        principal_type: g.principal_type === 'group' ? 'group' : 'user',
+        principal_id: String(g.principal_id ?? ''),
+        permission: g.permission === 'write' ? 'write' : 'read',
+      })),
+    );
     sendJson(ctx, 200, chatResponse(chat));
   });
   route('GET', '/api/v1/chats/shared/{id}/access', async (ctx, [id]) => {
@@ -1307,7 +1348,15 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     const shared = chatByShareId(id ?? '');
     if (shared && user.role !== 'admin' && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
     const now = Math.floor(Date.now() / 1000);
-    const clone: StandInChat = { ...structuredClone(chat), id: randomUUID(), user_id: user.id, title: `Clone of ${chat.title}`, share_id: null, created_at: now, updated_at: now };
+    const clone: StandInChat = {
+      ...structuredClone(chat),
+      id: randomUUID(),
+      user_id: user.id,
+      title: `Clone of ${chat.title}`,
+      share_id: null,
+      created_at: now,
+      updated_at: now,
+    };
     chats.set(clone.id, clone);
     sendJson(ctx, 200, chatResponse(clone));
   });
@@ -1507,7 +1556,12 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
         void sender.then((user) => {
           const n = workspace.objects.note.get(note);
           if (!n || !user || ws.readyState !== ws.OPEN) return;
-          const shared = (n.access_grants ?? []).some((g) => g.permission === 'read' && ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) || (g.principal_type === 'group' && user.groups.includes(g.principal_id))));
+          const shared = (n.access_grants ?? []).some(
+            (g) =>
+              g.permission === 'read' &&
+              ((g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
+                (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
+          );
           if (user.role !== 'admin' && n.user_id !== user.id && !shared) return;
           ws.send(`42${JSON.stringify(['ydoc:document:state', { document_id: `note:${n.id}`, state: n.data ?? null, title: n.title }])}`);
         });

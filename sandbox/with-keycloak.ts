@@ -26,12 +26,15 @@ if (!base.sandbox) {
 const clientSecret = randomBytes(24).toString('base64url');
 process.stdout.write('Starting Keycloak with deploy/keycloak/realm-platform.json (a fresh realm: a minute or two)...\n');
 const kc = await startKeycloak({ realms: [ACME_IDP_REALM_FILE], env: { OIDC_CLIENT_SECRET: clientSecret } });
-process.stdout.write(`Keycloak ready in ${(kc.startMs / 1000).toFixed(1)} s at ${kc.url} (admin console ${kc.url}/admin/: ${KC_ADMIN.username} / ${KC_ADMIN.password})\n`);
+process.stdout.write(
+  `Keycloak ready in ${(kc.startMs / 1000).toFixed(1)} s at ${kc.url} (admin console ${kc.url}/admin/: ${KC_ADMIN.username} / ${KC_ADMIN.password})\n`,
+);
 await startSandbox(base, {
   realm: {
     issuer: kc.issuer('platform'),
     clientSecret,
-    onAddress: (publicUrl) => pointRealmAt(kc, { gatewayUrls: [publicUrl], backchannelUrl: `${publicUrl.replace('localhost', '127.0.0.1')}/auth/backchannel-logout` }),
+    onAddress: (publicUrl) =>
+      pointRealmAt(kc, { gatewayUrls: [publicUrl], backchannelUrl: `${publicUrl.replace('localhost', '127.0.0.1')}/auth/backchannel-logout` }),
     close: () => kc.stop(),
   },
 });

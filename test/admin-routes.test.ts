@@ -21,29 +21,64 @@ const now = Math.floor(Date.now() / 1000);
 
 function seed(): Workspace {
   const ws = emptyWorkspace();
-  const put = (kind: keyof Workspace['objects'], o: Record<string, unknown> & { id: string; user_id: string }) => ws.objects[kind].set(o.id, { created_at: now, updated_at: now, ...o });
+  const put = (kind: keyof Workspace['objects'], o: Record<string, unknown> & { id: string; user_id: string }) =>
+    ws.objects[kind].set(o.id, { created_at: now, updated_at: now, ...o });
   put('note', { id: 'n-bob', user_id: 'u-bob', title: `${SECRET} note`, data: { content: { md: SECRET } }, access_grants: [] });
   put('note', { id: 'n-shared', user_id: 'u-bob', title: 'shared with the admin', data: {}, access_grants: [grant('note', 'n-shared', 'user:u-admin')] });
   put('note', { id: 'n-group', user_id: 'u-alice', title: 'tenant-a note', data: {}, access_grants: [grant('note', 'n-group', 'group:tenant-a')] });
   put('note', { id: 'n-admin', user_id: 'u-admin', title: 'own note', data: {}, access_grants: [] });
-  put('note', { id: 'n-bob-to-alice', user_id: 'u-bob', title: 'read-only for alice', data: {}, access_grants: [grant('note', 'n-bob-to-alice', 'user:u-alice')] });
+  put('note', {
+    id: 'n-bob-to-alice',
+    user_id: 'u-bob',
+    title: 'read-only for alice',
+    data: {},
+    access_grants: [grant('note', 'n-bob-to-alice', 'user:u-alice')],
+  });
   put('folder', { id: 'fo-bob', user_id: 'u-bob', name: 'globex', access_grants: [] });
   put('knowledge', { id: 'k-bob', user_id: 'u-bob', name: 'globex kb', content: SECRET, access_grants: [] });
-  put('knowledge', { id: 'k-tenant-b', user_id: 'u-bob', name: 'tenant-b kb', content: SECRET, access_grants: [grant('knowledge', 'k-tenant-b', 'group:tenant-b')] });
-  put('knowledge', { id: 'k-tenant-a', user_id: 'u-alice', name: 'tenant-a kb', content: 'acme', access_grants: [grant('knowledge', 'k-tenant-a', 'group:tenant-a')] });
+  put('knowledge', {
+    id: 'k-tenant-b',
+    user_id: 'u-bob',
+    name: 'tenant-b kb',
+    content: SECRET,
+    access_grants: [grant('knowledge', 'k-tenant-b', 'group:tenant-b')],
+  });
+  put('knowledge', {
+    id: 'k-tenant-a',
+    user_id: 'u-alice',
+    name: 'tenant-a kb',
+    content: 'acme',
+    access_grants: [grant('knowledge', 'k-tenant-a', 'group:tenant-a')],
+  });
   put('knowledge', { id: 'k-admin', user_id: 'u-admin', name: 'own kb', content: 'mine', access_grants: [] });
   put('channel', { id: 'ch-bob', user_id: 'u-bob', type: null, name: 'globex-private', access_grants: [] });
   put('channel', { id: 'ch-dm', user_id: 'u-bob', type: 'dm', name: '', access_grants: [] });
   ws.members.set('ch-dm', new Set(['u-bob', 'u-alice']));
   ws.messages.push({ id: 'msg-1', channel_id: 'ch-bob', user_id: 'u-bob', content: `${SECRET} channel`, created_at: now });
   ws.messages.push({ id: 'msg-2', channel_id: 'ch-dm', user_id: 'u-bob', content: `${SECRET} dm`, created_at: now });
-  put('feedback', { id: 'fb-bob', user_id: 'u-bob', type: 'rating', data: { rating: 1 }, snapshot: { chat: { title: 'rated', chat: { messages: [{ content: SECRET }] } } } });
+  put('feedback', {
+    id: 'fb-bob',
+    user_id: 'u-bob',
+    type: 'rating',
+    data: { rating: 1 },
+    snapshot: { chat: { title: 'rated', chat: { messages: [{ content: SECRET }] } } },
+  });
   put('feedback', { id: 'fb-admin', user_id: 'u-admin', type: 'rating', data: { rating: -1 }, snapshot: { chat: {} } });
   put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
   put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
   put('model', { id: 'm-admin', user_id: '', name: 'own model', info: { user_id: 'u-admin', access_grants: [] } });
-  put('model', { id: 'm-tenant-a', user_id: '', name: 'tenant-a model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] } });
-  put('model', { id: 'm-tenant-b', user_id: '', name: 'tenant-b model', info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-b', 'group:tenant-b')] } });
+  put('model', {
+    id: 'm-tenant-a',
+    user_id: '',
+    name: 'tenant-a model',
+    info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] },
+  });
+  put('model', {
+    id: 'm-tenant-b',
+    user_id: '',
+    name: 'tenant-b model',
+    info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-b', 'group:tenant-b')] },
+  });
   put('model', { id: 'gpt-base', user_id: '', name: 'base connection model' });
   ws.settings.set('u-bob', { ui: { system: `${SECRET} system prompt` } });
   return ws;
@@ -88,25 +123,36 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
       after(() => gw.close());
 
       const call = (method: string, path: string, key: string, body?: unknown) =>
-        fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+        fetch(gw.url + path, {
+          method,
+          headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
       const text = async (res: Response) => res.text();
       /** the answer holds nothing of bob's content */
       const clean = async (res: Response) => expect(await text(res)).to.not.include(SECRET);
-      const denied = (rulePart: string) => gw.obs.lines.filter((l) => (l.event === 'admin-access-denied' || l.event === 'policy-denied' || l.event === 'admin-chat-access-denied') && String(l.rule).includes(rulePart));
+      const denied = (rulePart: string) =>
+        gw.obs.lines.filter(
+          (l) =>
+            (l.event === 'admin-access-denied' || l.event === 'policy-denied' || l.event === 'admin-chat-access-denied') && String(l.rule).includes(rulePart),
+        );
 
-      it(bypass ? 'notes: by id as Open WebUI answers' : 'notes: another user\u2019s note is refused and audited; own, user-shared and group-shared notes work', async () => {
-        const foreign = await call('GET', '/api/v1/notes/n-bob', adminKey);
-        if (bypass) {
-          expect(foreign.status).to.equal(200);
-          return;
-        }
-        expect(foreign.status).to.equal(403);
-        await clean(foreign);
-        expect(denied('by-id-read GET /api/v1/notes/{id}')).to.have.length.greaterThan(0);
-        for (const id of ['n-admin', 'n-shared', 'n-group']) expect((await call('GET', `/api/v1/notes/${id}`, adminKey)).status, id).to.equal(200);
-        // case and trailing slash do not get around it
-        expect((await call('GET', '/API/V1/NOTES/n-bob/', adminKey)).status).to.equal(403);
-      });
+      it(
+        bypass ? 'notes: by id as Open WebUI answers' : 'notes: another user\u2019s note is refused and audited; own, user-shared and group-shared notes work',
+        async () => {
+          const foreign = await call('GET', '/api/v1/notes/n-bob', adminKey);
+          if (bypass) {
+            expect(foreign.status).to.equal(200);
+            return;
+          }
+          expect(foreign.status).to.equal(403);
+          await clean(foreign);
+          expect(denied('by-id-read GET /api/v1/notes/{id}')).to.have.length.greaterThan(0);
+          for (const id of ['n-admin', 'n-shared', 'n-group']) expect((await call('GET', `/api/v1/notes/${id}`, adminKey)).status, id).to.equal(200);
+          // case and trailing slash do not get around it
+          expect((await call('GET', '/API/V1/NOTES/n-bob/', adminKey)).status).to.equal(403);
+        },
+      );
 
       it(bypass ? 'notes: writes pass' : 'notes: a write on another user\u2019s note never reaches Open WebUI; a write on one\u2019s own works', async () => {
         const before = reached('POST', '/notes/n-bob/update');
@@ -133,7 +179,8 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
 
       it('note search of a plain user passes as Open WebUI 0.12.4 answers it: a read-only share shows with permission=read only', async () => {
         // Notes.search_notes filters on `permission`, 'write' when the query does not name it (seen on the real app)
-        const search = async (q: string) => JSON.parse(await text(await call('GET', `/api/v1/notes/search${q}`, aliceKey))).items.map((n: { id: string }) => n.id);
+        const search = async (q: string) =>
+          JSON.parse(await text(await call('GET', `/api/v1/notes/search${q}`, aliceKey))).items.map((n: { id: string }) => n.id);
         expect(await search('')).to.have.members(['n-group']);
         expect(await search('?permission=read')).to.have.members(['n-group', 'n-bob-to-alice']);
       });
@@ -145,7 +192,9 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect([folder.status, shared.status]).to.deep.equal([403, 403]);
         await clean(shared);
         const before = reached('POST', '/folders/fo-bob/access/update');
-        const grantSelf = await call('POST', '/api/v1/folders/fo-bob/access/update', adminKey, { access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'read' }] });
+        const grantSelf = await call('POST', '/api/v1/folders/fo-bob/access/update', adminKey, {
+          access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'read' }],
+        });
         expect(grantSelf.status).to.equal(403);
         expect(reached('POST', '/folders/fo-bob/access/update')).to.equal(before);
         expect(upstream.workspace.objects.folder.get('fo-bob')!.access_grants).to.deep.equal([]);
@@ -157,49 +206,60 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         await clean(res);
       });
 
-      it(bypass ? 'knowledge passes' : 'knowledge: the list holds own and group-granted bases; another tenant\u2019s base and its export are refused', async () => {
-        const list = JSON.parse(await text(await call('GET', '/api/v1/knowledge/', adminKey)));
-        const ids = list.items.map((k: { id: string }) => k.id);
-        if (bypass) return expect(ids).to.include.members(['k-bob', 'k-tenant-b']);
-        expect(ids).to.have.members(['k-admin', 'k-tenant-a']);
-        expect(list.total).to.equal(2);
-        expect((await call('GET', '/api/v1/knowledge/k-tenant-a', adminKey)).status).to.equal(200);
-        for (const p of ['/api/v1/knowledge/k-bob', '/api/v1/knowledge/k-bob/export', '/api/v1/knowledge/k-tenant-b/export']) {
-          const res = await call('GET', p, adminKey);
-          expect(res.status, p).to.equal(403);
-          await clean(res);
-        }
-      });
+      it(
+        bypass ? 'knowledge passes' : 'knowledge: the list holds own and group-granted bases; another tenant\u2019s base and its export are refused',
+        async () => {
+          const list = JSON.parse(await text(await call('GET', '/api/v1/knowledge/', adminKey)));
+          const ids = list.items.map((k: { id: string }) => k.id);
+          if (bypass) return expect(ids).to.include.members(['k-bob', 'k-tenant-b']);
+          expect(ids).to.have.members(['k-admin', 'k-tenant-a']);
+          expect(list.total).to.equal(2);
+          expect((await call('GET', '/api/v1/knowledge/k-tenant-a', adminKey)).status).to.equal(200);
+          for (const p of ['/api/v1/knowledge/k-bob', '/api/v1/knowledge/k-bob/export', '/api/v1/knowledge/k-tenant-b/export']) {
+            const res = await call('GET', p, adminKey);
+            expect(res.status, p).to.equal(403);
+            await clean(res);
+          }
+        },
+      );
 
-      it(bypass ? 'channels pass as Open WebUI answers' : 'channels: a private channel\u2019s messages and a DM are refused, joining a DM never reaches Open WebUI', async () => {
-        const priv = await call('GET', '/api/v1/channels/ch-bob/messages', adminKey);
-        if (bypass) return expect(priv.status).to.equal(200);
-        expect(priv.status).to.equal(403);
-        await clean(priv);
-        const before = reached('POST', '/channels/ch-dm/update/members/add');
-        const join = await call('POST', '/api/v1/channels/ch-dm/update/members/add', adminKey, { user_ids: ['u-admin'] });
-        expect(join.status).to.equal(403);
-        expect(reached('POST', '/channels/ch-dm/update/members/add')).to.equal(before);
-        expect([...upstream.workspace.members.get('ch-dm')!]).to.not.include('u-admin');
-        const dm = await call('GET', '/api/v1/channels/ch-dm/messages', adminKey);
-        expect(dm.status).to.equal(403);
-        await clean(dm);
-        expect(denied('by-id-write POST /api/v1/channels/{id}/update/members/add')).to.have.length.greaterThan(0);
-      });
+      it(
+        bypass
+          ? 'channels pass as Open WebUI answers'
+          : 'channels: a private channel\u2019s messages and a DM are refused, joining a DM never reaches Open WebUI',
+        async () => {
+          const priv = await call('GET', '/api/v1/channels/ch-bob/messages', adminKey);
+          if (bypass) return expect(priv.status).to.equal(200);
+          expect(priv.status).to.equal(403);
+          await clean(priv);
+          const before = reached('POST', '/channels/ch-dm/update/members/add');
+          const join = await call('POST', '/api/v1/channels/ch-dm/update/members/add', adminKey, { user_ids: ['u-admin'] });
+          expect(join.status).to.equal(403);
+          expect(reached('POST', '/channels/ch-dm/update/members/add')).to.equal(before);
+          expect([...upstream.workspace.members.get('ch-dm')!]).to.not.include('u-admin');
+          const dm = await call('GET', '/api/v1/channels/ch-dm/messages', adminKey);
+          expect(dm.status).to.equal(403);
+          await clean(dm);
+          expect(denied('by-id-write POST /api/v1/channels/{id}/update/members/add')).to.have.length.greaterThan(0);
+        },
+      );
 
-      it(bypass ? 'feedback passes' : 'feedback: the export and the list hold only the admin\u2019s own; another user\u2019s rated chat by id is refused', async () => {
-        const exp = await call('GET', '/api/v1/evaluations/feedbacks/all/export', adminKey);
-        expect(exp.status).to.equal(200);
-        const body = await text(exp);
-        if (bypass) return expect(body).to.include(SECRET);
-        expect(JSON.parse(body).map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
-        const list = JSON.parse(await text(await call('GET', '/api/v1/evaluations/feedbacks/list', adminKey)));
-        expect(list.items.map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
-        expect(list.total).to.equal(1);
-        const one = await call('GET', '/api/v1/evaluations/feedback/fb-bob', adminKey);
-        expect(one.status).to.equal(403);
-        await clean(one);
-      });
+      it(
+        bypass ? 'feedback passes' : 'feedback: the export and the list hold only the admin\u2019s own; another user\u2019s rated chat by id is refused',
+        async () => {
+          const exp = await call('GET', '/api/v1/evaluations/feedbacks/all/export', adminKey);
+          expect(exp.status).to.equal(200);
+          const body = await text(exp);
+          if (bypass) return expect(body).to.include(SECRET);
+          expect(JSON.parse(body).map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
+          const list = JSON.parse(await text(await call('GET', '/api/v1/evaluations/feedbacks/list', adminKey)));
+          expect(list.items.map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
+          expect(list.total).to.equal(1);
+          const one = await call('GET', '/api/v1/evaluations/feedback/fb-bob', adminKey);
+          expect(one.status).to.equal(403);
+          await clean(one);
+        },
+      );
 
       it(bypass ? 'memories and analytics pass' : 'memories and message analytics: refused before Open WebUI', async () => {
         const before = reached('POST', '/retrieval/query/collection');
@@ -213,13 +273,18 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(denied('refused POST /api/v1/retrieval/query/collection')).to.have.length.greaterThan(0);
       });
 
-      it(bypass ? 'A2: the model list is Open WebUI\u2019s' : 'A4, A5: the model list holds own and tenant-granted models; the arena, base and other tenants\u2019 models are absent', async () => {
-        const res = await call('GET', '/api/models', adminKey);
-        expect(res.status).to.equal(200);
-        const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
-        if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
-        expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
-      });
+      it(
+        bypass
+          ? 'A2: the model list is Open WebUI\u2019s'
+          : 'A4, A5: the model list holds own and tenant-granted models; the arena, base and other tenants\u2019 models are absent',
+        async () => {
+          const res = await call('GET', '/api/models', adminKey);
+          expect(res.status).to.equal(200);
+          const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
+          if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
+          expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
+        },
+      );
 
       it('A5: the superuser in every tenant group loses no tenant\u2019s models or knowledge', async () => {
         const models = JSON.parse(await text(await call('GET', '/api/models', superKey))).data.map((m: { id: string }) => m.id);
@@ -241,7 +306,9 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(res.status).to.equal(403);
         expect(reached('POST', '/users/u-bob/update')).to.equal(before);
         expect(upstream.users.get('u-bob')!.email).to.equal('bob@globex.test');
-        expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status).to.equal(200);
+        expect(
+          (await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin', email: 'sysadmin@platform.test', role: 'admin' })).status,
+        ).to.equal(200);
         expect((await call('POST', '/api/v1/users/u-admin/update', adminKey, { name: 'Sys Admin' })).status).to.equal(200);
         expect(denied('account POST /api/v1/users/{user_id}/update')).to.have.length.greaterThan(0);
         // nor give their OWN account another email: whoever signs in with it next would get the account
@@ -253,14 +320,22 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(denied('the email stays the realm')).to.have.length.greaterThan(0);
       });
 
-      it(bypass ? 'adding an account passes' : 'an admin cannot add an account (its answer holds the new account\u2019s token); it never reaches Open WebUI', async () => {
-        const before = reached('POST', '/auths/add');
-        const res = await call('POST', '/api/v1/auths/add', adminKey, { name: 'New Hire', email: 'newhire@acme.test', password: 'Str0ng-Passw0rd!', role: 'user' });
-        if (bypass) return expect(res.status).to.not.equal(403);
-        expect(res.status).to.equal(403);
-        expect(reached('POST', '/auths/add')).to.equal(before);
-        expect(denied('refused POST /api/v1/auths/add')).to.have.length.greaterThan(0);
-      });
+      it(
+        bypass ? 'adding an account passes' : 'an admin cannot add an account (its answer holds the new account\u2019s token); it never reaches Open WebUI',
+        async () => {
+          const before = reached('POST', '/auths/add');
+          const res = await call('POST', '/api/v1/auths/add', adminKey, {
+            name: 'New Hire',
+            email: 'newhire@acme.test',
+            password: 'Str0ng-Passw0rd!',
+            role: 'user',
+          });
+          if (bypass) return expect(res.status).to.not.equal(403);
+          expect(res.status).to.equal(403);
+          expect(reached('POST', '/auths/add')).to.equal(before);
+          expect(denied('refused POST /api/v1/auths/add')).to.have.length.greaterThan(0);
+        },
+      );
 
       it(bypass ? 'user records come as Open WebUI answers' : 'user management works without other users\u2019 own settings and info', async () => {
         const list = await call('GET', '/api/v1/users/', adminKey);
@@ -275,23 +350,38 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(JSON.parse(oneText)).to.include({ id: 'u-bob', email: 'bob@globex.test' });
       });
 
-      it(bypass ? 'a user\u2019s access preview comes as Open WebUI answers' : 'a user\u2019s access preview keeps the user and their groups, not the names of their private knowledge bases, models and tools', async () => {
-        // users.py get_user_preview lists ids and names of what the user reaches (seen leaking on the real 0.12.4)
-        const res = await call('GET', '/api/v1/users/u-bob/preview', adminKey);
-        expect(res.status).to.equal(200);
-        const body = JSON.parse(await text(res));
-        if (bypass) return expect(body.knowledge.items.map((k: { name: string }) => k.name)).to.include('globex kb');
-        expect(body).to.deep.equal({ user: { id: 'u-bob', name: 'Bob' }, groups: [{ id: 'tenant-b', name: 'tenant-b' }] });
-        expect(res.headers.get('cache-control')).to.equal('private, no-store');
-      });
+      it(
+        bypass
+          ? 'a user\u2019s access preview comes as Open WebUI answers'
+          : 'a user\u2019s access preview keeps the user and their groups, not the names of their private knowledge bases, models and tools',
+        async () => {
+          // users.py get_user_preview lists ids and names of what the user reaches (seen leaking on the real 0.12.4)
+          const res = await call('GET', '/api/v1/users/u-bob/preview', adminKey);
+          expect(res.status).to.equal(200);
+          const body = JSON.parse(await text(res));
+          if (bypass) return expect(body.knowledge.items.map((k: { name: string }) => k.name)).to.include('globex kb');
+          expect(body).to.deep.equal({ user: { id: 'u-bob', name: 'Bob' }, groups: [{ id: 'tenant-b', name: 'tenant-b' }] });
+          expect(res.headers.get('cache-control')).to.equal('private, no-store');
+        },
+      );
 
       it('a completion naming another user\u2019s chat never reaches Open WebUI (either switch); one\u2019s own and unsaved chats work', async () => {
         const before = reached('POST', '/api/chat/completions');
-        const foreign = await call('POST', '/api/chat/completions', adminKey, { model: 'm-admin', stream: false, chat_id: 'c-u-bob', messages: [{ role: 'user', content: 'hi' }] });
+        const foreign = await call('POST', '/api/chat/completions', adminKey, {
+          model: 'm-admin',
+          stream: false,
+          chat_id: 'c-u-bob',
+          messages: [{ role: 'user', content: 'hi' }],
+        });
         expect(foreign.status).to.equal(401);
         expect(reached('POST', '/api/chat/completions')).to.equal(before);
         for (const chatId of ['c-u-admin', 'local:abc', undefined]) {
-          const res = await call('POST', '/api/chat/completions', adminKey, { model: 'm-admin', stream: false, chat_id: chatId, messages: [{ role: 'user', content: 'hi' }] });
+          const res = await call('POST', '/api/chat/completions', adminKey, {
+            model: 'm-admin',
+            stream: false,
+            chat_id: chatId,
+            messages: [{ role: 'user', content: 'hi' }],
+          });
           expect(res.status, String(chatId)).to.equal(200);
           expect(JSON.parse(await text(res)).choices[0].message.content).to.include('token0');
         }

@@ -47,7 +47,19 @@ async function upstreamToken(w: World, username: string): Promise<string> {
   const res = await fetch(`${w.url}/api/v1/auths/`, { headers: { authorization: `Bearer ${await w.idp.accessTokenFor(username, CLIENT_ID)}` } });
   return ((await res.json()) as { token: string }).token;
 }
-const chat = (id: string, user_id: string) => ({ id, user_id, title: id, chat: { messages: [] }, created_at: 0, updated_at: 0, share_id: null, archived: false, pinned: false, meta: {}, folder_id: null });
+const chat = (id: string, user_id: string) => ({
+  id,
+  user_id,
+  title: id,
+  chat: { messages: [] },
+  created_at: 0,
+  updated_at: 0,
+  share_id: null,
+  archived: false,
+  pinned: false,
+  meta: {},
+  folder_id: null,
+});
 const waitFor = async (pred: () => boolean, ms = 2000) => {
   const end = Date.now() + ms;
   while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
@@ -68,42 +80,53 @@ for (const bypass of [false, true]) {
       w = await startWorld({
         env: { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: String(bypass) },
         // Open WebUI as it ships: its own admin flags on
-        upstream: { bypassAdminAccessControl: true, enableAdminChatAccess: true, users: upstreamUsers, workspace: workspace(), chats: [chat('c-bob', 'u-bob'), chat('c-sys', 'u-sysadmin')] },
+        upstream: {
+          bypassAdminAccessControl: true,
+          enableAdminChatAccess: true,
+          users: upstreamUsers,
+          workspace: workspace(),
+          chats: [chat('c-bob', 'u-bob'), chat('c-sys', 'u-sysadmin')],
+        },
       });
     });
     after(() => w?.close());
 
     const states = (c: Client) => c.received.filter((m) => m.startsWith('42["ydoc:document:state"'));
 
-    it(bypass ? 'WebSocket: an admin joins any note, as Open WebUI allows' : 'WebSocket: joining or editing another user\u2019s note is dropped; own and shared notes work, in order', async () => {
-      const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
-      const own = await upstreamToken(w, 'sysadmin');
-      await waitFor(() => admin.received.length > 0); // the stand-in's hello
-      admin.send(event('join-note', { note_id: 'n-bob', auth: { token: own } }));
-      admin.send(event('ydoc:document:join', { document_id: 'note_n-bob', user_id: 'u-sysadmin' }));
-      // a binary event with one attachment, on another user's note: both parts dropped
-      admin.send(`451-${JSON.stringify(['ydoc:document:update', { document_id: 'note:n-bob', update: { _placeholder: true, num: 0 } }])}`);
-      admin.send(Buffer.from([1, 2, 3]));
-      admin.send(event('join-note', { note_id: 'n-admin', auth: { token: own } }));
-      admin.send(event('join-note', { note_id: 'n-shared', auth: { token: own } }));
-      admin.send(event('heartbeat', {}));
-      expect(await waitFor(() => admin.received.some((m) => m.includes('heartbeat')))).to.equal(true);
-      await waitFor(() => states(admin).length >= (bypass ? 4 : 2));
-      const joined = states(admin).map((m) => JSON.parse(m.slice(2))[1].document_id);
-      if (bypass) {
-        expect(joined).to.include('note:n-bob');
-        expect(admin.received.join('\n')).to.include(SECRET);
-      } else {
-        expect(joined).to.have.members(['note:n-admin', 'note:n-shared']);
-        expect(admin.received.join('\n')).to.not.include(SECRET);
-        // the attachment of the dropped update never reached Open WebUI (it would have been echoed)
-        expect(admin.received.filter((m) => m.startsWith('<binary'))).to.deep.equal([]);
-        const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped');
-        expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
-        expect(dropped.every((l) => l.rule === 'route table: Socket.IO note events' && l.transport === 'websocket')).to.equal(true);
-      }
-      admin.close();
-    });
+    it(
+      bypass
+        ? 'WebSocket: an admin joins any note, as Open WebUI allows'
+        : 'WebSocket: joining or editing another user\u2019s note is dropped; own and shared notes work, in order',
+      async () => {
+        const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+        const own = await upstreamToken(w, 'sysadmin');
+        await waitFor(() => admin.received.length > 0); // the stand-in's hello
+        admin.send(event('join-note', { note_id: 'n-bob', auth: { token: own } }));
+        admin.send(event('ydoc:document:join', { document_id: 'note_n-bob', user_id: 'u-sysadmin' }));
+        // a binary event with one attachment, on another user's note: both parts dropped
+        admin.send(`451-${JSON.stringify(['ydoc:document:update', { document_id: 'note:n-bob', update: { _placeholder: true, num: 0 } }])}`);
+        admin.send(Buffer.from([1, 2, 3]));
+        admin.send(event('join-note', { note_id: 'n-admin', auth: { token: own } }));
+        admin.send(event('join-note', { note_id: 'n-shared', auth: { token: own } }));
+        admin.send(event('heartbeat', {}));
+        expect(await waitFor(() => admin.received.some((m) => m.includes('heartbeat')))).to.equal(true);
+        await waitFor(() => states(admin).length >= (bypass ? 4 : 2));
+        const joined = states(admin).map((m) => JSON.parse(m.slice(2))[1].document_id);
+        if (bypass) {
+          expect(joined).to.include('note:n-bob');
+          expect(admin.received.join('\n')).to.include(SECRET);
+        } else {
+          expect(joined).to.have.members(['note:n-admin', 'note:n-shared']);
+          expect(admin.received.join('\n')).to.not.include(SECRET);
+          // the attachment of the dropped update never reached Open WebUI (it would have been echoed)
+          expect(admin.received.filter((m) => m.startsWith('<binary'))).to.deep.equal([]);
+          const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped');
+          expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
+          expect(dropped.every((l) => l.rule === 'route table: Socket.IO note events' && l.transport === 'websocket')).to.equal(true);
+        }
+        admin.close();
+      },
+    );
 
     it('both transports: joining another user\u2019s chat room is dropped with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false); the admin\u2019s own chat works', async () => {
       const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
@@ -118,7 +141,11 @@ for (const bypass of [false, true]) {
       expect(admin.received).to.not.include(foreign);
       admin.close();
       const before = w.upstream.workspace.polled.length;
-      const res = await fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s2`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: [foreign, own].join('\x1e') });
+      const res = await fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s2`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: [foreign, own].join('\x1e'),
+      });
       expect(res.status).to.equal(200);
       expect(w.upstream.workspace.polled.slice(before)).to.deep.equal([own]);
       expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.socketEvent === 'events:chat')).to.equal(true);
@@ -155,22 +182,32 @@ for (const bypass of [false, true]) {
       alice.close();
     });
 
-    it(bypass ? 'long-polling: packets pass as sent' : 'long-polling: another user\u2019s note events are removed from the POST body; the rest reaches Open WebUI', async () => {
-      const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
-      const post = (body: string) => fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s1`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain;charset=UTF-8' }, body });
-      const before = w.upstream.workspace.polled.length;
-      const mixed = [event('join-note', { note_id: 'n-bob' }), event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e');
-      const res = await post(mixed);
-      expect(res.status).to.equal(200);
-      expect(await res.text()).to.equal('OK');
-      const got = w.upstream.workspace.polled.slice(before);
-      if (bypass) return expect(got).to.deep.equal([mixed]);
-      expect(got).to.deep.equal([[event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e')]);
-      // nothing left: answered as Engine.IO does, Open WebUI not called
-      const only = await post(event('ydoc:document:join', { document_id: 'note:n-bob' }));
-      expect([only.status, await only.text()]).to.deep.equal([200, 'OK']);
-      expect(w.upstream.workspace.polled.length).to.equal(before + 1);
-      expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'polling')).to.equal(true);
-    });
+    it(
+      bypass
+        ? 'long-polling: packets pass as sent'
+        : 'long-polling: another user\u2019s note events are removed from the POST body; the rest reaches Open WebUI',
+      async () => {
+        const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
+        const post = (body: string) =>
+          fetch(`${w.url}/ws/socket.io/?EIO=4&transport=polling&sid=s1`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain;charset=UTF-8' },
+            body,
+          });
+        const before = w.upstream.workspace.polled.length;
+        const mixed = [event('join-note', { note_id: 'n-bob' }), event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e');
+        const res = await post(mixed);
+        expect(res.status).to.equal(200);
+        expect(await res.text()).to.equal('OK');
+        const got = w.upstream.workspace.polled.slice(before);
+        if (bypass) return expect(got).to.deep.equal([mixed]);
+        expect(got).to.deep.equal([[event('heartbeat', {}), event('join-note', { note_id: 'n-admin' })].join('\x1e')]);
+        // nothing left: answered as Engine.IO does, Open WebUI not called
+        const only = await post(event('ydoc:document:join', { document_id: 'note:n-bob' }));
+        expect([only.status, await only.text()]).to.deep.equal([200, 'OK']);
+        expect(w.upstream.workspace.polled.length).to.equal(before + 1);
+        expect(w.obs.lines.some((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'polling')).to.equal(true);
+      },
+    );
   });
 }

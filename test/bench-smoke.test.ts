@@ -22,10 +22,15 @@ describe('bench: the harness (smoke mode)', function () {
     dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
     const out = join(dir, 'results.json');
     output = await new Promise<string>((resolveRun, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 55_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
-        else resolveRun(stdout);
-      });
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'],
+        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 55_000, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) => {
+          if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
+          else resolveRun(stdout);
+        },
+      );
     });
     results = JSON.parse(readFileSync(out, 'utf8')) as Results;
   });
@@ -62,7 +67,8 @@ describe('bench: the harness (smoke mode)', function () {
     // oauth2-proxy (issue 27) beside the gateway in every request scenario but the gateway-only
     // ones, when its binary is built (a smoke run never builds it: CI skips it with a notice)
     if (results.machine.oauth2Proxy) {
-      for (const s of ['small', 'small-latency', 'files-page', 'upload', 'download', 'sse', 'websocket', 'idle']) expected[s]!.push('oauth2-proxy', ...(nginx ? ['nginx + oauth2-proxy'] : []));
+      for (const s of ['small', 'small-latency', 'files-page', 'upload', 'download', 'sse', 'websocket', 'idle'])
+        expected[s]!.push('oauth2-proxy', ...(nginx ? ['nginx + oauth2-proxy'] : []));
     } else {
       expect(results.notices.join('\n')).to.match(/oauth2-proxy/);
     }
@@ -87,7 +93,8 @@ describe('bench: the harness (smoke mode)', function () {
   });
 
   it('measured the memory of an idle connection for every peer of the idle scenario', () => {
-    for (const r of results.rows.filter((x) => x.scenario === 'idle' && x.peer !== 'direct')) expect(r.bytesPerConnection, r.peer).to.be.a('number').and.satisfy(Number.isFinite);
+    for (const r of results.rows.filter((x) => x.scenario === 'idle' && x.peer !== 'direct'))
+      expect(r.bytesPerConnection, r.peer).to.be.a('number').and.satisfy(Number.isFinite);
     expect(results.targets.find((t) => t.id === 'idle connection memory')?.met).to.be.a('boolean');
   });
 
@@ -125,7 +132,15 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
     await new Promise<void>((resolveRun, reject) => {
       execFile(
         process.execPath,
-        ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small,small-latency,websocket,idle', '--peers=direct,bare,gateway,oauth2-proxy,nginx'],
+        [
+          '--import',
+          'tsx',
+          '--no-warnings=ExperimentalWarning',
+          join(root, 'bench/run.ts'),
+          '--smoke',
+          '--only=small,small-latency,websocket,idle',
+          '--peers=direct,bare,gateway,oauth2-proxy,nginx',
+        ],
         { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_OAUTH2_PROXY: '1' }, timeout: 85_000, maxBuffer: 16 << 20 },
         (err, _stdout, stderr) => (err ? reject(new Error(`bench --smoke with oauth2-proxy failed: ${err.message}\n${stderr.slice(-4000)}`)) : resolveRun()),
       );
@@ -146,15 +161,35 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
         if (peer !== 'gateway') expect(row!.markCompacts ?? null, `${scenario} / ${peer}`).to.equal(null);
       }
     }
-    for (const id of ['pass-through vs oauth2-proxy', 'added p99 vs oauth2-proxy', 'idle connection memory']) expect(results.targets.find((t) => t.id === id)?.met, id).to.be.a('boolean');
+    for (const id of ['pass-through vs oauth2-proxy', 'added p99 vs oauth2-proxy', 'idle connection memory'])
+      expect(results.targets.find((t) => t.id === id)?.met, id).to.be.a('boolean');
   });
 });
 
 describe('bench: the streaming full-GC target', () => {
-  const row = (scenario: string, peer: string, markCompacts: number, rounds = 1): Row => ({ scenario, peer, unit: 'MB/s', rate: 1, p50Ms: 1, p99Ms: 1, peakRssMB: 1, errors: 0, count: 1, rounds, markCompacts });
+  const row = (scenario: string, peer: string, markCompacts: number, rounds = 1): Row => ({
+    scenario,
+    peer,
+    unit: 'MB/s',
+    rate: 1,
+    p50Ms: 1,
+    p99Ms: 1,
+    peakRssMB: 1,
+    errors: 0,
+    count: 1,
+    rounds,
+    markCompacts,
+  });
   const judged = (passThrough: number, floor: number) =>
     evaluateTargets(
-      [row('files-page', 'gateway (pass-through)', passThrough, 3), row('files-page', 'bare http-proxy-3', floor, 3), row('upload', 'gateway', 0), row('upload', 'bare http-proxy-3', 0), row('download', 'gateway', 1), row('download', 'bare http-proxy-3', 0)],
+      [
+        row('files-page', 'gateway (pass-through)', passThrough, 3),
+        row('files-page', 'bare http-proxy-3', floor, 3),
+        row('upload', 'gateway', 0),
+        row('upload', 'bare http-proxy-3', 0),
+        row('download', 'gateway', 1),
+        row('download', 'bare http-proxy-3', 0),
+      ],
       { wsConnections: 1, smoke: true },
     ).find((t) => t.id === 'streaming full GCs')!;
 
@@ -180,10 +215,24 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
       const allocations = join(dir, 'alloc');
       mkdirSync(allocations);
       await new Promise<void>((resolveRun, reject) => {
-        execFile(process.execPath, ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', '--only=small,websocket', '--peers=gateway,bare', '--baseline=HEAD'], { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
-          if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
-          else resolveRun();
-        });
+        execFile(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            '--no-warnings=ExperimentalWarning',
+            join(root, 'bench/run.ts'),
+            '--smoke',
+            '--only=small,websocket',
+            '--peers=gateway,bare',
+            '--baseline=HEAD',
+          ],
+          { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 },
+          (err, _stdout, stderr) => {
+            if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
+            else resolveRun();
+          },
+        );
       });
       const results = JSON.parse(readFileSync(out, 'utf8')) as Results;
       const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();

@@ -121,7 +121,11 @@ describe('LoadingCache (the identity provider catalog\u2019s cache)', () => {
       loads++;
       throw new Error('Keycloak is down');
     };
-    const refusal = (p: Promise<string>) => p.then(() => 'resolved', (e: Error) => e.message);
+    const refusal = (p: Promise<string>) =>
+      p.then(
+        () => 'resolved',
+        (e: Error) => e.message,
+      );
     expect(await refusal(cache.get('alias:a', failing))).to.equal('Keycloak is down');
     expect(await refusal(cache.get('alias:a', failing))).to.equal('Keycloak is down');
     expect(loads).to.equal(1);

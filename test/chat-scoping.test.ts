@@ -27,7 +27,18 @@ describe('chat scoping rule (pure)', () => {
     expect(chatAccess('GET', seg('/api/v1/chats/shared/abc/access'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
     expect(chatAccess('GET', seg('/api/v1/chats/stats/export/abc'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
     expect(chatAccess('DELETE', seg('/api/v1/chats/abc'))).to.deep.equal({ need: 'audit-delete', chatId: 'abc' });
-    for (const p of ['/api/v1/chats/', '/api/v1/chats/list', '/api/v1/chats/new', '/api/v1/chats/all', '/api/v1/chats/search', '/api/v1/chats/pinned', '/api/v1/chats/shared', '/api/v1/chats/stats/usage', '/api/v1/chats/stats/export', '/api/v1/chats/ALL/archived'])
+    for (const p of [
+      '/api/v1/chats/',
+      '/api/v1/chats/list',
+      '/api/v1/chats/new',
+      '/api/v1/chats/all',
+      '/api/v1/chats/search',
+      '/api/v1/chats/pinned',
+      '/api/v1/chats/shared',
+      '/api/v1/chats/stats/usage',
+      '/api/v1/chats/stats/export',
+      '/api/v1/chats/ALL/archived',
+    ])
       expect(chatAccess('GET', seg(p)), p).to.equal(undefined);
   });
   it('allows the own chat, and a chat reached by its share id; nothing when the owner is unknown', () => {
@@ -69,7 +80,11 @@ for (const upstreamFlag of [true, false]) {
     });
 
     const call = (key: string, method: string, path: string, body?: unknown) =>
-      fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      fetch(gw.url + path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
     /** Forwarded requests of the client (the gateway's own lookups are GETs of /chats/{id} and /chats/share/{id}). */
     const forwarded = (method: string, fragment: string) => upstream.requests.filter((r) => r.method === method && r.url.includes(fragment));
 
@@ -91,7 +106,12 @@ for (const upstreamFlag of [true, false]) {
     it('writes to another user\u2019s chat never reach the upstream: message overwrite, event, grant update, clone by chat id', async () => {
       await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/messages/m1`, { content: 'overwritten by admin' }), 'POST messages');
       await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/messages/m1/event`, { type: 'x', data: {} }), 'POST event');
-      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/shared/${BOB_CHAT}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'write' }] }), 'POST access/update');
+      await expectRefused(
+        await call(adminKey, 'POST', `/api/v1/chats/shared/${BOB_CHAT}/access/update`, {
+          access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'write' }],
+        }),
+        'POST access/update',
+      );
       await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_CHAT}/clone/shared`), 'POST clone/shared by chat id');
       expect(forwarded('POST', BOB_CHAT), 'a refused write reached the upstream').to.deep.equal([]);
       // nothing changed upstream
@@ -136,7 +156,11 @@ for (const upstreamFlag of [true, false]) {
 
     it('refusals are audited with the caller and the rule', async () => {
       await call(adminKey, 'GET', `/api/v1/chats/${BOB_CHAT}`);
-      expect(gw.obs.lines.some((l) => l.event === 'admin-chat-access-denied' && l.callerId === 'u-admin' && String(l.rule).includes('ENABLE_ADMIN_CHAT_ACCESS fixed false'))).to.equal(true);
+      expect(
+        gw.obs.lines.some(
+          (l) => l.event === 'admin-chat-access-denied' && l.callerId === 'u-admin' && String(l.rule).includes('ENABLE_ADMIN_CHAT_ACCESS fixed false'),
+        ),
+      ).to.equal(true);
     });
 
     it('plain users keep what Open WebUI gives them: own chat, a chat shared by grant, by share id; others refused by the upstream', async () => {

@@ -17,7 +17,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function checkConfig(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/check-config.ts'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/check-config.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -42,7 +45,14 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
   let dir: string;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'check-config-'));
-    writeFileSync(join(dir, 'providers.json'), JSON.stringify([{ alias: 'acme-entra', enabled: true }, { alias: 'globex-okta', enabled: true }, { alias: 'old-idp', enabled: false }]));
+    writeFileSync(
+      join(dir, 'providers.json'),
+      JSON.stringify([
+        { alias: 'acme-entra', enabled: true },
+        { alias: 'globex-okta', enabled: true },
+        { alias: 'old-idp', enabled: false },
+      ]),
+    );
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -69,9 +79,15 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
   });
 
   it('a mapped alias the provider catalog does not know (or cannot use) is reported when the catalog can be read', async () => {
-    const r = await checkConfig({ ...production, IDP_PROVIDERS_FILE: join(dir, 'providers.json'), IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okt,initech=old-idp' });
+    const r = await checkConfig({
+      ...production,
+      IDP_PROVIDERS_FILE: join(dir, 'providers.json'),
+      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okt,initech=old-idp',
+    });
     expect(r.code, r.out).to.equal(0);
-    expect(r.out).to.match(/tenant "globex" maps to alias "globex-okt", which IDP_PROVIDERS_FILE .* does not know: its link leads to the login page \(the catalog has "globex-okta"\)/);
+    expect(r.out).to.match(
+      /tenant "globex" maps to alias "globex-okt", which IDP_PROVIDERS_FILE .* does not know: its link leads to the login page \(the catalog has "globex-okta"\)/,
+    );
     expect(r.out).to.match(/tenant "initech" maps to alias "old-idp", which is disabled/);
     expect(r.out).to.not.match(/tenant "acme" maps/);
     expect(r.out).to.include('configuration OK, with 2 warnings');
@@ -81,11 +97,20 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
     const port = await freePort();
     const r = await checkConfig({ ...production, IDP_ADMIN_URL: `http://127.0.0.1:${port}/admin/realms/platform`, IDP_TENANT_IDP_ALIASES: 'acme=acme-entra' });
     expect(r.code, r.out).to.equal(0);
-    expect(r.out).to.match(/IDP_TENANT_IDP_ALIASES: could not read the provider catalog \(the Keycloak admin API http:\/\/127\.0\.0\.1:\d+\/admin\/realms\/platform: .*\); the aliases were not checked/);
+    expect(r.out).to.match(
+      /IDP_TENANT_IDP_ALIASES: could not read the provider catalog \(the Keycloak admin API http:\/\/127\.0\.0\.1:\d+\/admin\/realms\/platform: .*\); the aliases were not checked/,
+    );
   });
 
   it('a misspelt switch is not "configuration OK": every unknown variable with a gateway prefix is named, with the nearest known name', async () => {
-    const r = await checkConfig({ ...production, CHATUI_BYPASS_ADMIN_ACCES_CONTROL: 'true', OIDC_CLIENTID: 'x', REDIS_ULR: 'redis://r:6379', GATEWAY_WORKER: '2', WEBUI_AUTH_SIGNOUT_REDIRECT_URL: 'https://chat.example/auth/logout' });
+    const r = await checkConfig({
+      ...production,
+      CHATUI_BYPASS_ADMIN_ACCES_CONTROL: 'true',
+      OIDC_CLIENTID: 'x',
+      REDIS_ULR: 'redis://r:6379',
+      GATEWAY_WORKER: '2',
+      WEBUI_AUTH_SIGNOUT_REDIRECT_URL: 'https://chat.example/auth/logout',
+    });
     expect(r.code, r.out).to.equal(0);
     expect(r.out).to.include('CHATUI_BYPASS_ADMIN_ACCES_CONTROL: not a setting of the gateway, ignored; did you mean CHATUI_BYPASS_ADMIN_ACCESS_CONTROL?');
     expect(r.out).to.include('OIDC_CLIENTID: not a setting of the gateway, ignored; did you mean OIDC_CLIENT_ID?');
@@ -148,12 +173,22 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     // A URL refused for carrying credentials is named without them.
     const withCredentials = await checkConfig({ ...production, UPSTREAM_URL: 'http://webui:leak-upstream-password@open-webui:8080' });
     expect(withCredentials.code).to.equal(2);
-    expect(withCredentials.out).to.match(/UPSTREAM_URL: must be an absolute http\(s\) URL without credentials \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/);
+    expect(withCredentials.out).to.match(
+      /UPSTREAM_URL: must be an absolute http\(s\) URL without credentials \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/,
+    );
     expect(withCredentials.out).to.not.include('leak-upstream-password');
   });
 
   it('the gateway process: its startup lines (the effective settings among them) and its Redis warnings', async () => {
-    const gw = await gatewayProcess({ ...baseEnv('http://127.0.0.1:9'), ...secrets, IDP_ADMIN_CLIENT_ID: 'admin', HOST: '127.0.0.1', PORT: '0', DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'debug' });
+    const gw = await gatewayProcess({
+      ...baseEnv('http://127.0.0.1:9'),
+      ...secrets,
+      IDP_ADMIN_CLIENT_ID: 'admin',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DRIFT_CHECK_SECONDS: '0',
+      LOG_LEVEL: 'debug',
+    });
     try {
       await new Promise((r) => setTimeout(r, 3_000)); // Redis at nothing: its warnings come within the connect timeout
       expect(gw.output()).to.include('effective settings');
@@ -165,7 +200,13 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
   });
 
   it('the sandbox banner', async () => {
-    const env = { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false', PORT: '0', LOG_LEVEL: 'silent', REDIS_URL: secrets.REDIS_URL };
+    const env = {
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      REDIS_URL: secrets.REDIS_URL,
+    };
     const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
     try {
       expect(sandbox.banner).to.include('Redis redis://[redacted]@127.0.0.1:9/0');

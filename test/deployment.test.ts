@@ -185,7 +185,9 @@ function portsOf(service: Doc): PortMapping[] {
       if (p.host_ip) out.hostIp = String(p.host_ip);
       return out;
     }
-    const parts = String(p).replace(/\/(tcp|udp)$/, '').split(':');
+    const parts = String(p)
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
     const target = parts.pop()!;
     const out: PortMapping = { target };
     const published = parts.pop();
@@ -339,10 +341,13 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
   // Each mutation is a way Open WebUI could become reachable from outside the gateway's
   // namespace; the checker the test above relies on must report every one.
   const exposures: Array<[string, (doc: Doc) => void]> = [
-    ['open-webui gets its own network', (d) => {
-      delete d.services['open-webui'].network_mode;
-      d.services['open-webui'].networks = { edge: null };
-    }],
+    [
+      'open-webui gets its own network',
+      (d) => {
+        delete d.services['open-webui'].network_mode;
+        d.services['open-webui'].networks = { edge: null };
+      },
+    ],
     ['open-webui publishes a port', (d) => void (d.services['open-webui'].ports = ['3000:3000'])],
     ['open-webui binds all interfaces', (d) => void (d.services['open-webui'].environment.HOST = '0.0.0.0')],
     ['open-webui HOST unset (its default is 0.0.0.0)', (d) => void delete d.services['open-webui'].environment.HOST],
@@ -399,9 +404,7 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     const ow = envOf(dev.services['open-webui']);
     expect(ow.WEBUI_AUTH_SIGNOUT_REDIRECT_URL).to.equal(`${envOf(dev.services.gateway).PUBLIC_URL}/auth/logout`);
     const doc = renderOk(devEnvWith({ PUBLIC_URL: 'https://chat.example.test' }));
-    expect(envOf(doc.services['open-webui']).WEBUI_AUTH_SIGNOUT_REDIRECT_URL).to.equal(
-      'https://chat.example.test/auth/logout',
-    );
+    expect(envOf(doc.services['open-webui']).WEBUI_AUTH_SIGNOUT_REDIRECT_URL).to.equal('https://chat.example.test/auth/logout');
   });
 
   it('publishes the gateway on container port 8080 from a network with outside access', function () {
@@ -417,9 +420,7 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     ['false', 'true'],
   ] as const) {
     it(`hands both services the same switches (bypass=${bypass}, export=${exportSwitch})`, function () {
-      const doc = renderOk(
-        devEnvWith({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: bypass, CHATUI_ENABLE_ADMIN_EXPORT: exportSwitch }),
-      );
+      const doc = renderOk(devEnvWith({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: bypass, CHATUI_ENABLE_ADMIN_EXPORT: exportSwitch }));
       const ow = envOf(doc.services['open-webui']);
       const gw = envOf(doc.services.gateway);
       expect(ow.BYPASS_ADMIN_ACCESS_CONTROL).to.equal(bypass);
@@ -531,13 +532,17 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     );
     // The gateway resolves the public name to the keycloak container through a network alias ...
     const shared = networksOf(kc).filter((n) => networksOf(dev.services.gateway).includes(n));
-    expect(shared.some((n) => aliasesOf(kc, n).includes(hostname.hostname)), 'alias on a shared network').to.equal(true);
+    expect(
+      shared.some((n) => aliasesOf(kc, n).includes(hostname.hostname)),
+      'alias on a shared network',
+    ).to.equal(true);
     // ... and reaches it on the same port browsers use.
     const port = hostname.port || (hostname.protocol === 'https:' ? '443' : '80');
     expect(kcEnv.KC_HTTP_PORT ?? '8080', 'keycloak listens on the public port').to.equal(port);
-    expect(portsOf(kc).some((p) => p.published === port && p.target === port), 'published port = public port').to.equal(
-      true,
-    );
+    expect(
+      portsOf(kc).some((p) => p.published === port && p.target === port),
+      'published port = public port',
+    ).to.equal(true);
     expect(port).to.equal('8081');
     // The client secret of the imported realm is the gateway's: the realm file names an
     // environment placeholder that the keycloak service receives with the gateway's value.
@@ -649,7 +654,9 @@ describe('deployment: Keycloak realm export deploy/keycloak/realm-platform.json'
     expect(c.attributes?.['backchannel.logout.url']).to.equal('http://gateway:8080/auth/backchannel-logout');
     expect(c.attributes?.['backchannel.logout.session.required']).to.equal('true');
     const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-    expect(compose).to.match(/\n {2}gateway:\n/).and.match(/- "\$\{PORT:-8080\}:8080"/);
+    expect(compose)
+      .to.match(/\n {2}gateway:\n/)
+      .and.match(/- "\$\{PORT:-8080\}:8080"/);
   });
 
   it("lets the client's service account view identity providers", function () {
@@ -702,9 +709,7 @@ describe('deployment: Keycloak realm export deploy/keycloak/realm-platform.json'
     expect(tina.realmRoles ?? []).to.not.include('PlatformSysAdmin');
     for (const u of users) {
       expect(u.realmRoles ?? [], `${u.username} realm roles`).to.not.include('PlatformAdmin');
-      expect(Object.values<string[]>(u.clientRoles ?? {}).flat(), `${u.username} client roles`).to.not.include(
-        'PlatformAdmin',
-      );
+      expect(Object.values<string[]>(u.clientRoles ?? {}).flat(), `${u.username} client roles`).to.not.include('PlatformAdmin');
     }
     for (const g of realm.groups ?? []) {
       expect(g.realmRoles ?? [], `group ${g.name}`).to.not.include('PlatformAdmin');
@@ -747,7 +752,9 @@ describe('deployment: Dockerfile and .dockerignore', function () {
 
   it('builds with npm ci + npm run build and installs only production dependencies at runtime', function () {
     const buildStage = instructions.slice(0, lastFrom).join('\n');
-    expect(buildStage).to.match(/npm ci/).and.match(/npm run build/);
+    expect(buildStage)
+      .to.match(/npm ci/)
+      .and.match(/npm run build/);
     expect(finalStage.join('\n')).to.match(/npm ci[^\n]*--omit=dev/);
     expect(finalStage.join('\n')).to.match(/COPY --from=\S+ \S*dist/);
     expect(finalStage.join('\n')).to.match(/config\/\*\.env/);
@@ -768,7 +775,12 @@ describe('deployment: Dockerfile and .dockerignore', function () {
 
   it('runs node with the same flags as `npm start`', function () {
     const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
-    const cmd = JSON.parse(finalStage.filter((l) => /^CMD\s/i.test(l)).pop()!.replace(/^CMD\s+/i, '')) as string[];
+    const cmd = JSON.parse(
+      finalStage
+        .filter((l) => /^CMD\s/i.test(l))
+        .pop()!
+        .replace(/^CMD\s+/i, ''),
+    ) as string[];
     const nodeFlags = (words: string[]) => words.filter((w) => w.startsWith('--') && !['--import', 'tsx'].includes(w));
     expect(nodeFlags(cmd)).to.not.be.empty;
     expect(nodeFlags(start.split(/\s+/))).to.deep.equal(nodeFlags(cmd));
@@ -779,10 +791,14 @@ describe('deployment: Dockerfile and .dockerignore', function () {
       .split(/\r?\n/)
       .map((l) => l.trim());
     for (const entry of ['node_modules', 'dist', '.git']) expect(ignore, entry).to.include(entry);
-    expect(ignore.some((l) => /^(test$|test\/|\*\*\/\*\.test\.ts$)/.test(l)), 'test files').to.equal(true);
-    expect(ignore.some((l) => /^config/.test(l) || /\*\.env$/.test(l)), 'config/*.env stays in the context').to.equal(
-      false,
-    );
+    expect(
+      ignore.some((l) => /^(test$|test\/|\*\*\/\*\.test\.ts$)/.test(l)),
+      'test files',
+    ).to.equal(true);
+    expect(
+      ignore.some((l) => /^config/.test(l) || /\*\.env$/.test(l)),
+      'config/*.env stays in the context',
+    ).to.equal(false);
   });
 
   it('ships the stage env files the image copies', function () {

@@ -61,11 +61,18 @@ function same(shape: FileAnswerShape, body: Buffer, cuts: number[]): void {
 const ws = fc.constantFrom('', '', ' ', '\n', '\t', ' \r\n ');
 /** A key as JSON text: plain, or with some characters written as \u escapes. */
 const keyText = (k: string) =>
-  fc.boolean().map((esc) => (esc && k.length > 0 ? `"${k.slice(0, -1)}\\u${k.charCodeAt(k.length - 1).toString(16).padStart(4, '0')}"` : JSON.stringify(k)));
-const obj = (entries: fc.Arbitrary<[string, string][]>) =>
-  fc.tuple(entries, fc.array(ws, { minLength: 8, maxLength: 8 })).map(
-    ([es, w]) => `{${w[0]}${es.map(([k, v]) => `${k}${w[1]}:${w[2]}${v}`).join(`${w[3]},${w[4]}`)}${w[5]}}`,
+  fc.boolean().map((esc) =>
+    esc && k.length > 0
+      ? `"${k.slice(0, -1)}\\u${k
+          .charCodeAt(k.length - 1)
+          .toString(16)
+          .padStart(4, '0')}"`
+      : JSON.stringify(k),
   );
+const obj = (entries: fc.Arbitrary<[string, string][]>) =>
+  fc
+    .tuple(entries, fc.array(ws, { minLength: 8, maxLength: 8 }))
+    .map(([es, w]) => `{${w[0]}${es.map(([k, v]) => `${k}${w[1]}:${w[2]}${v}`).join(`${w[3]},${w[4]}`)}${w[5]}}`);
 const arr = (items: fc.Arbitrary<string[]>) => fc.tuple(items, ws, ws).map(([xs, a, b]) => `[${a}${xs.join(`${b},${a}`)}${b}]`);
 
 const anyJson = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v));
@@ -82,7 +89,19 @@ const recordEntries: fc.Arbitrary<[string, string][]> = fc
   .tuple(
     fc.option(fc.tuple(keyText('user_id'), userIdValue), { freq: 12 }),
     fc.option(fc.tuple(keyText('id'), idValue), { freq: 12 }),
-    fc.array(fc.tuple(fc.oneof(keyText('filename'), keyText('meta'), keyText('items'), keyText('total'), text.map((s) => JSON.stringify(s))), anyJson), { maxLength: 4 }),
+    fc.array(
+      fc.tuple(
+        fc.oneof(
+          keyText('filename'),
+          keyText('meta'),
+          keyText('items'),
+          keyText('total'),
+          text.map((s) => JSON.stringify(s)),
+        ),
+        anyJson,
+      ),
+      { maxLength: 4 },
+    ),
     fc.array(fc.tuple(fc.oneof(keyText('user_id'), keyText('id')), fc.oneof(userIdValue, idValue)), { maxLength: 1 }),
   )
   .chain(([u, i, rest, dup]) => {
@@ -99,23 +118,31 @@ const listEntries: fc.Arbitrary<[string, string][]> = fc
   .tuple(
     fc.option(fc.tuple(keyText('items'), fc.oneof({ weight: 10, arbitrary: records }, { weight: 1, arbitrary: anyJson })), { freq: 15 }),
     fc.option(fc.tuple(keyText('total'), totalValue), { freq: 15 }),
-    fc.array(fc.tuple(fc.oneof(keyText('items'), keyText('total'), keyText('other'), text.map((s) => JSON.stringify(s))), fc.oneof(anyJson, records)), { maxLength: 3 }),
+    fc.array(
+      fc.tuple(
+        fc.oneof(
+          keyText('items'),
+          keyText('total'),
+          keyText('other'),
+          text.map((s) => JSON.stringify(s)),
+        ),
+        fc.oneof(anyJson, records),
+      ),
+      { maxLength: 3 },
+    ),
   )
   .chain(([it, t, rest]) => {
     const es: [string, string][] = [...(it ? [it] : []), ...(t ? [t] : []), ...rest];
     return fc.shuffledSubarray(es, { minLength: es.length, maxLength: es.length });
   });
-const page = fc.tuple(ws, fc.oneof({ weight: 10, arbitrary: obj(listEntries) }, { weight: 2, arbitrary: records }, { weight: 1, arbitrary: anyJson }), ws).map(
-  ([a, v, b]) => `${a}${v}${b}`,
-);
+const page = fc
+  .tuple(ws, fc.oneof({ weight: 10, arbitrary: obj(listEntries) }, { weight: 2, arbitrary: records }, { weight: 1, arbitrary: anyJson }), ws)
+  .map(([a, v, b]) => `${a}${v}${b}`);
 
 const BYTES = [...'{}[]":,\\ 0-+.eEtfnu'].map((c) => c.charCodeAt(0)).concat([0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xe2, 0xed, 0xef, 0xff]);
 /** A page with a few bytes deleted, inserted, replaced, or its tail cut off. */
 const mutated = fc
-  .tuple(
-    page,
-    fc.array(fc.tuple(fc.constantFrom('del', 'ins', 'set', 'cut'), fc.nat(), fc.constantFrom(...BYTES)), { minLength: 1, maxLength: 3 }),
-  )
+  .tuple(page, fc.array(fc.tuple(fc.constantFrom('del', 'ins', 'set', 'cut'), fc.nat(), fc.constantFrom(...BYTES)), { minLength: 1, maxLength: 3 }))
   .map(([p, ops]) => {
     let b = Buffer.from(p);
     for (const [op, pos, byte] of ops) {
@@ -141,16 +168,25 @@ describe('streamed file filter = whole-document filter (issue 27)', function () 
   this.timeout(120_000);
 
   it('any file list, any chunking: the same answer, or both refuse it', () => {
-    fc.assert(fc.property(body, cuts, (b, c) => same('list', b, c)), { numRuns: 4_000 });
+    fc.assert(
+      fc.property(body, cuts, (b, c) => same('list', b, c)),
+      { numRuns: 4_000 },
+    );
   });
 
   it('any search answer (a bare array), any chunking: the same answer, or both refuse it', () => {
-    fc.assert(fc.property(body, cuts, (b, c) => same('array', b, c)), { numRuns: 4_000 });
+    fc.assert(
+      fc.property(body, cuts, (b, c) => same('array', b, c)),
+      { numRuns: 4_000 },
+    );
   });
 
   it('valid pages are mostly accepted by the generators (the property is not only about refusals)', () => {
     // guards the generators: if they only made broken pages, the properties above would prove little
-    const samples = fc.sample(page.map((p) => Buffer.from(p)), { numRuns: 2_000, seed: 27 });
+    const samples = fc.sample(
+      page.map((p) => Buffer.from(p)),
+      { numRuns: 2_000, seed: 27 },
+    );
     const accepted = samples.filter((b) => whole('list', b).ok).length;
     const withForeign = samples.filter((b) => {
       const o = whole('list', b);
@@ -172,7 +208,11 @@ describe('streamed file filter = whole-document filter (issue 27)', function () 
       }),
     );
     for (let k = 0; k <= p.length; k++) same('list', p, [k]);
-    same('list', p, Array.from({ length: p.length }, (_, k) => k));
+    same(
+      'list',
+      p,
+      Array.from({ length: p.length }, (_, k) => k),
+    );
     const out = new FileStreamFilter('list', CALLER);
     out.write(p);
     const r = out.end();

@@ -31,7 +31,7 @@ describe('rebuilt file views: bounded work per request', function () {
     const before = upstream.requests.filter((r) => r.url.startsWith('/api/v1/files/')).length;
     const res = await fetch(`${gw.url}/api/v1/files/?page=1`, { headers: { authorization: `Bearer ${adminKey}` } });
     expect(res.status).to.equal(502);
-    expect((await res.text())).to.not.include('u-bob');
+    expect(await res.text()).to.not.include('u-bob');
     const calls = upstream.requests.filter((r) => r.url.startsWith('/api/v1/files/')).length - before;
     expect(calls, 'upstream calls for one request').to.be.at.most(MAX_WALK_PAGES + 1);
   });

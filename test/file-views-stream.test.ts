@@ -14,7 +14,12 @@ describe('rewritten file views: streamed filter through the gateway', function (
   let server: http.Server;
   let gw: RunningGateway;
   let mode: Mode = 'split';
-  const own = Array.from({ length: 30 }, (_, i) => ({ id: `own-${i}`, user_id: 'u-admin', filename: `own-${i}.txt`, meta: { name: `own "${i}" \u00e9`, size: i } }));
+  const own = Array.from({ length: 30 }, (_, i) => ({
+    id: `own-${i}`,
+    user_id: 'u-admin',
+    filename: `own-${i}.txt`,
+    meta: { name: `own "${i}" \u00e9`, size: i },
+  }));
   const foreign = { id: 'foreign-1', user_id: 'u-bob', filename: 'globex-secret.txt' };
 
   /** Writes `text` in pieces of `size` bytes, a few ms apart, so the gateway reads many chunks. */

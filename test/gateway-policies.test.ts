@@ -59,34 +59,40 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
         const get = (path: string, key: string, init: RequestInit = {}) =>
           fetch(gw.url + path, { ...init, headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip, br', ...(init.headers as object) } });
 
-        it(bypass ? 'A2: the admin file list is what the upstream answers' : 'A1: the admin file list holds only the admin\u2019s files, with a matching total', async () => {
-          const res = await get('/api/v1/files/', adminKey);
-          expect(res.status).to.equal(200);
-          const body = await json(res);
-          const owners = new Set(body.items.map((f: StandInFile) => f.user_id));
-          if (bypass) {
-            expect(body.items).to.have.length(5);
-          } else {
-            expect([...owners]).to.deep.equal(['u-admin']);
-            expect(body.items.map((f: StandInFile) => f.id)).to.deep.equal(['f-admin-1', 'f-admin-2']);
-            expect(body.total).to.equal(2);
-            expect(res.headers.get('cache-control')).to.equal('private, no-store');
-            expect(res.headers.get('etag')).to.equal(null);
-            expect(res.headers.get('content-encoding')).to.equal(null);
-          }
-        });
+        it(
+          bypass ? 'A2: the admin file list is what the upstream answers' : 'A1: the admin file list holds only the admin\u2019s files, with a matching total',
+          async () => {
+            const res = await get('/api/v1/files/', adminKey);
+            expect(res.status).to.equal(200);
+            const body = await json(res);
+            const owners = new Set(body.items.map((f: StandInFile) => f.user_id));
+            if (bypass) {
+              expect(body.items).to.have.length(5);
+            } else {
+              expect([...owners]).to.deep.equal(['u-admin']);
+              expect(body.items.map((f: StandInFile) => f.id)).to.deep.equal(['f-admin-1', 'f-admin-2']);
+              expect(body.total).to.equal(2);
+              expect(res.headers.get('cache-control')).to.equal('private, no-store');
+              expect(res.headers.get('etag')).to.equal(null);
+              expect(res.headers.get('content-encoding')).to.equal(null);
+            }
+          },
+        );
 
-        it(bypass ? 'A2: search passes as the upstream answers' : 'A1: search returns only own matches, and 404 when only others\u2019 files match', async () => {
-          const all = await get('/api/v1/files/search?filename=*budget*', adminKey);
-          expect(all.status).to.equal(200);
-          const ids = (await json(all)).map((f: StandInFile) => f.id);
-          expect(ids).to.have.members(bypass ? ['f-admin-2', 'f-alice-2'] : ['f-admin-2']);
-          const foreign = await get('/api/v1/files/search?filename=globex*', adminKey);
-          expect(foreign.status).to.equal(bypass ? 200 : 404);
-          if (!bypass) expect(await json(foreign)).to.have.property('detail');
-          const none = await get('/api/v1/files/search?filename=nothing-matches*', adminKey);
-          expect(none.status).to.equal(404);
-        });
+        it(
+          bypass ? 'A2: search passes as the upstream answers' : 'A1: search returns only own matches, and 404 when only others\u2019 files match',
+          async () => {
+            const all = await get('/api/v1/files/search?filename=*budget*', adminKey);
+            expect(all.status).to.equal(200);
+            const ids = (await json(all)).map((f: StandInFile) => f.id);
+            expect(ids).to.have.members(bypass ? ['f-admin-2', 'f-alice-2'] : ['f-admin-2']);
+            const foreign = await get('/api/v1/files/search?filename=globex*', adminKey);
+            expect(foreign.status).to.equal(bypass ? 200 : 404);
+            if (!bypass) expect(await json(foreign)).to.have.property('detail');
+            const none = await get('/api/v1/files/search?filename=nothing-matches*', adminKey);
+            expect(none.status).to.equal(404);
+          },
+        );
 
         it(bypass ? 'A2: count is the upstream\u2019s' : 'A1: count agrees with what the admin can list', async () => {
           const res = await get('/api/v1/files/count', adminKey);
@@ -107,25 +113,28 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
           if (!bypass) expect(res.headers.get('cache-control')).to.equal('private, no-store');
         });
 
-        it(exportOn ? 'A6: the export streams through for an admin' : 'A6: the export answers 401 for every caller and the upstream is never asked', async () => {
-          const before = reached('/chats/all/db').length + reached('/utils/db/download').length;
-          const admin = await get('/api/v1/chats/all/db', adminKey);
-          const dump = await get('/api/v1/utils/db/download', adminKey);
-          const user = await get('/api/v1/chats/all/db', aliceKey);
-          if (exportOn) {
-            expect(admin.status).to.equal(200);
-            expect((await json(admin)).map((c: { user_id: string }) => c.user_id)).to.have.members(['u-admin', 'u-alice', 'u-bob']);
-            expect(dump.status).to.equal(200);
-            expect((await dump.arrayBuffer()).byteLength).to.be.greaterThan(16);
-            expect(user.status).to.equal(401); // the upstream's own rule: admin only
-          } else {
-            for (const res of [admin, dump, user]) {
-              expect(res.status).to.equal(401);
-              expect(await json(res)).to.deep.equal({ detail: EXPORT_DISABLED });
+        it(
+          exportOn ? 'A6: the export streams through for an admin' : 'A6: the export answers 401 for every caller and the upstream is never asked',
+          async () => {
+            const before = reached('/chats/all/db').length + reached('/utils/db/download').length;
+            const admin = await get('/api/v1/chats/all/db', adminKey);
+            const dump = await get('/api/v1/utils/db/download', adminKey);
+            const user = await get('/api/v1/chats/all/db', aliceKey);
+            if (exportOn) {
+              expect(admin.status).to.equal(200);
+              expect((await json(admin)).map((c: { user_id: string }) => c.user_id)).to.have.members(['u-admin', 'u-alice', 'u-bob']);
+              expect(dump.status).to.equal(200);
+              expect((await dump.arrayBuffer()).byteLength).to.be.greaterThan(16);
+              expect(user.status).to.equal(401); // the upstream's own rule: admin only
+            } else {
+              for (const res of [admin, dump, user]) {
+                expect(res.status).to.equal(401);
+                expect(await json(res)).to.deep.equal({ detail: EXPORT_DISABLED });
+              }
+              expect(reached('/chats/all/db').length + reached('/utils/db/download').length).to.equal(before);
             }
-            expect(reached('/chats/all/db').length + reached('/utils/db/download').length).to.equal(before);
-          }
-        });
+          },
+        );
 
         it('ENABLE_ADMIN_CHAT_ACCESS stays false: browsing another user\u2019s chats is 401, not forwarded', async () => {
           const before = reached('/chats/list/user/').length;
@@ -209,7 +218,13 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
     it('never forward conditional or range headers, and ask the upstream for an uncompressed body', async () => {
       const mark = upstream.requests.length;
       const res = await fetch(`${gw.url}/api/v1/files/`, {
-        headers: { authorization: `Bearer ${adminKey}`, 'if-none-match': '"anything"', 'if-modified-since': new Date().toUTCString(), range: 'bytes=0-10', 'accept-encoding': 'gzip' },
+        headers: {
+          authorization: `Bearer ${adminKey}`,
+          'if-none-match': '"anything"',
+          'if-modified-since': new Date().toUTCString(),
+          range: 'bytes=0-10',
+          'accept-encoding': 'gzip',
+        },
       });
       expect(res.status).to.equal(200);
       const sent = upstream.requests.slice(mark).filter((r) => r.url.startsWith('/api/v1/files/'));

@@ -47,7 +47,27 @@ const overlong = (c: string) => {
 type CharOp = { kind: 'enc' | 'case' | 'overlong' | 'insert'; at: number; upper: boolean; what: string };
 /** Inserted text: most of it has a canonical form, some must be refused. */
 const BENIGN_INSERTS = ['%2e', '.', '%25', '%3f', '%3F', '%23', '+', '%20', '%e2%80%8b', '%C3%A9', '~', '%7e', ':', '@', '!'];
-const REFUSED_INSERTS = ['%2f', '%2F', '%5c', '%5C', '\\', ';x', ';', '%00', '%c0%af', '%c0%ae', '%09', '%7f', '%ff', '%e0%80%ae', '%3b', '%3B', '%2561', '%252e', '%25%32%65'];
+const REFUSED_INSERTS = [
+  '%2f',
+  '%2F',
+  '%5c',
+  '%5C',
+  '\\',
+  ';x',
+  ';',
+  '%00',
+  '%c0%af',
+  '%c0%ae',
+  '%09',
+  '%7f',
+  '%ff',
+  '%e0%80%ae',
+  '%3b',
+  '%3B',
+  '%2561',
+  '%252e',
+  '%25%32%65',
+];
 const charOp: fc.Arbitrary<CharOp> = fc.record({
   kind: fc.oneof(
     { arbitrary: fc.constant('enc' as const), weight: 5 },
@@ -62,13 +82,59 @@ const charOp: fc.Arbitrary<CharOp> = fc.record({
 const segmentOps = fc.oneof({ arbitrary: fc.constant<CharOp[]>([]), weight: 3 }, { arbitrary: fc.array(charOp, { minLength: 1, maxLength: 2 }), weight: 1 });
 
 /** Whole segments put before a segment (the first ones, most often nothing). */
-const PREFIXES = ['', './', './/', 'x/../', 'x/%2e%2e/', 'x/%2E%2E/', 'x/.%2e/', 'x/%2e./', '%2e/', '/', '//', 'x/y/../../', '%c0%ae%c0%ae/', 'x/%c0%ae%c0%ae/', '..%2f', 'x/..%5c', 'X/..;/', '.;/', 'x/..%3b/', '%2e%2e%3B/', 'x/%252e%252e/'];
-const SUFFIXES = ['', '/', '/.', '/./', '//', '/x/..', '/x/%2e%2e', '?', '?x', '#', '#frag', '%23', '%23x', '%00', '%2500', '/%2e', '/%3f', ';', ';.css', '..', '%20', '.json'];
+const PREFIXES = [
+  '',
+  './',
+  './/',
+  'x/../',
+  'x/%2e%2e/',
+  'x/%2E%2E/',
+  'x/.%2e/',
+  'x/%2e./',
+  '%2e/',
+  '/',
+  '//',
+  'x/y/../../',
+  '%c0%ae%c0%ae/',
+  'x/%c0%ae%c0%ae/',
+  '..%2f',
+  'x/..%5c',
+  'X/..;/',
+  '.;/',
+  'x/..%3b/',
+  '%2e%2e%3B/',
+  'x/%252e%252e/',
+];
+const SUFFIXES = [
+  '',
+  '/',
+  '/.',
+  '/./',
+  '//',
+  '/x/..',
+  '/x/%2e%2e',
+  '?',
+  '?x',
+  '#',
+  '#frag',
+  '%23',
+  '%23x',
+  '%00',
+  '%2500',
+  '/%2e',
+  '/%3f',
+  ';',
+  ';.css',
+  '..',
+  '%20',
+  '.json',
+];
 const LEADS = ['', '/', '/./', '/../', '/%2e%2e/', '/x/../'];
 const QUERY_TRICKS = ['', '?', '&', '#', '%23', '&x=1', '#x?filename=*', '&filename=%2a', '&page=1&page=2', '&content=true', '&skip=0&limit=1000'];
 
 /** Index 0 (nothing) `emptyWeight` times as often as any one other entry. */
-const pick = (list: readonly string[], emptyWeight: number) => fc.oneof({ arbitrary: fc.constant(0), weight: emptyWeight }, { arbitrary: fc.integer({ min: 1, max: list.length - 1 }), weight: 1 });
+const pick = (list: readonly string[], emptyWeight: number) =>
+  fc.oneof({ arbitrary: fc.constant(0), weight: emptyWeight }, { arbitrary: fc.integer({ min: 1, max: list.length - 1 }), weight: 1 });
 
 interface Sample {
   route: number;
@@ -140,7 +206,14 @@ describe('hardening: bypass (differential property over the request path)', func
     w = await startWorld({
       env: { ALLOW_UPSTREAM_API_KEYS: 'true', LOG_LEVEL: 'warn' },
       accessTokenTtl: 3600,
-      upstream: { users: seedUsers, files: seedFiles(), chats: seedChats(), bypassAdminAccessControl: true, enableAdminExport: true, enableAdminChatAccess: true },
+      upstream: {
+        users: seedUsers,
+        files: seedFiles(),
+        chats: seedChats(),
+        bypassAdminAccessControl: true,
+        enableAdminExport: true,
+        enableAdminChatAccess: true,
+      },
     });
     upstream = w.upstream;
     port = Number(new URL(w.url).port);
@@ -253,7 +326,16 @@ describe('hardening: bypass (differential property over the request path)', func
 
   it('a few known shapes first (regression seeds)', async () => {
     const shapes: Sample[] = [];
-    const base = (route: number, method = 'GET'): Sample => ({ route, ops: [[], [], [], [], [], []], prefixes: [0, 0, 0, 0, 0, 0], lead: 0, suffix: 0, queryTrick: 0, method, caller: 'api-key-bearer' });
+    const base = (route: number, method = 'GET'): Sample => ({
+      route,
+      ops: [[], [], [], [], [], []],
+      prefixes: [0, 0, 0, 0, 0, 0],
+      lead: 0,
+      suffix: 0,
+      queryTrick: 0,
+      method,
+      caller: 'api-key-bearer',
+    });
     for (let r = 0; r < ROUTES.length; r++) for (const m of ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS']) shapes.push(base(r, m));
     for (const s of shapes) await check(s);
   });
@@ -261,24 +343,47 @@ describe('hardening: bypass (differential property over the request path)', func
   it('any spelling the policy files under the list, search or count is answered with the own-files view, never a 502', async () => {
     // Regression: the view was fetched at the client's spelling, which Open WebUI routes to its SPA
     // fallback (`/Api/...`) or its slash redirect (`/api/v1/files`): the gateway answered 502.
-    for (const target of ['/Api/V1/Files/', '/api/v1/FILES/', '/api/v1/files?content=false', '/api/v1/files/SEARCH?filename=*', '/api/v1/Files/Search/?filename=*', '/API/v1/files/COUNT']) {
+    for (const target of [
+      '/Api/V1/Files/',
+      '/api/v1/FILES/',
+      '/api/v1/files?content=false',
+      '/api/v1/files/SEARCH?filename=*',
+      '/api/v1/Files/Search/?filename=*',
+      '/API/v1/files/COUNT',
+    ]) {
       const res = await send('GET', target, 'api-key-bearer');
       expect(res.status, `${target}: ${res.body}`).to.equal(200);
       expect(res.headers.vary, target).to.equal('Cookie, Authorization');
       const body = JSON.parse(res.body) as unknown;
       const items = (Array.isArray(body) ? body : typeof body === 'number' ? [] : (body as { items: unknown[] }).items) as Array<{ user_id: string }>;
       if (typeof body === 'number') expect(body, target).to.equal(6);
-      else expect(items.map((f) => f.user_id), target).to.deep.equal(Array(6).fill('u-admin'));
+      else
+        expect(
+          items.map((f) => f.user_id),
+          target,
+        ).to.deep.equal(Array(6).fill('u-admin'));
     }
   });
 
   it('WebSocket upgrades take the same canonical path: no traversal out of /ws/, the upstream gets the canonical target', async () => {
     const upgrade = async (target: string) => {
-      const { text } = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\n${credentials['realm-jwt']}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 800);
+      const { text } = await rawExchange(
+        port,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\n${credentials['realm-jwt']}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+        800,
+      );
       return { status: Number(text.split(' ')[1]) };
     };
     const mark = upstream.requests.length;
-    for (const target of ['/ws/../api/v1/chats/all/db', '/ws/%2e%2e/api/v1/utils/db/download', '/ws/socket.io/../../api/v1/chats/list/user/u-bob', '/ws%2fsocket.io/', '/ws\\socket.io/', '/ws/socket.io;x/', '/WS/socket.io/']) {
+    for (const target of [
+      '/ws/../api/v1/chats/all/db',
+      '/ws/%2e%2e/api/v1/utils/db/download',
+      '/ws/socket.io/../../api/v1/chats/list/user/u-bob',
+      '/ws%2fsocket.io/',
+      '/ws\\socket.io/',
+      '/ws/socket.io;x/',
+      '/WS/socket.io/',
+    ]) {
       const res = await upgrade(target);
       expect([400, 404], `${target}: ${res.status}`).to.include(res.status);
     }
@@ -296,7 +401,12 @@ describe('hardening: bypass (differential property over the request path)', func
       }),
       { numRuns: 2000, verbose: 1 },
     );
-    console.log(`      outcomes (decision status: count): ${[...outcomes].sort().map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+    console.log(
+      `      outcomes (decision status: count): ${[...outcomes]
+        .sort()
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ')}`,
+    );
   });
 
   it('across every request of this file: the export and admin chat browsing never reached the upstream', async () => {

@@ -71,7 +71,11 @@ const KEY = 'sk-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
 
 /** One request on its own connection (`agent: false`); never hangs past `ms`. A truncated body is 'aborted'. */
-function get(url: string, headers: Record<string, string> = AUTH, ms = 5_000): Promise<{ status: number; body: string; ended: 'complete' | 'aborted'; ms: number }> {
+function get(
+  url: string,
+  headers: Record<string, string> = AUTH,
+  ms = 5_000,
+): Promise<{ status: number; body: string; ended: 'complete' | 'aborted'; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const req = http.get(url, { headers, agent: false, timeout: ms }, (res) => {
@@ -93,7 +97,14 @@ describe('hardening: upstream faults', function () {
 
   before(async () => {
     up = await faultyUpstream();
-    gw = await startGateway(baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), LOG_LEVEL: 'error' }));
+    gw = await startGateway(
+      baseEnv(up.url, {
+        ALLOW_UPSTREAM_API_KEYS: 'true',
+        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        LOG_LEVEL: 'error',
+      }),
+    );
   });
   after(async () => {
     await gw?.close();
@@ -206,37 +217,62 @@ describe('hardening: upstream faults', function () {
 
   describe('garbage on a rewritten route fails closed (502), never passes through', () => {
     const cases: Array<[string, Behaviour]> = [
-      ['truncated chunked encoding', (_q, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.write('{"items":[{"id":"f2","user_id":"u-other"}');
-        setTimeout(() => res.socket?.destroy(), 20);
-      }],
-      ['Content-Length longer than the body', (_q, res) => {
-        const socket = res.socket;
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
-        res.end('{"items":[{"id":"f2","user_id":"u-other"}],"total":1}');
-        setTimeout(() => socket?.destroy(), 20);
-      }],
+      [
+        'truncated chunked encoding',
+        (_q, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"items":[{"id":"f2","user_id":"u-other"}');
+          setTimeout(() => res.socket?.destroy(), 20);
+        },
+      ],
+      [
+        'Content-Length longer than the body',
+        (_q, res) => {
+          const socket = res.socket;
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+          res.end('{"items":[{"id":"f2","user_id":"u-other"}],"total":1}');
+          setTimeout(() => socket?.destroy(), 20);
+        },
+      ],
       ['an item without user_id', (_q, res) => res.end(JSON.stringify({ items: [{ id: 'f2' }], total: 1 }))],
       ['a user_id that is not a string', (_q, res) => res.end(JSON.stringify({ items: [{ id: 'f2', user_id: ['u-admin'] }], total: 1 }))],
       ['items that are not objects', (_q, res) => res.end(JSON.stringify({ items: ['u-other'], total: 1 }))],
       ['a total that is not a number', (_q, res) => res.end(JSON.stringify({ items: [], total: 'u-other' }))],
-      ['gzip that is not gzip', (_q, res) => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-        res.end('{"items":[{"id":"f2","user_id":"u-other"}],"total":1}');
-      }],
-      ['a gzip bomb past REWRITE_MAX_BYTES', (_q, res) => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-        res.end(zlib.gzipSync(Buffer.concat([Buffer.from('{"items":[{"id":"f2","user_id":"u-other","pad":"'), Buffer.alloc(8 * 1024 * 1024, 'a'), Buffer.from('"}],"total":1}')])));
-      }],
-      ['HTML with status 200', (_q, res) => {
-        res.writeHead(200, { 'content-type': 'text/html' });
-        res.end('<html>u-other</html>');
-      }],
+      [
+        'gzip that is not gzip',
+        (_q, res) => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          res.end('{"items":[{"id":"f2","user_id":"u-other"}],"total":1}');
+        },
+      ],
+      [
+        'a gzip bomb past REWRITE_MAX_BYTES',
+        (_q, res) => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          res.end(
+            zlib.gzipSync(
+              Buffer.concat([
+                Buffer.from('{"items":[{"id":"f2","user_id":"u-other","pad":"'),
+                Buffer.alloc(8 * 1024 * 1024, 'a'),
+                Buffer.from('"}],"total":1}'),
+              ]),
+            ),
+          );
+        },
+      ],
+      [
+        'HTML with status 200',
+        (_q, res) => {
+          res.writeHead(200, { 'content-type': 'text/html' });
+          res.end('<html>u-other</html>');
+        },
+      ],
     ];
     let small: RunningGateway;
     before(async () => {
-      small = await startGateway(baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', REWRITE_MAX_BYTES: String(1024 * 1024), UPSTREAM_TIMEOUT_MS: '1000', LOG_LEVEL: 'silent' }));
+      small = await startGateway(
+        baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', REWRITE_MAX_BYTES: String(1024 * 1024), UPSTREAM_TIMEOUT_MS: '1000', LOG_LEVEL: 'silent' }),
+      );
     });
     after(async () => {
       await small?.close();
@@ -281,7 +317,14 @@ describe('hardening: slow clients', function () {
   before(async () => {
     up = await faultyUpstream();
     gw = await startGateway(
-      baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', HEADERS_TIMEOUT_MS: '1000', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), REQUEST_TIMEOUT_MS: '2000', LOG_LEVEL: 'silent' }),
+      baseEnv(up.url, {
+        ALLOW_UPSTREAM_API_KEYS: 'true',
+        HEADERS_TIMEOUT_MS: '1000',
+        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+        REQUEST_TIMEOUT_MS: '2000',
+        LOG_LEVEL: 'silent',
+      }),
     );
     port = Number(new URL(gw.url).port);
   });
@@ -318,14 +361,23 @@ describe('hardening: slow clients', function () {
   });
 
   it('a body that stops arriving is cut after IDLE_TIMEOUT_MS (regression: held for ever with REQUEST_TIMEOUT_MS off), and its upstream request too', async () => {
-    const relaxed = await startGateway(baseEnv(up.url, { ALLOW_UPSTREAM_API_KEYS: 'true', IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), LOG_LEVEL: 'silent' }));
+    const relaxed = await startGateway(
+      baseEnv(up.url, {
+        ALLOW_UPSTREAM_API_KEYS: 'true',
+        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+        LOG_LEVEL: 'silent',
+      }),
+    );
     try {
       up.set(ok); // reads the whole body before answering
       const s = net.connect(Number(new URL(relaxed.url).port), '127.0.0.1');
       await once(s, 'connect');
       s.on('error', () => undefined);
       const started = Date.now();
-      s.write(`POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content": "`);
+      s.write(
+        `POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content": "`,
+      );
       await sleep(200);
       expect(up.sockets(), 'the upload reached the upstream').to.be.greaterThan(0);
       await Promise.race([once(s, 'close'), sleep(8_000)]);
@@ -365,7 +417,9 @@ describe('hardening: slow clients', function () {
     let timer: NodeJS.Timeout | undefined;
     up.set(ok);
     const r = await until((s) => {
-      s.write(`POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`);
+      s.write(
+        `POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`,
+      );
       timer = setInterval(() => s.writable && s.write('x'), 200);
     });
     clearInterval(timer);
@@ -495,7 +549,12 @@ describe('hardening: Keycloak admin API failing under load', function () {
   this.timeout(30_000);
   let kc: KeycloakAdmin;
   let gw: RunningGateway;
-  const nobody: Authenticator = { router: Router(), authenticate: async () => undefined, ready: async () => ({ ok: true, detail: 'stub' }), close: async () => {} };
+  const nobody: Authenticator = {
+    router: Router(),
+    authenticate: async () => undefined,
+    ready: async () => ({ ok: true, detail: 'stub' }),
+    close: async () => {},
+  };
 
   before(async () => {
     kc = await startKeycloakAdmin({ clientId: 'gw-admin', clientSecret: 'gw-admin-secret' });
@@ -526,7 +585,15 @@ describe('hardening: Keycloak admin API failing under load', function () {
       kc.slowMs = 10_000;
       await kc.setFault(fault);
       await sleep(1_100); // the cache period passes
-      const paths = ['/auth/login', '/de/auth/login', '/auth/login/acme-entra', '/api/v1/auth-providers/', '/api/v1/auth-providers/acme-entra', '/api/v1/auth-providers/tenants/acme', '/acme'];
+      const paths = [
+        '/auth/login',
+        '/de/auth/login',
+        '/auth/login/acme-entra',
+        '/api/v1/auth-providers/',
+        '/api/v1/auth-providers/acme-entra',
+        '/api/v1/auth-providers/tenants/acme',
+        '/acme',
+      ];
       const started = Date.now();
       const answers = await Promise.all(
         Array.from({ length: 150 }, async (_, i) => {

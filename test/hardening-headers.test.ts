@@ -118,7 +118,10 @@ describe('hardening: headers, framing and smuggling', function () {
         const id = name.replace(/\W+/g, '-');
         const { finals, seen } = await exchange(make(id), id);
         expect(finals[0]?.status, `${name}: ${finals.map((f) => f.status)}`).to.equal(400);
-        expect(seen.filter((r) => r.url !== '/api/v1/auths/signin'), `${name}: forwarded`).to.deep.equal([]);
+        expect(
+          seen.filter((r) => r.url !== '/api/v1/auths/signin'),
+          `${name}: forwarded`,
+        ).to.deep.equal([]);
       });
     }
 
@@ -128,12 +131,27 @@ describe('hardening: headers, framing and smuggling', function () {
     // an anonymous trusted-header sign-in as any user, admin role included, through /static/ or /health.
     for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) {
       it(`a chunked body on ${method} is refused (anonymous public path, authenticated API path): no unframed bytes upstream`, async () => {
-        for (const [path, auth] of [['/static/app.js', ''], ['/health', ''], ['/api/v1/files/', `${A()}\r\n`], ['/api/v1/files/f-1', `${A()}\r\n`], ['/c/1', `${A()}\r\n`]] as const) {
+        for (const [path, auth] of [
+          ['/static/app.js', ''],
+          ['/health', ''],
+          ['/api/v1/files/', `${A()}\r\n`],
+          ['/api/v1/files/f-1', `${A()}\r\n`],
+          ['/c/1', `${A()}\r\n`],
+        ] as const) {
           const id = `${method}-${path}`;
-          const { finals, seen, closedByServer } = await exchange(`${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n${chunk(inner(id))}0\r\n\r\n`, id);
-          expect(finals.map((f) => f.status), id).to.deep.equal([400]);
+          const { finals, seen, closedByServer } = await exchange(
+            `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n${chunk(inner(id))}0\r\n\r\n`,
+            id,
+          );
+          expect(
+            finals.map((f) => f.status),
+            id,
+          ).to.deep.equal([400]);
           expect(closedByServer, `${id}: connection left open`).to.equal(true);
-          expect(seen.filter((r) => r.url !== '/api/v1/auths/signin'), id).to.deep.equal([]);
+          expect(
+            seen.filter((r) => r.url !== '/api/v1/auths/signin'),
+            id,
+          ).to.deep.equal([]);
         }
         expect(victimExists()).to.equal(false);
       });
@@ -142,7 +160,10 @@ describe('hardening: headers, framing and smuggling', function () {
     it('a chunked body on POST, PUT and PATCH is re-framed chunked toward the upstream (one request, whole body)', async () => {
       for (const method of ['POST', 'PUT', 'PATCH']) {
         const id = `${method}-framed`;
-        const { finals, seen } = await exchange(`${method} ${PROBE}?${id} HTTP/1.1\r\nHost: x\r\n${A()}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk(inner(id))}0\r\n\r\n`, id);
+        const { finals, seen } = await exchange(
+          `${method} ${PROBE}?${id} HTTP/1.1\r\nHost: x\r\n${A()}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk(inner(id))}0\r\n\r\n`,
+          id,
+        );
         expect(finals).to.have.length(1);
         const forwarded = seen.filter((r) => r.url.includes(id));
         expect(forwarded, id).to.have.length(1);
@@ -163,10 +184,17 @@ describe('hardening: headers, framing and smuggling', function () {
         const tail = `GET /api/v1/auths/?after=${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nConnection: close\r\n\r\n`;
         const { finals, seen } = await exchange(`POST /api/v1/chats/all/db HTTP/1.1\r\nHost: x\r\n${A()}\r\n${body(id)}${tail}`, id, 3000);
         expect(finals[0]?.status, name).to.equal(401);
-        expect(seen.some((r) => r.url.includes('/chats/all/db')), name).to.equal(false);
+        expect(
+          seen.some((r) => r.url.includes('/chats/all/db')),
+          name,
+        ).to.equal(false);
         // the request after the body is served as itself (its own identity), when the connection stayed open
         const after = seen.filter((r) => r.url.includes(`after=${id}`));
-        if (finals.length > 1) expect(after.map((r) => r.headers['x-forwarded-email']), name).to.deep.equal(['alice@acme.example']);
+        if (finals.length > 1)
+          expect(
+            after.map((r) => r.headers['x-forwarded-email']),
+            name,
+          ).to.deep.equal(['alice@acme.example']);
       }
       expect(victimExists()).to.equal(false);
     });
@@ -193,7 +221,11 @@ describe('hardening: headers, framing and smuggling', function () {
       expect(at(5)).to.deep.equal([]);
       // an API key is the upstream's credential, not a gateway identity: no trusted header at all
       expect(at(4)).to.have.length(1);
-      expect(Object.keys(at(4)[0]!.headers).filter((h) => norm(h).startsWith('x-forwarded-') && h !== 'x-forwarded-for' && h !== 'x-forwarded-host' && h !== 'x-forwarded-proto')).to.deep.equal([]);
+      expect(
+        Object.keys(at(4)[0]!.headers).filter(
+          (h) => norm(h).startsWith('x-forwarded-') && h !== 'x-forwarded-for' && h !== 'x-forwarded-host' && h !== 'x-forwarded-proto',
+        ),
+      ).to.deep.equal([]);
       expect(at(6).map((r) => [r.headers['x-forwarded-email'], r.headers['x-forwarded-role']])).to.deep.equal([['sysadmin@platform.example', 'admin']]);
       // each forwarded request carries its own identity's upstream credential
       expect(at(1)[0]!.headers.authorization).to.not.equal(at(6)[0]!.headers.authorization);
@@ -201,14 +233,26 @@ describe('hardening: headers, framing and smuggling', function () {
     });
 
     it('HTTP/1.0 (no Host, no keep-alive): spoofs removed, the identity\u2019s own headers set, the policy applied, the connection closed', async () => {
-      const spoof = 'X-Forwarded-Email: sysadmin@platform.example\r\nx_forwarded_role: admin\r\nX-FORWARDED-GROUPS: globex\r\nConnection: X-Forwarded-Name\r\nX-Forwarded-Name: Sam\r\n';
+      const spoof =
+        'X-Forwarded-Email: sysadmin@platform.example\r\nx_forwarded_role: admin\r\nX-FORWARDED-GROUPS: globex\r\nConnection: X-Forwarded-Name\r\nX-Forwarded-Name: Sam\r\n';
       const ok = await exchange(`GET /api/v1/auths/?http10=1 HTTP/1.0\r\nAuthorization: Bearer ${alice}\r\n${spoof}\r\n`, 'http10');
       expect(ok.finals.map((f) => f.status)).to.deep.equal([200]);
       expect(ok.closedByServer).to.equal(true);
       const r = ok.seen.find((x) => x.url.includes('http10=1'))!;
       const trusted = (x: RecordedRequest) =>
-        x.rawHeaders.flatMap((h, i) => (i % 2 === 0 && ['x-forwarded-email', 'x-forwarded-role', 'x-forwarded-groups', 'x-forwarded-name'].includes(norm(h)) ? [`${norm(h)}: ${x.rawHeaders[i + 1]}`] : [])).sort();
-      expect(trusted(r)).to.deep.equal(['x-forwarded-email: alice@acme.example', 'x-forwarded-groups: acme', 'x-forwarded-name: Alice Acme', 'x-forwarded-role: user']);
+        x.rawHeaders
+          .flatMap((h, i) =>
+            i % 2 === 0 && ['x-forwarded-email', 'x-forwarded-role', 'x-forwarded-groups', 'x-forwarded-name'].includes(norm(h))
+              ? [`${norm(h)}: ${x.rawHeaders[i + 1]}`]
+              : [],
+          )
+          .sort();
+      expect(trusted(r)).to.deep.equal([
+        'x-forwarded-email: alice@acme.example',
+        'x-forwarded-groups: acme',
+        'x-forwarded-name: Alice Acme',
+        'x-forwarded-role: user',
+      ]);
       const denied = await exchange(`GET /api/v1/chats/all/db HTTP/1.0\r\nAuthorization: Bearer ${admin}\r\n\r\n`, 'http10-export');
       expect(denied.finals.map((f) => f.status)).to.deep.equal([401]);
       expect(denied.seen.filter((x) => x.url !== '/api/v1/auths/signin')).to.deep.equal([]);
@@ -221,7 +265,10 @@ describe('hardening: headers, framing and smuggling', function () {
       // Regression: Node parses it; the gateway forwarded the request, then answered the client 400
       // for the bytes after it, so the upstream acted on a request whose client saw a refusal.
       const id = 'http10-te';
-      const { finals, seen } = await exchange(`POST ${PROBE}?${id} HTTP/1.0\r\nAuthorization: Bearer ${admin}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${inner(id)}`, id);
+      const { finals, seen } = await exchange(
+        `POST ${PROBE}?${id} HTTP/1.0\r\nAuthorization: Bearer ${admin}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${inner(id)}`,
+        id,
+      );
       expect(finals.map((f) => f.status)).to.deep.equal([400]);
       expect(seen.filter((r) => r.url !== '/api/v1/auths/signin')).to.deep.equal([]);
       expect(victimExists()).to.equal(false);
@@ -246,15 +293,22 @@ describe('hardening: headers, framing and smuggling', function () {
       ];
       for (const connection of ['close', 'close, X-Forwarded-For, X-Request-Id, X-Forwarded-Host, X-Forwarded-Proto']) {
         const id = `xfwd-${connection.length}`;
-        const { finals, seen } = await exchange(`GET /api/v1/auths/?${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\n${spoofs.join('\r\n')}\r\nConnection: ${connection}\r\n\r\n`, id);
-        expect(finals.map((f) => f.status), connection).to.deep.equal([200]);
+        const { finals, seen } = await exchange(
+          `GET /api/v1/auths/?${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\n${spoofs.join('\r\n')}\r\nConnection: ${connection}\r\n\r\n`,
+          id,
+        );
+        expect(
+          finals.map((f) => f.status),
+          connection,
+        ).to.deep.equal([200]);
         const r = seen.find((x) => x.url.includes(id))!;
         const values = (name: string) => r.rawHeaders.flatMap((h, i) => (i % 2 === 0 && norm(h) === name ? [r.rawHeaders[i + 1]] : []));
         expect(values('x-forwarded-for'), connection).to.deep.equal(['127.0.0.1']);
         expect(values('x-forwarded-host'), connection).to.deep.equal([new URL(w.url).host]);
         expect(values('x-forwarded-proto'), connection).to.deep.equal(['http']);
         expect(values('x-request-id'), connection).to.deep.equal([finals[0]!.headers['x-request-id']]);
-        for (const gone of ['x-forwarded-port', 'x-forwarded-prefix', 'forwarded', 'x-real-ip', 'x-original-url', 'x-rewrite-url']) expect(values(gone), `${gone} (${connection})`).to.deep.equal([]);
+        for (const gone of ['x-forwarded-port', 'x-forwarded-prefix', 'forwarded', 'x-real-ip', 'x-original-url', 'x-rewrite-url'])
+          expect(values(gone), `${gone} (${connection})`).to.deep.equal([]);
         expect(values('authorization')[0], connection).to.match(/^Bearer ey/); // the gateway's upstream credential
       }
     });
@@ -264,7 +318,11 @@ describe('hardening: headers, framing and smuggling', function () {
       // http-proxy-3 then answered `Connection: keep-alive`, holding the socket for keepAliveTimeout.
       for (const path of ['/api/v1/auths/', '/static/app.js', '/api/v1/files/count', '/api/v1/chats/all/db']) {
         const started = Date.now();
-        const { finals, closedByServer } = await exchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nConnection: close\r\n\r\n`, `close-${path}`, 4000);
+        const { finals, closedByServer } = await exchange(
+          `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nConnection: close\r\n\r\n`,
+          `close-${path}`,
+          4000,
+        );
         expect(closedByServer, path).to.equal(true);
         expect(Date.now() - started, path).to.be.lessThan(1000);
         expect(finals[0]!.headers.connection, path).to.equal('close');
@@ -294,7 +352,10 @@ describe('hardening: headers, framing and smuggling', function () {
           `POST ${PROBE}?after-close HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}${extra}`,
           'after-close',
         );
-        expect(finals.map((f) => f.status), JSON.stringify(extra)).to.deep.equal([404]);
+        expect(
+          finals.map((f) => f.status),
+          JSON.stringify(extra),
+        ).to.deep.equal([404]);
         expect(JSON.parse(finals[0]!.body), JSON.stringify(extra)).to.deep.equal({ detail: 'Not Found' });
         expect(closedByServer).to.equal(true);
       }
@@ -309,7 +370,9 @@ describe('hardening: headers, framing and smuggling', function () {
       let text = '';
       socket.on('data', (d) => (text += d.toString('latin1')));
       socket.on('error', () => undefined);
-      socket.write(`POST /api/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      socket.write(
+        `POST /api/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
       const until = Date.now() + 2000;
       while (!text.includes('data:') && Date.now() < until) await sleep(5);
       socket.write('GARBAGE GARBAGE\r\n\r\n');
@@ -320,7 +383,10 @@ describe('hardening: headers, framing and smuggling', function () {
     });
 
     it('an unknown Expect is answered 417 by the gateway and never forwarded', async () => {
-      const { finals, seen } = await exchange(`POST ${PROBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab`, 'expect');
+      const { finals, seen } = await exchange(
+        `POST ${PROBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab`,
+        'expect',
+      );
       expect(finals.map((f) => f.status)).to.deep.equal([417]);
       expect(seen.filter((r) => r.url !== '/api/v1/auths/signin')).to.deep.equal([]);
     });
@@ -354,10 +420,18 @@ describe('hardening: headers, framing and smuggling', function () {
         ['no identity', upgrade('/ws/socket.io/?EIO=4&transport=websocket', ''), [401]],
         ['spoofed identity only', upgrade('/ws/socket.io/', 'X-Forwarded-Email: sysadmin@platform.example\r\nX-Forwarded-Role: admin\r\n'), [401]],
         ['not under /ws/', upgrade('/api/v1/chats/all/db', A), [404]],
-        ['not WebSocket (h2c)', `GET /ws/socket.io/ HTTP/1.1\r\nHost: x\r\n${A}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`, [400]],
+        [
+          'not WebSocket (h2c)',
+          `GET /ws/socket.io/ HTTP/1.1\r\nHost: x\r\n${A}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`,
+          [400],
+        ],
         ['the upstream refuses the version', upgrade('/ws/socket.io/?EIO=4&transport=websocket', A, 'Sec-WebSocket-Version: 99\r\n'), [400, 426]],
         ['the upstream has no such socket', upgrade('/ws/other', A, 'Sec-WebSocket-Version: 13\r\n'), [404]],
-        ['a body on the upgrade', upgrade('/ws/other', A, `Sec-WebSocket-Version: 13\r\nContent-Length: ${inner('ws-body').length}\r\n`) + inner('ws-body'), [404]],
+        [
+          'a body on the upgrade',
+          upgrade('/ws/other', A, `Sec-WebSocket-Version: 13\r\nContent-Length: ${inner('ws-body').length}\r\n`) + inner('ws-body'),
+          [404],
+        ],
       ];
       for (const [name, first, statuses] of cases) {
         const r = await twoStep(first + inner(`${name}-head`), inner(`${name}-after`));
@@ -385,7 +459,10 @@ describe('hardening: headers, framing and smuggling', function () {
         groups: ['acme,globex', 'initech\r\nX-Forwarded-Role: admin', 'plain\0'],
       });
       const id = 'inject';
-      const { finals, seen } = await exchange(`GET /api/v1/auths/?${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`, id);
+      const { finals, seen } = await exchange(
+        `GET /api/v1/auths/?${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+        id,
+      );
       expect(finals.map((f) => f.status)).to.deep.equal([200]);
       const r = seen.find((x) => x.url.includes(id))!;
       const values = (name: string) => r.rawHeaders.flatMap((h, i) => (i % 2 === 0 && norm(h) === name ? [r.rawHeaders[i + 1]!] : []));
@@ -411,7 +488,12 @@ describe('hardening: custom trusted header names', function () {
   before(async () => {
     const names = { email: 'X-User-Email', name: 'X-User-Name', role: 'X-User-Role', groups: 'X-User-Groups' };
     w = await startWorld({
-      env: { WEBUI_AUTH_TRUSTED_EMAIL_HEADER: names.email, WEBUI_AUTH_TRUSTED_NAME_HEADER: names.name, WEBUI_AUTH_TRUSTED_ROLE_HEADER: names.role, WEBUI_AUTH_TRUSTED_GROUPS_HEADER: names.groups },
+      env: {
+        WEBUI_AUTH_TRUSTED_EMAIL_HEADER: names.email,
+        WEBUI_AUTH_TRUSTED_NAME_HEADER: names.name,
+        WEBUI_AUTH_TRUSTED_ROLE_HEADER: names.role,
+        WEBUI_AUTH_TRUSTED_GROUPS_HEADER: names.groups,
+      },
       upstream: { trustedHeaders: names },
     });
   });
@@ -421,8 +503,18 @@ describe('hardening: custom trusted header names', function () {
 
   it('client copies of the configured names, in any spelling, are removed; the identity\u2019s are set once', async () => {
     const token = await w.idp.accessTokenFor('alice', CLIENT_ID);
-    const spoof = ['X-User-Email: sysadmin@platform.example', 'x_user_role: admin', 'X_USER_GROUPS: globex', 'x-user-name: Sam', 'X-User-Email: other@x.example', 'Connection: close, X-User-Role'];
-    const res = await rawRequest(Number(new URL(w.url).port), `GET /api/v1/auths/?custom HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${spoof.join('\r\n')}\r\n\r\n`);
+    const spoof = [
+      'X-User-Email: sysadmin@platform.example',
+      'x_user_role: admin',
+      'X_USER_GROUPS: globex',
+      'x-user-name: Sam',
+      'X-User-Email: other@x.example',
+      'Connection: close, X-User-Role',
+    ];
+    const res = await rawRequest(
+      Number(new URL(w.url).port),
+      `GET /api/v1/auths/?custom HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${spoof.join('\r\n')}\r\n\r\n`,
+    );
     expect(res.status).to.equal(200);
     const r = w.upstream.requests.find((x) => x.url.includes('custom'))!;
     const pairs = r.rawHeaders.flatMap((h, i) => (i % 2 === 0 && norm(h).startsWith('x-user-') ? [`${norm(h)}: ${r.rawHeaders[i + 1]}`] : [])).sort();
@@ -452,7 +544,11 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
     const parts = valid.split('.');
     const withPart = (i: number, value: string) => parts.map((p, j) => (j === i ? value : p)).join('.');
     const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 7 * 86_400 });
-    const other = new SessionCodec(['a-different-secret-of-the-same-length-0123456789'], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 7 * 86_400 });
+    const other = new SessionCodec(['a-different-secret-of-the-same-length-0123456789'], {
+      secure: false,
+      rollingSeconds: 86_400,
+      absoluteSeconds: 7 * 86_400,
+    });
     const user = { sub: 'forged', email: 'sysadmin@platform.example', name: 'Forged', roles: ['PlatformSysAdmin'], groups: [], tenants: [] };
     const data = { v: 1 as const, id: 'forged', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 };
     const header = { iat: now, uat: now, exp: now + 3600 };
@@ -475,7 +571,7 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       ['expired (exp)', `appSession=${codec.encrypt(data, { iat: now - 100, uat: now - 100, exp: now - 1 })}`],
       ['expired (absolute)', `appSession=${codec.encrypt(data, { iat: now - 8 * 86_400, uat: now, exp: now + 3600 })}`],
       ['right key, wrong shape (no user)', `appSession=${codec.encrypt({ ...data, user: undefined } as never, header)}`],
-      ['right key, express-openid-connect\'s own shape', `appSession=${codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
+      ["right key, express-openid-connect's own shape", `appSession=${codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
       ['chunks of two sessions', `appSession.0=${valid.slice(0, 40)}; appSession.1=${other.encrypt(data, header).slice(40)}`],
       ['a hundred chunks', Array.from({ length: 100 }, (_, i) => `appSession.${i}=A`).join('; ')],
     ];
@@ -493,7 +589,11 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       expect(page.headers.get('location'), name).to.match(/\/auth\/login/);
       const session = await fetch(`${w.url}/auth/session`, { headers: { cookie } });
       expect(await session.json(), name).to.deep.equal({ authenticated: false });
-      const tenant = await fetch(`${w.url}/auth/session/tenant`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"tenant_id":"acme"}' });
+      const tenant = await fetch(`${w.url}/auth/session/tenant`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: '{"tenant_id":"acme"}',
+      });
       expect(tenant.status, name).to.equal(401);
       const logout = await fetch(`${w.url}/auth/logout`, { headers: { cookie }, redirect: 'manual' });
       expect(logout.status, name).to.be.oneOf([200, 302]);
@@ -509,7 +609,10 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       });
       expect(upgrade, name).to.equal(401);
       // nothing of it reached the chat front-end (the page and API answers never asked it)
-      expect(w.upstream.requests.slice(mark).filter((r) => !r.url.startsWith('/api/v1/auths/signin')), name).to.deep.equal([]);
+      expect(
+        w.upstream.requests.slice(mark).filter((r) => !r.url.startsWith('/api/v1/auths/signin')),
+        name,
+      ).to.deep.equal([]);
     }
   });
 
@@ -527,7 +630,10 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
   });
 
   it('a cookie header past the header limit is 431, not an error', async () => {
-    const res = await rawRequest(Number(new URL(w.url).port), `GET /api/v1/files/ HTTP/1.1\r\nHost: x\r\nCookie: appSession=${'A'.repeat(20_000)}\r\nConnection: close\r\n\r\n`);
+    const res = await rawRequest(
+      Number(new URL(w.url).port),
+      `GET /api/v1/files/ HTTP/1.1\r\nHost: x\r\nCookie: appSession=${'A'.repeat(20_000)}\r\nConnection: close\r\n\r\n`,
+    );
     expect(res.status).to.equal(431);
     expect(res.body).to.not.match(STACK_TRACE);
   });

@@ -95,16 +95,19 @@ interface Got {
 function request(port: number, method: string, path: string, opts: { upload?: (req: http.ClientRequest) => void; ms?: number } = {}): Promise<Got> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { authorization: `Bearer ${KEY}` }, agent: false, timeout: opts.ms ?? IDLE_TIMEOUT_MS * 2 }, (res) => {
-      let body = '';
-      let bytes = 0;
-      res.on('data', (d: Buffer) => {
-        bytes += d.length;
-        if (body.length < 1000) body += d.toString('latin1');
-      });
-      res.on('error', () => undefined);
-      res.on('close', () => resolve({ status: res.statusCode ?? 0, body, complete: res.complete, bytes, ms: Date.now() - started }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path, headers: { authorization: `Bearer ${KEY}` }, agent: false, timeout: opts.ms ?? IDLE_TIMEOUT_MS * 2 },
+      (res) => {
+        let body = '';
+        let bytes = 0;
+        res.on('data', (d: Buffer) => {
+          bytes += d.length;
+          if (body.length < 1000) body += d.toString('latin1');
+        });
+        res.on('error', () => undefined);
+        res.on('close', () => resolve({ status: res.statusCode ?? 0, body, complete: res.complete, bytes, ms: Date.now() - started }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer in time')));
     req.on('error', (err) => (opts.upload ? resolve({ status: 0, body: err.message, complete: false, bytes: 0, ms: Date.now() - started }) : reject(err)));
     if (opts.upload) opts.upload(req);
@@ -194,7 +197,9 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
     it(`the upstream dies mid-download (${framing}): the client's connection ends at once, the body incomplete`, async () => {
       const declared = 200 * 1024 * 1024;
       up.set((s) => {
-        s.write(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n${framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${declared}`}\r\n\r\n`);
+        s.write(
+          `HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n${framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${declared}`}\r\n\r\n`,
+        );
         const chunk = Buffer.alloc(1024 * 1024, 0x61);
         let sent = 0;
         const pump = () => {
@@ -258,13 +263,17 @@ describe('hardening: a bad upstream answer ends that exchange only (gateway in i
       seenHost = /\r\nhost: ([^\r]*)/i.exec(head)?.[1] ?? '';
       s.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
     });
-    const good = parseResponses((await rawExchange(gw.port, `GET ${STREAMED} HTTP/1.1\r\nHost: evil.example:1234\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text);
+    const good = parseResponses(
+      (await rawExchange(gw.port, `GET ${STREAMED} HTTP/1.1\r\nHost: evil.example:1234\r\n${AUTH}\r\nConnection: close\r\n\r\n`)).text,
+    );
     expect(good[0]?.status).to.equal(200);
     expect(seenHost).to.equal('gateway.test:8080');
   });
 
   it('a malformed request pipelined behind a valid POST: the POST is answered first, then the socket closes', async () => {
-    up.set((s) => setTimeout(() => s.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"saved":true}'.replace('13', '14')), 200));
+    up.set((s) =>
+      setTimeout(() => s.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"saved":true}'.replace('13', '14')), 200),
+    );
     const post = `POST /api/v1/chats/new HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;
     const { text, closedByServer } = await rawExchange(gw.port, post + 'GARBAGE \x01\r\n\r\n', 5_000);
     const answers = parseResponses(text, ['POST']);

@@ -5,9 +5,14 @@ import { noGroupsName } from '../config/settings.js';
 import { redactSettings } from '../config/redact.js';
 import { loadSettings } from '../config/settings.js';
 
-const names = { email: 'X-Forwarded-Email', name: 'X-Forwarded-Name', role: 'X-Forwarded-Role', groups: 'X-Forwarded-Groups', noGroups: noGroupsName('s'.repeat(32)) };
-const groupsHeader = (groups: string[]) =>
-  new Map(identityHeaders(names, { email: 'a@x.example', name: 'A', admin: false, groups })).get('X-Forwarded-Groups');
+const names = {
+  email: 'X-Forwarded-Email',
+  name: 'X-Forwarded-Name',
+  role: 'X-Forwarded-Role',
+  groups: 'X-Forwarded-Groups',
+  noGroups: noGroupsName('s'.repeat(32)),
+};
+const groupsHeader = (groups: string[]) => new Map(identityHeaders(names, { email: 'a@x.example', name: 'A', admin: false, groups })).get('X-Forwarded-Groups');
 
 describe('the groups header', () => {
   it('names the realm groups, commas inside a name made spaces', () => {
@@ -25,7 +30,10 @@ describe('the groups header', () => {
   it('the name of no group is secret to the deployment: another session secret, another name; never shown by the settings report', () => {
     expect(noGroupsName('a'.repeat(32))).to.not.equal(noGroupsName('b'.repeat(32)));
     expect(noGroupsName('a'.repeat(32))).to.equal(noGroupsName('a'.repeat(32)));
-    const settings = loadSettings({ NODE_ENV: 'development', SESSION_SECRET: 'c'.repeat(40), CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }, { stageFiles: false });
+    const settings = loadSettings(
+      { NODE_ENV: 'development', SESSION_SECRET: 'c'.repeat(40), CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' },
+      { stageFiles: false },
+    );
     expect(settings.trustedHeaders.noGroups).to.equal(noGroupsName('c'.repeat(40)));
     expect(JSON.stringify(redactSettings(settings))).to.not.include(settings.trustedHeaders.noGroups);
   });

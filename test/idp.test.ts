@@ -65,9 +65,7 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
 
   before(async () => {
     idp = await startIdp({
-      clients: [
-        { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI], post_logout_redirect_uris: [POST_LOGOUT] },
-      ],
+      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI], post_logout_redirect_uris: [POST_LOGOUT] }],
     });
     d = (await (await fetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as Discovery;
     jwks = createRemoteJWKSet(new URL(d.jwks_uri));
@@ -178,7 +176,10 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
     expect(r1.status).to.be.within(300, 399);
     const loginUrl = new URL(r1.headers.get('location')!, req.url);
     expect(loginUrl.pathname).to.match(/^\/interaction\/[^/]+$/);
-    const cookie = r1.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = r1.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const r2 = await fetch(loginUrl, { headers: { cookie } });
     const html = await r2.text();
     expect(r2.status).to.equal(200);
@@ -239,7 +240,15 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
   it('accessTokenFor makes a Keycloak-shaped access token for an audience', async () => {
     const t = await idp.accessTokenFor('alice', 'some-api');
     const { payload } = await jwtVerify(t, jwks, { issuer: idp.issuer, audience: 'some-api' });
-    expect(payload).to.deep.include({ azp: 'some-api', email: 'alice@acme.example', roles: [], groups: ['acme'], tenants: ['acme'], realm_access: { roles: [] }, typ: 'Bearer' });
+    expect(payload).to.deep.include({
+      azp: 'some-api',
+      email: 'alice@acme.example',
+      roles: [],
+      groups: ['acme'],
+      tenants: ['acme'],
+      realm_access: { roles: [] },
+      typ: 'Bearer',
+    });
     expect(payload.sub).to.equal(demoAccounts.find((a) => a.username === 'alice')!.sub);
   });
 

@@ -272,7 +272,9 @@ describe('Keycloak admin API stand-in (identity providers)', function () {
       expect((await getToken(kc)).status).to.equal(200);
       expect(Date.now() - t1).to.be.at.least(380);
       // a client that gives up early does not break the server
-      await fetch(`${kc.adminUrl}/identity-provider/instances`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(50) }).catch(() => {});
+      await fetch(`${kc.adminUrl}/identity-provider/instances`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(50) }).catch(
+        () => {},
+      );
     });
 
     it("'500' fails admin routes but not the token endpoint", async () => {

@@ -28,12 +28,7 @@ const SWITCHES: Record<string, string> = {
   CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
   CHATUI_ENABLE_ADMIN_EXPORT: 'ENABLE_ADMIN_EXPORT',
 };
-const SHARED_KEYS = [
-  'WEBUI_AUTH_TRUSTED_EMAIL_HEADER',
-  'WEBUI_AUTH_TRUSTED_NAME_HEADER',
-  'WEBUI_AUTH_TRUSTED_ROLE_HEADER',
-  'WEBUI_AUTH_TRUSTED_GROUPS_HEADER',
-];
+const SHARED_KEYS = ['WEBUI_AUTH_TRUSTED_EMAIL_HEADER', 'WEBUI_AUTH_TRUSTED_NAME_HEADER', 'WEBUI_AUTH_TRUSTED_ROLE_HEADER', 'WEBUI_AUTH_TRUSTED_GROUPS_HEADER'];
 const SECRET_NAME = /SECRET|PASSWORD|TOKEN|_KEY$|DATABASE_URL/;
 
 type Validatable = { validate(): void };
@@ -51,19 +46,16 @@ const MODELS: Record<string, new (data: Manifest) => Validatable> = {
 // ---------------------------------------------------------------------------------------------
 // Accessors over a rendered set
 
-const find = (docs: Manifest[], kind: string, name: string) =>
-  docs.find((d) => d?.kind === kind && d?.metadata?.name === name);
+const find = (docs: Manifest[], kind: string, name: string) => docs.find((d) => d?.kind === kind && d?.metadata?.name === name);
 const chatDeployment = (docs: Manifest[]) => find(docs, 'Deployment', 'chat');
 const podSpec = (docs: Manifest[]) => chatDeployment(docs)?.spec?.template?.spec ?? {};
-const container = (docs: Manifest[], name: string) =>
-  (podSpec(docs).containers ?? []).find((c: Manifest) => c?.name === name);
+const container = (docs: Manifest[], name: string) => (podSpec(docs).containers ?? []).find((c: Manifest) => c?.name === name);
 const envEntry = (c: Manifest, name: string) => (c?.env ?? []).find((e: Manifest) => e?.name === name);
 const literal = (c: Manifest, name: string): string | undefined => {
   const e = envEntry(c, name);
   return e && e.valueFrom === undefined && e.value !== undefined ? String(e.value) : undefined;
 };
-const matches = (selector: Manifest, labels: Manifest) =>
-  isObj(selector) && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+const matches = (selector: Manifest, labels: Manifest) => isObj(selector) && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -179,7 +171,10 @@ function probeProblems(docs: Manifest[]): string[] {
   const problems: string[] = [];
   const gw = container(docs, 'gateway');
   const gwPorts = gatewayPorts(docs);
-  for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']] as const) {
+  for (const [probe, path] of [
+    ['livenessProbe', '/healthz'],
+    ['readinessProbe', '/readyz'],
+  ] as const) {
     const get = gw?.[probe]?.httpGet;
     if (get?.path !== path) problems.push(`gateway ${probe} is not GET ${path}`);
     else if (!gwPorts.has(String(get.port))) problems.push(`gateway ${probe} port ${get.port} is not the gateway's`);
@@ -351,8 +346,18 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
       what: 'the CHATUI_* switches reach both containers from one ConfigMap',
       check: (d) => switchProblems(d),
       mutations: [
-        ['open-webui gets a literal value', (d) => void (envEntry(container(d, 'open-webui'), 'BYPASS_ADMIN_ACCESS_CONTROL').valueFrom = undefined, envEntry(container(d, 'open-webui'), 'BYPASS_ADMIN_ACCESS_CONTROL').value = 'true')],
-        ['open-webui reads another ConfigMap', (d) => void (envEntry(container(d, 'open-webui'), 'ENABLE_ADMIN_EXPORT').valueFrom.configMapKeyRef.name = 'other')],
+        [
+          'open-webui gets a literal value',
+          (d) =>
+            void (
+              (envEntry(container(d, 'open-webui'), 'BYPASS_ADMIN_ACCESS_CONTROL').valueFrom = undefined),
+              (envEntry(container(d, 'open-webui'), 'BYPASS_ADMIN_ACCESS_CONTROL').value = 'true')
+            ),
+        ],
+        [
+          'open-webui reads another ConfigMap',
+          (d) => void (envEntry(container(d, 'open-webui'), 'ENABLE_ADMIN_EXPORT').valueFrom.configMapKeyRef.name = 'other'),
+        ],
         ['the gateway overrides a switch', (d) => void container(d, 'gateway').env.push({ name: 'CHATUI_ENABLE_ADMIN_EXPORT', value: 'true' })],
         ['a switch is not a strict boolean', (d) => void (find(d, 'ConfigMap', 'chat-config').data.CHATUI_ENABLE_ADMIN_EXPORT = 'yes')],
         ['the sign-out redirect misses the gateway', (d) => void (find(d, 'ConfigMap', 'chat-config').data.WEBUI_AUTH_SIGNOUT_REDIRECT_URL = 'http://x/')],
@@ -366,7 +371,16 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
         ['HOST removed', (d) => void (container(d, 'open-webui').env = container(d, 'open-webui').env.filter((e: Manifest) => e.name !== 'HOST'))],
         ['open-webui containerPort', (d) => void (container(d, 'open-webui').ports = [{ containerPort: 3000 }])],
         ['Service targets 3000', (d) => void (find(d, 'Service', 'chat').spec.ports[0].targetPort = 3000)],
-        ['Ingress to another Service', (d) => void d.push({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' }, spec: { defaultBackend: { service: { name: 'open-webui', port: { number: 3000 } } } } })],
+        [
+          'Ingress to another Service',
+          (d) =>
+            void d.push({
+              apiVersion: 'networking.k8s.io/v1',
+              kind: 'Ingress',
+              metadata: { name: 'x' },
+              spec: { defaultBackend: { service: { name: 'open-webui', port: { number: 3000 } } } },
+            }),
+        ],
         ['UPSTREAM_URL off loopback', (d) => void (envEntry(container(d, 'gateway'), 'UPSTREAM_URL').value = 'http://open-webui:8080')],
         ['hostNetwork', (d) => void (chatDeployment(d).spec.template.spec.hostNetwork = true)],
         ['NetworkPolicy admits 3000', (d) => void find(d, 'NetworkPolicy', 'chat').spec.ingress[0].ports.push({ protocol: 'TCP', port: 3000 })],
@@ -396,7 +410,14 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
       what: 'secrets come from a Secret, never from a ConfigMap or a literal',
       check: (d, target) => secretProblems(d, target === 'dev'),
       mutations: [
-        ['literal SESSION_SECRET', (d) => void (envEntry(container(d, 'gateway'), 'SESSION_SECRET').valueFrom = undefined, envEntry(container(d, 'gateway'), 'SESSION_SECRET').value = 'x'.repeat(40))],
+        [
+          'literal SESSION_SECRET',
+          (d) =>
+            void (
+              (envEntry(container(d, 'gateway'), 'SESSION_SECRET').valueFrom = undefined),
+              (envEntry(container(d, 'gateway'), 'SESSION_SECRET').value = 'x'.repeat(40))
+            ),
+        ],
         ['secret in the ConfigMap', (d) => void (find(d, 'ConfigMap', 'chat-config').data.OIDC_CLIENT_SECRET = 'x')],
       ],
     },
@@ -407,7 +428,10 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
         ['no PDB', (d) => void d.splice(d.indexOf(find(d, 'PodDisruptionBudget', 'chat')), 1)],
         ['Redis open to all', (d) => void (find(d, 'NetworkPolicy', 'chat-redis').spec.ingress[0].from = [])],
         ['3 replicas, no REDIS_URL', (d) => void ((chatDeployment(d).spec.replicas = 3), delete find(d, 'ConfigMap', 'chat-config').data.REDIS_URL)],
-        ['3 replicas, REDIS_URL elsewhere', (d) => void ((chatDeployment(d).spec.replicas = 3), (find(d, 'ConfigMap', 'chat-config').data.REDIS_URL = 'redis://elsewhere:6379'))],
+        [
+          '3 replicas, REDIS_URL elsewhere',
+          (d) => void ((chatDeployment(d).spec.replicas = 3), (find(d, 'ConfigMap', 'chat-config').data.REDIS_URL = 'redis://elsewhere:6379')),
+        ],
       ],
     },
   ];
@@ -436,7 +460,10 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
   it('switches are private in every rendering, and the overlays keep them in the one ConfigMap', function () {
     for (const [name, docs] of Object.entries(rendered)) {
       const cms = docs.filter((d) => d.kind === 'ConfigMap');
-      expect(cms.map((c) => c.metadata.name), name).to.deep.equal(['chat-config']);
+      expect(
+        cms.map((c) => c.metadata.name),
+        name,
+      ).to.deep.equal(['chat-config']);
       for (const key of Object.keys(SWITCHES)) expect(cms[0].data[key], `${name} ${key}`).to.equal('false');
     }
   });

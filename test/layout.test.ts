@@ -28,7 +28,15 @@ describe('layout: one obvious place for each thing', () => {
       const [top, ...rest] = f.split('/');
       const name = rest.at(-1)!;
       // listed by its path (gateway/main.ts) or by its name on its folder's line (gateway/http/ ... server.ts)
-      return !map.includes(f) && !new RegExp(`${top}/${rest.slice(0, -1).map((p) => `${p}/`).join('')}[^\\n]*(\\n {21}[^\\n]*)*\\b${name.replace('.', '\\.')}`).test(map);
+      return (
+        !map.includes(f) &&
+        !new RegExp(
+          `${top}/${rest
+            .slice(0, -1)
+            .map((p) => `${p}/`)
+            .join('')}[^\\n]*(\\n {21}[^\\n]*)*\\b${name.replace('.', '\\.')}`,
+        ).test(map)
+      );
     });
     expect(missing).to.deep.equal([]);
   });
@@ -46,7 +54,9 @@ describe('layout: one obvious place for each thing', () => {
   });
 
   it('the realm-role rule for chat admins is written once, in policies/admin-scoping.ts', () => {
-    expect(offenders(/\.some\(\(\w+\) => \w*[aA]dminRoles\.includes|adminRoles\.(some|includes|has)\(|\.roles\.(some|includes)\(/, ['policies/admin-scoping.ts'])).to.deep.equal([]);
+    expect(
+      offenders(/\.some\(\(\w+\) => \w*[aA]dminRoles\.includes|adminRoles\.(some|includes|has)\(|\.roles\.(some|includes)\(/, ['policies/admin-scoping.ts']),
+    ).to.deep.equal([]);
   });
 
   it('HTML pages are escape-by-default templates (gateway/login/pages.ts, eta): no escaping placed by hand', () => {
@@ -70,7 +80,10 @@ describe('layout: what depends on what', () => {
   it('policies/ is pure: it imports only other policies, never gateway/, config/ or a package with I/O', () => {
     for (const f of sources('policies')) {
       const all = [...code(f).matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)'([^']+)'/gm)].map((m) => m[1]!);
-      expect(all.filter((s) => !s.startsWith('./')), f).to.deep.equal([]);
+      expect(
+        all.filter((s) => !s.startsWith('./')),
+        f,
+      ).to.deep.equal([]);
     }
   });
 

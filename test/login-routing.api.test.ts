@@ -112,9 +112,15 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       for (const welcome of [false, true]) {
         for (const show of [false, true]) {
           it(`Keycloak ${version}, IDP_LOGIN_WELCOME_PAGE=${welcome}, SHOW_IDP_LOGIN=${show}`, async () => {
-            const r = await rig({ kc: { version }, env: { IDP_LOGIN_WELCOME_PAGE: String(welcome), SHOW_IDP_LOGIN: String(show), IDP_TENANT_IDP_ALIASES: '' } });
+            const r = await rig({
+              kc: { version },
+              env: { IDP_LOGIN_WELCOME_PAGE: String(welcome), SHOW_IDP_LOGIN: String(show), IDP_TENANT_IDP_ALIASES: '' },
+            });
             try {
-              const res = await r.get('/api/v1/auth-providers/').expect(200).expect('content-type', /application\/json/);
+              const res = await r
+                .get('/api/v1/auth-providers/')
+                .expect(200)
+                .expect('content-type', /application\/json/);
               const expected = welcome
                 ? { welcome_page: true, providers: show ? [DIRECT] : [] }
                 : { welcome_page: false, providers: show ? [...BUTTONS, DIRECT] : BUTTONS };
@@ -125,7 +131,10 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
               if (welcome) expect(calls(r.kc)).to.deep.equal({ token: 0, list: 0, get: 0 });
               else expect(calls(r.kc)).to.deep.equal({ token: 1, list: 1, get: 0 });
 
-              const page = await r.get('/auth/login').expect(200).expect('content-type', /text\/html/);
+              const page = await r
+                .get('/auth/login')
+                .expect(200)
+                .expect('content-type', /text\/html/);
               const links = hrefs(page.text);
               if (welcome) {
                 expect(page.text).to.contain('id="welcome-page"');
@@ -204,7 +213,11 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
     ];
     for (const [alias, expected] of cases) {
       it(`${alias}: ${expected === null ? 'null' : 'the provider'}, 200, also with the welcome switch on`, async () => {
-        const res = await r.get(`/api/v1/auth-providers/${alias}`).expect(200).expect('content-type', /application\/json/).expect('cache-control', 'no-store');
+        const res = await r
+          .get(`/api/v1/auth-providers/${alias}`)
+          .expect(200)
+          .expect('content-type', /application\/json/)
+          .expect('cache-control', 'no-store');
         expect(res.text).to.equal(JSON.stringify(expected));
       });
     }
@@ -288,7 +301,8 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
     it('with an empty mapping, answers null without any Keycloak call', async () => {
       const r2 = await rig({ env: { IDP_TENANT_IDP_ALIASES: '' } });
       try {
-        for (const t of ['acme', 'globex', 'zzz']) expect((await r2.get(`/api/v1/auth-providers/tenants/${t}`).expect(200)).body).to.deep.equal({ alias: null });
+        for (const t of ['acme', 'globex', 'zzz'])
+          expect((await r2.get(`/api/v1/auth-providers/tenants/${t}`).expect(200)).body).to.deep.equal({ alias: null });
         expect(calls(r2.kc)).to.deep.equal({ token: 0, list: 0, get: 0 });
       } finally {
         await r2.close();
@@ -352,7 +366,8 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
     it('the list answer changes with the realm after the cache period, and not before', async () => {
       const r = await rig();
       try {
-        const aliases = async () => ((await r.get('/api/v1/auth-providers/').expect(200)).body as { providers: Array<{ alias?: string }> }).providers.map((p) => p.alias);
+        const aliases = async () =>
+          ((await r.get('/api/v1/auth-providers/').expect(200)).body as { providers: Array<{ alias?: string }> }).providers.map((p) => p.alias);
         expect(await aliases()).to.include('acme-entra');
         r.kc.providers.find((p) => p.alias === 'acme-entra')!.enabled = false;
         r.clock.t += FIVE_MINUTES - 1000;
@@ -400,7 +415,10 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       try {
         await r.get('/api/v1/auth-providers/a1').expect(200);
         r.kc.expireTokens();
-        expect((await r.get('/api/v1/auth-providers/acme-entra').expect(200)).body).to.deep.equal({ alias: 'acme-entra', display_name: 'Acme (Microsoft Entra ID)' });
+        expect((await r.get('/api/v1/auth-providers/acme-entra').expect(200)).body).to.deep.equal({
+          alias: 'acme-entra',
+          display_name: 'Acme (Microsoft Entra ID)',
+        });
         expect(r.kc.calls.token).to.equal(2);
       } finally {
         await r.close();
@@ -568,7 +586,10 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       const r = await rig({ env: { IDP_PROVIDERS_FILE: file } });
       try {
         expect((await r.get('/api/v1/auth-providers/').expect(200)).body).to.deep.equal({ welcome_page: false, providers: BUTTONS });
-        expect((await r.get('/api/v1/auth-providers/hidden-saml').expect(200)).body).to.deep.equal({ alias: 'hidden-saml', display_name: 'Hidden SAML partner' });
+        expect((await r.get('/api/v1/auth-providers/hidden-saml').expect(200)).body).to.deep.equal({
+          alias: 'hidden-saml',
+          display_name: 'Hidden SAML partner',
+        });
         expect((await r.get('/api/v1/auth-providers/tenants/initech').expect(200)).body).to.deep.equal({ alias: null });
         expect((await r.get('/api/v1/auth-providers/tenants/globex').expect(200)).body).to.deep.equal({ alias: 'globex-okta' });
         expect(calls(r.kc)).to.deep.equal({ token: 0, list: 0, get: 0 });

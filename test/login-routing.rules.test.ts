@@ -25,7 +25,13 @@ import { baseEnv } from './support/gateway-harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-const idp = (alias: string, extra: Partial<IdentityProvider> = {}): IdentityProvider => ({ alias, displayName: alias.toUpperCase(), enabled: true, linkOnly: false, ...extra });
+const idp = (alias: string, extra: Partial<IdentityProvider> = {}): IdentityProvider => ({
+  alias,
+  displayName: alias.toUpperCase(),
+  enabled: true,
+  linkOnly: false,
+  ...extra,
+});
 
 describe('login routing rules (policies/login-routing.ts)', () => {
   describe('usable for links: enabled and not link-only', () => {
@@ -83,10 +89,16 @@ describe('login routing rules (policies/login-routing.ts)', () => {
       { alias: 'globex-okta', display_name: 'Globex (Okta)' },
     ];
     it('switch off: welcome_page false and the buttons', () => {
-      expect(providerListResponse({ welcomePage: false, showIdpLogin: false }, demoIdentityProviders)).to.deep.equal({ welcome_page: false, providers: buttons });
+      expect(providerListResponse({ welcomePage: false, showIdpLogin: false }, demoIdentityProviders)).to.deep.equal({
+        welcome_page: false,
+        providers: buttons,
+      });
     });
     it('switch off with SHOW_IDP_LOGIN: the buttons and the direct-login entry', () => {
-      expect(providerListResponse({ welcomePage: false, showIdpLogin: true }, demoIdentityProviders)).to.deep.equal({ welcome_page: false, providers: [...buttons, direct] });
+      expect(providerListResponse({ welcomePage: false, showIdpLogin: true }, demoIdentityProviders)).to.deep.equal({
+        welcome_page: false,
+        providers: [...buttons, direct],
+      });
     });
     it('switch on: no providers, without needing the catalog', () => {
       expect(providerListResponse({ welcomePage: true, showIdpLogin: false })).to.deep.equal({ welcome_page: true, providers: [] });
@@ -128,9 +140,16 @@ describe('login routing rules (policies/login-routing.ts)', () => {
     });
 
     describe('where the visit goes (loggedOutRedirect, links 6 to 8)', () => {
-      const go = (path: string, search: string, alias: string | null, loginLocale?: string) => loggedOutRedirect(splitGuardPath(path), path, search, alias, loginLocale);
+      const go = (path: string, search: string, alias: string | null, loginLocale?: string) =>
+        loggedOutRedirect(splitGuardPath(path), path, search, alias, loginLocale);
       it('a tenant with a usable provider: straight to its sign-in, back to what follows the tenant segment', () => {
-        expect(go('/de/acme/c/1', '?x=1', 'acme-oidc')).to.deep.equal({ to: 'tenant-provider', idp: 'acme-oidc', tenant: 'acme', locale: 'de', returnTo: '/c/1?x=1' });
+        expect(go('/de/acme/c/1', '?x=1', 'acme-oidc')).to.deep.equal({
+          to: 'tenant-provider',
+          idp: 'acme-oidc',
+          tenant: 'acme',
+          locale: 'de',
+          returnTo: '/c/1?x=1',
+        });
         expect(go('/acme', '', 'acme-oidc')).to.deep.equal({ to: 'tenant-provider', idp: 'acme-oidc', tenant: 'acme', returnTo: '/' });
       });
       it('no usable provider, no tenant, or no lookup: the login page, with the visited page to come back to', () => {
@@ -214,7 +233,20 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
     }
   });
 
-  const malformed = ['acme', 'acme=', '=acme-entra', 'acme=acme-entra,globex', 'acme==x', 'acme=a=b', 'ac me=x', 'acme=x y', 'acme=x,,globex=y', 'acme=x,', '-acme=x', 'acme=%41'];
+  const malformed = [
+    'acme',
+    'acme=',
+    '=acme-entra',
+    'acme=acme-entra,globex',
+    'acme==x',
+    'acme=a=b',
+    'ac me=x',
+    'acme=x y',
+    'acme=x,,globex=y',
+    'acme=x,',
+    '-acme=x',
+    'acme=%41',
+  ];
   for (const value of malformed) {
     it(`fails on the malformed pair in ${JSON.stringify(value)}`, () => {
       expect(parseTenantAliases(value).ok).to.equal(false);

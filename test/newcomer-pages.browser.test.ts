@@ -62,10 +62,12 @@ describe('what a newcomer sees, in headless Chromium', function () {
     await Promise.all([page.waitForURL(`${w.url}/`), page.click('#continue')]);
     await page.waitForSelector('#who');
     // the chat front-end's home (stand-in) shows the switches in force
-    expect(await page.textContent('#switches')).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false').and.include('CHATUI_ENABLE_ADMIN_EXPORT=false');
+    expect(await page.textContent('#switches'))
+      .to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false')
+      .and.include('CHATUI_ENABLE_ADMIN_EXPORT=false');
   });
 
-  it('an unprefixed login page speaks the browser\'s language (Accept-Language); the path prefix still wins', async () => {
+  it("an unprefixed login page speaks the browser's language (Accept-Language); the path prefix still wins", async () => {
     tab = await openPage(browser, { locale: 'de-DE' });
     const { page } = tab;
     await page.goto(`${w.url}/auth/login`);
@@ -88,7 +90,7 @@ describe('what a newcomer sees, in headless Chromium', function () {
     expect(w.idp.authorizations.length).to.equal(before);
   });
 
-  it('the platform administrator signs in through /auth/start (the realm\'s own form, no hint) and is the chat admin', async () => {
+  it("the platform administrator signs in through /auth/start (the realm's own form, no hint) and is the chat admin", async () => {
     tab = await openPage(browser);
     const { page } = tab;
     const before = w.idp.authorizations.length;

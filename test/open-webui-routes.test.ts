@@ -56,8 +56,13 @@ describe('Open WebUI route table (issue 24)', () => {
 
     it('task routes name exactly one chat: own-chat check, and a chat id with a slash is refused', () => {
       const off = { bypassAdminAccessControl: false, enableAdminExport: false };
-      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: true })).to.deep.include({ action: 'require-own-chat', access: { need: 'own-chat', chatId: 'c-1' } });
-      expect(decide({ method: 'POST', path: '/api/tasks/chat/c-1/stop' }, off, { admin: true })).to.deep.include({ access: { need: 'own-chat', chatId: 'c-1' } });
+      expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: true })).to.deep.include({
+        action: 'require-own-chat',
+        access: { need: 'own-chat', chatId: 'c-1' },
+      });
+      expect(decide({ method: 'POST', path: '/api/tasks/chat/c-1/stop' }, off, { admin: true })).to.deep.include({
+        access: { need: 'own-chat', chatId: 'c-1' },
+      });
       expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1/tags' }, off, { admin: true })).to.include({ action: 'deny', status: 401 });
       expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: false }).action).to.equal('pass');
     });
@@ -65,7 +70,12 @@ describe('Open WebUI route table (issue 24)', () => {
     it('routes not in the table are refused for admins while the bypass is off, passed for users and with the bypass on', () => {
       const off = { bypassAdminAccessControl: false, enableAdminExport: false };
       const on = { bypassAdminAccessControl: true, enableAdminExport: false };
-      for (const [method, p] of [['GET', '/api/v1/notes/n-1/secret-new-route'], ['POST', '/api/v2/anything'], ['GET', '/ollama/x/y/z/w'], ['PUT', '/api/v1/notes/n-1']]) {
+      for (const [method, p] of [
+        ['GET', '/api/v1/notes/n-1/secret-new-route'],
+        ['POST', '/api/v2/anything'],
+        ['GET', '/ollama/x/y/z/w'],
+        ['PUT', '/api/v1/notes/n-1'],
+      ]) {
         expect(decide({ method: method!, path: p! }, off, { admin: true }), `${method} ${p}`).to.include({ action: 'deny', status: 403 });
         expect(decide({ method: method!, path: p! }, off, { admin: false }).action).to.equal('pass');
         expect(decide({ method: method!, path: p! }, on, { admin: true }).action).to.equal('pass');
@@ -103,7 +113,9 @@ describe('Open WebUI route table (issue 24)', () => {
 
     it('every row of the table is a route of Open WebUI (no stale rows)', () => {
       const known = new Set(real.http.flatMap((r) => r.methods.map((m) => `${m} ${r.path.toLowerCase().replace(/\/$/, '')}`)));
-      const stale = OPEN_WEBUI_ROUTES.flatMap((row) => row.methods.map((m) => `${m} ${row.path.toLowerCase().replace(/\/$/, '')}`)).filter((k) => !known.has(k));
+      const stale = OPEN_WEBUI_ROUTES.flatMap((row) => row.methods.map((m) => `${m} ${row.path.toLowerCase().replace(/\/$/, '')}`)).filter(
+        (k) => !known.has(k),
+      );
       expect(stale).to.deep.equal([]);
     });
 

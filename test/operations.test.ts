@@ -38,7 +38,6 @@ const file = (id: string, user_id: string): StandInFile => ({
   updated_at: now,
 });
 
-
 function providersFile(content: unknown = demoIdentityProviders): string {
   const f = join(mkdtempSync(join(tmpdir(), 'ops-test-')), 'providers.json');
   writeFileSync(f, typeof content === 'string' ? content : JSON.stringify(content));
@@ -292,7 +291,9 @@ describe('operations: health, readiness, metrics, request logs, drift', function
 
   it('METRICS_PORT: /metrics only there; /healthz and /readyz on both ports', async () => {
     const metricsPort = await freePort();
-    const other = await opsGateway(baseEnv(upstream.url, { IDP_PROVIDERS_FILE: providersFile(), METRICS_PORT: String(metricsPort), DRIFT_CHECK_SECONDS: '0', HOST: '127.0.0.1' }));
+    const other = await opsGateway(
+      baseEnv(upstream.url, { IDP_PROVIDERS_FILE: providersFile(), METRICS_PORT: String(metricsPort), DRIFT_CHECK_SECONDS: '0', HOST: '127.0.0.1' }),
+    );
     try {
       const { metricsUrl } = await other.ops.start();
       expect(metricsUrl).to.equal(`http://127.0.0.1:${metricsPort}`);
@@ -330,7 +331,11 @@ describe('operations: no secrets or tokens in any log line', function () {
     upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex'] });
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    idp = await startIdp({ clients: [{ client_id: 'chat-gateway', client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }] });
+    idp = await startIdp({
+      clients: [
+        { client_id: 'chat-gateway', client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] },
+      ],
+    });
     const settings = loadSettings(
       {
         ...baseEnv(upstream.url),
@@ -404,7 +409,10 @@ describe('operations: `npm run check-config`', function () {
 
   function run(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((done) => {
-      const child = spawn('npm', ['run', '--silent', 'check-config'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+      const child = spawn('npm', ['run', '--silent', 'check-config'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
@@ -443,7 +451,17 @@ describe('operations: `npm run check-config`', function () {
       PORT: 'eighty',
     });
     expect(r.code).to.equal(2);
-    for (const name of ['CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', 'SESSION_SECRET', 'IDP_TENANT_IDP_ALIASES', 'PORT', 'UPSTREAM_URL', 'OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'PUBLIC_URL']) {
+    for (const name of [
+      'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL',
+      'SESSION_SECRET',
+      'IDP_TENANT_IDP_ALIASES',
+      'PORT',
+      'UPSTREAM_URL',
+      'OIDC_ISSUER_URL',
+      'OIDC_CLIENT_ID',
+      'OIDC_CLIENT_SECRET',
+      'PUBLIC_URL',
+    ]) {
       expect(r.stderr, name).to.match(new RegExp(`- ${name}: `));
     }
     expect(r.stderr).to.include('configuration NOT OK');
@@ -626,7 +644,8 @@ describe('operations: GATEWAY_WORKERS without REDIS_URL', function () {
   });
 
   it('warns at start that a logout in one worker does not reach the others, and names REDIS_URL', async () => {
-    const warned = (lines: Array<Record<string, unknown>>) => lines.filter((l) => l.level === 40 && /GATEWAY_WORKERS > 1 without REDIS_URL/.test(String(l.msg)));
+    const warned = (lines: Array<Record<string, unknown>>) =>
+      lines.filter((l) => l.level === 40 && /GATEWAY_WORKERS > 1 without REDIS_URL/.test(String(l.msg)));
     const several = await startGateway(baseEnv(upstream.url, { GATEWAY_WORKERS: '2' }));
     const one = await startGateway(baseEnv(upstream.url));
     try {
@@ -694,7 +713,9 @@ describe('operations: two gateway instances behind one address', function () {
       expect(files.json<{ items: Array<{ id: string }> }>().items.map((f) => f.id)).to.deep.equal(['f-sys']);
     }
     // An instance with another SESSION_SECRET does not accept the cookie.
-    const stranger = await createGateway(loadSettings({ ...env, SESSION_SECRET: 'a-different-secret-0123456789abcdefgh' }, { stageFiles: false }), { obs: capturingObservability() });
+    const stranger = await createGateway(loadSettings({ ...env, SESSION_SECRET: 'a-different-secret-0123456789abcdefgh' }, { stageFiles: false }), {
+      obs: capturingObservability(),
+    });
     gateways.push(stranger);
     const { url: c } = await stranger.listen(0, '127.0.0.1');
     expect((await browse(jar, `${c}/auth/session`)).json<{ authenticated: boolean }>().authenticated).to.equal(false);

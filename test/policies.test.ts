@@ -23,21 +23,28 @@ describe('admin-scoping policy', () => {
     expect(decide({ method: 'GET', path: '/api/v1/utils/db/download' }, on, admin).action).to.equal('pass');
   });
 
-  it('ENABLE_ADMIN_CHAT_ACCESS is fixed false: browsing another user\'s chats is 401 with either switch', () => {
+  it("ENABLE_ADMIN_CHAT_ACCESS is fixed false: browsing another user's chats is 401 with either switch", () => {
     for (const s of [off, on]) expect(decide({ method: 'GET', path: '/api/v1/chats/list/user/u-1' }, s, admin).action).to.equal('deny');
   });
 
-  it('A1: with the bypass off, list, search and count keep only the caller\'s files, for admins and users, GET and HEAD', () => {
-    for (const [path, view] of [['/api/v1/files/', 'list'], ['/api/v1/files', 'list'], ['/api/v1/files/search', 'search'], ['/api/v1/files/count', 'count'], ['/api/v1/FILES/Search/', 'search']] as const)
+  it("A1: with the bypass off, list, search and count keep only the caller's files, for admins and users, GET and HEAD", () => {
+    for (const [path, view] of [
+      ['/api/v1/files/', 'list'],
+      ['/api/v1/files', 'list'],
+      ['/api/v1/files/search', 'search'],
+      ['/api/v1/files/count', 'count'],
+      ['/api/v1/FILES/Search/', 'search'],
+    ] as const)
       for (const method of ['GET', 'HEAD'])
         for (const caller of [admin, user]) expect(decide({ method, path }, off, caller)).to.include({ action: 'filter-own-files', view });
   });
 
   it('A2: with the bypass on, list, search and count pass as the upstream answers', () => {
-    for (const path of ['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count']) expect(decide({ method: 'GET', path }, on, admin).action).to.equal('pass');
+    for (const path of ['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count'])
+      expect(decide({ method: 'GET', path }, on, admin).action).to.equal('pass');
   });
 
-  it('A7: per-file routes pass with either switch; an admin\'s access is audited', () => {
+  it("A7: per-file routes pass with either switch; an admin's access is audited", () => {
     const routes = [
       ['GET', '/api/v1/files/f-1', 'read'],
       ['GET', '/api/v1/files/f-1/content', 'read'],
@@ -59,9 +66,16 @@ describe('admin-scoping policy', () => {
   it('accounts come from the realm: sign-up and LDAP sign-in are refused for every caller, with either switch', () => {
     for (const path of ['/api/v1/auths/signup', '/api/v1/auths/ldap', '/API/V1/AUTHS/SIGNUP/'])
       for (const settings of [off, on])
-        for (const caller of [admin, user]) expect(decide({ method: 'POST', path }, settings, caller), path).to.include({ action: 'deny', status: 403, rule: 'accounts come from the realm' });
+        for (const caller of [admin, user])
+          expect(decide({ method: 'POST', path }, settings, caller), path).to.include({ action: 'deny', status: 403, rule: 'accounts come from the realm' });
     // Open WebUI's own OAuth sign-in and token exchange too; MCP tool-server OAuth clients and the back-channel logout pass
-    for (const [method, path] of [['GET', '/oauth/oidc/login'], ['GET', '/oauth/oidc/callback'], ['GET', '/oauth/evil/login/callback'], ['POST', '/api/v1/auths/oauth/oidc/token/exchange'], ['POST', '/api/v1/auths/oauth/a/b/token/exchange']] as const)
+    for (const [method, path] of [
+      ['GET', '/oauth/oidc/login'],
+      ['GET', '/oauth/oidc/callback'],
+      ['GET', '/oauth/evil/login/callback'],
+      ['POST', '/api/v1/auths/oauth/oidc/token/exchange'],
+      ['POST', '/api/v1/auths/oauth/a/b/token/exchange'],
+    ] as const)
       for (const caller of [admin, user]) expect(decide({ method, path }, on, caller), path).to.include({ action: 'deny', status: 403 });
     expect(decide({ method: 'GET', path: '/oauth/clients/c1/authorize' }, off, user).action).to.equal('pass');
     expect(decide({ method: 'POST', path: '/oauth/backchannel-logout' }, off, user).action).to.equal('pass');
@@ -69,8 +83,7 @@ describe('admin-scoping policy', () => {
   });
 
   it('A8: everything else passes untouched', () => {
-    for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123'])
-      expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+    for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123']) expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
     // A3 to A5: lists of workspace objects are the gateway's to filter for admins while the bypass is off
     for (const path of ['/api/v1/models', '/api/v1/knowledge/']) {
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('filter-listing');
@@ -87,7 +100,7 @@ describe('admin-scoping policy', () => {
 describe('file scoping', () => {
   const f = (id: string, user_id: string) => ({ id, user_id, filename: `${id}.txt` });
 
-  it('keeps only the caller\'s files and counts what it removed', () => {
+  it("keeps only the caller's files and counts what it removed", () => {
     const { own, removed } = keepOwn([f('1', 'me'), f('2', 'other'), f('3', 'me')], 'me');
     expect(own.map((x) => x.id)).to.deep.equal(['1', '3']);
     expect(removed).to.equal(1);

@@ -146,7 +146,9 @@ describe('proxy pass-through', function () {
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rss())), 20);
     const boundary = 'gatewayboundary';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const chunk = Buffer.alloc(1024 * 1024, 7);
     const status = await new Promise<number>((resolve, reject) => {
@@ -216,7 +218,9 @@ describe('proxy pass-through', function () {
     const body = JSON.stringify({ name: 'renamed.bin' });
     const socket = net.connect(port, '127.0.0.1');
     await once(socket, 'connect');
-    socket.write(`POST /api/v1/files/f-admin/rename HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminKey}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+    socket.write(
+      `POST /api/v1/files/f-admin/rename HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminKey}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+    );
     const [first] = (await once(socket, 'data')) as [Buffer];
     expect(first.toString()).to.match(/^HTTP\/1.1 100 Continue/);
     socket.write(body);
@@ -228,7 +232,10 @@ describe('proxy pass-through', function () {
 
   it('refuses requests with both Content-Length and Transfer-Encoding', async () => {
     const mark = upstream.requests.length;
-    const reply = await rawRequest(port, `POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/chats/all/db HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const reply = await rawRequest(
+      port,
+      `POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/chats/all/db HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
     expect(reply).to.match(/^HTTP\/1.1 400/);
     expect(upstream.requests.slice(mark)).to.have.length(0);
   });
@@ -297,7 +304,13 @@ describe('upstream failures', function () {
       server.close();
     });
     const list = () => fetch(`${gw.url}/api/v1/files/`, { headers: { authorization: 'Bearer sk-abc123' } });
-    const foreign = { items: [{ id: 'f1', user_id: 'u-admin' }, { id: 'f2', user_id: 'u-other' }], total: 2 };
+    const foreign = {
+      items: [
+        { id: 'f1', user_id: 'u-admin' },
+        { id: 'f2', user_id: 'u-other' },
+      ],
+      total: 2,
+    };
 
     it('not JSON: 502', async () => {
       answer = (res) => res.end('<html>oops</html>');
@@ -314,7 +327,11 @@ describe('upstream failures', function () {
     });
 
     it('gzip or brotli even though identity was asked for: decoded and filtered', async () => {
-      for (const [enc, fn] of [['gzip', zlib.gzipSync], ['br', zlib.brotliCompressSync], ['deflate', zlib.deflateSync]] as const) {
+      for (const [enc, fn] of [
+        ['gzip', zlib.gzipSync],
+        ['br', zlib.brotliCompressSync],
+        ['deflate', zlib.deflateSync],
+      ] as const) {
         answer = (res) => {
           res.setHeader('content-encoding', enc);
           res.setHeader('etag', '"upstream"');

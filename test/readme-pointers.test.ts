@@ -25,7 +25,10 @@ describe('pointers to README sections (issue 28, item 5)', () => {
         found.push(`${file}: ${m[2]}`);
       }
     }
-    expect(found.some((f) => f.startsWith('bin/start.mjs')), 'bin/start.mjs points somewhere').to.equal(true);
+    expect(
+      found.some((f) => f.startsWith('bin/start.mjs')),
+      'bin/start.mjs points somewhere',
+    ).to.equal(true);
   });
 
   it('`npm start` under NODE_ENV=production without a build says where to read on', function () {

@@ -27,12 +27,22 @@ describe('Redis unreachable from the start (issue 28, item 2)', function () {
     upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex'] });
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] }] });
+    idp = await startIdp({
+      clients: [
+        { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`], post_logout_redirect_uris: [`${url}/auth/login`] },
+      ],
+    });
     dir = mkdtempSync(join(tmpdir(), 'redis-down-'));
     const providersFile = join(dir, 'providers.json');
     writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
     const nothing = await freePort(); // nobody listens there
-    gw = await gatewayProcess({ ...worldEnv({ upstreamUrl: upstream.url, publicUrl: url, issuer: idp.issuer, providersFile }), HOST: '127.0.0.1', PORT: String(port), DRIFT_CHECK_SECONDS: '0', REDIS_URL: `redis://127.0.0.1:${nothing}/0` });
+    gw = await gatewayProcess({
+      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: url, issuer: idp.issuer, providersFile }),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DRIFT_CHECK_SECONDS: '0',
+      REDIS_URL: `redis://127.0.0.1:${nothing}/0`,
+    });
   });
   after(async () => {
     gw?.child.kill('SIGKILL');
@@ -43,7 +53,10 @@ describe('Redis unreachable from the start (issue 28, item 2)', function () {
   it('a warning line at start, /metrics says so, /readyz is 503 naming Redis while the rest is up, signed-in requests 503', async () => {
     const deadline = Date.now() + 5_000;
     while (!gw.output().includes('shared-state-unreachable') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    const line = gw.output().split('\n').find((l) => l.includes('shared-state-unreachable'));
+    const line = gw
+      .output()
+      .split('\n')
+      .find((l) => l.includes('shared-state-unreachable'));
     expect(line, gw.output().slice(-2000)).to.be.a('string');
     const warning = JSON.parse(line!) as { level: number; msg: string; sinceStart: boolean };
     expect(warning.level).to.equal(40);
@@ -84,6 +97,9 @@ describe('Redis unreachable from the start (issue 28, item 2)', function () {
     }
     const after = obs.lines.length;
     await new Promise((r) => setTimeout(r, 900));
-    expect(obs.lines.slice(after).filter((l) => l.event === 'shared-state-unreachable'), 'quiet once closed').to.deep.equal([]);
+    expect(
+      obs.lines.slice(after).filter((l) => l.event === 'shared-state-unreachable'),
+      'quiet once closed',
+    ).to.deep.equal([]);
   });
 });

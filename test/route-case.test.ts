@@ -11,13 +11,28 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
 
-const admin: Identity = { sub: 'a', email: 'sysadmin@platform.example', name: 'Sys', roles: ['PlatformSysAdmin'], groups: [], tenants: [], admin: true, activeTenant: null, via: 'bearer' };
+const admin: Identity = {
+  sub: 'a',
+  email: 'sysadmin@platform.example',
+  name: 'Sys',
+  roles: ['PlatformSysAdmin'],
+  groups: [],
+  tenants: [],
+  admin: true,
+  activeTenant: null,
+  via: 'bearer',
+};
 
 describe('route classes: letter case through the gateway', () => {
   let upstream: OpenWebUIStandIn;
   let anonymous: RunningGateway;
   let signedIn: RunningGateway;
-  const who = (identity: Identity | undefined): Authenticator => ({ router: Router(), authenticate: async () => identity, ready: async () => ({ ok: true, detail: 'stub' }), close: async () => {} });
+  const who = (identity: Identity | undefined): Authenticator => ({
+    router: Router(),
+    authenticate: async () => identity,
+    ready: async () => ({ ok: true, detail: 'stub' }),
+    close: async () => {},
+  });
 
   before(async () => {
     upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: true });
@@ -69,7 +84,9 @@ describe('route classes: letter case through the gateway', () => {
   it('the export stays blocked for any casing when the switch is off', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'route-case-'));
     writeFileSync(join(dir, 'providers.json'), JSON.stringify(demoIdentityProviders));
-    const off = await startGateway(baseEnv(upstream.url, { IDP_PROVIDERS_FILE: join(dir, 'providers.json'), DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'silent' }), { authenticator: who(admin) });
+    const off = await startGateway(baseEnv(upstream.url, { IDP_PROVIDERS_FILE: join(dir, 'providers.json'), DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'silent' }), {
+      authenticator: who(admin),
+    });
     try {
       for (const path of ['/API/v1/chats/all/db', '/api/V1/CHATS/ALL/DB/', '/API/V1/UTILS/DB/DOWNLOAD']) {
         const res = await get(off, path, 'application/json');

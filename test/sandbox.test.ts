@@ -14,7 +14,6 @@ import { freePort } from './support/raw-http.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-
 interface Running {
   child: ChildProcess;
   url: string;
@@ -163,7 +162,9 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     expect(own.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(demoAccounts.find((a) => a.username === 'alice')!).sort());
     // the sandbox logs at the gateway's default level, info, as the README and check-config say: a line per request
     await new Promise((r) => setTimeout(r, 100));
-    expect(sandbox.output()).to.match(/"msg":"request"/).and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
+    expect(sandbox.output())
+      .to.match(/"msg":"request"/)
+      .and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
   });
 
   it('operations endpoints answer; the stand-in is set like the gateway, so no drift', async () => {
@@ -187,7 +188,7 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
     await sandbox?.stop();
   });
 
-  it('the banner says so, and the sysadmin sees everyone\'s files; the export stays 401', async () => {
+  it("the banner says so, and the sysadmin sees everyone's files; the export stays 401", async () => {
     expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
     // the banner describes what the switch does now, not the default (issue 15)
     expect(sandbox.output()).to.include("as sysadmin: everyone's files").and.not.include("only sysadmin's own files");
@@ -209,7 +210,10 @@ describe('sandbox: kept apart from production', function () {
   this.timeout(30_000);
 
   it('the production build compiles no sandbox or test code', () => {
-    const r = spawnSync(process.execPath, [resolve(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--listFilesOnly'], { cwd: ROOT, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [resolve(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--listFilesOnly'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     const ours = r.stdout.split('\n').filter((f) => f.startsWith(ROOT) && !f.includes('/node_modules/'));
     expect(ours.length, r.stderr).to.be.greaterThan(5);
     expect(ours.filter((f) => f.includes('/sandbox/') || f.includes('/test/'))).to.deep.equal([]);
@@ -247,7 +251,8 @@ describe('`npm start` runs what NODE_ENV says (bin/start.mjs)', function () {
   // one, it shows whether a branch loads the TypeScript loader.
   let dir = '';
   const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
-  const startCmd = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.replace(/^exec /, '').split(' ');
+  const startCmd = () =>
+    (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.replace(/^exec /, '').split(' ');
   const run = (env: Record<string, string>) => {
     const [, ...args] = startCmd();
     return spawnSync(process.execPath, args, { cwd: dir, env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 20_000 });
@@ -256,7 +261,11 @@ describe('`npm start` runs what NODE_ENV says (bin/start.mjs)', function () {
   before(() => {
     mkdirSync(join(ROOT, '.tmp'), { recursive: true });
     dir = mkdtempSync(join(ROOT, '.tmp', 'start-'));
-    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')], { encoding: 'utf8' });
+    const tsc = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')],
+      { encoding: 'utf8' },
+    );
     expect(tsc.status, tsc.stdout + tsc.stderr).to.equal(0);
     mkdirSync(join(dir, 'bin'));
     cpSync(join(ROOT, 'bin/start.mjs'), join(dir, 'bin/start.mjs'));

@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
 import { startWorld, type World } from './support/cookie-jar.js';
 
-describe('signing out from the chat front-end\'s menu, in headless Chromium', function () {
+describe("signing out from the chat front-end's menu, in headless Chromium", function () {
   this.timeout(60_000);
   let browser: Browser;
   let w: World;
@@ -23,7 +23,7 @@ describe('signing out from the chat front-end\'s menu, in headless Chromium', fu
     await w?.close();
   });
 
-  it('ends on the gateway\'s login page, with no confirmation at the realm, and stays signed out', async () => {
+  it("ends on the gateway's login page, with no confirmation at the realm, and stays signed out", async () => {
     tab = await openPage(browser);
     const { page } = tab;
     await page.goto(`${w.url}/auth/start?returnTo=%2F`);

@@ -8,7 +8,7 @@ import { logoutThroughIdp, peekJwt } from '../sandbox/idp.js';
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };
 
-describe('sessions that end: logout, the chat front-end\'s sign-out, back-channel logout', function () {
+describe("sessions that end: logout, the chat front-end's sign-out, back-channel logout", function () {
   this.timeout(30_000);
   let w: World;
   before(async () => {
@@ -17,7 +17,11 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
   after(() => w?.close());
 
   const postLogoutToken = (token: string) =>
-    fetch(`${w.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token: token }) });
+    fetch(`${w.url}/auth/backchannel-logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ logout_token: token }),
+    });
 
   describe('one-click logout', () => {
     it('/auth/logout sends the realm the ID token of this session as id_token_hint: no confirmation page, back on the login page', async () => {
@@ -48,31 +52,42 @@ describe('sessions that end: logout, the chat front-end\'s sign-out, back-channe
     });
   });
 
-  describe('the chat front-end\'s own sign-out (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before)', () => {
-    for (const method of ['POST', 'GET']) it(`${method}: ends the gateway session and the chat front-end’s cookies, and sends the browser through the realm to the login page`, async () => {
-      const { jar, idpJar } = await signIn(w.url, 'alice');
-      expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
-      const stolen = jar.clone();
-      const before = w.upstream.requests.length;
-      // As Open WebUI 0.12.4's front-end sends it: same origin, JSON content type, cookies included.
-      const out = await browse(jar, SIGNOUT, method === 'POST' ? { method, headers: { 'content-type': 'application/json', origin: w.url, 'sec-fetch-site': 'same-origin' } } : {});
-      expect(out.status).to.equal(200);
-      const body = out.json<{ status: boolean; redirect_url: string }>();
-      expect(body.status).to.equal(true);
-      const end = new URL(body.redirect_url);
-      expect(end.origin + end.pathname).to.equal(`${w.idp.issuer}/protocol/openid-connect/logout`);
-      expect(end.searchParams.get('post_logout_redirect_uri')).to.equal(`${w.url}/auth/login`);
-      expect(end.searchParams.get('id_token_hint')).to.be.a('string');
-      for (const name of ['appSession', 'token', 'owui-session', 'oui-session', 'oauth_id_token']) {
-        expect(out.setCookies.some((c) => c.startsWith(`${name}=;`) && /Expires=Thu, 01 Jan 1970/.test(c)), `${name} cleared`).to.equal(true);
-      }
-      expect(w.upstream.requests.slice(before).some((r) => r.url.includes('/auths/signout')), 'never forwarded').to.equal(false);
-      expect((await browse(jar, '/api/v1/auths/')).status).to.equal(401);
-      expect((await browse(stolen, '/api/v1/auths/')).status, 'a copy of the old cookie').to.equal(401);
-      const back = await logoutThroughIdp(end.href, idpJar);
-      expect(back.redirectUrl).to.equal(`${w.url}/auth/login`);
-      expect(w.obs.lines.some((l) => l.event === 'sign-out' && l.via === 'chat front-end')).to.equal(true);
-    });
+  describe("the chat front-end's own sign-out (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before)", () => {
+    for (const method of ['POST', 'GET'])
+      it(`${method}: ends the gateway session and the chat front-end’s cookies, and sends the browser through the realm to the login page`, async () => {
+        const { jar, idpJar } = await signIn(w.url, 'alice');
+        expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
+        const stolen = jar.clone();
+        const before = w.upstream.requests.length;
+        // As Open WebUI 0.12.4's front-end sends it: same origin, JSON content type, cookies included.
+        const out = await browse(
+          jar,
+          SIGNOUT,
+          method === 'POST' ? { method, headers: { 'content-type': 'application/json', origin: w.url, 'sec-fetch-site': 'same-origin' } } : {},
+        );
+        expect(out.status).to.equal(200);
+        const body = out.json<{ status: boolean; redirect_url: string }>();
+        expect(body.status).to.equal(true);
+        const end = new URL(body.redirect_url);
+        expect(end.origin + end.pathname).to.equal(`${w.idp.issuer}/protocol/openid-connect/logout`);
+        expect(end.searchParams.get('post_logout_redirect_uri')).to.equal(`${w.url}/auth/login`);
+        expect(end.searchParams.get('id_token_hint')).to.be.a('string');
+        for (const name of ['appSession', 'token', 'owui-session', 'oui-session', 'oauth_id_token']) {
+          expect(
+            out.setCookies.some((c) => c.startsWith(`${name}=;`) && /Expires=Thu, 01 Jan 1970/.test(c)),
+            `${name} cleared`,
+          ).to.equal(true);
+        }
+        expect(
+          w.upstream.requests.slice(before).some((r) => r.url.includes('/auths/signout')),
+          'never forwarded',
+        ).to.equal(false);
+        expect((await browse(jar, '/api/v1/auths/')).status).to.equal(401);
+        expect((await browse(stolen, '/api/v1/auths/')).status, 'a copy of the old cookie').to.equal(401);
+        const back = await logoutThroughIdp(end.href, idpJar);
+        expect(back.redirectUrl).to.equal(`${w.url}/auth/login`);
+        expect(w.obs.lines.some((l) => l.event === 'sign-out' && l.via === 'chat front-end')).to.equal(true);
+      });
 
     it('without a session it still answers as the chat front-end expects; other methods 405; a cross-site request 403', async () => {
       for (const method of ['POST', 'GET']) {

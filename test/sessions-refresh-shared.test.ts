@@ -106,8 +106,16 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
     });
     const providersFile = join(mkdtempSync(join(tmpdir(), 'refresh-shared-')), 'providers.json');
     writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-    const env = { ...worldEnv({ upstreamUrl: upstream.url, publicUrl: a, issuer: idp.issuer, providersFile }), REDIS_URL: redis.url, DRIFT_CHECK_SECONDS: '0', TOKEN_REFRESH_MARGIN_SECONDS: '4' };
-    for (const [port, url] of [[portA, a], [portB, b]] as const) {
+    const env = {
+      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: a, issuer: idp.issuer, providersFile }),
+      REDIS_URL: redis.url,
+      DRIFT_CHECK_SECONDS: '0',
+      TOKEN_REFRESH_MARGIN_SECONDS: '4',
+    };
+    for (const [port, url] of [
+      [portA, a],
+      [portB, b],
+    ] as const) {
       const gateway = await createGateway(loadSettings({ ...env, PUBLIC_URL: url }, { stageFiles: false }), { obs: capturingObservability() });
       await gateway.listen(port, '127.0.0.1');
       gateways.push(gateway);

@@ -42,7 +42,15 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     a = `http://127.0.0.1:${portA}`;
     b = `http://127.0.0.1:${portB}`;
     idp = await startIdp({
-      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${a}/auth/callback`], post_logout_redirect_uris: [`${a}/auth/login`], backchannel_logout_uri: `${a}/auth/backchannel-logout` }],
+      clients: [
+        {
+          client_id: CLIENT_ID,
+          client_secret: CLIENT_SECRET,
+          redirect_uris: [`${a}/auth/callback`],
+          post_logout_redirect_uris: [`${a}/auth/login`],
+          backchannel_logout_uri: `${a}/auth/backchannel-logout`,
+        },
+      ],
       accessTokenTtl: 300,
     });
     const providersFile = join(mkdtempSync(join(tmpdir(), 'shared-')), 'providers.json');
@@ -81,14 +89,14 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     expect((await atB(stolen, '/api/v1/auths/')).status).to.equal(401);
   });
 
-  it('the chat front-end\'s sign-out at B ends the session at A', async () => {
+  it("the chat front-end's sign-out at B ends the session at A", async () => {
     const { jar } = await signIn(a, 'bob');
     const stolen = jar.clone();
     expect((await atB(jar, '/api/v1/auths/signout')).status).to.equal(200);
     expect((await browse(stolen, '/api/v1/auths/')).status).to.equal(401);
   });
 
-  it('the realm\'s back-channel logout, posted to one instance, ends the session on every instance', async () => {
+  it("the realm's back-channel logout, posted to one instance, ends the session on every instance", async () => {
     const { jar, idpJar } = await signIn(a, 'alice');
     expect((await atB(jar, '/api/v1/auths/')).status).to.equal(200);
     await logoutThroughIdp(`${idp.issuer}/protocol/openid-connect/logout?client_id=${CLIENT_ID}`, idpJar);
@@ -125,7 +133,9 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     const ready = await fetch(`${b}/readyz`);
     const body = (await ready.json()) as { ready: boolean; checks: { sharedState: { ok: boolean; detail: string } } };
     expect(body.checks.sharedState.detail).to.match(/Redis redis:\/\/127\.0\.0\.1:\d+\/0 unreachable/);
-    expect(await (await fetch(`${b}/metrics`)).text()).to.match(/gateway_shared_state_up 0/).and.match(/gateway_session_checks_unavailable_total [1-9]/);
+    expect(await (await fetch(`${b}/metrics`)).text())
+      .to.match(/gateway_shared_state_up 0/)
+      .and.match(/gateway_session_checks_unavailable_total [1-9]/);
 
     // Logged out at A while Redis is down: A forgets it at once, the others learn it on reconnection.
     await browse(ended.jar, '/auth/logout');

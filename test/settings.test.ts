@@ -31,8 +31,14 @@ describe('settings: no public secrets, no plain-http realm outside a trusted pla
   it('a gateway with real connection settings never takes its secrets from config/dev.env', () => {
     // Regression: NODE_ENV unset + UPSTREAM_URL set used the public dev-only secrets: anyone could forge an admin session.
     const found = problems({ ...real, OIDC_CLIENT_SECRET: undefined, SESSION_SECRET: undefined }, true);
-    expect(found.some((p) => p.startsWith('SESSION_SECRET: required')), found.join('\n')).to.equal(true);
-    expect(found.some((p) => p.startsWith('OIDC_CLIENT_SECRET: required')), found.join('\n')).to.equal(true);
+    expect(
+      found.some((p) => p.startsWith('SESSION_SECRET: required')),
+      found.join('\n'),
+    ).to.equal(true);
+    expect(
+      found.some((p) => p.startsWith('OIDC_CLIENT_SECRET: required')),
+      found.join('\n'),
+    ).to.equal(true);
   });
 
   it('the public dev-only values stop startup, naming the variable, unless PUBLIC_URL is loopback outside production', () => {
@@ -44,7 +50,9 @@ describe('settings: no public secrets, no plain-http realm outside a trusted pla
     // docker compose with the dev stage file on this machine
     for (const local of ['http://localhost:8080', 'http://127.0.0.1:8080', 'http://[::1]:8080', undefined])
       expect(problems({ ...complete, ...dev, PUBLIC_URL: local }), String(local)).to.deep.equal([]);
-    expect(problems({ ...real, SESSION_SECRET: `${'b'.repeat(32)},${dev.SESSION_SECRET}` }).some((p) => p.startsWith('SESSION_SECRET: the public dev-only'))).to.equal(true);
+    expect(
+      problems({ ...real, SESSION_SECRET: `${'b'.repeat(32)},${dev.SESSION_SECRET}` }).some((p) => p.startsWith('SESSION_SECRET: the public dev-only')),
+    ).to.equal(true);
   });
 
   it('production refuses an http: issuer unless it is loopback or ALLOW_INSECURE_ISSUER=true', () => {
@@ -60,11 +68,16 @@ describe('settings: no public secrets, no plain-http realm outside a trusted pla
 describe('settings: REDIS_URL', () => {
   it('takes redis:// and rediss:// with or without credentials; anything else stops startup naming it, without echoing a password', () => {
     expect(loadSettings({ ...complete, REDIS_URL: 'redis://redis:6379/0' }, { stageFiles: false }).redisUrl).to.equal('redis://redis:6379/0');
-    expect(loadSettings({ ...complete, REDIS_URL: 'rediss://u:pw@cache.example:6380' }, { stageFiles: false }).redisUrl).to.equal('rediss://u:pw@cache.example:6380');
+    expect(loadSettings({ ...complete, REDIS_URL: 'rediss://u:pw@cache.example:6380' }, { stageFiles: false }).redisUrl).to.equal(
+      'rediss://u:pw@cache.example:6380',
+    );
     expect(loadSettings({ ...complete, REDIS_URL: '' }, { stageFiles: false }).redisUrl).to.equal(undefined);
     for (const bad of ['http://redis:6379', 'redis-host:6379', 'redis://']) {
       const found = problems({ ...complete, REDIS_URL: bad });
-      expect(found.some((p) => p.startsWith('REDIS_URL:')), `${bad}: ${found.join('; ')}`).to.equal(true);
+      expect(
+        found.some((p) => p.startsWith('REDIS_URL:')),
+        `${bad}: ${found.join('; ')}`,
+      ).to.equal(true);
     }
     expect(problems({ ...complete, REDIS_URL: 'http://u:hunter2@redis:6379' }).join('\n')).to.not.include('hunter2');
     expect(describeSettings({ ...complete, REDIS_URL: 'redis://u:hunter2@redis:6379/0' }).REDIS_URL).to.equal('redis://[redacted]@redis:6379/0');
@@ -109,28 +122,51 @@ describe('settings', () => {
       UPSTREAM_URL: 'ftp://x',
     });
     const names = p.map((line) => line.split(':')[0]);
-    for (const n of ['CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', 'CHATUI_ENABLE_ADMIN_EXPORT', 'SESSION_SECRET', 'IDP_TENANT_IDP_ALIASES', 'PORT', 'SHOW_IDP_LOGIN', 'UPSTREAM_URL', 'OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'PUBLIC_URL'])
+    for (const n of [
+      'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL',
+      'CHATUI_ENABLE_ADMIN_EXPORT',
+      'SESSION_SECRET',
+      'IDP_TENANT_IDP_ALIASES',
+      'PORT',
+      'SHOW_IDP_LOGIN',
+      'UPSTREAM_URL',
+      'OIDC_ISSUER_URL',
+      'OIDC_CLIENT_ID',
+      'OIDC_CLIENT_SECRET',
+      'PUBLIC_URL',
+    ])
       expect(names, n).to.include(n);
   });
 
   it('lenient booleans accept true/false/1/0/yes/no in any case', () => {
-    for (const [v, want] of [['YES', true], ['1', true], ['No', false], ['0', false], ['true', true]] as const)
+    for (const [v, want] of [
+      ['YES', true],
+      ['1', true],
+      ['No', false],
+      ['0', false],
+      ['true', true],
+    ] as const)
       expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).login.showIdpLogin).to.equal(want);
   });
 
   it('runs the sandbox only without UPSTREAM_URL and outside production', () => {
     expect(loadSettings({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }, { stageFiles: false }).sandbox).to.equal(true);
     expect(loadSettings(complete, { stageFiles: false }).sandbox).to.equal(false);
-    expect(problems({ NODE_ENV: 'production', CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }).join()).to.match(/UPSTREAM_URL: required/);
+    expect(problems({ NODE_ENV: 'production', CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' }).join()).to.match(
+      /UPSTREAM_URL: required/,
+    );
   });
 
   it('parses tenant links: pairs, shared aliases, empty is off; malformed or repeated fails', () => {
     const ok = parseTenantAliases('acme=acme-entra, globex=shared ,initech=shared');
-    expect(ok.ok && [...ok.map]).to.deep.equal([['acme', 'acme-entra'], ['globex', 'shared'], ['initech', 'shared']]);
+    expect(ok.ok && [...ok.map]).to.deep.equal([
+      ['acme', 'acme-entra'],
+      ['globex', 'shared'],
+      ['initech', 'shared'],
+    ]);
     const empty = parseTenantAliases('');
     expect(empty.ok && empty.map.size).to.equal(0);
-    for (const bad of ['acme', 'acme=', '=x', 'a=b=c', 'acme=x,,globex=y', 'a b=c'])
-      expect(parseTenantAliases(bad).ok, bad).to.equal(false);
+    for (const bad of ['acme', 'acme=', '=x', 'a=b=c', 'acme=x,,globex=y', 'a b=c']) expect(parseTenantAliases(bad).ok, bad).to.equal(false);
     const twice = parseTenantAliases('acme=a,acme=a');
     expect(twice.ok ? '' : twice.error).to.match(/acme.*twice/);
   });

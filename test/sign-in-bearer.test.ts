@@ -54,7 +54,12 @@ describe('sign-in: bearer tokens', function () {
     expect(r.status).to.equal(200);
     expect(r.forwarded).to.have.length(1);
     const seen = r.forwarded[0]!;
-    expect(seen.headers).to.include({ 'x-forwarded-email': alice.email, 'x-forwarded-name': alice.name, 'x-forwarded-role': 'user', 'x-forwarded-groups': 'acme' });
+    expect(seen.headers).to.include({
+      'x-forwarded-email': alice.email,
+      'x-forwarded-name': alice.name,
+      'x-forwarded-role': 'user',
+      'x-forwarded-groups': 'acme',
+    });
     // the realm JWT is the gateway's: the chat front-end gets its own token instead
     expect(seen.headers.authorization).to.not.include(token);
     expect(decodeJwt(String(seen.headers.authorization).slice(7))).to.have.property('id');
@@ -101,10 +106,13 @@ describe('sign-in: bearer tokens', function () {
     ['an ID token (typ ID)', () => w.idp.signJwt(claimsOf(alice, { typ: 'ID' }))],
     ['a refresh token (typ Refresh)', () => w.idp.signJwt(claimsOf(alice, { typ: 'Refresh' }))],
     ['no email', () => w.idp.signJwt(claimsOf(alice, { email: undefined }))],
-    ['a tampered payload', async () => {
-      const [h, , s] = (await w.idp.signJwt(claimsOf(alice))).split('.');
-      return `${h}.${Buffer.from(JSON.stringify({ ...claimsOf(sysadmin), iss: w.idp.issuer, exp: now() + 300 })).toString('base64url')}.${s}`;
-    }],
+    [
+      'a tampered payload',
+      async () => {
+        const [h, , s] = (await w.idp.signJwt(claimsOf(alice))).split('.');
+        return `${h}.${Buffer.from(JSON.stringify({ ...claimsOf(sysadmin), iss: w.idp.issuer, exp: now() + 300 })).toString('base64url')}.${s}`;
+      },
+    ],
   ];
   for (const [name, make] of refused) {
     it(`refuses a bearer JWT: ${name} (401, the upstream is not called)`, async () => {
@@ -115,7 +123,7 @@ describe('sign-in: bearer tokens', function () {
     });
   }
 
-  it('non-JWT bearer values and the chat front-end\'s own token are not identities of the gateway', async () => {
+  it("non-JWT bearer values and the chat front-end's own token are not identities of the gateway", async () => {
     const { jar } = await signIn(w.url, 'alice');
     await browse(jar, '/api/v1/auths/');
     const user = [...w.upstream.users.values()].find((u) => u.email === alice.email)!;
@@ -126,15 +134,17 @@ describe('sign-in: bearer tokens', function () {
     }
   });
 
-  it('with a session, the client\'s own upstream token is not forwarded: the session\'s own credential is (issue 12)', async () => {
+  it("with a session, the client's own upstream token is not forwarded: the session's own credential is (issue 12)", async () => {
     // Before: another user's token passed untouched beside the session (the chat front-end then
     // answered "User mismatch"; an upstream checking less would have acted as that other user).
     const { jar } = await signIn(w.url, 'alice');
-    const bob = [...w.upstream.users.values()].find((u) => u.email === 'bob@globex.example') ?? (await (async () => {
-      const b = await signIn(w.url, 'bob');
-      await browse(b.jar, '/api/v1/auths/');
-      return [...w.upstream.users.values()].find((u) => u.email === 'bob@globex.example')!;
-    })());
+    const bob =
+      [...w.upstream.users.values()].find((u) => u.email === 'bob@globex.example') ??
+      (await (async () => {
+        const b = await signIn(w.url, 'bob');
+        await browse(b.jar, '/api/v1/auths/');
+        return [...w.upstream.users.values()].find((u) => u.email === 'bob@globex.example')!;
+      })());
     const bobToken = await w.upstream.tokenFor(bob.id);
     const n = w.upstream.requests.length;
     const r = await browse(jar, '/api/v1/auths/', { headers: { authorization: `Bearer ${bobToken}` } });
@@ -156,13 +166,18 @@ describe('sign-in: bearer tokens', function () {
     try {
       for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }] as Array<Record<string, string>>) {
         const n = w.upstream.requests.length;
-        const r = await browse(undefined, `${url}/api/v1/auths/`, { headers: { ...headers, 'X-Forwarded-Email': sysadmin.email, 'X-Forwarded-Role': 'admin' } });
+        const r = await browse(undefined, `${url}/api/v1/auths/`, {
+          headers: { ...headers, 'X-Forwarded-Email': sysadmin.email, 'X-Forwarded-Role': 'admin' },
+        });
         expect(r.status).to.equal(200);
         expect(r.json<{ email: string }>().email).to.equal(alice.email);
         const forwarded = w.upstream.requests.slice(n).filter((q) => q.url === '/api/v1/auths/');
         for (const q of forwarded) {
           const names = Object.keys(q.headers).map((h) => h.replace(/_/g, '-'));
-          expect(names.filter((h) => /^x-forwarded-(email|name|role|groups)$/.test(h)), 'no trusted header without a verified identity').to.deep.equal([]);
+          expect(
+            names.filter((h) => /^x-forwarded-(email|name|role|groups)$/.test(h)),
+            'no trusted header without a verified identity',
+          ).to.deep.equal([]);
         }
       }
       expect((await browse(undefined, `${url}/api/v1/auths/`, { headers: { authorization: 'Bearer sk-0000' } })).status).to.equal(401);
@@ -174,7 +189,7 @@ describe('sign-in: bearer tokens', function () {
   });
 });
 
-describe('sign-in: the issuer\'s JWKS is cached and follows key rotation', function () {
+describe("sign-in: the issuer's JWKS is cached and follows key rotation", function () {
   this.timeout(20_000);
   let issuerServer: http.Server;
   let issuer: string;
@@ -197,7 +212,17 @@ describe('sign-in: the issuer\'s JWKS is cached and follows key rotation', funct
     issuerServer = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
       if (req.url === '/realms/r/.well-known/openid-configuration') {
-        return res.end(JSON.stringify({ issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/certs`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['ES256'] }));
+        return res.end(
+          JSON.stringify({
+            issuer,
+            authorization_endpoint: `${issuer}/auth`,
+            token_endpoint: `${issuer}/token`,
+            jwks_uri: `${issuer}/certs`,
+            response_types_supported: ['code'],
+            subject_types_supported: ['public'],
+            id_token_signing_alg_values_supported: ['ES256'],
+          }),
+        );
       }
       if (req.url === '/realms/r/certs') {
         jwksFetches++;
@@ -210,7 +235,15 @@ describe('sign-in: the issuer\'s JWKS is cached and follows key rotation', funct
     issuer = `http://127.0.0.1:${(issuerServer.address() as AddressInfo).port}/realms/r`;
     (issuerServer as unknown as { both: object[] }).both = both;
     const settings = loadSettings(
-      { UPSTREAM_URL: w.upstream.url, OIDC_ISSUER_URL: issuer, OIDC_CLIENT_ID: CLIENT_ID, OIDC_CLIENT_SECRET: 's', SESSION_SECRET, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' },
+      {
+        UPSTREAM_URL: w.upstream.url,
+        OIDC_ISSUER_URL: issuer,
+        OIDC_CLIENT_ID: CLIENT_ID,
+        OIDC_CLIENT_SECRET: 's',
+        SESSION_SECRET,
+        CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+        CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      },
       { stageFiles: false },
     );
     gateway = await createGateway(settings, { obs: capturingObservability() });

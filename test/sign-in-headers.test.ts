@@ -41,13 +41,26 @@ const trustedOf = (r: RecordedRequest): Array<[string, string]> => {
 };
 
 const SPOOFS: Array<[string, string[]]> = [
-  ['canonical names', ['X-Forwarded-Email: sysadmin@platform.example', 'X-Forwarded-Name: Sam Sysadmin', 'X-Forwarded-Role: admin', 'X-Forwarded-Groups: globex,initech']],
+  [
+    'canonical names',
+    ['X-Forwarded-Email: sysadmin@platform.example', 'X-Forwarded-Name: Sam Sysadmin', 'X-Forwarded-Role: admin', 'X-Forwarded-Groups: globex,initech'],
+  ],
   ['lower case', ['x-forwarded-email: sysadmin@platform.example', 'x-forwarded-role: admin']],
   ['upper case', ['X-FORWARDED-EMAIL: sysadmin@platform.example', 'X-FORWARDED-ROLE: admin', 'X-FORWARDED-GROUPS: globex']],
   ['underscores', ['X_Forwarded_Email: sysadmin@platform.example', 'x_forwarded_role: admin', 'X_FORWARDED_NAME: Sam', 'X_Forwarded_Groups: globex']],
   ['mixed _ and -', ['X-Forwarded_Email: sysadmin@platform.example', 'X_Forwarded-Role: admin']],
-  ['repeated', ['X-Forwarded-Email: sysadmin@platform.example', 'X-Forwarded-Email: someone@else.example', 'X-Forwarded-Role: admin', 'x-forwarded-role: admin']],
-  ['listed in Connection:', ['Connection: close, X-Forwarded-Email, X-Forwarded-Role, X-Forwarded-Name, X-Forwarded-Groups', 'X-Forwarded-Email: sysadmin@platform.example', 'X-Forwarded-Role: admin']],
+  [
+    'repeated',
+    ['X-Forwarded-Email: sysadmin@platform.example', 'X-Forwarded-Email: someone@else.example', 'X-Forwarded-Role: admin', 'x-forwarded-role: admin'],
+  ],
+  [
+    'listed in Connection:',
+    [
+      'Connection: close, X-Forwarded-Email, X-Forwarded-Role, X-Forwarded-Name, X-Forwarded-Groups',
+      'X-Forwarded-Email: sysadmin@platform.example',
+      'X-Forwarded-Role: admin',
+    ],
+  ],
   ['empty values', ['X-Forwarded-Email:', 'X-Forwarded-Role: ']],
 ];
 
@@ -84,7 +97,7 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
 
   for (const [name, spoof] of SPOOFS) {
     describe(`client copies: ${name}`, () => {
-      it('with a session: an API call carries the identity\'s headers only, once each', async () => {
+      it("with a session: an API call carries the identity's headers only, once each", async () => {
         const r = await probe('GET', '/api/v1/auths/', [`Cookie: ${cookie}`, ...spoof]);
         expect(r.statuses.pop()).to.equal(200);
         expect(r.seen).to.have.length(1);
@@ -102,7 +115,7 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
         expect(post.seen[0]!.bodyBytes).to.equal(7);
       });
 
-      it('with a realm bearer JWT: the token\'s identity only', async () => {
+      it("with a realm bearer JWT: the token's identity only", async () => {
         const r = await probe('GET', '/api/v1/auths/', [`Authorization: Bearer ${bearer}`, ...spoof]);
         expect(r.statuses.pop()).to.equal(200);
         expect(trustedOf(r.seen[0]!)).to.deep.equal(expected());
@@ -151,9 +164,15 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
     }
     const upgrades = () => w.upstream.requests.filter((r) => r.upgrade);
 
-    it('with a session and our Origin: through, carrying the identity\'s headers and an upstream token, spoofs removed', async () => {
+    it("with a session and our Origin: through, carrying the identity's headers and an upstream token, spoofs removed", async () => {
       const n = upgrades().length;
-      const r = await open({ cookie, origin: w.url, X_Forwarded_Email: 'sysadmin@platform.example', 'X-Forwarded-Role': 'admin', 'x-forwarded-groups': 'globex' });
+      const r = await open({
+        cookie,
+        origin: w.url,
+        X_Forwarded_Email: 'sysadmin@platform.example',
+        'X-Forwarded-Role': 'admin',
+        'x-forwarded-groups': 'globex',
+      });
       expect(r.status).to.equal(101);
       expect(r.hello!.headers).to.include({ 'x-forwarded-email': alice.email, 'x-forwarded-role': 'user', 'x-forwarded-groups': 'acme' });
       expect(r.hello!.headers.authorization).to.match(/^Bearer ey/);
@@ -174,7 +193,9 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
       const n = upgrades().length;
       expect((await open({ origin: w.url })).status).to.equal(401);
       expect((await open({ origin: w.url, 'X-Forwarded-Email': alice.email, 'X-Forwarded-Role': 'admin' })).status).to.equal(401);
-      expect((await open({ authorization: `Bearer ${await w.idp.signForeignJwt({ sub: alice.sub, aud: CLIENT_ID, email: alice.email })}` })).status).to.equal(401);
+      expect((await open({ authorization: `Bearer ${await w.idp.signForeignJwt({ sub: alice.sub, aud: CLIENT_ID, email: alice.email })}` })).status).to.equal(
+        401,
+      );
       expect((await open({ cookie, origin: 'https://evil.example' })).status).to.equal(403);
       expect((await open({ cookie })).status).to.equal(403);
       expect(upgrades().length, 'no refused upgrade reached the chat front-end').to.equal(n);
@@ -199,7 +220,11 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
       const bobToken = await w.upstream.tokenFor(bobId);
       const bobKey = w.upstream.apiKeyFor(bobId);
       const id = randomUUID();
-      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [`Cookie: ${cookie}; token=${bobToken}; theme=dark`, `Authorization: Bearer ${bobToken}`, `X-Api-Key: ${bobKey}`]);
+      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [
+        `Cookie: ${cookie}; token=${bobToken}; theme=dark`,
+        `Authorization: Bearer ${bobToken}`,
+        `X-Api-Key: ${bobKey}`,
+      ]);
       expect(statuses).to.deep.equal([200]);
       expect(text).to.include(alice.email);
       expect(text).to.not.include(bobEmail);
@@ -216,7 +241,11 @@ describe('sign-in: trusted headers toward the chat front-end', function () {
       // runs after the test above, which made Bob known upstream
       const other = w.upstream.apiKeyFor([...w.upstream.users.values()].find((u) => u.email !== alice.email)!.id);
       const id = randomUUID();
-      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [`Authorization: Bearer ${bearer}`, `X-Api-Key: ${other}`, 'Cookie: token=forged']);
+      const { statuses, text } = await raw(w.url, 'GET', `/api/v1/auths/?cred=${id}`, [
+        `Authorization: Bearer ${bearer}`,
+        `X-Api-Key: ${other}`,
+        'Cookie: token=forged',
+      ]);
       expect(statuses).to.deep.equal([200]);
       expect(text).to.include(alice.email);
       const r = w.upstream.requests.find((x) => x.url.includes(id))!;

@@ -48,7 +48,9 @@ describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and
     const jar = new Jar(w.url);
     const start = await browse(jar, '/auth/start?returnTo=%2F');
     const state = new URL(start.location!).searchParams.get('state')!;
-    const r = await browse(jar, `/auth/callback?${new URLSearchParams({ error: code, error_description: 'described by the realm', state })}`, { headers: { accept: 'text/html', 'accept-language': acceptLanguage } });
+    const r = await browse(jar, `/auth/callback?${new URLSearchParams({ error: code, error_description: 'described by the realm', state })}`, {
+      headers: { accept: 'text/html', 'accept-language': acceptLanguage },
+    });
     expect(r.headers.get('content-type')).to.match(/^text\/html/);
     return { status: r.status, title: /<h1[^>]*>([^<]*)</.exec(r.text)![1]!, text: r.text };
   }
@@ -64,7 +66,7 @@ describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and
       server_error: 'Your sign-in service had a problem',
       invalid_scope: 'Sign-in is not set up correctly',
       unauthorized_client: 'Sign-in is not set up correctly',
-      'made_up_error': 'Sign-in did not complete',
+      made_up_error: 'Sign-in did not complete',
     };
     for (const [code, title] of Object.entries(expected)) {
       const r = await realmError(code);
@@ -103,7 +105,9 @@ describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and
     await signInAtRealm(page, 'bob', 'bob-pass');
     await page.waitForSelector('#tenant-notice');
     expect(await page.textContent('h1')).to.equal('Signed in, but not to the organisation of your link');
-    expect(await page.textContent('#tenant-notice')).to.equal('You signed in through the sign-in link of "acme", but your account is not a member of it. You are working in "globex", your own organisation.');
+    expect(await page.textContent('#tenant-notice')).to.equal(
+      'You signed in through the sign-in link of "acme", but your account is not a member of it. You are working in "globex", your own organisation.',
+    );
     await Promise.all([page.waitForURL(`${w.url}/`), page.click('#continue')]);
     await page.waitForSelector('#who');
     expect(await page.textContent('#tenant')).to.equal('globex');
@@ -114,7 +118,7 @@ describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and
     expect(tab.errors).to.deep.equal([]);
   });
 
-  it('a member signing in through their tenant\'s link sees no notice', async () => {
+  it("a member signing in through their tenant's link sees no notice", async () => {
     tab = await openPage(browser);
     const { page } = tab;
     await page.goto(`${w.url}/acme`);
@@ -137,7 +141,13 @@ describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and
       const card = getComputedStyle(document.getElementById('kc-content')!);
       const button = getComputedStyle(document.getElementById('kc-login')!);
       const note = getComputedStyle(document.getElementById('hint-note')!);
-      return { card: card.backgroundColor, width: card.maxWidth, button: button.backgroundColor, note: parseFloat(note.fontSize), body: parseFloat(getComputedStyle(document.body).fontSize) };
+      return {
+        card: card.backgroundColor,
+        width: card.maxWidth,
+        button: button.backgroundColor,
+        note: parseFloat(note.fontSize),
+        body: parseFloat(getComputedStyle(document.body).fontSize),
+      };
     });
     expect(style.card).to.equal('rgb(255, 255, 255)');
     expect(style.width).to.not.equal('none');

@@ -28,7 +28,11 @@ describe('sign-in: token refresh', function () {
 
   before(async () => {
     w = await startWorld({ accessTokenTtl: TTL, accounts, env: { TOKEN_REFRESH_MARGIN_SECONDS: String(MARGIN) } });
-    codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: w.settings.oidc.rollingSeconds, absoluteSeconds: w.settings.oidc.absoluteSeconds });
+    codec = new SessionCodec([SESSION_SECRET], {
+      secure: false,
+      rollingSeconds: w.settings.oidc.rollingSeconds,
+      absoluteSeconds: w.settings.oidc.absoluteSeconds,
+    });
     w.idp.provider.on('grant.success', (ctx: KoaContextWithOIDC) => grants.push({ type: String(ctx.oidc.params?.grant_type), ok: true }));
     w.idp.provider.on('grant.error', (ctx: KoaContextWithOIDC) => grants.push({ type: String(ctx.oidc.params?.grant_type), ok: false }));
   });
@@ -53,7 +57,10 @@ describe('sign-in: token refresh', function () {
     const renewed = answers.map((a) => a.setCookies.find((c) => c.startsWith('appSession='))!.split(';')[0]);
     expect(new Set(renewed).size, 'every answer carries the same renewed cookie').to.equal(1);
     // ... beside the chat front-end's own cookie of the same proxied answer: neither replaces the other
-    expect(answers.every((a) => a.setCookies.some((c) => c.startsWith('token='))), 'the upstream\'s token cookie').to.equal(true);
+    expect(
+      answers.every((a) => a.setCookies.some((c) => c.startsWith('token='))),
+      "the upstream's token cookie",
+    ).to.equal(true);
     jar.store(answers[0]!.setCookies);
     const second = sessionOf(jar);
     expect(second.expires_at).to.be.greaterThan(first.expires_at);
@@ -77,7 +84,10 @@ describe('sign-in: token refresh', function () {
       expect(r.json<{ role: string }>().role).to.equal('admin');
       const seen = w.upstream.requests.filter((q) => q.url === '/api/v1/auths/').pop()!;
       expect(seen.headers['x-forwarded-role']).to.equal('admin');
-      expect((await browse(jar, '/auth/session')).json<{ user: { roles: string[]; admin: boolean } }>().user).to.deep.include({ roles: ['PlatformSysAdmin'], admin: true });
+      expect((await browse(jar, '/auth/session')).json<{ user: { roles: string[]; admin: boolean } }>().user).to.deep.include({
+        roles: ['PlatformSysAdmin'],
+        admin: true,
+      });
     } finally {
       accounts.find((a) => a.username === 'tina')!.roles = [];
     }
@@ -123,7 +133,10 @@ describe('sign-in: token refresh', function () {
       await sleep(Math.max(0, sessionOf(jar).expires_at * 1000 + 1100 - Date.now()));
       const expired = await browse(jar, '/api/v1/auths/');
       expect(expired.status).to.equal(401);
-      expect(expired.setCookies.some((c) => c.startsWith('appSession')), 'the cookie is kept').to.equal(false);
+      expect(
+        expired.setCookies.some((c) => c.startsWith('appSession')),
+        'the cookie is kept',
+      ).to.equal(false);
     } finally {
       await w.idp.up();
     }

@@ -63,7 +63,14 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const u = new URL(r.location!);
       expect(u.origin + u.pathname).to.equal(`${w.idp.issuer}/protocol/openid-connect/auth`);
       const q = Object.fromEntries(u.searchParams);
-      expect(q).to.include({ response_type: 'code', client_id: CLIENT_ID, redirect_uri: `${w.url}/auth/callback`, kc_idp_hint: 'acme-entra', idp_hint: 'acme-entra', code_challenge_method: 'S256' });
+      expect(q).to.include({
+        response_type: 'code',
+        client_id: CLIENT_ID,
+        redirect_uri: `${w.url}/auth/callback`,
+        kc_idp_hint: 'acme-entra',
+        idp_hint: 'acme-entra',
+        code_challenge_method: 'S256',
+      });
       expect(q.scope!.split(' ')).to.include('openid');
       expect(decodeState(r.location!)).to.deep.include({ returnTo: '/c/42' });
       expect(r.setCookies.some((c) => c.startsWith('auth_verification='))).to.equal(true);
@@ -158,7 +165,10 @@ describe('sign-in: OIDC code flow through the gateway', function () {
 
     it('sets one small HttpOnly, SameSite=Lax session cookie holding no ID or access token', () => {
       const line = loginSetCookie.find((c) => c.startsWith('appSession='))!;
-      expect(line).to.match(/; Path=\/;/).and.match(/; HttpOnly/).and.match(/; SameSite=Lax/);
+      expect(line)
+        .to.match(/; Path=\/;/)
+        .and.match(/; HttpOnly/)
+        .and.match(/; SameSite=Lax/);
       expect(loginSetCookie.some((c) => /^appSession\.\d=/.test(c))).to.equal(false);
       const value = admin.get('appSession')!;
       // express-openid-connect's cookie, read with the gateway's reader
@@ -167,7 +177,14 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const s = data as SessionData & Record<string, unknown>;
       // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
       expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
-      expect(s.user).to.deep.equal({ sub: account('sysadmin').sub, email: 'sysadmin@platform.example', name: 'Sam Sysadmin', roles: ['PlatformSysAdmin'], groups: [], tenants: ['acme'] });
+      expect(s.user).to.deep.equal({
+        sub: account('sysadmin').sub,
+        email: 'sysadmin@platform.example',
+        name: 'Sam Sysadmin',
+        roles: ['PlatformSysAdmin'],
+        groups: [],
+        tenants: ['acme'],
+      });
       expect(s.refresh_token).to.be.a('string');
       expect(header.exp - header.iat).to.equal(86400);
       // measured: the whole Set-Cookie line stays far below the 4 KB browser limit
@@ -194,7 +211,9 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const signin = lastAt(w, '/api/v1/auths/signin');
       expect(signin.headers).to.include({ 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-name': 'Sam Sysadmin', 'x-forwarded-role': 'admin' });
       // sysadmin is in no realm group: the header names the group no one has (Open WebUI ignores an empty one)
-      expect(signin.headers['x-forwarded-groups']).to.equal(w.settings.trustedHeaders.noGroups).and.match(/^no-group-[0-9a-f]{32}$/);
+      expect(signin.headers['x-forwarded-groups'])
+        .to.equal(w.settings.trustedHeaders.noGroups)
+        .and.match(/^no-group-[0-9a-f]{32}$/);
       const seen = lastAt(w, '/api/v1/auths/');
       expect(seen.headers).to.include({ 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' });
       expect(seen.headers.authorization).to.match(/^Bearer ey/);
@@ -214,8 +233,20 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const me = (await browse(admin, '/api/v1/auths/')).json<{ id: string }>();
       const other = [...w.upstream.users.values()].find((u) => u.id !== me.id) ?? { id: 'someone-else' };
       const now = Math.floor(Date.now() / 1000);
-      for (const [id, owner] of [['f-mine', me.id], ['f-other', other.id]] as const) {
-        w.upstream.files.set(id, { id, user_id: owner, hash: null, filename: `${id}.txt`, data: { content: 'x' }, meta: { name: `${id}.txt`, content_type: 'text/plain', size: 1 }, created_at: now, updated_at: now });
+      for (const [id, owner] of [
+        ['f-mine', me.id],
+        ['f-other', other.id],
+      ] as const) {
+        w.upstream.files.set(id, {
+          id,
+          user_id: owner,
+          hash: null,
+          filename: `${id}.txt`,
+          data: { content: 'x' },
+          meta: { name: `${id}.txt`, content_type: 'text/plain', size: 1 },
+          created_at: now,
+          updated_at: now,
+        });
       }
       w.upstream.flags.bypassAdminAccessControl = true; // the upstream would show an admin everything
       try {
@@ -259,7 +290,10 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const other = new SessionCodec(['another-secret-another-secret-0123456789'], { secure: false, rollingSeconds: 86400, absoluteSeconds: 86400 });
       const now = Math.floor(Date.now() / 1000);
       const user = { sub: 's', email: 'sysadmin@platform.example', name: 'n', roles: ['PlatformSysAdmin'], groups: [], tenants: [] };
-      const forged = other.encrypt({ v: 1, id: 'x', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 }, { iat: now, uat: now, exp: now + 3600 });
+      const forged = other.encrypt(
+        { v: 1, id: 'x', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 },
+        { iat: now, uat: now, exp: now + 3600 },
+      );
       for (const cookie of [`appSession=${flipped}`, `appSession=${forged}`, 'appSession=garbage', `appSession.0=${value.slice(0, 10)}`]) {
         const n = w.upstream.requests.length;
         const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie } });
@@ -297,10 +331,16 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const s = (await browse(jar, '/auth/session')).json<{ tenants: string[]; active_tenant: string }>();
       expect(s.tenants).to.deep.equal(['globex']);
       expect(s.active_tenant).to.equal('globex');
-      const denied = await browse(jar, '/auth/session/tenant', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tenant_id: 'acme' }) });
+      const denied = await browse(jar, '/auth/session/tenant', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tenant_id: 'acme' }),
+      });
       expect(denied.status).to.equal(403);
       expect((await browse(jar, '/auth/session')).json<{ active_tenant: string }>().active_tenant).to.equal('globex');
-      expect(w.obs.lines.some((l) => l.event === 'sign-in' && l.email === 'bob@globex.example' && l.tenantLink === 'acme' && l.tenantLinkMember === false)).to.equal(true);
+      expect(
+        w.obs.lines.some((l) => l.event === 'sign-in' && l.email === 'bob@globex.example' && l.tenantLink === 'acme' && l.tenantLinkMember === false),
+      ).to.equal(true);
     });
 
     it('POST /auth/session/tenant switches a member, and answers 401, 400, 415 and 403 where it must', async () => {
@@ -314,7 +354,11 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect((await browse(jar, '/auth/session')).json<{ active_tenant: string }>().active_tenant).to.equal('globex');
       // the data plane reads the rewritten cookie
       expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
-      const anonymous = await browse(undefined, `${w.url}/auth/session/tenant`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tenant_id":"globex"}' });
+      const anonymous = await browse(undefined, `${w.url}/auth/session/tenant`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"tenant_id":"globex"}',
+      });
       expect(anonymous.status).to.equal(401);
       expect((await post('{"tenant_id": 7}')).status).to.equal(400);
       expect((await post('not json')).status).to.equal(400);
@@ -353,7 +397,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
   });
 
   describe('one browser, two users', () => {
-    it('after logout the next user is not taken for the last one (the chat front-end\'s token cookie ends too)', async () => {
+    it("after logout the next user is not taken for the last one (the chat front-end's token cookie ends too)", async () => {
       const { jar } = await signIn(w.url, 'alice');
       const me = await browse(jar, '/api/v1/auths/');
       expect(me.status).to.equal(200);
@@ -367,7 +411,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
     });
   });
 
-  describe('the session cookie format is express-openid-connect\'s own', () => {
+  describe("the session cookie format is express-openid-connect's own", () => {
     // express-openid-connect, configured like the gateway, as an independent reader and writer.
     let peek: { url: string; close(): Promise<void> };
     const big = (n: number): SessionData => ({
@@ -415,20 +459,33 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(seen.json<SessionData>().user.email).to.equal('carol@acme.example');
     });
 
-    it('chunked cookies: each side reads the other\'s', async () => {
-      const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: w.settings.oidc.rollingSeconds, absoluteSeconds: w.settings.oidc.absoluteSeconds });
+    it("chunked cookies: each side reads the other's", async () => {
+      const codec = new SessionCodec([SESSION_SECRET], {
+        secure: false,
+        rollingSeconds: w.settings.oidc.rollingSeconds,
+        absoluteSeconds: w.settings.oidc.absoluteSeconds,
+      });
       const now = Math.floor(Date.now() / 1000);
       // the gateway writes: express-openid-connect reads
       const header = { iat: now, uat: now, exp: codec.expiry(now, now) };
       const lines = codec.setCookieLines(codec.encrypt(big(200), header), header.exp, ['appSession']);
       expect(lines.filter((l) => /^appSession\.\d=/.test(l)).length).to.be.greaterThan(1);
       expect(lines.every((l) => l.length <= 4096)).to.equal(true);
-      expect(lines.some((l) => /^appSession=;/.test(l)), 'the unchunked cookie is cleared').to.equal(true);
-      const cookie = lines.filter((l) => /^appSession\.\d=/.test(l)).map((l) => l.split(';')[0]).join('; ');
+      expect(
+        lines.some((l) => /^appSession=;/.test(l)),
+        'the unchunked cookie is cleared',
+      ).to.equal(true);
+      const cookie = lines
+        .filter((l) => /^appSession\.\d=/.test(l))
+        .map((l) => l.split(';')[0])
+        .join('; ');
       expect((await browse(undefined, `${peek.url}/peek`, { headers: { cookie } })).json<SessionData>().user.groups).to.have.length(200);
       // express-openid-connect writes: the gateway reads
       const written = await browse(undefined, `${peek.url}/write-big`);
-      const chunks = written.setCookies.filter((l) => /^appSession\.\d=/.test(l)).map((l) => l.split(';')[0]).join('; ');
+      const chunks = written.setCookies
+        .filter((l) => /^appSession\.\d=/.test(l))
+        .map((l) => l.split(';')[0])
+        .join('; ');
       const found = readSessionCookie(chunks)!;
       expect(found.names.length).to.be.greaterThan(1);
       expect((codec.decrypt(found.value)!.data as SessionData).user.groups).to.have.length(200);
@@ -437,14 +494,22 @@ describe('sign-in: OIDC code flow through the gateway', function () {
     it('SESSION_SECRET rotation: a cookie of the old key is still read, new cookies use the first key', async () => {
       const now = Math.floor(Date.now() / 1000);
       const old = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 100, absoluteSeconds: 100 });
-      const rotated = new SessionCodec(['a-brand-new-session-secret-0123456789abcdef', SESSION_SECRET], { secure: false, rollingSeconds: 100, absoluteSeconds: 100 });
+      const rotated = new SessionCodec(['a-brand-new-session-secret-0123456789abcdef', SESSION_SECRET], {
+        secure: false,
+        rollingSeconds: 100,
+        absoluteSeconds: 100,
+      });
       const value = old.encrypt(big(1), { iat: now, uat: now, exp: now + 100 });
       expect(rotated.decrypt(value)).to.not.equal(undefined);
       expect(old.decrypt(rotated.encrypt(big(1), { iat: now, uat: now, exp: now + 100 }))).to.equal(undefined);
     });
 
     it('an expired session (header exp, rolling or absolute) is no identity', async () => {
-      const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: w.settings.oidc.rollingSeconds, absoluteSeconds: w.settings.oidc.absoluteSeconds });
+      const codec = new SessionCodec([SESSION_SECRET], {
+        secure: false,
+        rollingSeconds: w.settings.oidc.rollingSeconds,
+        absoluteSeconds: w.settings.oidc.absoluteSeconds,
+      });
       const now = Math.floor(Date.now() / 1000);
       const data = { ...big(1), id: 'expired', user: { ...big(1).user, email: 'alice@acme.example' }, expires_at: now + 3600 };
       for (const header of [
@@ -455,7 +520,9 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${codec.encrypt(data, header)}` } });
         expect(r.status, JSON.stringify(header)).to.equal(401);
       }
-      const fresh = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` } });
+      const fresh = await browse(undefined, `${w.url}/api/v1/auths/`, {
+        headers: { cookie: `appSession=${codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` },
+      });
       expect(fresh.status).to.equal(200);
     });
   });
@@ -465,10 +532,21 @@ describe('sign-in: claims configuration', function () {
   this.timeout(20_000);
   let w: World;
   // an account the realm knows without an email address
-  const accounts = [...demoAccounts, { ...account('alice'), sub: '5f1c2a9e-0b1d-4c3e-9a41-6d2f7e8a0099', username: 'nomail', password: 'nomail-pass', email: '' }];
+  const accounts = [
+    ...demoAccounts,
+    { ...account('alice'), sub: '5f1c2a9e-0b1d-4c3e-9a41-6d2f7e8a0099', username: 'nomail', password: 'nomail-pass', email: '' },
+  ];
 
   before(async () => {
-    w = await startWorld({ accounts, env: { OAUTH_ROLES_CLAIM: 'realm_access.roles', OAUTH_ADMIN_ROLES: 'SomeOtherRole, PlatformSysAdmin', OAUTH_GROUPS_CLAIM: 'tenants', TENANTS_CLAIM: 'groups' } });
+    w = await startWorld({
+      accounts,
+      env: {
+        OAUTH_ROLES_CLAIM: 'realm_access.roles',
+        OAUTH_ADMIN_ROLES: 'SomeOtherRole, PlatformSysAdmin',
+        OAUTH_GROUPS_CLAIM: 'tenants',
+        TENANTS_CLAIM: 'groups',
+      },
+    });
   });
   after(async () => {
     await w?.close();

@@ -64,10 +64,10 @@ describe('signing out leaves nothing behind, in headless Chromium (issue 28, ite
     }
     expect(await tab.context.cookies(w.url)).to.deep.equal([]);
     await page.goto(`${w.url}/auth/login`);
-    expect(await page.evaluate(() => localStorage.length), 'the chat front-end\'s storage').to.equal(0);
+    expect(await page.evaluate(() => localStorage.length), "the chat front-end's storage").to.equal(0);
   });
 
-  it('the gateway\'s /auth/logout, then Back: the same', async () => {
+  it("the gateway's /auth/logout, then Back: the same", async () => {
     tab = await openPage(browser);
     const { page } = tab;
     await signInToChat(page, w, 'bob');
@@ -109,8 +109,18 @@ describe('signing out leaves nothing behind, in headless Chromium (issue 28, ite
     await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
     const sub = ((await (await tab.context.request.get(`${w.url}/auth/session`)).json()) as { user: { sub: string } }).user.sub;
     await page.waitForTimeout(1_100); // the token's iat must be after the sign-in (one-second resolution)
-    const token = await w.idp.signJwt({ aud: CLIENT_ID, sub, jti: `bcl-${Date.now()}`, events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, exp: undefined });
-    const posted = await fetch(`${w.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token: token }) });
+    const token = await w.idp.signJwt({
+      aud: CLIENT_ID,
+      sub,
+      jti: `bcl-${Date.now()}`,
+      events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+      exp: undefined,
+    });
+    const posted = await fetch(`${w.url}/auth/backchannel-logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ logout_token: token }),
+    });
     expect(posted.status).to.equal(204);
     await page.goto(`${w.url}/`);
     await page.waitForURL((u) => u.pathname === '/auth/login');

@@ -22,7 +22,16 @@ describe('upstream proxy: memory per exchange', function () {
     const count = 300;
     const r = spawnSync(
       process.execPath,
-      ['--expose-gc', '--trace-gc-nvp', '--max-semi-space-size=64', '--min-semi-space-size=64', '--import', 'tsx', 'test/support/exchange-retention.ts', String(count)],
+      [
+        '--expose-gc',
+        '--trace-gc-nvp',
+        '--max-semi-space-size=64',
+        '--min-semi-space-size=64',
+        '--import',
+        'tsx',
+        'test/support/exchange-retention.ts',
+        String(count),
+      ],
       { cwd: ROOT, encoding: 'utf8', timeout: 50_000 },
     );
     expect(r.status, r.stderr).to.equal(0);
@@ -39,8 +48,12 @@ describe('upstream proxy: memory per exchange', function () {
   it('an exchange the client leaves before the answer keeps no timer: nothing holds it until UPSTREAM_TIMEOUT_MS', async () => {
     const held: http.ServerResponse[] = [];
     const origin = http.createServer((_req, res) => void held.push(res)); // never answers
-    const listen = (server: http.Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
-    const upstream = createUpstream({ url: await listen(origin), timeoutMs: 60_000, maxSockets: 64, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 120_000 }, createObservability({ level: 'silent' }));
+    const listen = (server: http.Server) =>
+      new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+    const upstream = createUpstream(
+      { url: await listen(origin), timeoutMs: 60_000, maxSockets: 64, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 120_000 },
+      createObservability({ level: 'silent' }),
+    );
     const front = http.createServer((req, res) => upstream.forward(req, res));
     const url = await listen(front);
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

@@ -38,7 +38,17 @@ import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from './shared-state.js';
 import { HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
-import { epoch, readSessionCookie, scopeOf, SessionCodec, type AuthScope, SessionStore, withoutGatewayCookies, type SessionData, type SessionUser } from './session.js';
+import {
+  epoch,
+  readSessionCookie,
+  scopeOf,
+  SessionCodec,
+  type AuthScope,
+  SessionStore,
+  withoutGatewayCookies,
+  type SessionData,
+  type SessionUser,
+} from './session.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import { userFromClaims } from './claims.js';
@@ -89,7 +99,6 @@ function realmSessionId(idToken: unknown): string | null {
   }
 }
 
-
 /** Where to land after sign-in: a local path (policies/login-routing.ts), never back into /auth. */
 export function returnToAfterSignIn(value: unknown): string {
   const local = safeReturnTo(value);
@@ -105,7 +114,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     return { router, authenticate: async () => undefined, ready: async () => ({ ok: false, detail: 'sign-in not configured' }), close: async () => {} };
   }
   const issuer = trimSlash(o.issuerUrl);
-  const codec = new SessionCodec(o.sessionSecrets, { secure: settings.publicUrl.startsWith('https:'), rollingSeconds: o.rollingSeconds, absoluteSeconds: o.absoluteSeconds });
+  const codec = new SessionCodec(o.sessionSecrets, {
+    secure: settings.publicUrl.startsWith('https:'),
+    rollingSeconds: o.rollingSeconds,
+    absoluteSeconds: o.absoluteSeconds,
+  });
 
   // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
   const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
@@ -118,7 +131,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const id = idToken ? await verifyIdToken(idToken) : undefined;
     const access = accessToken && JWT_SHAPE.test(accessToken) ? await verifyRealmJwt(accessToken) : undefined;
     let user = userFromClaims(o, { id, access });
-    if ('error' in user && user.error === 'no email claim' && accessToken) user = userFromClaims(o, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
+    if ('error' in user && user.error === 'no email claim' && accessToken)
+      user = userFromClaims(o, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
     if ('error' in user) throw Object.assign(new Error(`sign-in refused: ${user.error}`), { status: 403 });
     return user;
   }
@@ -127,12 +141,17 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   const refresh = createRefresh({ o, codec, shared, realm: { discovery, tokenRequest }, userOfTokens });
 
-  const store = new SessionStore(codec, o, {
-    refresh,
-    ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
-    unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
-    lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
-  }, shared);
+  const store = new SessionStore(
+    codec,
+    o,
+    {
+      refresh,
+      ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
+      unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
+      lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
+    },
+    shared,
+  );
 
   // A browser sends the same Cookie header request after request: it is split once (what goes
   // upstream, the session cookie in it), and each session state has one Identity object, which
@@ -233,7 +252,10 @@ export async function createAuthenticator(settings: Settings, obs: Observability
         state.returnTo = `/auth/signed-in?${new URLSearchParams({ link: linked, returnTo: back })}`;
       }
       const admin = isChatAdmin(user.roles, o.adminRoles);
-      obs.audit.info({ event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null }, 'signed in');
+      obs.audit.info(
+        { event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null },
+        'signed in',
+      );
       return data as unknown as typeof session;
     },
   });

@@ -24,7 +24,10 @@ function claimAt(claims: Record<string, unknown> | undefined, path: string): unk
 /** An array of strings, or a comma-separated string. */
 function stringList(v: unknown): string[] {
   const raw = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : [];
-  return raw.filter((x): x is string => typeof x === 'string').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .filter((x): x is string => typeof x === 'string')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 const union = (...lists: string[][]) => [...new Set(lists.flat())];
@@ -35,7 +38,10 @@ const firstString = (...vs: unknown[]) => vs.find((v): v is string => typeof v =
  * token, plus the access token's `realm_access.roles` (where Keycloak puts realm roles by default).
  * No email: not an identity (the chat front-end keys its users by email).
  */
-export function userFromClaims(o: ClaimNames, sources: { id?: JWTPayload; userinfo?: Record<string, unknown>; access?: JWTPayload }): SessionUser | { error: string } {
+export function userFromClaims(
+  o: ClaimNames,
+  sources: { id?: JWTPayload; userinfo?: Record<string, unknown>; access?: JWTPayload },
+): SessionUser | { error: string } {
   const { id, userinfo, access } = sources;
   const all = [id, userinfo, access].filter((c): c is Record<string, unknown> => !!c);
   const subs = new Set(all.map((c) => c.sub).filter((s) => typeof s === 'string'));

@@ -93,7 +93,10 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
       // (unknown `kid`) refetches the set, at most every JWKS_COOLDOWN_MS; a key the realm removed
       // (disabled or deleted in Keycloak) is forgotten within JWKS_MAX_AGE_MS, so tokens it signed
       // stop being honoured then. (Before: 30 s and 10 minutes.)
-      jwks = { uri: d.jwks_uri, set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS }) };
+      jwks = {
+        uri: d.jwks_uri,
+        set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS }),
+      };
     }
     return { d, set: jwks.set };
   }
@@ -105,8 +108,13 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
    */
   async function verifyRealmJwt(token: string): Promise<JWTPayload> {
     const { d, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] });
-    const aud = typeof payload.aud === 'string' ? [payload.aud] : payload.aud ?? [];
+    const { payload } = await jwtVerify(token, set, {
+      issuer: d.issuer,
+      algorithms: ALGORITHMS,
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ['exp', 'sub'],
+    });
+    const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
     if (!aud.includes(clientId) && payload.azp !== clientId) throw new Error('token is not meant for this client');
     if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
     return payload;
@@ -115,7 +123,13 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   /** An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with tolerance. */
   async function verifyIdToken(token: string): Promise<JWTPayload> {
     const { d, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: d.issuer, audience: clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub'] });
+    const { payload } = await jwtVerify(token, set, {
+      issuer: d.issuer,
+      audience: clientId,
+      algorithms: ALGORITHMS,
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ['sub'],
+    });
     return payload;
   }
 
@@ -126,7 +140,10 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
     const d = await discovery();
     if (!d.userinfo_endpoint) return undefined;
-    const res = await fetch(d.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    const res = await fetch(d.userinfo_endpoint, {
+      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+    });
     if (res.status !== 200) return undefined;
     const read = parseJson(UserinfoAnswer, await res.text());
     if (!read.ok) throw new Error(`userinfo ${read.why}`);

@@ -25,7 +25,12 @@ export interface SessionApiParts {
 export function mountSessionApi(router: Router, { settings, store, obs, authenticate, identityOf }: SessionApiParts): void {
   const sessionBody = (id: Identity | undefined) =>
     id
-      ? { authenticated: true, user: { sub: id.sub, email: id.email, name: id.name, roles: id.roles, admin: id.admin }, tenants: id.tenants, active_tenant: id.activeTenant }
+      ? {
+          authenticated: true,
+          user: { sub: id.sub, email: id.email, name: id.name, roles: id.roles, admin: id.admin },
+          tenants: id.tenants,
+          active_tenant: id.activeTenant,
+        }
       : { authenticated: false };
 
   router.get('/auth/session', async (req, res) => {

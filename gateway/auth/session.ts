@@ -81,7 +81,10 @@ export function isSessionData(x: unknown): x is SessionData {
 export class SessionCodec {
   private readonly keys: Buffer[];
 
-  constructor(secrets: string[], private readonly options: CookieOptions) {
+  constructor(
+    secrets: string[],
+    private readonly options: CookieOptions,
+  ) {
     if (!secrets.length) throw new Error('SESSION_SECRET is required');
     this.keys = secrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'JWE CEK', 32)));
   }
@@ -247,7 +250,11 @@ export function scopeOf(headers: IncomingHttpHeaders): AuthScope {
 }
 
 /** Authentication for a control route: the session cookies it renews or clears are put on `res`. */
-export async function authenticateAnswer<I>(authenticate: (req: IncomingMessage, scope: AuthScope) => I | undefined | Promise<I | undefined>, req: IncomingMessage, res: ServerResponse): Promise<I | undefined> {
+export async function authenticateAnswer<I>(
+  authenticate: (req: IncomingMessage, scope: AuthScope) => I | undefined | Promise<I | undefined>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<I | undefined> {
   const scope = scopeOf(req.headers);
   const identity = await authenticate(req, scope);
   applySessionCookies(res, scope);
@@ -328,7 +335,8 @@ export class SessionStore {
     if (ended) return this.cleared(found, jar);
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
-    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now)) return this.refreshed(entry, found, now, jar);
+    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
+      return this.refreshed(entry, found, now, jar);
     let current = entry;
     if (now - entry.header.uat > this.options.rollingSeconds / 2) {
       entry.next ??= this.entryOf(data, entry.header.iat, now);
@@ -347,13 +355,21 @@ export class SessionStore {
   /** The cookie is dead: cleared in `jar` (every copy of it), and no session. */
   private cleared(found: { names: string[] }, jar?: SessionCookies): undefined {
     if (!jar) return undefined;
-    addSetCookie(jar, found.names.map((n) => this.codec.clearLine(n)));
+    addSetCookie(
+      jar,
+      found.names.map((n) => this.codec.clearLine(n)),
+    );
     jar.clearSiteData = true;
     return undefined;
   }
 
   /** `live` for a session whose access token is (nearly) expired: refreshed once, on every request that waits for it. */
-  private async refreshed(entry: SessionEntry, found: { value: string; names: string[] }, now: number, jar?: SessionCookies): Promise<SessionEntry | undefined> {
+  private async refreshed(
+    entry: SessionEntry,
+    found: { value: string; names: string[] },
+    now: number,
+    jar?: SessionCookies,
+  ): Promise<SessionEntry | undefined> {
     let current = entry;
     // An outcome another instance (or an earlier request) refreshed may itself be due by now: this
     // instance's copy of the session was a refresh behind. Follow on, at most three links, so every

@@ -258,10 +258,15 @@ export async function redisState(url: string, obs: Observability, options: { key
   repeat.unref();
 
   const publish = (member: string, until: number) =>
-    client.multi().zadd(endedKey, 'GT', until, member).publish(endedKey, `${until} ${member}`).exec().then((r) => {
-      const failed = r?.find(([err]) => err);
-      if (!r || failed) throw failed?.[0] ?? new Error('transaction aborted');
-    });
+    client
+      .multi()
+      .zadd(endedKey, 'GT', until, member)
+      .publish(endedKey, `${until} ${member}`)
+      .exec()
+      .then((r) => {
+        const failed = r?.find(([err]) => err);
+        if (!r || failed) throw failed?.[0] ?? new Error('transaction aborted');
+      });
 
   async function resync(): Promise<void> {
     const mine = ++generation;
@@ -332,7 +337,9 @@ export async function redisState(url: string, obs: Observability, options: { key
     keepIdToken(id, token, until) {
       const ttl = Math.max(1, until - epochNow());
       idTokens.set(id, token, ttl * 1000);
-      client.set(`${prefix}idt:${id}`, token, 'EX', ttl).catch((err: Error) => obs.log.info({ reason: err.message }, 'ID token not kept in Redis: logout there asks the user to confirm'));
+      client
+        .set(`${prefix}idt:${id}`, token, 'EX', ttl)
+        .catch((err: Error) => obs.log.info({ reason: err.message }, 'ID token not kept in Redis: logout there asks the user to confirm'));
     },
     async idToken(id) {
       const local = idTokens.get(id);
@@ -354,14 +361,15 @@ export async function redisState(url: string, obs: Observability, options: { key
     },
     rateLimit(name, points, windowSeconds) {
       return limiterOf(
-        (lib) => new lib.RateLimiterRedis({
-          storeClient: client,
-          keyPrefix: `${prefix}rl:${name}`,
-          points,
-          duration: windowSeconds,
-          // Redis down: counted in this process meanwhile (the limit per instance, not off).
-          insuranceLimiter: new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds }),
-        }),
+        (lib) =>
+          new lib.RateLimiterRedis({
+            storeClient: client,
+            keyPrefix: `${prefix}rl:${name}`,
+            points,
+            duration: windowSeconds,
+            // Redis down: counted in this process meanwhile (the limit per instance, not off).
+            insuranceLimiter: new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds }),
+          }),
       );
     },
     async singleFlight(key, keepSeconds, waitMs, work) {
@@ -381,7 +389,9 @@ export async function redisState(url: string, obs: Observability, options: { key
               return value;
             } finally {
               // Only our own lock (it may have run out and been taken since).
-              await client.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, lockKey, mine).catch(() => undefined);
+              await client
+                .eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, lockKey, mine)
+                .catch(() => undefined);
             }
           }
           // Another caller runs it: wait for its answer while its lock lives.
@@ -404,7 +414,10 @@ export async function redisState(url: string, obs: Observability, options: { key
     ready() {
       if (synced) return { ok: true, detail: `sessions and rate limits shared through Redis ${where}` };
       const since = downSince ? ` for ${Math.round((Date.now() - downSince) / 1000)} s` : '';
-      return { ok: false, detail: `Redis ${where} unreachable${since}${everSynced ? '' : ' (never reached since start)'} (${lastError}): signed-in requests (cookie sessions) answer 503, rate limits count per instance` };
+      return {
+        ok: false,
+        detail: `Redis ${where} unreachable${since}${everSynced ? '' : ' (never reached since start)'} (${lastError}): signed-in requests (cookie sessions) answer 503, rate limits count per instance`,
+      };
     },
     async close() {
       closed = true;

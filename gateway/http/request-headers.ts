@@ -126,7 +126,11 @@ const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-
  * The upstream learns the host from the gateway, never from the client (which may send anything a
  * parser lets through): the public one, as on every other header it builds links from.
  */
-export function upstreamHeaders(client: IncomingHttpHeaders, out: OutgoingCredentials, facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string }): IncomingHttpHeaders {
+export function upstreamHeaders(
+  client: IncomingHttpHeaders,
+  out: OutgoingCredentials,
+  facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string },
+): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { host: facts.publicOrigin.host };
   for (const name in client) {
     const value = client[name];
@@ -198,4 +202,3 @@ export function upstreamApiKey(headers: IncomingHttpHeaders): string | undefined
   const key = headers['x-api-key'];
   return typeof key === 'string' && /^sk-[A-Za-z0-9_-]+$/.test(key.trim()) ? key.trim() : undefined;
 }
-

@@ -35,7 +35,9 @@ export const PERSONAL_CACHE_CONTROL = 'private, no-store';
  */
 export function rawJsonAnswer(status: number, detail: string, extraHeaders: Record<string, string> = {}): string {
   const body = JSON.stringify({ detail });
-  const extra = Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const extra = Object.entries(extraHeaders)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   return `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Unknown'}\r\nConnection: close\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
@@ -114,7 +116,13 @@ export class UpstreamError extends Error {
  * socket destroyed. Counted and logged here. `fields`: what the log line says of the request;
  * `extraHeaders`: added to a JSON answer (`Connection: close` while a request body is still coming).
  */
-export function answerFailure(to: ServerResponse | Duplex, err: unknown, obs: Pick<Observability, 'metrics' | 'log'>, fields: Record<string, unknown> = {}, extraHeaders: Record<string, string> = {}): void {
+export function answerFailure(
+  to: ServerResponse | Duplex,
+  err: unknown,
+  obs: Pick<Observability, 'metrics' | 'log'>,
+  fields: Record<string, unknown> = {},
+  extraHeaders: Record<string, string> = {},
+): void {
   const res = typeof (to as ServerResponse).writeHead === 'function' ? (to as ServerResponse) : undefined;
   if (err instanceof SharedStateUnavailable) {
     obs.metrics.sessionChecksUnavailable.inc();

@@ -18,7 +18,13 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-export function createHttpServer(o: { server: Settings['server']; obs: Observability; pipeline: Pipeline; websockets: WebSocketTracker; idleTimeoutMs: number }): HttpServer {
+export function createHttpServer(o: {
+  server: Settings['server'];
+  obs: Observability;
+  pipeline: Pipeline;
+  websockets: WebSocketTracker;
+  idleTimeoutMs: number;
+}): HttpServer {
   const { obs, pipeline, websockets } = o;
   // The request line holds fixed fields only (id, method, canonical path, status, ms, class), none
   // of which the redact list names, so it is written without redaction: with it, pino re-parsed

@@ -84,13 +84,23 @@ export function judgePacket(text: string, judgeNotes: boolean): JudgedPacket {
   if (packet[0] === '0') {
     const auth = parseConnectAuth(packet);
     if (auth === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO CONNECT' }, attachments: 0, event: 'connect' };
-    return { token: socketTokenNeed(typeof auth === 'object' && auth !== null ? (auth as { token?: unknown }).token : undefined), need: NONE, attachments: 0, event: 'connect' };
+    return {
+      token: socketTokenNeed(typeof auth === 'object' && auth !== null ? (auth as { token?: unknown }).token : undefined),
+      need: NONE,
+      attachments: 0,
+      event: 'connect',
+    };
   }
   const parsed = parseSocketIoPacket(packet);
   if (parsed === undefined) return { token: NONE, need: NONE, attachments: 0 };
   // An event the gateway cannot read is not sent on for an admin (fail closed).
   if (parsed === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO packet' }, attachments: 0 };
-  return { token: socketTokenNeed(socketDataToken(parsed.data)), need: socketEventNeed(parsed.event, parsed.data, judgeNotes), attachments: parsed.attachments, event: parsed.event };
+  return {
+    token: socketTokenNeed(socketDataToken(parsed.data)),
+    need: socketEventNeed(parsed.event, parsed.data, judgeNotes),
+    attachments: parsed.attachments,
+    event: parsed.event,
+  };
 }
 
 /** Asks whether the admin may reach the note or chat an event names, or owns the account its token opens; false drops the event. */
@@ -192,11 +202,11 @@ export class WebSocketGuard {
     } else if (len === 127) {
       if (b.length < 10) return undefined;
       const big = b.readBigUInt64BE(2);
-      if (big > BigInt(MAX_GUARDED_MESSAGE_BYTES)) return this.abort('frame too large'), undefined;
+      if (big > BigInt(MAX_GUARDED_MESSAGE_BYTES)) return (this.abort('frame too large'), undefined);
       len = Number(big);
       off = 10;
     }
-    if (len > MAX_GUARDED_MESSAGE_BYTES) return this.abort('frame too large'), undefined;
+    if (len > MAX_GUARDED_MESSAGE_BYTES) return (this.abort('frame too large'), undefined);
     const maskOff = off;
     if (masked) off += 4;
     if (b.length < off + len) return undefined;
@@ -205,7 +215,7 @@ export class WebSocketGuard {
     const payload = Buffer.from(raw.subarray(off));
     if (masked) for (let i = 0; i < payload.length; i++) payload[i]! ^= raw[maskOff + (i & 3)]!;
     // RSV bits: no extension was negotiated, so a set bit is a payload the gateway cannot read
-    if ((raw[0]! & 0x70) !== 0) return this.abort('compressed or extended frame'), undefined;
+    if ((raw[0]! & 0x70) !== 0) return (this.abort('compressed or extended frame'), undefined);
     return { raw: Buffer.from(raw), fin: (raw[0]! & 0x80) !== 0, opcode: raw[0]! & 0x0f, payload };
   }
 

@@ -11,7 +11,15 @@ import type { ProviderCatalog } from './catalog.js';
 import type { TenantLookup } from './tenant-lookup.js';
 import { clientKey } from './client-key.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../http/respond.js';
-import { DIRECT_LOGIN_ALIAS, isUsableForLinks, listNeedsCatalog, providerEntry, providerListResponse, type IdentityProvider, type ListSettings } from '../../policies/login-routing.js';
+import {
+  DIRECT_LOGIN_ALIAS,
+  isUsableForLinks,
+  listNeedsCatalog,
+  providerEntry,
+  providerListResponse,
+  type IdentityProvider,
+  type ListSettings,
+} from '../../policies/login-routing.js';
 import { plausibleAlias } from '../../policies/syntax.js';
 
 const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -23,7 +31,8 @@ const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 const CATALOG_DOWN = 'The identity provider catalog is not reachable';
 
 /** Plain node:http (the provider list is also answered outside Express), with this module's headers. */
-const sendJson = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) => sendGatewayJson(res, status, body, { ...JSON_HEADERS, ...extra });
+const sendJson = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) =>
+  sendGatewayJson(res, status, body, { ...JSON_HEADERS, ...extra });
 const sendJsonBody = (res: ServerResponse, status: number, json: Buffer) => sendGatewayJsonBody(res, status, json, JSON_HEADERS);
 
 export interface ProvidersApi {
@@ -33,7 +42,12 @@ export interface ProvidersApi {
 }
 
 /** `retryAfter`: seconds a 503 for an unreachable catalog asks the client to wait. */
-export function createProvidersApi(login: ListSettings, catalog: Pick<ProviderCatalog, 'list' | 'provider'>, lookup: Pick<TenantLookup, 'take' | 'resolveTenant' | 'audit'>, retryAfter: string): ProvidersApi {
+export function createProvidersApi(
+  login: ListSettings,
+  catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
+  lookup: Pick<TenantLookup, 'take' | 'resolveTenant' | 'audit'>,
+  retryAfter: string,
+): ProvidersApi {
   const router = Router();
 
   // GET /api/v1/auth-providers/ (B1, B2; versioning 2). With the welcome switch on, the realm is not asked.

@@ -291,4 +291,3 @@ export class ProviderCatalog {
     return this.cache.idle();
   }
 }
-

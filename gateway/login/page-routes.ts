@@ -8,7 +8,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
 import type { ProviderCatalog } from './catalog.js';
-import { DIRECT_LOGIN_ALIAS, isUsableForLinks, buttonList, providerEntry, safeReturnTo, type IdentityProvider, type ListSettings } from '../../policies/login-routing.js';
+import {
+  DIRECT_LOGIN_ALIAS,
+  isUsableForLinks,
+  buttonList,
+  providerEntry,
+  safeReturnTo,
+  type IdentityProvider,
+  type ListSettings,
+} from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
 import {
   PAGE_HEADERS,
@@ -27,7 +35,10 @@ import {
 } from './pages.js';
 
 /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
-export type SignedIn = (req: IncomingMessage, res: ServerResponse) => Promise<{ name: string; email: string; tenants?: string[]; activeTenant?: string | null } | undefined>;
+export type SignedIn = (
+  req: IncomingMessage,
+  res: ServerResponse,
+) => Promise<{ name: string; email: string; tenants?: string[]; activeTenant?: string | null } | undefined>;
 
 export interface LoginPageRoutes {
   router: Router;
@@ -44,7 +55,11 @@ function firstQuery(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export function createLoginPageRoutes(login: ListSettings, catalog: Pick<ProviderCatalog, 'list' | 'provider'>, signedIn: SignedIn | undefined): LoginPageRoutes {
+export function createLoginPageRoutes(
+  login: ListSettings,
+  catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
+  signedIn: SignedIn | undefined,
+): LoginPageRoutes {
   const router = Router();
 
   /** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */

@@ -50,7 +50,16 @@ interface Texts {
 }
 
 /** The error codes of an authorization error answer (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6), grouped by what the user can do. */
-export type OAuthErrorKind = 'access_denied' | 'login_required' | 'interaction_required' | 'consent_required' | 'account_selection_required' | 'temporarily_unavailable' | 'server_error' | 'misconfigured' | 'other';
+export type OAuthErrorKind =
+  | 'access_denied'
+  | 'login_required'
+  | 'interaction_required'
+  | 'consent_required'
+  | 'account_selection_required'
+  | 'temporarily_unavailable'
+  | 'server_error'
+  | 'misconfigured'
+  | 'other';
 
 const OAUTH_ERROR_KINDS: Readonly<Record<string, OAuthErrorKind>> = {
   access_denied: 'access_denied',
@@ -108,15 +117,39 @@ const TEXTS: Record<Lang, Texts> = {
     notFoundText: 'There is no page at this address.',
     toSignIn: 'Go to the sign-in page',
     oauthErrors: {
-      access_denied: { title: 'Sign-in was cancelled', text: 'The sign-in was cancelled, or your sign-in service refused it (your account may not have access to this service). Nothing was changed.' },
+      access_denied: {
+        title: 'Sign-in was cancelled',
+        text: 'The sign-in was cancelled, or your sign-in service refused it (your account may not have access to this service). Nothing was changed.',
+      },
       login_required: { title: 'Please sign in', text: 'Your sign-in service needs you to sign in again before you can continue.' },
-      interaction_required: { title: 'Your sign-in service needs something from you', text: 'Your sign-in service needs you to do something first, for example accept its terms or finish setting up your account. Sign in again to do it.' },
-      consent_required: { title: 'Consent needed', text: 'Your sign-in service needs your consent before it shares your name and email with this service. Sign in again and allow it.' },
-      account_selection_required: { title: 'Choose an account', text: 'Your sign-in service needs you to choose which account to use. Sign in again and choose one.' },
-      temporarily_unavailable: { title: 'Sign-in is temporarily unavailable', text: 'Your sign-in service is busy or down for maintenance. Please try again in a few minutes.' },
-      server_error: { title: 'Your sign-in service had a problem', text: 'Your sign-in service ran into an error of its own. Please try again; if it keeps happening, tell your administrator.' },
-      misconfigured: { title: 'Sign-in is not set up correctly', text: 'Your sign-in service refused the sign-in request of this service: it is set up wrongly. Please tell your administrator; signing in again will not help.' },
-      other: { title: 'Sign-in did not complete', text: 'Your sign-in service reported an error. Please sign in again; if it keeps happening, tell your administrator.' },
+      interaction_required: {
+        title: 'Your sign-in service needs something from you',
+        text: 'Your sign-in service needs you to do something first, for example accept its terms or finish setting up your account. Sign in again to do it.',
+      },
+      consent_required: {
+        title: 'Consent needed',
+        text: 'Your sign-in service needs your consent before it shares your name and email with this service. Sign in again and allow it.',
+      },
+      account_selection_required: {
+        title: 'Choose an account',
+        text: 'Your sign-in service needs you to choose which account to use. Sign in again and choose one.',
+      },
+      temporarily_unavailable: {
+        title: 'Sign-in is temporarily unavailable',
+        text: 'Your sign-in service is busy or down for maintenance. Please try again in a few minutes.',
+      },
+      server_error: {
+        title: 'Your sign-in service had a problem',
+        text: 'Your sign-in service ran into an error of its own. Please try again; if it keeps happening, tell your administrator.',
+      },
+      misconfigured: {
+        title: 'Sign-in is not set up correctly',
+        text: 'Your sign-in service refused the sign-in request of this service: it is set up wrongly. Please tell your administrator; signing in again will not help.',
+      },
+      other: {
+        title: 'Sign-in did not complete',
+        text: 'Your sign-in service reported an error. Please sign in again; if it keeps happening, tell your administrator.',
+      },
     },
     errorCode: (code) => `Error code (for your administrator): ${code}`,
     tenantNotMemberTitle: 'Signed in, but not to the organisation of your link',
@@ -147,21 +180,46 @@ const TEXTS: Record<Lang, Texts> = {
     continueToChat: 'Weiter zum Chat',
     signOut: 'Abmelden',
     signInFailedTitle: 'Die Anmeldung wurde nicht abgeschlossen',
-    signInFailedText: 'Diese Anmeldeantwort wurde bereits verwendet, ist abgelaufen oder war nicht für diesen Browser bestimmt. Es wurde nichts geändert: bitte melden Sie sich erneut an.',
+    signInFailedText:
+      'Diese Anmeldeantwort wurde bereits verwendet, ist abgelaufen oder war nicht für diesen Browser bestimmt. Es wurde nichts geändert: bitte melden Sie sich erneut an.',
     signInAgain: 'Erneut anmelden',
     notFoundTitle: 'Seite nicht gefunden',
     notFoundText: 'Unter dieser Adresse gibt es keine Seite.',
     toSignIn: 'Zur Anmeldeseite',
     oauthErrors: {
-      access_denied: { title: 'Die Anmeldung wurde abgebrochen', text: 'Die Anmeldung wurde abgebrochen oder von Ihrem Anmeldedienst abgelehnt (Ihr Konto hat vielleicht keinen Zugang zu diesem Dienst). Es wurde nichts geändert.' },
+      access_denied: {
+        title: 'Die Anmeldung wurde abgebrochen',
+        text: 'Die Anmeldung wurde abgebrochen oder von Ihrem Anmeldedienst abgelehnt (Ihr Konto hat vielleicht keinen Zugang zu diesem Dienst). Es wurde nichts geändert.',
+      },
       login_required: { title: 'Bitte melden Sie sich an', text: 'Ihr Anmeldedienst verlangt, dass Sie sich erneut anmelden, bevor es weitergeht.' },
-      interaction_required: { title: 'Ihr Anmeldedienst braucht etwas von Ihnen', text: 'Ihr Anmeldedienst verlangt zuerst einen Schritt von Ihnen, zum Beispiel seine Bedingungen zu akzeptieren oder Ihr Konto fertig einzurichten. Melden Sie sich erneut an, um ihn zu erledigen.' },
-      consent_required: { title: 'Zustimmung nötig', text: 'Ihr Anmeldedienst braucht Ihre Zustimmung, bevor er Ihren Namen und Ihre E-Mail-Adresse an diesen Dienst weitergibt. Melden Sie sich erneut an und stimmen Sie zu.' },
-      account_selection_required: { title: 'Wählen Sie ein Konto', text: 'Ihr Anmeldedienst verlangt, dass Sie das Konto wählen. Melden Sie sich erneut an und wählen Sie eines.' },
-      temporarily_unavailable: { title: 'Die Anmeldung ist vorübergehend nicht möglich', text: 'Ihr Anmeldedienst ist ausgelastet oder wird gewartet. Bitte versuchen Sie es in einigen Minuten erneut.' },
-      server_error: { title: 'Ihr Anmeldedienst hatte ein Problem', text: 'Bei Ihrem Anmeldedienst ist ein eigener Fehler aufgetreten. Bitte versuchen Sie es erneut; wenn es wieder passiert, wenden Sie sich an Ihre Administration.' },
-      misconfigured: { title: 'Die Anmeldung ist falsch eingerichtet', text: 'Ihr Anmeldedienst hat die Anmeldeanfrage dieses Dienstes abgelehnt: er ist falsch eingerichtet. Bitte wenden Sie sich an Ihre Administration; eine erneute Anmeldung hilft nicht.' },
-      other: { title: 'Die Anmeldung wurde nicht abgeschlossen', text: 'Ihr Anmeldedienst hat einen Fehler gemeldet. Bitte melden Sie sich erneut an; wenn es wieder passiert, wenden Sie sich an Ihre Administration.' },
+      interaction_required: {
+        title: 'Ihr Anmeldedienst braucht etwas von Ihnen',
+        text: 'Ihr Anmeldedienst verlangt zuerst einen Schritt von Ihnen, zum Beispiel seine Bedingungen zu akzeptieren oder Ihr Konto fertig einzurichten. Melden Sie sich erneut an, um ihn zu erledigen.',
+      },
+      consent_required: {
+        title: 'Zustimmung nötig',
+        text: 'Ihr Anmeldedienst braucht Ihre Zustimmung, bevor er Ihren Namen und Ihre E-Mail-Adresse an diesen Dienst weitergibt. Melden Sie sich erneut an und stimmen Sie zu.',
+      },
+      account_selection_required: {
+        title: 'Wählen Sie ein Konto',
+        text: 'Ihr Anmeldedienst verlangt, dass Sie das Konto wählen. Melden Sie sich erneut an und wählen Sie eines.',
+      },
+      temporarily_unavailable: {
+        title: 'Die Anmeldung ist vorübergehend nicht möglich',
+        text: 'Ihr Anmeldedienst ist ausgelastet oder wird gewartet. Bitte versuchen Sie es in einigen Minuten erneut.',
+      },
+      server_error: {
+        title: 'Ihr Anmeldedienst hatte ein Problem',
+        text: 'Bei Ihrem Anmeldedienst ist ein eigener Fehler aufgetreten. Bitte versuchen Sie es erneut; wenn es wieder passiert, wenden Sie sich an Ihre Administration.',
+      },
+      misconfigured: {
+        title: 'Die Anmeldung ist falsch eingerichtet',
+        text: 'Ihr Anmeldedienst hat die Anmeldeanfrage dieses Dienstes abgelehnt: er ist falsch eingerichtet. Bitte wenden Sie sich an Ihre Administration; eine erneute Anmeldung hilft nicht.',
+      },
+      other: {
+        title: 'Die Anmeldung wurde nicht abgeschlossen',
+        text: 'Ihr Anmeldedienst hat einen Fehler gemeldet. Bitte melden Sie sich erneut an; wenn es wieder passiert, wenden Sie sich an Ihre Administration.',
+      },
     },
     errorCode: (code) => `Fehlercode (für Ihre Administration): ${code}`,
     tenantNotMemberTitle: 'Angemeldet, aber nicht bei der Organisation Ihres Links',
@@ -413,7 +471,12 @@ const SIGNED_IN = template<{ t: Texts; signedInAs: string; continueHref: string;
 export function renderSignedIn(model: LoginPageModel & { name: string; email: string }): string {
   const t = TEXTS[model.locale.lang];
   const logout = model.locale.prefix ? `/${model.locale.prefix}/auth/logout` : '/auth/logout';
-  return page(model.locale, t.signedInTitle, SIGNED_IN({ t, signedInAs: t.signedInAs(model.name, model.email), continueHref: model.returnTo ?? '/', logout }), 'signed-in');
+  return page(
+    model.locale,
+    t.signedInTitle,
+    SIGNED_IN({ t, signedInAs: t.signedInAs(model.name, model.email), continueHref: model.returnTo ?? '/', logout }),
+    'signed-in',
+  );
 }
 
 const PROBLEM = template<{ title: string; text: string; href: string; link: string }>(
@@ -425,7 +488,8 @@ const PROBLEM = template<{ title: string; text: string; href: string; link: stri
 /** A gateway error a browser navigated to: said in words, with the way back to signing in. */
 export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' | 'not-found' }): string {
   const t = TEXTS[model.locale.lang];
-  const [title, text, link] = model.kind === 'sign-in-failed' ? [t.signInFailedTitle, t.signInFailedText, t.signInAgain] : [t.notFoundTitle, t.notFoundText, t.toSignIn];
+  const [title, text, link] =
+    model.kind === 'sign-in-failed' ? [t.signInFailedTitle, t.signInFailedText, t.signInAgain] : [t.notFoundTitle, t.notFoundText, t.toSignIn];
   return page(model.locale, title, PROBLEM({ title, text, href: loginPath(model.locale), link }), model.kind);
 }
 
@@ -460,7 +524,12 @@ const TENANT_NOT_MEMBER = template<{ t: Texts; notice: string; continueHref: str
  */
 export function renderTenantNotMember(model: LoginPageModel & { linked: string; active: string | null; continueHref: string }): string {
   const t = TEXTS[model.locale.lang];
-  return page(model.locale, t.tenantNotMemberTitle, TENANT_NOT_MEMBER({ t, notice: t.tenantNotMemberText(model.linked, model.active), continueHref: model.continueHref }), 'tenant-not-member');
+  return page(
+    model.locale,
+    t.tenantNotMemberTitle,
+    TENANT_NOT_MEMBER({ t, notice: t.tenantNotMemberText(model.linked, model.active), continueHref: model.continueHref }),
+    'tenant-not-member',
+  );
 }
 
 /** The error code of a callback the realm answered with an error (query or form body), if it is one. */

@@ -73,11 +73,24 @@ export interface LoginRoutingImpl extends LoginRouting {
 /** Where the provider catalog reads from: IDP_PROVIDERS_FILE, else Keycloak's admin API, else nothing. */
 function catalogSource(catalog: Settings['catalog'], options: LoginRoutingOptions, now: () => number, signal: AbortSignal): CatalogSource {
   if (catalog.providersFile) return new FileSource(catalog.providersFile);
-  if (catalog.adminUrl) return new KeycloakAdminSource(catalog.adminUrl, catalog.clientId, catalog.clientSecret, options.fetch ?? globalThis.fetch, options.timeoutMs ?? 5_000, now, signal);
+  if (catalog.adminUrl)
+    return new KeycloakAdminSource(
+      catalog.adminUrl,
+      catalog.clientId,
+      catalog.clientSecret,
+      options.fetch ?? globalThis.fetch,
+      options.timeoutMs ?? 5_000,
+      now,
+      signal,
+    );
   return new NoSource();
 }
 
-export async function createLoginRouting(settings: Pick<Settings, 'login' | 'catalog'>, obs: Observability, options: LoginRoutingOptions = {}): Promise<LoginRoutingImpl> {
+export async function createLoginRouting(
+  settings: Pick<Settings, 'login' | 'catalog'>,
+  obs: Observability,
+  options: LoginRoutingOptions = {},
+): Promise<LoginRoutingImpl> {
   const now = options.now ?? Date.now;
   const closing = new AbortController();
   const login = settings.login;

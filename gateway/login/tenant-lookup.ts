@@ -39,7 +39,8 @@ export function createTenantLookup(
 ): TenantLookup {
   const mappedAliases = [...new Set(login.tenantAliases.values())].sort();
   // Fixed window per client key (IPv6 per /64), shared by every instance through REDIS_URL; 0 is off.
-  const limit = login.tenantLookupRateLimit > 0 ? shared.rateLimit('tenant-lookup', login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds) : undefined;
+  const limit =
+    login.tenantLookupRateLimit > 0 ? shared.rateLimit('tenant-lookup', login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds) : undefined;
 
   async function resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>> {
     const out = new Map<string, IdentityProvider | null | Error>();

@@ -143,15 +143,18 @@ export function createObservability(options: { level: string; auditFile?: string
   const base = { redact: { paths: REDACT, censor: '[redacted]' }, level: options.level };
   const log = options.destination ? pino(base, options.destination) : pino(base);
   const auditDestination = options.auditFile ? pino.destination({ dest: options.auditFile, sync: false, mkdir: true }) : undefined;
-  const audit = auditDestination
-    ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination)
-    : log.child({ name: 'audit' }, { level: 'info' });
+  const audit = auditDestination ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination) : log.child({ name: 'audit' }, { level: 'info' });
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics: Metrics = {
     registry,
-    requests: new TallyCounter({ name: 'gateway_requests_total', help: 'Requests by route class and status', labelNames: ['route_class', 'status'], registers: [registry] }),
+    requests: new TallyCounter({
+      name: 'gateway_requests_total',
+      help: 'Requests by route class and status',
+      labelNames: ['route_class', 'status'],
+      registers: [registry],
+    }),
     latency: new Histogram({
       name: 'gateway_request_duration_seconds',
       help: 'Time to response headers, by route class',
@@ -159,15 +162,43 @@ export function createObservability(options: { level: string; auditFile?: string
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
       registers: [registry],
     }),
-    policyDecisions: new TallyCounter({ name: 'gateway_policy_decisions_total', help: 'Policy decisions taken', labelNames: ['action', 'rule'], registers: [registry] }),
-    driftEvents: new Counter({ name: 'gateway_policy_drift_total', help: 'Times the upstream was found set differently from the platform policy', labelNames: ['kind'], registers: [registry] }),
+    policyDecisions: new TallyCounter({
+      name: 'gateway_policy_decisions_total',
+      help: 'Policy decisions taken',
+      labelNames: ['action', 'rule'],
+      registers: [registry],
+    }),
+    driftEvents: new Counter({
+      name: 'gateway_policy_drift_total',
+      help: 'Times the upstream was found set differently from the platform policy',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
     upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream failures by kind', labelNames: ['kind'], registers: [registry] }),
-    cache: new TallyCounter({ name: 'gateway_cache_lookups_total', help: 'Cache lookups by cache and result', labelNames: ['cache', 'result'], registers: [registry] }),
+    cache: new TallyCounter({
+      name: 'gateway_cache_lookups_total',
+      help: 'Cache lookups by cache and result',
+      labelNames: ['cache', 'result'],
+      registers: [registry],
+    }),
     openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),
-    anonymousAudit: new Counter({ name: 'gateway_anonymous_audit_events_total', help: 'Audit events anonymous clients caused, written or held back', labelNames: ['event', 'written'], registers: [registry] }),
-    sharedStateUp: new Gauge({ name: 'gateway_shared_state_up', help: '1 when the shared session state (Redis, or this process without REDIS_URL) can be trusted, else 0', registers: [registry] }),
+    anonymousAudit: new Counter({
+      name: 'gateway_anonymous_audit_events_total',
+      help: 'Audit events anonymous clients caused, written or held back',
+      labelNames: ['event', 'written'],
+      registers: [registry],
+    }),
+    sharedStateUp: new Gauge({
+      name: 'gateway_shared_state_up',
+      help: '1 when the shared session state (Redis, or this process without REDIS_URL) can be trusted, else 0',
+      registers: [registry],
+    }),
     sharedStateDownSince: () => undefined,
-    sessionChecksUnavailable: new Counter({ name: 'gateway_session_checks_unavailable_total', help: 'Cookie-session requests answered 503 because the shared session state could not be checked', registers: [registry] }),
+    sessionChecksUnavailable: new Counter({
+      name: 'gateway_session_checks_unavailable_total',
+      help: 'Cookie-session requests answered 503 because the shared session state could not be checked',
+      registers: [registry],
+    }),
   };
   new Gauge({
     name: 'gateway_shared_state_unreachable_seconds',
@@ -180,7 +211,11 @@ export function createObservability(options: { level: string; auditFile?: string
   });
   const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
   const heldBack = (held: Array<{ client: string; suppressed: number }>) => {
-    for (const h of held) audit.warn({ event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 }, 'anonymous audit events held back (rate)');
+    for (const h of held)
+      audit.warn(
+        { event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 },
+        'anonymous audit events held back (rate)',
+      );
   };
   return {
     log,
@@ -199,4 +234,3 @@ export function createObservability(options: { level: string; auditFile?: string
     },
   };
 }
-

@@ -122,7 +122,10 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
     // not make them useful to the signed-in users who are the traffic.
     const shared = probes.sharedState();
-    return { ready: up.ok && idp.ok && catalog.ok && shared.ok, checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared } };
+    return {
+      ready: up.ok && idp.ok && catalog.ok && shared.ok,
+      checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared },
+    };
   }
 
   function readiness(): Promise<Readiness> {
@@ -141,7 +144,11 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
       // Open WebUI 0.12 reports its admin flags to signed-in callers only: to this anonymous check
       // they are absent, and an absent flag must not read as "matches".
       if (!Object.keys(enforced).some((kind) => typeof features[kind] === 'boolean')) {
-        drift = { ok: true, detail: 'not checked: the chat front-end does not report ENABLE_ADMIN_EXPORT or ENABLE_ADMIN_CHAT_ACCESS to anonymous callers (Open WebUI 0.12); the gateway enforces its own values' };
+        drift = {
+          ok: true,
+          detail:
+            'not checked: the chat front-end does not report ENABLE_ADMIN_EXPORT or ENABLE_ADMIN_CHAT_ACCESS to anonymous callers (Open WebUI 0.12); the gateway enforces its own values',
+        };
         return drift;
       }
       for (const [kind, want] of Object.entries(enforced)) {
@@ -172,7 +179,14 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     res.set('cache-control', 'no-store').json({ status: 'ok' });
   };
   const readyz: express.RequestHandler = (_req, res, next) => {
-    readiness().then((r) => res.status(r.ready ? 200 : 503).set('cache-control', 'no-store').json(r), next);
+    readiness().then(
+      (r) =>
+        res
+          .status(r.ready ? 200 : 503)
+          .set('cache-control', 'no-store')
+          .json(r),
+      next,
+    );
   };
   const metrics: express.RequestHandler = (_req, res, next) => {
     obs.metrics.registry.metrics().then((text) => res.set('content-type', obs.metrics.registry.contentType).set('cache-control', 'no-store').send(text), next);

@@ -54,7 +54,12 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     }
   }
 
-  async function enforceAfterLookup(ctx: RequestContext, decision: Exclude<Decision, { action: 'pass' | 'deny' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function enforceAfterLookup(
+    ctx: RequestContext,
+    decision: Exclude<Decision, { action: 'pass' | 'deny' }>,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     const { caller, path, search, expectContinue } = ctx;
     const upstreamHeaders = ctx.headers!;
     switch (decision.action) {
@@ -65,14 +70,25 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       }
       case 'audit-file-access': {
         if (!caller) return proceed(ctx, req, res, expectContinue);
-        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(upstreamHeaders, trusted))]).then(([me, owner]) => {
-          if (owner !== me) {
-            obs.audit.warn(
-              { event: 'admin-file-access', caller: caller.label, callerId: me, fileId: decision.fileId, owner: owner ?? 'unknown', operation: decision.operation, method: req.method, path },
-              'admin touched a file they do not own',
-            );
-          }
-        });
+        const lookup = Promise.all([caller.upstreamUserId(), fileViews.ownerOf(decision.fileId, rewriteHeaders(upstreamHeaders, trusted))]).then(
+          ([me, owner]) => {
+            if (owner !== me) {
+              obs.audit.warn(
+                {
+                  event: 'admin-file-access',
+                  caller: caller.label,
+                  callerId: me,
+                  fileId: decision.fileId,
+                  owner: owner ?? 'unknown',
+                  operation: decision.operation,
+                  method: req.method,
+                  path,
+                },
+                'admin touched a file they do not own',
+              );
+            }
+          },
+        );
         if (decision.operation === 'delete') await lookup.catch(() => {});
         else lookup.catch(() => {});
         return proceed(ctx, req, res, expectContinue);
@@ -96,7 +112,10 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const callerId = await caller.upstreamUserId();
         let allowed = named.kind !== 'unreadable';
         if (named.kind === 'chat') allowed = await chatViews.mayAccess({ need: 'own-chat', chatId: named.id }, callerId, headers);
-        else if (named.kind === 'channel') allowed = (await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)).ok;
+        else if (named.kind === 'channel')
+          allowed = (
+            await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)
+          ).ok;
         if (allowed) return proceed(ctx, req, res, false, body.raw);
         obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
@@ -127,7 +146,11 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
             () => undefined,
           );
           const wanted = typeof email === 'string' ? email.trim().toLowerCase() : undefined;
-          const same = wanted !== undefined && current !== undefined && wanted === current.toLowerCase() && (!caller.identity || wanted === caller.identity.email.toLowerCase());
+          const same =
+            wanted !== undefined &&
+            current !== undefined &&
+            wanted === current.toLowerCase() &&
+            (!caller.identity || wanted === caller.identity.email.toLowerCase());
           if (!same) return refuse(res, caller, callerId, req.method, path, `${decision.rule}: the email stays the realm's`, decision.detail);
         }
         return proceed(ctx, req, res, false, body.raw);
@@ -138,7 +161,10 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
         return objectViews.serveListing(res, path + search, headers, who, (removed) =>
-          obs.audit.info({ event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed }, 'items of other users removed from an admin\u2019s list'),
+          obs.audit.info(
+            { event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
+            'items of other users removed from an admin\u2019s list',
+          ),
         );
       }
       case 'redact-fields': {
@@ -164,9 +190,14 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       }
       case 'audit-chat-delete': {
         if (!caller) return proceed(ctx, req, res, expectContinue);
-        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(upstreamHeaders, trusted))]).catch(() => ['', undefined]);
+        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(upstreamHeaders, trusted))]).catch(
+          () => ['', undefined],
+        );
         if (owner !== me) {
-          obs.audit.warn({ event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path }, 'admin deleted a chat they do not own');
+          obs.audit.warn(
+            { event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path },
+            'admin deleted a chat they do not own',
+          );
         }
         return proceed(ctx, req, res, expectContinue);
       }
@@ -187,7 +218,17 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   /** The audit line of a dropped Socket.IO event. */
   function dropReport(caller: Caller, path: string, transport: 'websocket' | 'polling'): DropReport {
     return (event, why) =>
-      obs.audit.warn({ event: 'admin-socket-event-dropped', rule: `route table: Socket.IO ${/\btoken\b/.test(why) || event === 'connect' ? 'token (the admin\u2019s own account only)' : event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`, caller: caller.label, socketEvent: event ?? 'unknown', transport, path }, why);
+      obs.audit.warn(
+        {
+          event: 'admin-socket-event-dropped',
+          rule: `route table: Socket.IO ${/\btoken\b/.test(why) || event === 'connect' ? 'token (the admin\u2019s own account only)' : event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`,
+          caller: caller.label,
+          socketEvent: event ?? 'unknown',
+          transport,
+          path,
+        },
+        why,
+      );
   }
 
   return Object.assign(enforce, {

@@ -77,13 +77,26 @@ export function createPipeline(parts: PipelineParts) {
    * token whose upstream sign-in is done: the common request costs no promise (bench/README.md,
    * "Sixth pass").
    */
-  function identify(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, cls: RouteClass, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
+  function identify(
+    ctx: RequestContext,
+    req: IncomingMessage,
+    res: ServerResponse,
+    cls: RouteClass,
+    apiKey: string | undefined,
+  ): Caller | null | undefined | Promise<Caller | null | undefined> {
     const identity = authenticator.authenticate(req, ctx);
     if (identity instanceof Promise) return identity.then((known) => callerOf(ctx, req, res, cls, known, apiKey));
     return callerOf(ctx, req, res, cls, identity, apiKey);
   }
 
-  function callerOf(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, cls: RouteClass, identity: Identity | undefined, apiKey: string | undefined): Caller | null | undefined | Promise<Caller | null | undefined> {
+  function callerOf(
+    ctx: RequestContext,
+    req: IncomingMessage,
+    res: ServerResponse,
+    cls: RouteClass,
+    identity: Identity | undefined,
+    apiKey: string | undefined,
+  ): Caller | null | undefined | Promise<Caller | null | undefined> {
     ctx.identity = identity;
     // The session cookies step 4 renewed or cleared go on the answer here, once, before any
     // answer is written (a proxied one merges them with the upstream's: gateway/upstream/proxy.ts).
@@ -196,11 +209,21 @@ export function createPipeline(parts: PipelineParts) {
       const headers = rewriteHeaders(ctx.headers, trusted);
       const judge = enforce.socketJudge(caller, headers);
       const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
-      upstream.forwardUpgradeGuarded(req, socket, head, (send, fail) =>
-        new WebSocketGuard(judge, report, send, (why) => {
-          obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
-          fail();
-        }, !settings.policy.bypassAdminAccessControl),
+      upstream.forwardUpgradeGuarded(
+        req,
+        socket,
+        head,
+        (send, fail) =>
+          new WebSocketGuard(
+            judge,
+            report,
+            send,
+            (why) => {
+              obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
+              fail();
+            },
+            !settings.policy.bypassAdminAccessControl,
+          ),
       );
       return;
     }

@@ -22,7 +22,11 @@ export class ChatViews {
    * (a refused chat may become the caller's own share later). Throws UpstreamError when the
    * upstream cannot be asked (the request then gets 502/504, and is not forwarded).
    */
-  async mayAccess(access: Exclude<ChatAccess, { need: 'audit-delete' }>, callerId: string, headers: Record<string, string | string[] | undefined>): Promise<boolean> {
+  async mayAccess(
+    access: Exclude<ChatAccess, { need: 'audit-delete' }>,
+    callerId: string,
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<boolean> {
     const id = access.need === 'own-chat' ? access.chatId : access.id;
     const key = `${callerId}\0${access.need}\0${id}`;
     if (this.allowed.get(key)) return true;

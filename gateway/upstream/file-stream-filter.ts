@@ -315,7 +315,8 @@ export class FileStreamFilter {
     if (st !== S_DONE) this.fail('the body ends inside its JSON value');
     if (!this.itemsSeen || !this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
     const total = this.total;
-    if (this.shape === 'list' && (!this.totalSeen || total === undefined || !Number.isInteger(total) || total < 0)) this.fail('total is not a whole number >= 0');
+    if (this.shape === 'list' && (!this.totalSeen || total === undefined || !Number.isInteger(total) || total < 0))
+      this.fail('total is not a whole number >= 0');
     const head = this.shape === 'list' ? LIST_HEAD : ARRAY_HEAD;
     const tail = this.shape === 'list' ? Buffer.from(`],"total":${JSON.stringify(total)}}`) : ARRAY_TAIL;
     const n = this.ownBuf.length;

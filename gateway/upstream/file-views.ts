@@ -20,7 +20,17 @@ import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../ops/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
-const REWRITE_KEEP = new Set(['authorization', 'cookie', 'x-api-key', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'accept-language']);
+const REWRITE_KEEP = new Set([
+  'authorization',
+  'cookie',
+  'x-api-key',
+  'user-agent',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'accept-language',
+]);
 
 export function rewriteHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = { accept: 'application/json' };
@@ -46,7 +56,14 @@ export class FileViews {
    * Answer a list, search or count request with the caller's own files only.
    * `search` is the canonical query string (with `?`), `callerId` the upstream user id.
    */
-  async serveOwn(res: ServerResponse, view: FilesView, path: string, search: string, headers: Record<string, string | string[] | undefined>, callerId: string): Promise<void> {
+  async serveOwn(
+    res: ServerResponse,
+    view: FilesView,
+    path: string,
+    search: string,
+    headers: Record<string, string | string[] | undefined>,
+    callerId: string,
+  ): Promise<void> {
     try {
       const params = new URLSearchParams(search);
       // The view the policy judged, fetched at the upstream's own route: `/API/v1/Files/` or
@@ -134,7 +151,12 @@ export class FileViews {
   }
 
   /** Every own file the upstream list yields, newest first, as the upstream orders them. */
-  private async walkOwn(path: string, params: URLSearchParams, headers: Record<string, string | string[] | undefined>, callerId: string): Promise<FileRecord[]> {
+  private async walkOwn(
+    path: string,
+    params: URLSearchParams,
+    headers: Record<string, string | string[] | undefined>,
+    callerId: string,
+  ): Promise<FileRecord[]> {
     const walk = new URLSearchParams(params);
     const own: FileRecord[] = [];
     for (let page = 1; page <= MAX_WALK_PAGES; page++) {
@@ -208,7 +230,8 @@ function filtered(filter: FileStreamFilter, shape: FileAnswerShape): FilteredFil
   try {
     return filter.end();
   } catch (err) {
-    if (err instanceof FileFilterError) throw new UpstreamError('bad-body', shape === 'list' ? `file list refused: ${err.message}` : `file search answer refused: ${err.message}`);
+    if (err instanceof FileFilterError)
+      throw new UpstreamError('bad-body', shape === 'list' ? `file list refused: ${err.message}` : `file search answer refused: ${err.message}`);
     throw err;
   }
 }

@@ -47,7 +47,14 @@ export interface JsonAnswer<T> extends UpstreamResponse {
  * One call of the gateway's own (`Upstream.call`) whose 200 answer must be JSON of `schema`'s
  * shape: anything else throws UpstreamJsonError. Other statuses are the caller's to read.
  */
-export async function callJson<T>(upstream: Pick<Upstream, 'call'>, schema: z.ZodType<T>, method: string, path: string, headers: Headers, body?: string): Promise<JsonAnswer<T>> {
+export async function callJson<T>(
+  upstream: Pick<Upstream, 'call'>,
+  schema: z.ZodType<T>,
+  method: string,
+  path: string,
+  headers: Headers,
+  body?: string,
+): Promise<JsonAnswer<T>> {
   const up = await upstream.call(method, path, headers, body);
   if (up.status !== 200) return { ...up, json: undefined };
   const read = parseJson(schema, up.body.toString('utf8'));

@@ -67,7 +67,13 @@ function dropUpstreamHeaders(res: ServerResponse): void {
 
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const target = new URL(options.url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: 256, timeout: options.idleTimeoutMs ?? 300_000, scheduling: 'lifo' });
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets: options.maxSockets,
+    maxFreeSockets: 256,
+    timeout: options.idleTimeoutMs ?? 300_000,
+    scheduling: 'lifo',
+  });
   const proxy = new ProxyServer({
     target, // a URL object: http-proxy-3 parses a string target again on every request
     agent,
@@ -106,7 +112,13 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       // Relayed, an invalid status (999) would be the client's problem; answered here, http-proxy-3
       // finds the response finished and pipes nothing.
       proxyRes.destroy();
-      answerFailure(res as ServerResponse, new UpstreamError('bad-status', `upstream answered an invalid status ${proxyRes.statusCode}`), obs, { method: req.method, url: req.url }, { connection: 'close' });
+      answerFailure(
+        res as ServerResponse,
+        new UpstreamError('bad-status', `upstream answered an invalid status ${proxyRes.statusCode}`),
+        obs,
+        { method: req.method, url: req.url },
+        { connection: 'close' },
+      );
       return;
     }
     tracked.answer = proxyRes;
@@ -146,7 +158,13 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     const timedOut = tracked.timedOut;
     // HPE_*: llhttp could not parse the answer (broken chunk framing, bytes past Content-Length, ...).
     const malformed = err.code?.startsWith('HPE_') === true;
-    const kind = timedOut ? 'timeout' : malformed ? 'bad-answer' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
+    const kind = timedOut
+      ? 'timeout'
+      : malformed
+        ? 'bad-answer'
+        : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH'
+          ? 'unreachable'
+          : 'reset';
     const failure = Object.assign(new UpstreamError(kind, err.message), { code: err.code });
     const fields = { method: req.method, url: req.url };
     if (!(res as ServerResponse).writeHead) return answerFailure(res, failure, obs, fields);
@@ -212,7 +230,12 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
      * upstream's bytes to the client untouched, and the client's through `guard`, which calls
      * `send` with what may go on. Any other answer than 101 is relayed and the socket ended.
      */
-    forwardUpgradeGuarded(req: IncomingMessage, socket: Duplex, head: Buffer, makeGuard: (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void }): void {
+    forwardUpgradeGuarded(
+      req: IncomingMessage,
+      socket: Duplex,
+      head: Buffer,
+      makeGuard: (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void },
+    ): void {
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = v;
       headers.host = target.host;
@@ -257,7 +280,13 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
      * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
      * Throws UpstreamError (502/504 material) on every failure.
      */
-    call(method: string, path: string, headers: Record<string, string | string[] | undefined>, body?: string | Buffer, sinkFor?: (status: number) => BodySink | undefined): Promise<UpstreamResponse> {
+    call(
+      method: string,
+      path: string,
+      headers: Record<string, string | string[] | undefined>,
+      body?: string | Buffer,
+      sinkFor?: (status: number) => BodySink | undefined,
+    ): Promise<UpstreamResponse> {
       return new Promise((resolve, reject) => {
         const outgoing: Record<string, string | string[]> = { host: target.host };
         for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;

@@ -40,7 +40,10 @@ async function signInAtKeycloak(page: Page, username: string, password: string, 
 
 const cookieHeader = async (context: BrowserContext, url: string) => (await context.cookies(url)).map((c) => `${c.name}=${c.value}`).join('; ');
 
-async function sessionAt(url: string, cookie: string): Promise<{ authenticated: boolean; user?: { email: string; roles: string[]; admin: boolean }; tenants?: string[]; active_tenant?: string | null }> {
+async function sessionAt(
+  url: string,
+  cookie: string,
+): Promise<{ authenticated: boolean; user?: { email: string; roles: string[]; admin: boolean }; tenants?: string[]; active_tenant?: string | null }> {
   const res = await fetch(`${url}/auth/session`, { headers: { cookie } });
   return (await res.json()) as never;
 }
@@ -69,8 +72,24 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
   describe('code flow through Keycloak’s login form', () => {
     const cases = [
       { username: 'alice', password: 'alice-pass', email: 'alice@acme.example', name: 'Alice Acme', role: 'user', groups: 'acme', what: 'a tenant user' },
-      { username: 'sysadmin', password: 'sysadmin-pass', email: 'sysadmin@platform.example', name: 'Sam Sysadmin', role: 'admin', groups: NO_GROUP, what: 'PlatformSysAdmin: a chat admin' },
-      { username: 'tina', password: 'tina-pass', email: 'tina@acme.example', name: 'Tina Tenantadmin', role: 'user', groups: 'acme', what: 'PlatformAdmin in the platform store only: an ordinary chat user' },
+      {
+        username: 'sysadmin',
+        password: 'sysadmin-pass',
+        email: 'sysadmin@platform.example',
+        name: 'Sam Sysadmin',
+        role: 'admin',
+        groups: NO_GROUP,
+        what: 'PlatformSysAdmin: a chat admin',
+      },
+      {
+        username: 'tina',
+        password: 'tina-pass',
+        email: 'tina@acme.example',
+        name: 'Tina Tenantadmin',
+        role: 'user',
+        groups: 'acme',
+        what: 'PlatformAdmin in the platform store only: an ordinary chat user',
+      },
     ];
     for (const c of cases) {
       it(`${c.username} (${c.what}) signs in; the chat front-end is told exactly who they are`, async () => {
@@ -110,7 +129,10 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
     it('the gateway’s service account holds only view-identity-providers', async () => {
       const clients = await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/clients?clientId=${CLIENT_ID}`);
       const sa = await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}/clients/${clients.body[0]!.id}/service-account-user`);
-      const mappings = await w.kc.admin<{ clientMappings?: Record<string, { mappings: Array<{ name: string }> }> }>('GET', `/admin/realms/${REALM}/users/${sa.body.id}/role-mappings`);
+      const mappings = await w.kc.admin<{ clientMappings?: Record<string, { mappings: Array<{ name: string }> }> }>(
+        'GET',
+        `/admin/realms/${REALM}/users/${sa.body.id}/role-mappings`,
+      );
       const clientRoles = Object.entries(mappings.body.clientMappings ?? {}).flatMap(([client, m]) => m.mappings.map((r) => `${client}:${r.name}`));
       expect(clientRoles).to.deep.equal(['realm-management:view-identity-providers']);
     });
@@ -144,7 +166,13 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
           displayName: `Bulk ${alias}`,
           providerId: 'oidc',
           enabled: true,
-          config: { clientId: 'x', clientSecret: 'x', authorizationUrl: 'https://bulk.example/auth', tokenUrl: 'https://bulk.example/token', guiOrder: String(100 + i) },
+          config: {
+            clientId: 'x',
+            clientSecret: 'x',
+            authorizationUrl: 'https://bulk.example/auth',
+            tokenUrl: 'https://bulk.example/token',
+            guiOrder: String(100 + i),
+          },
         });
       try {
         for (let i = 0; i < extra.length; i += 10) await Promise.all(extra.slice(i, i + 10).map((alias, j) => create(alias, i + j)));
@@ -153,7 +181,10 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         const answer = (await list()) as { providers: Array<{ alias: string }> };
         expect(answer.providers.map((p) => p.alias)).to.deep.equal(['acme-entra', 'globex-okta', ...extra]);
       } finally {
-        for (let i = 0; i < extra.length; i += 10) await Promise.all(extra.slice(i, i + 10).map((alias) => w.kc.admin('DELETE', `/admin/realms/${REALM}/identity-provider/instances/${alias}`).catch(() => undefined)));
+        for (let i = 0; i < extra.length; i += 10)
+          await Promise.all(
+            extra.slice(i, i + 10).map((alias) => w.kc.admin('DELETE', `/admin/realms/${REALM}/identity-provider/instances/${alias}`).catch(() => undefined)),
+          );
         w.clock.offsetMs += 5 * 60_000 + 1_000;
       }
     });
@@ -264,7 +295,11 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         enabledEventTypes: ['REFRESH_TOKEN', 'REFRESH_TOKEN_ERROR'],
       });
       // Three people sign in now; the tests below act when their access tokens run out.
-      for (const [username, password] of [['superuser', 'superuser-pass'], ['sysadmin', 'sysadmin-pass'], ['bob', 'bob-pass']] as const) {
+      for (const [username, password] of [
+        ['superuser', 'superuser-pass'],
+        ['sysadmin', 'sysadmin-pass'],
+        ['bob', 'bob-pass'],
+      ] as const) {
         const { page, context, close } = await browserSignIn(username, password);
         await page.waitForSelector('#who');
         signedIn.set(username, { cookie: await cookieHeader(context, w.a.url), at: Date.now(), close });
@@ -292,7 +327,13 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       const { cookie } = signedIn.get('superuser')!;
       await refreshDue('superuser');
       const answers = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => fetch(`${(i % 2 ? w.b : w.a).url}/api/v1/auths/`, { headers: { cookie } }).then(async (r) => ({ status: r.status, body: await r.text(), setCookie: r.headers.getSetCookie() }))),
+        Array.from({ length: 20 }, (_, i) =>
+          fetch(`${(i % 2 ? w.b : w.a).url}/api/v1/auths/`, { headers: { cookie } }).then(async (r) => ({
+            status: r.status,
+            body: await r.text(),
+            setCookie: r.headers.getSetCookie(),
+          })),
+        ),
       );
       expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
       expect(await events('superuser', 'REFRESH_TOKEN')).to.equal(1);
@@ -319,11 +360,16 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         // The access token in hand may have just been renewed: within one lifetime, the next refresh
         // brings the change; meanwhile every request is answered.
         const statuses = new Set<number>();
-        await until('the chat front-end told role user', async () => {
-          const res = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
-          statuses.add(res.status);
-          return res.status === 200 && ((await res.json()) as { role: string }).role === 'user';
-        }, (LIFESPAN_S + MARGIN_S) * 1000, 500);
+        await until(
+          'the chat front-end told role user',
+          async () => {
+            const res = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
+            statuses.add(res.status);
+            return res.status === 200 && ((await res.json()) as { role: string }).role === 'user';
+          },
+          (LIFESPAN_S + MARGIN_S) * 1000,
+          500,
+        );
         expect([...statuses]).to.deep.equal([200]);
         expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('user');
         expect((await sessionAt(w.a.url, cookie)).user!.admin).to.equal(false);
@@ -339,7 +385,12 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: false });
       try {
         // At the next refresh (within one access token lifetime) the session ends: 401 from then on.
-        await until('bob refused', async () => (await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status === 401, (LIFESPAN_S + MARGIN_S) * 1000, 500);
+        await until(
+          'bob refused',
+          async () => (await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status === 401,
+          (LIFESPAN_S + MARGIN_S) * 1000,
+          500,
+        );
         for (const g of [w.a, w.b]) await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
       } finally {
         await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: true });
@@ -370,7 +421,12 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         directAccessGrantsEnabled: true,
         standardFlowEnabled: false,
         protocolMappers: [
-          { name: 'audience', protocol: 'openid-connect', protocolMapper: 'oidc-audience-mapper', config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' } },
+          {
+            name: 'audience',
+            protocol: 'openid-connect',
+            protocolMapper: 'oidc-audience-mapper',
+            config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
+          },
         ],
       });
     });
@@ -380,7 +436,12 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       expect(await asBearer(w.a.url, old)).to.equal(200);
       expect(await asBearer(w.b.url, old)).to.equal(200);
       const realmId = (await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}`)).body.id;
-      const providers = (await w.kc.admin<Array<{ id: string; name: string; providerId: string; config: Record<string, string[]> }>>('GET', `/admin/realms/${REALM}/components?type=org.keycloak.keys.KeyProvider`)).body;
+      const providers = (
+        await w.kc.admin<Array<{ id: string; name: string; providerId: string; config: Record<string, string[]> }>>(
+          'GET',
+          `/admin/realms/${REALM}/components?type=org.keycloak.keys.KeyProvider`,
+        )
+      ).body;
       const oldRsa = providers.filter((p) => p.providerId === 'rsa-generated');
       expect(oldRsa).to.have.length(1);
       await w.kc.admin('POST', `/admin/realms/${REALM}/components`, {
@@ -390,12 +451,17 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         parentId: realmId,
         config: { priority: ['1000'], keySize: ['2048'], algorithm: ['RS256'], active: ['true'], enabled: ['true'] },
       });
-      await w.kc.admin('PUT', `/admin/realms/${REALM}/components/${oldRsa[0]!.id}`, { ...oldRsa[0], config: { ...oldRsa[0]!.config, enabled: ['false'], active: ['false'] } });
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/components/${oldRsa[0]!.id}`, {
+        ...oldRsa[0],
+        config: { ...oldRsa[0]!.config, enabled: ['false'], active: ['false'] },
+      });
 
       const fresh = await tokenFor('alice', 'alice-pass');
       expect(kidOf(fresh)).to.not.equal(kidOf(old));
       const jwks = (await (await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/certs`)).json()) as { keys: Array<{ kid: string }> };
-      expect(jwks.keys.map((k) => k.kid)).to.include(kidOf(fresh)).and.not.include(kidOf(old));
+      expect(jwks.keys.map((k) => k.kid))
+        .to.include(kidOf(fresh))
+        .and.not.include(kidOf(old));
       const t0 = Date.now();
       for (const g of [w.a, w.b]) await until(`the new key's token accepted at ${g.url}`, async () => (await asBearer(g.url, fresh)) === 200, 10_000, 500);
       const acceptedMs = Date.now() - t0;

@@ -21,8 +21,14 @@ interface Answer {
 }
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
-  { title: "Open WebUI's own admin flags all TRUE (drifted)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true } },
-  { title: "Open WebUI's own admin flags all false (the platform's setting)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } },
+  {
+    title: "Open WebUI's own admin flags all TRUE (drifted)",
+    flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true },
+  },
+  {
+    title: "Open WebUI's own admin flags all false (the platform's setting)",
+    flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false },
+  },
 ];
 
 /** Sharing and features a tenant would switch on: the doors below exist only with them. */
@@ -74,7 +80,11 @@ for (const { title, flags } of FLAG_SETS) {
       const pathOnly = path.split('?')[0]!;
       const line = () =>
         w.obs.lines.find(
-          (l) => (l.event === 'admin-access-denied' || l.event === 'admin-chat-access-denied' || l.event === 'policy-denied') && l.path === pathOnly && l.method === method && (l.callerId === ids.admin || l.callerId === undefined),
+          (l) =>
+            (l.event === 'admin-access-denied' || l.event === 'admin-chat-access-denied' || l.event === 'policy-denied') &&
+            l.path === pathOnly &&
+            l.method === method &&
+            (l.callerId === ids.admin || l.callerId === undefined),
         );
       for (let i = 0; i < 40 && !line(); i++) await sleep(25);
       expect(line(), `audit line of ${method} ${path}`).to.not.equal(undefined);
@@ -92,7 +102,24 @@ for (const { title, flags } of FLAG_SETS) {
     };
 
     // alice's content: private, shared with the admin by name, shared with the group acme
-    type Content = 'note' | 'noteShared' | 'noteGroup' | 'noteOwn' | 'channelProbe' | 'channel' | 'dm' | 'channelWithAdmin' | 'feedback' | 'feedbackOwn' | 'kb' | 'kbShared' | 'kbGroup' | 'folderProbe' | 'folderProbeChat' | 'folder' | 'folderChat';
+    type Content =
+      | 'note'
+      | 'noteShared'
+      | 'noteGroup'
+      | 'noteOwn'
+      | 'channelProbe'
+      | 'channel'
+      | 'dm'
+      | 'channelWithAdmin'
+      | 'feedback'
+      | 'feedbackOwn'
+      | 'kb'
+      | 'kbShared'
+      | 'kbGroup'
+      | 'folderProbe'
+      | 'folderProbeChat'
+      | 'folder'
+      | 'folderChat';
     const c = {} as Record<Content, string>;
 
     before(async function () {
@@ -108,9 +135,20 @@ for (const { title, flags } of FLAG_SETS) {
       adminToken = await signInDirect('sysadmin@platform.example', 'admin');
 
       const note = async (jar: Jar, t: string, secret: string, grants: unknown[] = []) =>
-        (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/notes/create', { title: t, data: { content: { md: secret, html: `<p>${secret}</p>`, json: null } }, access_grants: grants }), `note ${t}`)).id;
+        (
+          await ok<{ id: string }>(
+            via(jar, 'POST', '/api/v1/notes/create', {
+              title: t,
+              data: { content: { md: secret, html: `<p>${secret}</p>`, json: null } },
+              access_grants: grants,
+            }),
+            `note ${t}`,
+          )
+        ).id;
       c.note = await note(alice, 'Alice private note', 'ALICE-NOTE-SECRET');
-      c.noteShared = await note(alice, 'Alice note for the admin', 'ALICE-NOTE-FOR-ADMIN', [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }]);
+      c.noteShared = await note(alice, 'Alice note for the admin', 'ALICE-NOTE-FOR-ADMIN', [
+        { principal_type: 'user', principal_id: ids.admin, permission: 'read' },
+      ]);
       c.noteGroup = await note(alice, 'Alice note for acme', 'ALICE-NOTE-FOR-ACME', [{ principal_type: 'group', principal_id: acme, permission: 'read' }]);
       c.noteOwn = await note(admin, 'Admin own note', 'ADMIN-OWN-NOTE');
 
@@ -130,14 +168,29 @@ for (const { title, flags } of FLAG_SETS) {
         (
           await ok<{ id: string }>(
             via(jar, 'POST', '/api/v1/chats/new', {
-              chat: { title: t, models: [], messages: [{ id: 'm1', role: 'user', content: secret }], history: { messages: { m1: { id: 'm1', role: 'user', content: secret } }, currentId: 'm1' } },
+              chat: {
+                title: t,
+                models: [],
+                messages: [{ id: 'm1', role: 'user', content: secret }],
+                history: { messages: { m1: { id: 'm1', role: 'user', content: secret } }, currentId: 'm1' },
+              },
               ...(folder_id ? { folder_id } : {}),
             }),
             `chat ${t}`,
           )
         ).id;
       const feedback = async (jar: Jar, chatId: string, secret: string) =>
-        (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/evaluations/feedback', { type: 'rating', data: { rating: 1, model_id: 'tiny-test-model', comment: secret }, meta: { chat_id: chatId }, snapshot: { chat: { id: chatId, chat: { title: secret, messages: [{ role: 'user', content: secret }] } } } }), 'feedback')).id;
+        (
+          await ok<{ id: string }>(
+            via(jar, 'POST', '/api/v1/evaluations/feedback', {
+              type: 'rating',
+              data: { rating: 1, model_id: 'tiny-test-model', comment: secret },
+              meta: { chat_id: chatId },
+              snapshot: { chat: { id: chatId, chat: { title: secret, messages: [{ role: 'user', content: secret }] } } },
+            }),
+            'feedback',
+          )
+        ).id;
       c.feedback = await feedback(alice, await chat(alice, 'Alice rated chat', 'ALICE-RATED-CHAT-SECRET'), 'ALICE-RATED-CHAT-SECRET');
       c.feedbackOwn = await feedback(admin, await chat(admin, 'Admin rated chat', 'ADMIN-RATED-CHAT'), 'ADMIN-RATED-CHAT');
 
@@ -145,7 +198,9 @@ for (const { title, flags } of FLAG_SETS) {
       // memory, embeds it, then answers 503 for the vector write. The memory itself is kept.
       await via(alice, 'POST', '/api/v1/memories/add', { content: 'ALICE-MEMORY-SECRET lives on Elm Street' });
       await via(admin, 'POST', '/api/v1/memories/add', { content: 'ADMIN-OWN-MEMORY' });
-      expect((await ok<Array<{ content: string }>>(via(alice, 'GET', '/api/v1/memories/'), 'alice memories')).map((m) => m.content)).to.deep.equal(['ALICE-MEMORY-SECRET lives on Elm Street']);
+      expect((await ok<Array<{ content: string }>>(via(alice, 'GET', '/api/v1/memories/'), 'alice memories')).map((m) => m.content)).to.deep.equal([
+        'ALICE-MEMORY-SECRET lives on Elm Street',
+      ]);
 
       const kb = async (jar: Jar, name: string, secret: string, grants: unknown[] = []) =>
         (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/knowledge/create', { name, description: secret, access_grants: grants }), `knowledge ${name}`)).id;
@@ -170,7 +225,10 @@ for (const { title, flags } of FLAG_SETS) {
       expect(open.text).to.include('ALICE-NOTE-SECRET');
       const search = await direct('GET', '/api/v1/notes/search?query=Alice&permission=read');
       expect(search.status).to.equal(200);
-      expect(search.text.includes('Alice private note'), 'Open WebUI alone searches everybody\u2019s notes for an admin exactly when its bypass is on').to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
+      expect(
+        search.text.includes('Alice private note'),
+        'Open WebUI alone searches everybody\u2019s notes for an admin exactly when its bypass is on',
+      ).to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
       const w1 = await direct('POST', `/api/v1/notes/${c.note}/access/update`, { access_grants: [] });
       expect(w1.status, 'Open WebUI alone lets the admin rewrite the note\u2019s sharing').to.equal(200);
 
@@ -196,7 +254,9 @@ for (const { title, flags } of FLAG_SETS) {
     });
 
     it('notes: the admin\u2019s own note, a note shared with the admin by name, and one shared with a group work through the gateway', async () => {
-      expect((await ok<{ data: unknown }>(via(admin, 'GET', `/api/v1/notes/${c.noteOwn}`), 'own note')).data).to.deep.include({ content: { md: 'ADMIN-OWN-NOTE', html: '<p>ADMIN-OWN-NOTE</p>', json: null } });
+      expect((await ok<{ data: unknown }>(via(admin, 'GET', `/api/v1/notes/${c.noteOwn}`), 'own note')).data).to.deep.include({
+        content: { md: 'ADMIN-OWN-NOTE', html: '<p>ADMIN-OWN-NOTE</p>', json: null },
+      });
       expect((await via(admin, 'GET', `/api/v1/notes/${c.noteShared}`)).text).to.include('ALICE-NOTE-FOR-ADMIN');
       // 0.12.4's search lists notes the caller may WRITE unless `permission=read` is asked
       const search = await ok<{ items: Array<{ id: string }> }>(via(admin, 'GET', '/api/v1/notes/search?query=Alice&permission=read'), 'search');
@@ -217,9 +277,20 @@ for (const { title, flags } of FLAG_SETS) {
       expect(read.status).to.equal(200);
       expect(read.text, 'the door, without the gateway').to.include('ALICE-CHANNEL-SECRET');
 
-      for (const path of [`/api/v1/channels/${c.channel}`, `/api/v1/channels/${c.channel}/members`, `/api/v1/channels/${c.channel}/messages`]) await refused(await via(admin, 'GET', path), 'GET', path);
-      await refused(await via(admin, 'POST', `/api/v1/channels/${c.channel}/update/members/add`, { user_ids: [ids.admin] }), 'POST', `/api/v1/channels/${c.channel}/update/members/add`);
-      await refused(await via(admin, 'POST', `/api/v1/channels/${c.channel}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/channels/${c.channel}/access/update`);
+      for (const path of [`/api/v1/channels/${c.channel}`, `/api/v1/channels/${c.channel}/members`, `/api/v1/channels/${c.channel}/messages`])
+        await refused(await via(admin, 'GET', path), 'GET', path);
+      await refused(
+        await via(admin, 'POST', `/api/v1/channels/${c.channel}/update/members/add`, { user_ids: [ids.admin] }),
+        'POST',
+        `/api/v1/channels/${c.channel}/update/members/add`,
+      );
+      await refused(
+        await via(admin, 'POST', `/api/v1/channels/${c.channel}/access/update`, {
+          access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }],
+        }),
+        'POST',
+        `/api/v1/channels/${c.channel}/access/update`,
+      );
       await refused(await via(admin, 'GET', `/api/v1/channels/${c.channel}/messages`), 'GET', `/api/v1/channels/${c.channel}/messages`);
       // the add never reached Open WebUI: the admin is still no member there
       expect((await direct('GET', `/api/v1/channels/${c.channel}/messages`)).status).to.equal(403);
@@ -232,7 +303,11 @@ for (const { title, flags } of FLAG_SETS) {
       // 0.12.4 refuses member adds on a DM and its messages to non-members, admins included
       expect((await direct('POST', `/api/v1/channels/${c.dm}/update/members/add`, { user_ids: [ids.admin] })).status).to.equal(403);
       expect((await direct('GET', `/api/v1/channels/${c.dm}/messages`)).status).to.equal(403);
-      await refused(await via(admin, 'POST', `/api/v1/channels/${c.dm}/update/members/add`, { user_ids: [ids.admin] }), 'POST', `/api/v1/channels/${c.dm}/update/members/add`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/channels/${c.dm}/update/members/add`, { user_ids: [ids.admin] }),
+        'POST',
+        `/api/v1/channels/${c.dm}/update/members/add`,
+      );
       await refused(await via(admin, 'GET', `/api/v1/channels/${c.dm}/messages`), 'GET', `/api/v1/channels/${c.dm}/messages`);
       // bob, its other member, reads it through the gateway
       expect((await via(bob, 'GET', `/api/v1/channels/${c.dm}/messages`)).text).to.include('ALICE-DM-SECRET');
@@ -246,10 +321,17 @@ for (const { title, flags } of FLAG_SETS) {
     });
 
     it('feedback: Open WebUI alone gives the admin the snapshot of another user\u2019s rated chat by three routes; the gateway by none', async () => {
-      for (const path of ['/api/v1/evaluations/feedbacks/all/export', `/api/v1/evaluations/feedback/${c.feedback}`, '/api/v1/evaluations/feedbacks/list', '/api/v1/evaluations/feedbacks/all/ids']) {
+      for (const path of [
+        '/api/v1/evaluations/feedbacks/all/export',
+        `/api/v1/evaluations/feedback/${c.feedback}`,
+        '/api/v1/evaluations/feedbacks/list',
+        '/api/v1/evaluations/feedbacks/all/ids',
+      ]) {
         const r = await direct('GET', path);
         expect(r.status, path).to.equal(200);
-        expect(r.text, `the door, without the gateway: ${path}`).to.include(path.endsWith('/ids') ? c.feedback : path.endsWith('/list') ? c.feedback : 'ALICE-RATED-CHAT-SECRET');
+        expect(r.text, `the door, without the gateway: ${path}`).to.include(
+          path.endsWith('/ids') ? c.feedback : path.endsWith('/list') ? c.feedback : 'ALICE-RATED-CHAT-SECRET',
+        );
       }
       const exported = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/evaluations/feedbacks/all/export'), 'export');
       expect(exported.map((f) => f.id)).to.deep.equal([c.feedbackOwn]);
@@ -259,9 +341,15 @@ for (const { title, flags } of FLAG_SETS) {
       const idsList = await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/evaluations/feedbacks/all/ids'), 'ids');
       expect(idsList.map((f) => f.id)).to.deep.equal([c.feedbackOwn]);
       await refused(await via(admin, 'GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'GET', `/api/v1/evaluations/feedback/${c.feedback}`);
-      await refused(await via(admin, 'POST', `/api/v1/evaluations/feedback/${c.feedback}`, { type: 'rating', data: { rating: -1 } }), 'POST', `/api/v1/evaluations/feedback/${c.feedback}`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/evaluations/feedback/${c.feedback}`, { type: 'rating', data: { rating: -1 } }),
+        'POST',
+        `/api/v1/evaluations/feedback/${c.feedback}`,
+      );
       expect((await via(admin, 'GET', `/api/v1/evaluations/feedback/${c.feedbackOwn}`)).text).to.include('ADMIN-RATED-CHAT');
-      expect(w.obs.lines.some((l) => l.event === 'admin-list-filtered' && l.path === '/api/v1/evaluations/feedbacks/all/export' && Number(l.removed) >= 1)).to.equal(true);
+      expect(
+        w.obs.lines.some((l) => l.event === 'admin-list-filtered' && l.path === '/api/v1/evaluations/feedbacks/all/export' && Number(l.removed) >= 1),
+      ).to.equal(true);
     });
 
     it('memory: Open WebUI alone lets the admin query another user\u2019s memory collection; the gateway refuses it, own memories still work', async () => {
@@ -280,7 +368,10 @@ for (const { title, flags } of FLAG_SETS) {
       }
       const mine = await ok<Array<{ content: string }>>(via(admin, 'GET', '/api/v1/memories/'), 'memories');
       expect(mine.map((m) => m.content)).to.deep.equal(['ADMIN-OWN-MEMORY']);
-      expect((await ok<Array<{ content: string }>>(direct('GET', '/api/v1/memories/'), 'memories directly')).map((m) => m.content), 'Open WebUI alone keeps /memories/ to the caller too').to.deep.equal(['ADMIN-OWN-MEMORY']);
+      expect(
+        (await ok<Array<{ content: string }>>(direct('GET', '/api/v1/memories/'), 'memories directly')).map((m) => m.content),
+        'Open WebUI alone keeps /memories/ to the caller too',
+      ).to.deep.equal(['ADMIN-OWN-MEMORY']);
     });
 
     it('knowledge: Open WebUI alone gives the admin another user\u2019s knowledge base and its export; the gateway does not, shared ones still work', async () => {
@@ -289,8 +380,15 @@ for (const { title, flags } of FLAG_SETS) {
         expect(r.status, `the door, without the gateway: ${path}: ${r.text.slice(0, 200)}`).to.equal(200);
       }
       expect((await direct('GET', `/api/v1/knowledge/${c.kb}`)).text).to.include('ALICE-KB-SECRET');
-      for (const path of [`/api/v1/knowledge/${c.kb}`, `/api/v1/knowledge/${c.kb}/export`, `/api/v1/knowledge/${c.kb}/files`]) await refused(await via(admin, 'GET', path), 'GET', path);
-      await refused(await via(admin, 'POST', `/api/v1/knowledge/${c.kb}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/knowledge/${c.kb}/access/update`);
+      for (const path of [`/api/v1/knowledge/${c.kb}`, `/api/v1/knowledge/${c.kb}/export`, `/api/v1/knowledge/${c.kb}/files`])
+        await refused(await via(admin, 'GET', path), 'GET', path);
+      await refused(
+        await via(admin, 'POST', `/api/v1/knowledge/${c.kb}/access/update`, {
+          access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }],
+        }),
+        'POST',
+        `/api/v1/knowledge/${c.kb}/access/update`,
+      );
       const list = await via(admin, 'GET', '/api/v1/knowledge/');
       expect(list.status).to.equal(200);
       expect(list.text).to.not.include('ALICE-KB-SECRET');
@@ -303,7 +401,9 @@ for (const { title, flags } of FLAG_SETS) {
 
     it('folders: Open WebUI alone gives the admin another user\u2019s folder, lets them share it with themself and read its chat; the gateway does not', async () => {
       expect((await direct('GET', `/api/v1/folders/${c.folderProbe}`)).status, 'the door, without the gateway').to.equal(200);
-      const share = await direct('POST', `/api/v1/folders/${c.folderProbe}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] });
+      const share = await direct('POST', `/api/v1/folders/${c.folderProbe}/access/update`, {
+        access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }],
+      });
       expect(share.status, share.text).to.equal(200);
       const chat = await direct('GET', `/api/v1/chats/${c.folderProbeChat}`);
       expect(chat.status, 'a chat in a folder shared with the admin').to.equal(200);
@@ -311,7 +411,13 @@ for (const { title, flags } of FLAG_SETS) {
 
       await refused(await via(admin, 'GET', `/api/v1/folders/${c.folder}`), 'GET', `/api/v1/folders/${c.folder}`);
       await refused(await via(admin, 'GET', `/api/v1/folders/${c.folder}/shared/chats`), 'GET', `/api/v1/folders/${c.folder}/shared/chats`);
-      await refused(await via(admin, 'POST', `/api/v1/folders/${c.folder}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }] }), 'POST', `/api/v1/folders/${c.folder}/access/update`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/folders/${c.folder}/access/update`, {
+          access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'read' }],
+        }),
+        'POST',
+        `/api/v1/folders/${c.folder}/access/update`,
+      );
       const r = await via(admin, 'GET', `/api/v1/chats/${c.folderChat}`);
       expect(r.text).to.not.include('ALICE-FOLDER-CHAT-SECRET');
       await refused(r, 'GET', `/api/v1/chats/${c.folderChat}`, 401);
@@ -319,18 +425,30 @@ for (const { title, flags } of FLAG_SETS) {
       expect(shared.status).to.equal(200);
       expect(shared.text).to.not.include('Alice folder"');
       // the share never reached Open WebUI
-      expect((await ok<{ access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'alice reads her folder')).access_grants).to.deep.equal([]);
+      expect((await ok<{ access_grants: unknown[] }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'alice reads her folder')).access_grants).to.deep.equal(
+        [],
+      );
     });
 
     it('accounts: Open WebUI alone lets the admin change another user\u2019s email and password; the gateway only the admin\u2019s own account', async () => {
       const carol = await ok<{ email: string; name: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol');
-      const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, { name: carol.name, email: 'carol.taken@evil.example', password: 'Taken-0ver!' });
+      const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, {
+        name: carol.name,
+        email: 'carol.taken@evil.example',
+        password: 'Taken-0ver!',
+      });
       expect(changed.status, changed.text).to.equal(200);
-      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol after')).email, 'the door, without the gateway').to.equal('carol.taken@evil.example');
+      expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol after')).email, 'the door, without the gateway').to.equal(
+        'carol.taken@evil.example',
+      );
       await ok(direct('POST', `/api/v1/users/${ids.carol}/update`, { name: carol.name, email: carol.email }), 'carol back');
 
       const bobBefore = await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.bob}`), 'bob');
-      await refused(await via(admin, 'POST', `/api/v1/users/${ids.bob}/update`, { name: 'Bob', email: 'bob.taken@evil.example', password: 'Taken-0ver!' }), 'POST', `/api/v1/users/${ids.bob}/update`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/users/${ids.bob}/update`, { name: 'Bob', email: 'bob.taken@evil.example', password: 'Taken-0ver!' }),
+        'POST',
+        `/api/v1/users/${ids.bob}/update`,
+      );
       expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.bob}`), 'bob after')).email).to.equal(bobBefore.email);
       // bob still signs in as himself
       expect((await ok<{ id: string }>(via((await signIn(w.url, 'bob')).jar, 'GET', '/api/v1/auths/'), 'bob again')).id).to.equal(ids.bob);
@@ -338,11 +456,21 @@ for (const { title, flags } of FLAG_SETS) {
       // of someone who has not signed in yet; that person's trusted-header sign-in then lands in
       // the admin's account (the admin's token, still valid on the socket, sees all they do).
       const superToken = await signInDirect('superuser@platform.example', 'admin');
-      expect((await direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'tina@acme.example' }, superToken)).status, 'the door, without the gateway').to.equal(200);
+      expect(
+        (await direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'tina@acme.example' }, superToken)).status,
+        'the door, without the gateway',
+      ).to.equal(200);
       const tinaToken = await signInDirect('tina@acme.example', 'user');
-      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, tinaToken), 'tina')).id, 'tina signed in to the admin\u2019s account').to.equal(ids.superuser);
+      expect(
+        (await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, tinaToken), 'tina')).id,
+        'tina signed in to the admin\u2019s account',
+      ).to.equal(ids.superuser);
       await ok(direct('POST', `/api/v1/users/${ids.superuser}/update`, { email: 'superuser@platform.example', role: 'admin' }), 'superuser back');
-      await refused(await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: 'Sys Admin', email: 'carol.next@acme.example' }), 'POST', `/api/v1/users/${ids.admin}/update`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/users/${ids.admin}/update`, { name: 'Sys Admin', email: 'carol.next@acme.example' }),
+        'POST',
+        `/api/v1/users/${ids.admin}/update`,
+      );
       expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.admin}`), 'admin email')).email).to.equal('sysadmin@platform.example');
       // Nor add an account: Open WebUI alone answers with a token of the new account, and the
       // trusted-header sign-in of that email later lands in it
@@ -351,8 +479,16 @@ for (const { title, flags } of FLAG_SETS) {
       const held = added.json<{ id: string; token: string }>();
       const newhire = await signInDirect('newhire@acme.example', 'user');
       expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, newhire), 'newhire')).id, 'the door, without the gateway').to.equal(held.id);
-      expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, held.token), 'the held token')).id, 'the admin holds a token of that account').to.equal(held.id);
-      const viaAdd = await via(admin, 'POST', '/api/v1/auths/add', { name: 'Next Hire', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!', role: 'user' });
+      expect(
+        (await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, held.token), 'the held token')).id,
+        'the admin holds a token of that account',
+      ).to.equal(held.id);
+      const viaAdd = await via(admin, 'POST', '/api/v1/auths/add', {
+        name: 'Next Hire',
+        email: 'nexthire@acme.example',
+        password: 'Str0ng-Passw0rd!',
+        role: 'user',
+      });
       expect(viaAdd.text).to.not.include('token');
       await refused(viaAdd, 'POST', '/api/v1/auths/add');
       // Nor a sign-up: an admin may turn sign-up on upstream (admin config), and Open WebUI alone then
@@ -360,16 +496,24 @@ for (const { title, flags } of FLAG_SETS) {
       const config = await ok<Record<string, unknown>>(direct('GET', '/api/v1/auths/admin/config'), 'admin config');
       await ok(direct('POST', '/api/v1/auths/admin/config', { ...config, ENABLE_SIGNUP: true, ENABLE_LOGIN_FORM: true }), 'sign-up on');
       try {
-        const signup = await fetch(`${w.owui.url}/api/v1/auths/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Later Hire', email: 'laterhire@acme.example', password: 'Str0ng-Passw0rd!' }) });
+        const signup = await fetch(`${w.owui.url}/api/v1/auths/signup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Later Hire', email: 'laterhire@acme.example', password: 'Str0ng-Passw0rd!' }),
+        });
         const signed = (await signup.json()) as { id?: string; token?: string };
         expect(signup.status, 'the door, without the gateway').to.equal(200);
-        expect((await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, await signInDirect('laterhire@acme.example', 'user')), 'later hire')).id).to.equal(signed.id);
+        expect(
+          (await ok<{ id: string }>(direct('GET', '/api/v1/auths/', undefined, await signInDirect('laterhire@acme.example', 'user')), 'later hire')).id,
+        ).to.equal(signed.id);
         for (const jar of [admin, alice]) {
           const r = await via(jar, 'POST', '/api/v1/auths/signup', { name: 'Next', email: 'nexthire@acme.example', password: 'Str0ng-Passw0rd!' });
           expect(r.status, r.text).to.equal(403);
           expect(r.text).to.not.include('token');
         }
-        expect(w.obs.lines.some((l) => l.event === 'policy-denied' && l.path === '/api/v1/auths/signup' && l.rule === 'accounts come from the realm')).to.equal(true);
+        expect(w.obs.lines.some((l) => l.event === 'policy-denied' && l.path === '/api/v1/auths/signup' && l.rule === 'accounts come from the realm')).to.equal(
+          true,
+        );
       } finally {
         await ok(direct('POST', '/api/v1/auths/admin/config', config), 'sign-up back off');
       }
@@ -382,7 +526,17 @@ for (const { title, flags } of FLAG_SETS) {
 
     it('sweep: no GET route of the table gives the admin any of alice\u2019s private content, whatever id it is given', async function () {
       this.timeout(240_000);
-      const SECRETS = ['ALICE-NOTE-SECRET', 'ALICE-CHANNEL-SECRET', 'ALICE-DM-SECRET', 'ALICE-RATED-CHAT-SECRET', 'ALICE-MEMORY-SECRET', 'ALICE-KB-SECRET', 'ALICE-FOLDER-CHAT-SECRET', 'Alice private note', 'Alice KB"'];
+      const SECRETS = [
+        'ALICE-NOTE-SECRET',
+        'ALICE-CHANNEL-SECRET',
+        'ALICE-DM-SECRET',
+        'ALICE-RATED-CHAT-SECRET',
+        'ALICE-MEMORY-SECRET',
+        'ALICE-KB-SECRET',
+        'ALICE-FOLDER-CHAT-SECRET',
+        'Alice private note',
+        'Alice KB"',
+      ];
       // each parameter gets the id of alice's object of the route's own kind (else every kind in turn)
       const byKind: Record<string, string[]> = {
         notes: [c.note],
@@ -447,14 +601,17 @@ for (const { title, flags } of FLAG_SETS) {
             }
           });
         });
-      const joinDoc = (s: Sock, note: string) => s.emit('ydoc:document:join', { document_id: `note:${note}`, user_id: ids.admin, user_name: 'admin', user_color: '#000000' });
-      const stateOf = (s: Sock, note: string) => s.events.find(([e, d]) => e === 'ydoc:document:state' && (d as { document_id?: string }).document_id === `note:${note}`);
+      const joinDoc = (s: Sock, note: string) =>
+        s.emit('ydoc:document:join', { document_id: `note:${note}`, user_id: ids.admin, user_name: 'admin', user_color: '#000000' });
+      const stateOf = (s: Sock, note: string) =>
+        s.events.find(([e, d]) => e === 'ydoc:document:state' && (d as { document_id?: string }).document_id === `note:${note}`);
       const noteEventOf = (s: Sock, note: string) => s.events.find(([e, d]) => e === 'events:note' && (d as { id?: string }).id === note);
       const until = async (f: () => unknown, ms = 4_000) => {
         for (let t = 0; t < ms && !f(); t += 50) await sleep(50);
         return f();
       };
-      const touch = async (note: string, text: string) => ok(via(alice, 'POST', `/api/v1/notes/${note}/update`, { data: { content: { md: text, html: `<p>${text}</p>`, json: null } } }), 'alice edits');
+      const touch = async (note: string, text: string) =>
+        ok(via(alice, 'POST', `/api/v1/notes/${note}/update`, { data: { content: { md: text, html: `<p>${text}</p>`, json: null } } }), 'alice edits');
 
       it('the real server offers no long-polling transport (ENABLE_WEBSOCKET_SUPPORT, on by default): the WebSocket is the one to guard', async () => {
         const poll = await fetch(`${w.owui.url}/ws/socket.io/?EIO=4&transport=polling`);
@@ -492,7 +649,12 @@ for (const { title, flags } of FLAG_SETS) {
           s.emit('ydoc:document:update', { document_id: `note:${c.note}`, update: [0, 0], user_id: ids.admin, data: { content: { md: 'taken' } } });
           s.emit('ydoc:awareness:update', { document_id: `note:${c.note}`, update: [0] });
           await touch(c.note, 'ALICE-NOTE-SECRET edited again');
-          await ok(via(admin, 'POST', `/api/v1/notes/${c.noteOwn}/update`, { data: { content: { md: 'ADMIN-OWN-NOTE v2', html: '<p>ADMIN-OWN-NOTE v2</p>', json: null } } }), 'admin edits');
+          await ok(
+            via(admin, 'POST', `/api/v1/notes/${c.noteOwn}/update`, {
+              data: { content: { md: 'ADMIN-OWN-NOTE v2', html: '<p>ADMIN-OWN-NOTE v2</p>', json: null } },
+            }),
+            'admin edits',
+          );
           expect(JSON.stringify(await until(() => noteEventOf(s, c.noteOwn))), 'the own note\u2019s live events').to.include('ADMIN-OWN-NOTE v2');
           await sleep(500);
           expect(stateOf(s, c.note), 'another user\u2019s document').to.equal(undefined);
@@ -500,7 +662,10 @@ for (const { title, flags } of FLAG_SETS) {
           expect(JSON.stringify(s.events)).to.not.include('ALICE-NOTE-SECRET');
           const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && l.transport === 'websocket');
           expect(dropped.map((l) => l.socketEvent)).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update', 'ydoc:awareness:update']);
-          expect(dropped.map((l) => l.socketEvent), 'the own note\u2019s events pass').to.have.length(4);
+          expect(
+            dropped.map((l) => l.socketEvent),
+            'the own note\u2019s events pass',
+          ).to.have.length(4);
           expect(dropped.every((l) => /route table: Socket.IO/.test(String(l.rule)))).to.equal(true);
         } finally {
           s.close();
@@ -527,7 +692,14 @@ for (const { title, flags } of FLAG_SETS) {
     describe('last: every write of the table on alice\u2019s objects', () => {
       it('every by-id and account row other than GET, given alice\u2019s object, is refused and audited, and her objects stay as they were', async function () {
         this.timeout(120_000);
-        const byKind: Record<string, string[]> = { notes: [c.note], channels: [c.channel, c.dm], knowledge: [c.kb], folders: [c.folder], evaluations: [c.feedback], users: [ids.alice] };
+        const byKind: Record<string, string[]> = {
+          notes: [c.note],
+          channels: [c.channel, c.dm],
+          knowledge: [c.kb],
+          folders: [c.folder],
+          evaluations: [c.feedback],
+          users: [ids.alice],
+        };
         let asked = 0;
         for (const row of OPEN_WEBUI_ROUTES) {
           if (!['by-id-read', 'by-id-write', 'account'].includes(row.class)) continue;
@@ -546,7 +718,9 @@ for (const { title, flags } of FLAG_SETS) {
         expect((await ok<{ description: string }>(via(alice, 'GET', `/api/v1/knowledge/${c.kb}`), 'kb')).description).to.equal('ALICE-KB-SECRET');
         expect((await ok<{ name: string }>(via(alice, 'GET', `/api/v1/folders/${c.folder}`), 'folder')).name).to.equal('Alice folder');
         expect((await via(alice, 'GET', `/api/v1/channels/${c.channel}/messages`)).text).to.include('ALICE-CHANNEL-SECRET');
-        expect((await ok<{ data: { comment: string } }>(direct('GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'feedback')).data.comment).to.equal('ALICE-RATED-CHAT-SECRET');
+        expect((await ok<{ data: { comment: string } }>(direct('GET', `/api/v1/evaluations/feedback/${c.feedback}`), 'feedback')).data.comment).to.equal(
+          'ALICE-RATED-CHAT-SECRET',
+        );
         expect((await ok<{ email: string }>(direct('GET', `/api/v1/users/${ids.alice}`), 'alice')).email).to.equal('alice@acme.example');
       });
     });

@@ -31,8 +31,14 @@ async function me(jar: Jar): Promise<{ id: string; email: string; role: string }
 }
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
-  { title: "Open WebUI's own admin flags all TRUE (drifted)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true } },
-  { title: "Open WebUI's own admin flags all false (the platform's setting)", flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } },
+  {
+    title: "Open WebUI's own admin flags all TRUE (drifted)",
+    flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true },
+  },
+  {
+    title: "Open WebUI's own admin flags all false (the platform's setting)",
+    flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false },
+  },
 ];
 
 for (const { title, flags } of FLAG_SETS) {
@@ -52,7 +58,11 @@ for (const { title, flags } of FLAG_SETS) {
       const jars = (await Promise.all(['sysadmin', 'alice', 'bob'].map((u) => signIn(w.url, u)))).map((s) => s.jar);
       [admin, alice, bob] = [jars[0]!, jars[1]!, jars[2]!];
       ids = { admin: (await me(admin)).id, alice: (await me(alice)).id, bob: (await me(bob)).id };
-      files = { admin: await upload(w, { jar: admin }, 'admin-own.txt'), alice: await upload(w, { jar: alice }, 'alice-private.txt'), bob: await upload(w, { jar: bob }, 'bob-private.txt') };
+      files = {
+        admin: await upload(w, { jar: admin }, 'admin-own.txt'),
+        alice: await upload(w, { jar: alice }, 'alice-private.txt'),
+        bob: await upload(w, { jar: bob }, 'bob-private.txt'),
+      };
       const chat = await browse(alice, '/api/v1/chats/new', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -73,9 +83,11 @@ for (const { title, flags } of FLAG_SETS) {
         body: JSON.stringify({ email: '', password: '' }),
       });
       const token = ((await direct.json()) as { token: string }).token;
-      const list = (await (await fetch(`${w.owui.url}/api/v1/files/?content=false`, { headers: { authorization: `Bearer ${token}` } })).json()) as { items: FileRecord[] };
+      const list = (await (await fetch(`${w.owui.url}/api/v1/files/?content=false`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        items: FileRecord[];
+      };
       const owners = new Set(list.items.map((f) => f.user_id));
-      expect(owners.has(ids.alice), 'Open WebUI alone shows the admin alice\'s file').to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
+      expect(owners.has(ids.alice), "Open WebUI alone shows the admin alice's file").to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
       const exportStatus = (await fetch(`${w.owui.url}/api/v1/chats/all/db`, { headers: { authorization: `Bearer ${token}` } })).status;
       expect(exportStatus).to.equal(flags.ENABLE_ADMIN_EXPORT ? 200 : 401);
     });
@@ -123,7 +135,7 @@ for (const { title, flags } of FLAG_SETS) {
       expect((await browse(alice, '/api/v1/chats/all/db')).status).to.equal(401);
     });
 
-    it('the chat side doors stay closed to the admin: another user\'s chat by id, by user, by share route, clone', async () => {
+    it("the chat side doors stay closed to the admin: another user's chat by id, by user, by share route, clone", async () => {
       const doors: Array<[string, string]> = [
         ['GET', `/api/v1/chats/${aliceChat}`],
         ['GET', `/api/v1/chats/list/user/${ids.alice}`],
@@ -132,7 +144,11 @@ for (const { title, flags } of FLAG_SETS) {
         ['GET', `/api/v1/chats/stats/export/${aliceChat}`],
       ];
       for (const [method, path] of doors) {
-        const r = await browse(admin, path, { method, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, body: method === 'POST' ? '{}' : undefined });
+        const r = await browse(admin, path, {
+          method,
+          headers: method === 'POST' ? { 'content-type': 'application/json' } : {},
+          body: method === 'POST' ? '{}' : undefined,
+        });
         expect(r.status, `${method} ${path}`).to.equal(401);
         expect(r.text, `${method} ${path}`).to.not.include('Alice private chat');
       }
@@ -142,7 +158,7 @@ for (const { title, flags } of FLAG_SETS) {
       expect(own.json<{ title: string }>().title).to.equal('Alice private chat');
     });
 
-    it('per-file routes answer as Open WebUI does (spec A7), and the admin touching another user\'s file is audited', async () => {
+    it("per-file routes answer as Open WebUI does (spec A7), and the admin touching another user's file is audited", async () => {
       const r = await browse(admin, `/api/v1/files/${files.bob.id}`);
       expect(r.status).to.equal(200);
       expect(r.json<FileRecord>().user_id).to.equal(ids.bob);
@@ -202,7 +218,7 @@ describe('roles and bearer tokens on the real Open WebUI 0.12.4', function () {
       sysadmin.roles = [];
       await sleep((TTL - MARGIN + 1) * 1000);
       const after = await me(jar);
-      expect(after.role, 'Open WebUI\'s stored role').to.equal('user');
+      expect(after.role, "Open WebUI's stored role").to.equal('user');
       expect((await browse(jar, '/api/v1/users/')).status).to.equal(401);
       expect((await browse(jar, '/auth/session')).json<{ user: { admin: boolean } }>().user.admin).to.equal(false);
     } finally {
@@ -243,7 +259,7 @@ describe('roles and bearer tokens on the real Open WebUI 0.12.4', function () {
     const auth = { authorization: `Bearer ${token}` };
     const who = await fetch(`${w.url}/api/v1/auths/`, { headers: auth });
     expect(who.status).to.equal(200);
-    expect(((await who.json()) as { email: string; role: string })).to.include({ email: 'bob@globex.example', role: 'user' });
+    expect((await who.json()) as { email: string; role: string }).to.include({ email: 'bob@globex.example', role: 'user' });
     const file = await upload(w, { bearer: token }, 'bob-by-bearer.txt');
     const list = await fetch(`${w.url}/api/v1/files/?content=false`, { headers: auth });
     expect(list.status).to.equal(200);

@@ -44,7 +44,8 @@ describe('the real Open WebUI 0.12.4 behind the gateway, in headless Chromium', 
     expect(new URL(page.url()).pathname).to.equal('/auth/login');
     const signins: Array<{ status: number; body: { email?: string; role?: string } }> = [];
     page.on('response', async (r) => {
-      if (r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/v1/auths/signin') signins.push({ status: r.status(), body: await r.json().catch(() => ({})) });
+      if (r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/v1/auths/signin')
+        signins.push({ status: r.status(), body: await r.json().catch(() => ({})) });
     });
     await page.goto(`${w.url}/auth/start?returnTo=%2F`);
     await signInAtRealm(page, 'sysadmin', 'sysadmin-pass');
@@ -87,10 +88,17 @@ describe('the real Open WebUI 0.12.4 behind the gateway, in headless Chromium', 
     // The Socket.IO connection is a WebSocket through the gateway (no long-polling), and the
     // answer reached the browser on it piece by piece.
     const socketUrls = sockets.map((s) => new URL(s.url()));
-    expect(socketUrls.some((u) => u.host === new URL(w.url).host && u.pathname === '/ws/socket.io/' && u.searchParams.get('transport') === 'websocket')).to.equal(true);
+    expect(
+      socketUrls.some((u) => u.host === new URL(w.url).host && u.pathname === '/ws/socket.io/' && u.searchParams.get('transport') === 'websocket'),
+    ).to.equal(true);
     expect(socketIoPolling, 'no long-polling').to.deep.equal([]);
     // 0.12.4 sends `events` of type `response:completion` carrying `response.output_text.delta`s.
-    const deltas = socketFrames.filter((f) => f.startsWith('42["events"') && f.includes('"response:completion"') && w.model!.words.slice(1, -1).some((word) => f.includes(`"delta":${JSON.stringify(word)}`)));
+    const deltas = socketFrames.filter(
+      (f) =>
+        f.startsWith('42["events"') &&
+        f.includes('"response:completion"') &&
+        w.model!.words.slice(1, -1).some((word) => f.includes(`"delta":${JSON.stringify(word)}`)),
+    );
     expect(deltas.length, 'several events carried parts of the answer, one at a time').to.be.at.least(w.model!.words.length - 2);
     expect(tab.errors).to.deep.equal([]);
   });
@@ -107,7 +115,7 @@ describe('the real Open WebUI 0.12.4 behind the gateway, in headless Chromium', 
     await page.waitForSelector(`a[href="/c/${chatId}"]`, { state: 'attached' });
   });
 
-  it('uploads a file through the UI, stored as the user\'s own', async () => {
+  it("uploads a file through the UI, stored as the user's own", async () => {
     const { page, context } = tab;
     await page.click('#input-menu-button');
     const uploaded = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/v1/files/');

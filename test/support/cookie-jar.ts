@@ -64,7 +64,11 @@ export class Jar {
   }
 }
 
-export async function browse(jar: Jar | undefined, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Exchange> {
+export async function browse(
+  jar: Jar | undefined,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Exchange> {
   const target = new URL(url, jar?.origin);
   const headers: Record<string, string> = { ...init.headers };
   const cookie = jar?.header(target.pathname);
@@ -150,7 +154,12 @@ export function worldEnv(o: { upstreamUrl: string; publicUrl: string; issuer: st
 }
 
 export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
-  const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'], ...options.upstream });
+  const upstream = await startOpenWebUI({
+    bypassAdminAccessControl: false,
+    enableAdminExport: false,
+    groups: ['acme', 'globex', 'initech'],
+    ...options.upstream,
+  });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({

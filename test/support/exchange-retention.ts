@@ -12,13 +12,17 @@ import { createObservability } from '../../gateway/ops/observability.js';
 const count = Number(process.argv[2] ?? 300);
 const gc = (globalThis as { gc?: (o: { type: 'minor' | 'major'; execution: 'sync' }) => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
-const listen = (server: http.Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+const listen = (server: http.Server) =>
+  new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
 const origin = http.createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end('{"ok":true}');
 });
-const upstream = createUpstream({ url: await listen(origin), timeoutMs: 5_000, maxSockets: 8, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 60_000 }, createObservability({ level: 'silent' }));
+const upstream = createUpstream(
+  { url: await listen(origin), timeoutMs: 5_000, maxSockets: 8, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 60_000 },
+  createObservability({ level: 'silent' }),
+);
 const front = http.createServer((req, res) => upstream.forward(req, res));
 const url = await listen(front);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });

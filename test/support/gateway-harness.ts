@@ -54,7 +54,9 @@ export async function startGateway(env: Env, options: GatewayOptions = {}): Prom
 }
 
 /** gateway/main.ts in a child process; resolves with its address once it logs that it listens. */
-export async function gatewayProcess(env: Record<string, string | undefined>): Promise<{ child: ChildProcess; port: number; exited: () => number | null; output: () => string }> {
+export async function gatewayProcess(
+  env: Record<string, string | undefined>,
+): Promise<{ child: ChildProcess; port: number; exited: () => number | null; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
@@ -74,4 +76,3 @@ export async function gatewayProcess(env: Record<string, string | undefined>): P
   });
   return { child, port, exited: () => child.exitCode, output: () => output };
 }
-

@@ -92,9 +92,7 @@ export function kustomize(dir: string): Manifest[] {
     }
   }
   if (k.namespace) {
-    out = out.map((m) =>
-      CLUSTER_SCOPED.has(m.kind) ? m : { ...m, metadata: { ...m.metadata, namespace: String(k.namespace) } },
-    );
+    out = out.map((m) => (CLUSTER_SCOPED.has(m.kind) ? m : { ...m, metadata: { ...m.metadata, namespace: String(k.namespace) } }));
   }
   const ids = out.map((m) => `${m.kind}/${m.metadata?.name}`);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);

@@ -224,7 +224,14 @@ export async function startModelServer(model = 'tiny-test-model'): Promise<Model
           return v.map((x) => x / norm);
         };
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', model: 'tiny-embed', data: texts.map((t, index) => ({ object: 'embedding', index, embedding: embed(t) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            model: 'tiny-embed',
+            data: texts.map((t, index) => ({ object: 'embedding', index, embedding: embed(t) })),
+            usage: { prompt_tokens: 1, total_tokens: 1 },
+          }),
+        );
       });
       return;
     }
@@ -243,11 +250,22 @@ export async function startModelServer(model = 'tiny-test-model'): Promise<Model
         const created = Math.floor(Date.now() / 1000);
         if (!body.stream) {
           res.writeHead(200, { 'content-type': 'application/json' });
-          return void res.end(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: words.length, total_tokens: words.length + 1 } }));
+          return void res.end(
+            JSON.stringify({
+              id,
+              object: 'chat.completion',
+              created,
+              model,
+              choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }],
+              usage: { prompt_tokens: 1, completion_tokens: words.length, total_tokens: words.length + 1 },
+            }),
+          );
         }
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
         const send = (delta: Record<string, unknown>, finish: string | null = null) =>
-          res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+          res.write(
+            `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+          );
         send({ role: 'assistant', content: '' });
         for (const w of words) {
           if (res.destroyed) return;
@@ -294,7 +312,14 @@ export interface RealWorld {
   close(): Promise<void>;
 }
 
-export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; embeddings?: boolean; env?: Env; accessTokenTtl?: number; owuiEnv?: Record<string, string> }): Promise<RealWorld> {
+export async function startRealWorld(o: {
+  flags: AdminFlags;
+  model?: boolean;
+  embeddings?: boolean;
+  env?: Env;
+  accessTokenTtl?: number;
+  owuiEnv?: Record<string, string>;
+}): Promise<RealWorld> {
   const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -303,7 +328,13 @@ export async function startRealWorld(o: { flags: AdminFlags; model?: boolean; em
     ? { ENABLE_OPENAI_API: 'True', OPENAI_API_BASE_URLS: model.baseUrl, OPENAI_API_KEYS: 'sk-test-model', DEFAULT_MODELS: model.model }
     : {};
   // memories and retrieval need an embedding engine: the model server's /v1/embeddings (no model download)
-  if (model && o.embeddings) Object.assign(modelEnv, { RAG_EMBEDDING_ENGINE: 'openai', RAG_OPENAI_API_BASE_URL: model.baseUrl, RAG_OPENAI_API_KEY: 'sk-test-model', RAG_EMBEDDING_MODEL: 'tiny-embed' });
+  if (model && o.embeddings)
+    Object.assign(modelEnv, {
+      RAG_EMBEDDING_ENGINE: 'openai',
+      RAG_OPENAI_API_BASE_URL: model.baseUrl,
+      RAG_OPENAI_API_KEY: 'sk-test-model',
+      RAG_EMBEDDING_MODEL: 'tiny-embed',
+    });
   const [owui, idp] = await Promise.all([
     startRealOpenWebUI({ flags: o.flags, env: { WEBUI_AUTH_SIGNOUT_REDIRECT_URL: `${url}/auth/logout`, ...modelEnv, ...o.owuiEnv } }),
     startIdp({

@@ -28,7 +28,9 @@ export async function startRedis(): Promise<TestRedis> {
   let child: ChildProcess | undefined;
   const start = async () => {
     let output = '';
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     child.once('error', (err) => (output += String(err)));

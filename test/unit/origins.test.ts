@@ -15,7 +15,8 @@ describe('unit: origin rules', () => {
   it('sign-out: only a cross-site Sec-Fetch-Site is refused (older browsers send none)', () => {
     for (const method of ['GET', 'POST']) {
       expect(signOutRequest(method, 'cross-site', undefined, ours)).to.deep.include({ allow: false, status: 403, detail: 'Forbidden' });
-      for (const v of [undefined, 'same-origin', 'same-site', 'none']) expect(signOutRequest(method, v, undefined, ours).allow, `${method} ${String(v)}`).to.equal(true);
+      for (const v of [undefined, 'same-origin', 'same-site', 'none'])
+        expect(signOutRequest(method, v, undefined, ours).allow, `${method} ${String(v)}`).to.equal(true);
     }
     // a POST naming another site's Origin is refused; a GET carries no Origin rule (older releases)
     expect(signOutRequest('POST', 'same-site', 'https://evil.example', ours)).to.deep.include({ allow: false, status: 403, detail: 'Forbidden origin' });

@@ -5,12 +5,34 @@ import { decide } from '../../policies/admin-scoping.js';
 
 describe('unit: route classes and letter case', () => {
   it('the gateway\u2019s own routes match in any case, as Express (the control app) matches them', () => {
-    for (const p of ['/AUTH/login', '/Auth/Login/acme', '/DE/auth/login', '/de/AUTH/login', '/API/v1/auth-providers', '/Api/V1/Auth-Providers/tenants/acme', '/API/v1/AUTHS/signout', '/HEALTHZ', '/Readyz', '/METRICS', '/AUTH']) {
+    for (const p of [
+      '/AUTH/login',
+      '/Auth/Login/acme',
+      '/DE/auth/login',
+      '/de/AUTH/login',
+      '/API/v1/auth-providers',
+      '/Api/V1/Auth-Providers/tenants/acme',
+      '/API/v1/AUTHS/signout',
+      '/HEALTHZ',
+      '/Readyz',
+      '/METRICS',
+      '/AUTH',
+    ]) {
       expect(classify(p), p).to.equal('control');
     }
   });
   it('any casing of an API prefix is the API: identity required, 401 without', () => {
-    for (const p of ['/API/v1/chats/all/db', '/Api/V1/Files/', '/WS/socket.io/', '/OpenAI/models', '/OLLAMA/api/tags', '/API', '/Ws', '/API/auth/login', '/WS/auth/logout']) {
+    for (const p of [
+      '/API/v1/chats/all/db',
+      '/Api/V1/Files/',
+      '/WS/socket.io/',
+      '/OpenAI/models',
+      '/OLLAMA/api/tags',
+      '/API',
+      '/Ws',
+      '/API/auth/login',
+      '/WS/auth/logout',
+    ]) {
       expect(classify(p), p).to.equal('api');
     }
   });

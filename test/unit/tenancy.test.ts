@@ -22,7 +22,13 @@ describe('unit: tenancy rules', () => {
     expect(activeTenantAtRefresh(['acme'], null).active).to.equal('acme');
   });
   it('every answer names its rule', () => {
-    for (const r of [activeTenantAtSignIn(['a'], 'a'), activeTenantAtSignIn(['a'], 'b'), activeTenantAtSignIn(['a'], undefined), activeTenantAtRefresh(['a'], 'a'), activeTenantAtRefresh(['a'], 'b')]) {
+    for (const r of [
+      activeTenantAtSignIn(['a'], 'a'),
+      activeTenantAtSignIn(['a'], 'b'),
+      activeTenantAtSignIn(['a'], undefined),
+      activeTenantAtRefresh(['a'], 'a'),
+      activeTenantAtRefresh(['a'], 'b'),
+    ]) {
       expect(r.rule).to.be.a('string').and.not.equal('');
     }
   });
