@@ -15,10 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp } from '../sandbox/idp.js';
-import { CLIENT_ID, CLIENT_SECRET, signIn, worldEnv } from '../test/support/cookie-jar.js';
+import { CLIENT_ID, CLIENT_SECRET, worldEnv } from '../test/support/cookie-jar.js';
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
-import { freePort } from '../test/support/raw-http.js';
+import { freePort } from './proc.js';
+import { gatewaySessionCookie } from './sign-in.js';
 import { startRealOpenWebUI } from '../test/support/open-webui.js';
 import { percentile } from './load.js';
 
@@ -57,8 +58,7 @@ async function main(): Promise<void> {
       if (i > 200 || gw.exitCode !== null) throw new Error(`the gateway did not start (log: ${logFile})`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    const { jar } = await signIn(url, 'alice');
-    const cookie = jar.header('/');
+    const cookie = await gatewaySessionCookie(url, 'alice');
     const direct = await fetch(`${owui.url}/api/v1/auths/signin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-email': 'alice@acme.example', 'x-forwarded-name': 'Alice', 'x-forwarded-role': 'user' },

@@ -39,6 +39,7 @@ import {
 } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
 import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs, statusKb } from './proc.js';
+import { gatewaySessionCookie } from './sign-in.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { markCompacts } from './gc-count.js';
@@ -239,20 +240,8 @@ async function main(): Promise<void> {
   const credentialsFor = (gateway: Peer): Array<{ kind: string; headers: () => Promise<Record<string, string>> }> => [
     {
       kind: 'session cookie (code-flow login of alice at the test IdP)',
-      headers: async () => {
-        const jar = new CookieJar();
-        const startUrl = `${gateway.url}/auth/start`;
-        const start = await fetch(startUrl, { redirect: 'manual' });
-        jar.store(startUrl, start.headers.getSetCookie());
-        const location = start.headers.get('location');
-        if (start.status !== 302 || !location) throw new Error(`/auth/start answered ${start.status}`);
-        const { callbackUrl } = await loginThroughIdp(new URL(location, startUrl).href, 'alice');
-        const callback = await fetch(callbackUrl, { redirect: 'manual', headers: { cookie: jar.header(callbackUrl) } });
-        jar.store(callbackUrl, callback.headers.getSetCookie());
-        if (callback.status !== 302) throw new Error(`/auth/callback answered ${callback.status}`);
-        // Origin: a cookie-borne WebSocket must come from the gateway's own origin.
-        return { cookie: jar.header(`${gateway.url}/`), origin: gateway.url };
-      },
+      // Origin: a cookie-borne WebSocket must come from the gateway's own origin.
+      headers: async () => ({ cookie: await gatewaySessionCookie(gateway.url, 'alice'), origin: gateway.url }),
     },
     {
       kind: 'realm bearer JWT (alice, verified against the IdP JWKS)',

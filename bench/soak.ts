@@ -35,8 +35,8 @@ import { createObservability } from '../gateway/ops/observability.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { signIn } from '../test/support/cookie-jar.js';
-import { freePort } from '../test/support/raw-http.js';
+import { gatewaySessionCookie } from './sign-in.js';
+import { freePort } from './proc.js';
 
 export interface SoakOptions {
   durationMs: number;
@@ -401,8 +401,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const username = LOGIN_USERS[i % LOGIN_USERS.length]!;
     const started = Date.now();
     try {
-      const { jar } = await signIn(url, username);
-      sessions.push({ kind: 'session', headers: { cookie: jar.header('/') }, ownFile: `u-${username}-f2` });
+      const cookie = await gatewaySessionCookie(url, username);
+      sessions.push({ kind: 'session', headers: { cookie }, ownFile: `u-${username}-f2` });
       logins.ok++;
       let s = stats.get('login');
       if (!s) stats.set('login', (s = { latencies: [], statuses: {} }));
