@@ -46,7 +46,12 @@ export type Decision =
   /** Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat one they may reach; 401 `detail` else. */
   | { action: 'require-own-chat-in-body'; detail: string; rule: string }
   /** Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach it with `permission`, else 403. */
-  | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string }
+  /**
+   * Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach
+   * it. `bodyField`: the object's id is the JSON body's field of that name (`{=name}` in `lookup`, filled
+   * by the gateway from the body it then forwards unchanged), as Open WebUI reads it there.
+   */
+  | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string; bodyField?: string }
   /**
    * Forward only when `userId` is the caller's own upstream id, else 403. `keepEmail`: the JSON body
    * is read first and an `email` other than the caller's realm email is refused too (the email is
@@ -185,19 +190,30 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   return { action: 'pass', rule: 'no policy' };
 }
 
-/** Fill a lookup template: `{name}` from the path's parameters, `{?name}` from the query. Undefined when one is missing. */
-function fillLookup(template: string, params: Record<string, string>, search: string): string | undefined {
+/**
+ * Fill a lookup template: `{name}` from the path's parameters, `{?name}` from the query (exactly
+ * once: Starlette reads the LAST of repeated keys, URLSearchParams the first, so a repeated key could
+ * have one object checked and another acted on), `{=name}` left for the body (`bodyField`).
+ * Undefined when one is missing or repeated.
+ */
+function fillLookup(template: string, params: Record<string, string>, search: string): { lookup: string; bodyField?: string } | undefined {
   const query = new URLSearchParams(search);
   let missing = false;
-  const filled = template.replace(/\{(\??)([a-z_]+)\}/g, (_m, q: string, name: string) => {
-    const v = q ? query.get(name) : params[name];
+  let bodyField: string | undefined;
+  const lookup = template.replace(/\{([?=]?)([a-z_]+)\}/g, (m, q: string, name: string) => {
+    if (q === '=') {
+      bodyField = name;
+      return m;
+    }
+    const values = q ? query.getAll(name) : [params[name]];
+    const v = values.length === 1 ? values[0] : undefined;
     if (v === null || v === undefined || v === '') {
       missing = true;
       return '';
     }
     return encodeURIComponent(v);
   });
-  return missing ? undefined : filled;
+  return missing ? undefined : { lookup, ...(bodyField ? { bodyField } : {}) };
 }
 
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
@@ -216,9 +232,9 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
       return { action: 'filter-listing', rule };
     case 'by-id-read':
     case 'by-id-write': {
-      const lookup = fillLookup(row.lookup!, params, search);
-      if (!lookup) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no id to check)` };
-      return { action: 'require-access', lookup, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
+      const filled = fillLookup(row.lookup!, params, search);
+      if (!filled) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no single id to check)` };
+      return { action: 'require-access', ...filled, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
     }
     case 'account':
       // An admin who gives their OWN account another email hands it (their token still valid on the

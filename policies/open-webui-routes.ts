@@ -67,6 +67,8 @@ const PROMPT = '/api/v1/prompts/id/{prompt_id}';
 const TOOL = '/api/v1/tools/id/{id}';
 const SKILL = '/api/v1/skills/id/{id}';
 const MODEL = '/api/v1/models/model?id={?id}';
+/** update, access/update and delete read the model's id from the JSON body (routers/models.py ModelForm, ModelAccessGrantsForm, ModelIdForm), not the query */
+const MODEL_IN_BODY = '/api/v1/models/model?id={=id}';
 const FEEDBACK = '/api/v1/evaluations/feedback/{id}';
 const CALENDAR = '/api/v1/calendars/{calendar_id}';
 const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
@@ -439,9 +441,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/models/model/update/version', MODEL),
   read('GET', '/api/v1/models/model/profile/image', MODEL),
   write('POST', '/api/v1/models/model/toggle', MODEL),
-  write('POST', '/api/v1/models/model/update', MODEL),
-  write('POST', '/api/v1/models/model/access/update', MODEL),
-  write('POST', '/api/v1/models/model/delete', MODEL),
+  write('POST', '/api/v1/models/model/update', MODEL_IN_BODY),
+  write('POST', '/api/v1/models/model/access/update', MODEL_IN_BODY),
+  write('POST', '/api/v1/models/model/delete', MODEL_IN_BODY),
   refused('DELETE', '/api/v1/models/delete/all', 'deletes every user\u2019s models'),
 
   // ---- routers/notifications.py: the caller's own targets

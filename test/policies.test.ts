@@ -131,3 +131,22 @@ describe('file scoping', () => {
     for (const bad of ['0', '-1', 'x', '1.5']) expect(parsePage(bad)).to.equal(undefined);
   });
 });
+
+describe('admin-scoping: the object checked is the object Open WebUI acts on', () => {
+  const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+  const admin = { admin: true };
+  it('a query id given twice is refused: Starlette acts on the last, a first-wins reader would check the other', () => {
+    const d = decide({ method: 'POST', path: '/api/v1/models/model/toggle', search: '?id=mine&id=theirs' }, off, admin);
+    expect(d).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'POST', path: '/api/v1/models/model/toggle', search: '?id=mine' }, off, admin)).to.deep.include({
+      action: 'require-access',
+      lookup: '/api/v1/models/model?id=mine',
+    });
+  });
+  it('update, access/update and delete of a model name it in the body: the body field is checked, whatever the query says', () => {
+    for (const route of ['update', 'access/update', 'delete']) {
+      const d = decide({ method: 'POST', path: `/api/v1/models/model/${route}`, search: '?id=mine' }, off, admin);
+      expect(d, route).to.deep.include({ action: 'require-access', lookup: '/api/v1/models/model?id={=id}', bodyField: 'id', permission: 'write' });
+    }
+  });
+});

@@ -125,6 +125,18 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
+        if (decision.bodyField) {
+          // The object is named in the body: checked, then exactly that body forwarded.
+          if (expectContinue) res.writeContinue();
+          const body = await readJsonBody(req);
+          if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+          const id = body.json && typeof body.json === 'object' ? (body.json as Record<string, unknown>)[decision.bodyField] : undefined;
+          if (typeof id !== 'string' || id === '')
+            return refuse(res, caller, callerId, req.method, path, `${decision.rule} (no id in the body)`, decision.detail);
+          const lookup = decision.lookup.replace(`{=${decision.bodyField}}`, encodeURIComponent(id));
+          if ((await objectViews.mayAccess(lookup, decision.permission, who, headers)).ok) return proceed(ctx, req, res, false, body.raw);
+          return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        }
         const { ok } = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
         if (ok) return proceed(ctx, req, res, expectContinue);
         return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);

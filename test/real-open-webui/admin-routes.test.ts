@@ -218,6 +218,28 @@ for (const { title, flags } of FLAG_SETS) {
       await w?.close();
     });
 
+    it('models: the model named in the body is the one checked; naming an own model in the query, or the id twice, changes nothing of another admin\u2019s model', async () => {
+      const tag = Math.random().toString(36).slice(2, 8);
+      const [theirs, mine] = [`su-private-${tag}`, `sys-own-${tag}`];
+      const model = (id: string) => ({ id, name: id, base_model_id: null, meta: {}, params: {}, access_grants: [] });
+      await ok(via(superuser, 'POST', '/api/v1/models/create', model(theirs)), 'superuser creates a private model');
+      await ok(via(admin, 'POST', '/api/v1/models/create', model(mine)), 'the admin creates their own');
+      const grant = { id: theirs, access_grants: [{ principal_type: 'user', principal_id: ids.admin, permission: 'write' }] };
+      await refused(await via(admin, 'POST', `/api/v1/models/model/access/update?id=${mine}`, grant), 'POST', '/api/v1/models/model/access/update');
+      await refused(await via(admin, 'POST', `/api/v1/models/model/delete?id=${mine}`, { id: theirs }), 'POST', '/api/v1/models/model/delete');
+      await refused(await via(admin, 'POST', `/api/v1/models/model/toggle?id=${mine}&id=${theirs}`), 'POST', '/api/v1/models/model/toggle');
+      const still = await ok<{ id: string; is_active: boolean; access_grants: unknown[] }>(
+        via(superuser, 'GET', `/api/v1/models/model?id=${theirs}`),
+        'the superuser\u2019s model',
+      );
+      expect(still).to.deep.include({ id: theirs, is_active: true });
+      expect(JSON.stringify(still.access_grants)).to.not.include(ids.admin);
+      // the admin's own model: by its id in the body, as the front-end sends it
+      expect(await ok(via(admin, 'POST', '/api/v1/models/model/delete', { id: mine }), 'the admin deletes their own model')).to.equal(true);
+      // the door, without the gateway: Open WebUI lets any admin delete any model by the body's id
+      expect((await direct('POST', `/api/v1/models/model/delete?id=${mine}`, { id: theirs })).text).to.equal('true');
+    });
+
     it('notes: Open WebUI alone gives the admin another user\u2019s note; the gateway never does, by any route', async () => {
       // the door, without the gateway
       const open = await direct('GET', `/api/v1/notes/${c.note}`);
