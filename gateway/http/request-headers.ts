@@ -184,7 +184,8 @@ export function setUpstreamCredential(out: OutgoingCredentials, credential: { au
     out.authorization = undefined;
   }
   const cookie = out.cookie;
-  if (typeof cookie === 'string' && cookie.includes('token=')) {
+  // `token` anywhere, not `token=`: Starlette trims cookie names, so `token =JWT` is its token too.
+  if (typeof cookie === 'string' && cookie.includes('token')) {
     const rest = cookie
       .split(';')
       .map((p) => p.trim())
