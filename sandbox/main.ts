@@ -29,7 +29,8 @@ export interface Sandbox {
   /** where the browser goes: the gateway's PUBLIC_URL */
   url: string;
   gateway: Gateway;
-  upstream: OpenWebUIStandIn;
+  /** the Open WebUI stand-in; undefined in front of the real Open WebUI (`openWebUI`) */
+  upstream: OpenWebUIStandIn | undefined;
   idp: TestIdp;
   settings: Settings;
   banner: string;
@@ -49,6 +50,11 @@ export interface SandboxOptions {
    * It must already accept the gateway's addresses (`onAddress` is called before the gateway starts).
    */
   realm?: { issuer: string; clientSecret: string; onAddress(publicUrl: string): Promise<void>; close(): Promise<void> };
+  /**
+   * In front of this Open WebUI instead of the stand-in (`npm run sandbox:open-webui`: the real
+   * Open WebUI 0.12.4, sandbox/real-open-webui.ts); it starts empty, without the demo files and chats.
+   */
+  openWebUI?: { url: string; version: string; close(): Promise<void> };
 }
 
 async function freePort(host: string): Promise<number> {
@@ -105,17 +111,21 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
   };
 
   try {
-    const seed = sandboxSeed();
-    const upstream = await startOpenWebUI({
-      ...seed,
-      secretKey: randomBytes(24).toString('base64url'),
-      // Set like the gateway, as docker-compose.yml does: no drift to warn about.
-      bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
-      enableAdminExport: base.policy.enableAdminExport,
-      enableAdminChatAccess: false,
-      trustedHeaders: base.trustedHeaders,
-    });
-    cleanups.push(() => upstream.close());
+    const real = options.openWebUI;
+    const upstream = real
+      ? undefined
+      : await startOpenWebUI({
+          ...sandboxSeed(),
+          secretKey: randomBytes(24).toString('base64url'),
+          // Set like the gateway, as docker-compose.yml does: no drift to warn about.
+          bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
+          enableAdminExport: base.policy.enableAdminExport,
+          enableAdminChatAccess: false,
+          trustedHeaders: base.trustedHeaders,
+        });
+    if (upstream) cleanups.push(() => upstream.close());
+    if (real) cleanups.push(() => real.close());
+    const upstreamUrl = real?.url ?? upstream!.url;
 
     if (realm) {
       cleanups.push(() => realm.close());
@@ -154,7 +164,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         HOST: host,
         PORT: String(port),
         PUBLIC_URL: publicUrl,
-        UPSTREAM_URL: upstream.url,
+        UPSTREAM_URL: upstreamUrl,
         OIDC_ISSUER_URL: realm?.issuer ?? idp!.issuer,
         OIDC_CLIENT_ID: SANDBOX_CLIENT_ID,
         OIDC_CLIENT_SECRET: clientSecret,
@@ -185,7 +195,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     const banner = renderBanner(settings, {
       issuer: realm?.issuer ?? idp!.issuer,
       real: !!realm,
-      upstream,
+      upstream: real ? { url: real.url, real: real.version } : { url: upstreamUrl },
       listenHost: host,
       shared: gateway.sharedState.ready(),
     });
@@ -210,7 +220,7 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
 
 function renderBanner(
   settings: Settings,
-  parts: { issuer: string; real: boolean; upstream: OpenWebUIStandIn; listenHost: string; shared: { ok: boolean; detail: string } },
+  parts: { issuer: string; real: boolean; upstream: { url: string; real?: string }; listenHost: string; shared: { ok: boolean; detail: string } },
 ): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
@@ -232,7 +242,9 @@ function renderBanner(
       : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
-    `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
+    parts.upstream.real
+      ? `    chat front-end   the real Open WebUI ${parts.upstream.real}, unmodified, starting empty  ${parts.upstream.url}`
+      : `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
     parts.real
       ? `    sign-in          the real Keycloak, realm "platform" of deploy/keycloak/realm-platform.json  ${parts.issuer}`
       : `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.issuer}`,
@@ -241,7 +253,9 @@ function renderBanner(
       : `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
     ...(settings.redisUrl ? [`    shared state     Redis ${String(redactSettings(settings).redisUrl)} (REDIS_URL)`] : []),
     '',
-    '  Demo logins (username / password), each owning 2 files and 1 chat:',
+    parts.upstream.real
+      ? '  Demo logins (username / password); each account is created in Open WebUI at its first sign-in:'
+      : '  Demo logins (username / password), each owning 2 files and 1 chat:',
     ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),
     '',
     '  Click through:',
@@ -259,7 +273,9 @@ function renderBanner(
           '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',
           '    login form, naming the provider hint it received. Sign in there with a demo login.',
         ]),
-    `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
+    parts.upstream.real
+      ? `    ${u}/                     the real chat front-end, signed in by trusted headers; its own menu signs out`
+      : `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
     settings.policy.bypassAdminAccessControl
       ? `    ${u}/api/v1/files/        as sysadmin: everyone's files (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true)`
       : `    ${u}/api/v1/files/        as sysadmin: only sysadmin's own files (the gateway filters the list)`,
