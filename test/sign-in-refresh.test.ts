@@ -173,3 +173,31 @@ describe('sign-in: token refresh', function () {
     }
   });
 });
+
+describe('sign-in: a renewed session survives a failed upstream answer', function () {
+  this.timeout(20_000);
+  it('the 502 of an unreachable chat front-end still carries the renewed session cookie (its rotated refresh token is not lost)', async () => {
+    const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+    const w = await startWorld({ accessTokenTtl: TTL, accounts, env: { TOKEN_REFRESH_MARGIN_SECONDS: String(MARGIN) } });
+    try {
+      const codec = new SessionCodec([SESSION_SECRET], {
+        secure: false,
+        rollingSeconds: w.settings.oidc.rollingSeconds,
+        absoluteSeconds: w.settings.oidc.absoluteSeconds,
+      });
+      const { jar } = await signIn(w.url, 'alice');
+      expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
+      const before = codec.decrypt(jar.get('appSession')!)!.data as SessionData;
+      await sleep(Math.max(0, (before.expires_at - MARGIN) * 1000 + 50 - Date.now()));
+      await w.upstream.close();
+      const failed = await browse(jar, '/api/v1/auths/');
+      expect(failed.status).to.equal(502);
+      const renewed = failed.setCookies.find((c) => c.startsWith('appSession='));
+      expect(renewed, 'the renewed session cookie on the 502').to.not.equal(undefined);
+      jar.store(failed.setCookies);
+      expect((codec.decrypt(jar.get('appSession')!)!.data as SessionData).expires_at).to.be.greaterThan(before.expires_at);
+    } finally {
+      await w.close();
+    }
+  });
+});

@@ -60,9 +60,14 @@ interface Exchange {
 /** An answer to stream must have a status a client can read (RFC 9110 15: 100 to 599). */
 const validStatus = (status: number | undefined) => status !== undefined && status >= 100 && status <= 599;
 
-/** Headers copied from an upstream answer that failed before its first byte: the 502 carries none of them. */
-function dropUpstreamHeaders(res: ServerResponse): void {
+/**
+ * Headers copied from an upstream answer that failed before its first byte: the 502 carries none of
+ * them, but keeps the gateway's own Set-Cookie (a session renewed by this request: its rotated
+ * refresh token must reach the browser, or the next request spends the old one).
+ */
+function dropUpstreamHeaders(res: ServerResponse, ours: readonly string[] | undefined): void {
   for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+  if (ours?.length) res.setHeader('set-cookie', [...ours]);
 }
 
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
@@ -180,7 +185,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     // ending (answerFailure destroys it). Else the 502 carries none of the upstream's headers, and
     // a request body still coming (an upload whose upstream died) is not read to its end: the 502
     // closes the connection.
-    if (!response.headersSent) dropUpstreamHeaders(response);
+    if (!response.headersSent) dropUpstreamHeaders(response, tracked.setCookies);
     answerFailure(response, failure, obs, fields, req.complete ? {} : { connection: 'close' });
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
