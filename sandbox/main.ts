@@ -93,6 +93,28 @@ async function loadIdp(): Promise<typeof import('./idp.js')> {
  * Start the stand-ins and the gateway. `base` are the settings `npm start` validated (sandbox
  * mode); the gateway's own settings are built here, pointing at the stand-ins.
  */
+/**
+ * The settings of a `npm run sandbox:*` command (sandbox/with-keycloak.ts, with-open-webui.ts), or
+ * exit 2 naming what is wrong: invalid settings, or settings that are not the sandbox's.
+ */
+export function sandboxSettingsOrExit(command: string): Settings {
+  let base: Settings;
+  try {
+    base = loadSettings();
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (!base.sandbox) {
+    process.stderr.write(`${command} runs the sandbox: unset UPSTREAM_URL (and NODE_ENV=production).\n`);
+    process.exit(2);
+  }
+  return base;
+}
+
 export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
   const env = options.env ?? process.env;
   const host = base.listen.host; // 127.0.0.1 unless HOST says otherwise (config/settings.ts): demo passwords are public

@@ -5,24 +5,10 @@
 // the realm acme-idp of the same server (dana / dana-pass). Needs Java; the first run installs
 // Keycloak (scripts/keycloak.sh install). Keycloak stops with the sandbox (Ctrl-C).
 import { randomBytes } from 'node:crypto';
-import { loadSettings, SettingsError } from '../config/settings.js';
-import { startSandbox } from './main.js';
+import { sandboxSettingsOrExit, startSandbox } from './main.js';
 import { ACME_IDP_REALM_FILE, KC_ADMIN, pointRealmAt, startKeycloak } from './keycloak.js';
 
-let base;
-try {
-  base = loadSettings();
-} catch (err) {
-  if (err instanceof SettingsError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(2);
-  }
-  throw err;
-}
-if (!base.sandbox) {
-  process.stderr.write('sandbox:keycloak runs the sandbox: unset UPSTREAM_URL (and NODE_ENV=production).\n');
-  process.exit(2);
-}
+const base = sandboxSettingsOrExit('sandbox:keycloak');
 const clientSecret = randomBytes(24).toString('base64url');
 process.stdout.write('Starting Keycloak with deploy/keycloak/realm-platform.json (a fresh realm: a minute or two)...\n');
 const kc = await startKeycloak({ realms: [ACME_IDP_REALM_FILE], env: { OIDC_CLIENT_SECRET: clientSecret } });

@@ -4,24 +4,10 @@
 // trusted-header settings of docker-compose.yml and its three admin flags set like the gateway. It
 // starts empty (no demo files or chats). Needs Python 3.11 or 3.12; the first run installs Open
 // WebUI into the cache outside git (a minute or two). Open WebUI stops with the sandbox (Ctrl-C).
-import { loadSettings, SettingsError } from '../config/settings.js';
-import { startSandbox } from './main.js';
+import { sandboxSettingsOrExit, startSandbox } from './main.js';
 import { OPEN_WEBUI_VERSION, openWebUIInstalled, installOpenWebUI, startRealOpenWebUI } from './real-open-webui.js';
 
-let base;
-try {
-  base = loadSettings();
-} catch (err) {
-  if (err instanceof SettingsError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(2);
-  }
-  throw err;
-}
-if (!base.sandbox) {
-  process.stderr.write('sandbox:open-webui runs the sandbox: unset UPSTREAM_URL (and NODE_ENV=production).\n');
-  process.exit(2);
-}
+const base = sandboxSettingsOrExit('sandbox:open-webui');
 if (!openWebUIInstalled()) {
   process.stdout.write(`Installing Open WebUI ${OPEN_WEBUI_VERSION} (scripts/open-webui.sh install, once)...\n`);
   installOpenWebUI();
