@@ -102,10 +102,6 @@ export function nginxAuthRequestConfig(dir: string, port: number, o: { upstreamP
     server 127.0.0.1:${o.oauth2ProxyPort};
     keepalive 64;
   }
-  map $http_upgrade $connection_upgrade {
-    default upgrade;
-    ''      '';
-  }
 
   server {
     listen 127.0.0.1:${port};

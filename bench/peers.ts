@@ -198,16 +198,17 @@ http {
     server 127.0.0.1:${o.upstreamPort};
     keepalive 64;
   }
-`;
-}
 
-export function nginxConfig(dir: string, port: number, o: NginxOptions): string {
-  return `${nginxPreamble(dir, { generatedBy: 'bench/peers.ts', workers: o.workers, upstreamPort: o.upstreamPort })}
   # "" keeps the upstream connection alive; a WebSocket handshake asks for the upgrade
   map $http_upgrade $connection_upgrade {
     default upgrade;
     ''      '';
   }
+`;
+}
+
+export function nginxConfig(dir: string, port: number, o: NginxOptions): string {
+  return `${nginxPreamble(dir, { generatedBy: 'bench/peers.ts', workers: o.workers, upstreamPort: o.upstreamPort })}
 
   server {
     listen 127.0.0.1:${port};

@@ -153,6 +153,17 @@ export function worldEnv(o: { upstreamUrl: string; publicUrl: string; issuer: st
   };
 }
 
+/** The gateway's confidential client at the test realm, for a gateway at `url`. */
+export function gatewayClient(url: string) {
+  return {
+    client_id: CLIENT_ID,
+    client_secret: CLIENT_SECRET,
+    redirect_uris: [`${url}/auth/callback`],
+    post_logout_redirect_uris: [`${url}/auth/login`, `${url}/de/auth/login`],
+    backchannel_logout_uri: `${url}/auth/backchannel-logout`,
+  };
+}
+
 export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
   const upstream = await startOpenWebUI({
     bypassAdminAccessControl: false,
@@ -163,15 +174,7 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({
-    clients: [
-      {
-        client_id: CLIENT_ID,
-        client_secret: CLIENT_SECRET,
-        redirect_uris: [`${url}/auth/callback`],
-        post_logout_redirect_uris: [`${url}/auth/login`, `${url}/de/auth/login`],
-        backchannel_logout_uri: `${url}/auth/backchannel-logout`,
-      },
-    ],
+    clients: [gatewayClient(url)],
     accessTokenTtl: options.accessTokenTtl ?? 300,
     accounts: options.accounts,
   });

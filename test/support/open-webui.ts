@@ -13,7 +13,7 @@ import { loadSettings, type Env, type Settings } from '../../config/settings.js'
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/ops/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
-import { CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, worldEnv } from './cookie-jar.js';
+import { gatewayClient, SESSION_SECRET, worldEnv } from './cookie-jar.js';
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
@@ -175,15 +175,7 @@ export async function startRealWorld(o: {
   const [owui, idp] = await Promise.all([
     startRealOpenWebUI({ flags: o.flags, env: { WEBUI_AUTH_SIGNOUT_REDIRECT_URL: `${url}/auth/logout`, ...modelEnv, ...o.owuiEnv } }),
     startIdp({
-      clients: [
-        {
-          client_id: CLIENT_ID,
-          client_secret: CLIENT_SECRET,
-          redirect_uris: [`${url}/auth/callback`],
-          post_logout_redirect_uris: [`${url}/auth/login`, `${url}/de/auth/login`],
-          backchannel_logout_uri: `${url}/auth/backchannel-logout`,
-        },
-      ],
+      clients: [gatewayClient(url)],
       accessTokenTtl: o.accessTokenTtl ?? 300,
       accounts,
     }),
