@@ -4,7 +4,7 @@
 //   bash scripts/open-webui.sh install        # once (cached outside git)
 //   npm run bench:open-webui                  # BENCH_OWUI_N=300 requests per row (default)
 //
-// Open WebUI runs unmodified (test/support/open-webui.ts); the gateway is gateway/main.ts in its
+// Open WebUI runs unmodified (sandbox/real-open-webui.ts); the gateway is gateway/main.ts in its
 // own process (as in bench/run.ts), signed in by a real code-flow login of the demo user alice
 // against the embedded realm; direct requests carry alice's own Open WebUI token (trusted-header
 // sign-in; ten chats of hers are created first). Requests are sequential (one at a time: latency, not throughput) and interleaved,
@@ -15,15 +15,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp } from '../sandbox/idp.js';
-import { CLIENT_ID, CLIENT_SECRET, worldEnv } from '../test/support/cookie-jar.js';
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { freePort } from './proc.js';
 import { gatewaySessionCookie } from './sign-in.js';
-import { startRealOpenWebUI } from '../test/support/open-webui.js';
+import { startRealOpenWebUI } from '../sandbox/real-open-webui.js';
 import { percentile } from './load.js';
 
 const N = Number(process.env.BENCH_OWUI_N ?? 300);
+// The gateway's client at the embedded realm, and its settings: the bench's own (bench/ never imports test code).
+const CLIENT_ID = 'bench-gateway';
+const CLIENT_SECRET = 'bench-gateway-secret';
 const WARMUP = 20;
 
 async function main(): Promise<void> {
@@ -41,7 +43,17 @@ async function main(): Promise<void> {
   const gw = spawn(process.execPath, ['--initial-old-space-size=32', '--heap-growing-percent=300', '--import', 'tsx', 'gateway/main.ts'], {
     env: {
       PATH: process.env.PATH,
-      ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }),
+      NODE_ENV: 'production',
+      UPSTREAM_URL: owui.url,
+      PUBLIC_URL: url,
+      OIDC_ISSUER_URL: idp.issuer,
+      OIDC_CLIENT_ID: CLIENT_ID,
+      OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      SESSION_SECRET: 'bench-session-secret-0123456789abcdef0123456789',
+      IDP_PROVIDERS_FILE: providersFile,
+      IDP_TENANT_IDP_ALIASES: 'acme=acme-entra,globex=globex-okta',
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',

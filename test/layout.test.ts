@@ -77,6 +77,11 @@ describe('layout: what depends on what', () => {
       .filter((m) => !m[2])
       .map((m) => join(dirname(file), (m[3] ?? m[4])!).replace(/\.js$/, '.ts'));
 
+  it('the sandbox and the benchmarks never load test code (test code may load them, not the other way round)', () => {
+    const loadsTest = [...sources('sandbox'), ...sources('bench')].filter((f) => importsOf(f).some((m) => m.startsWith('test/')));
+    expect(loadsTest).to.deep.equal([]);
+  });
+
   it('policies/ is pure: it imports only other policies, never gateway/, config/ or a package with I/O', () => {
     for (const f of sources('policies')) {
       const all = [...code(f).matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)'([^']+)'/gm)].map((m) => m[1]!);
