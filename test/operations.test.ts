@@ -250,6 +250,18 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     }
   });
 
+  it('/readyz under a probe storm: thirty at once cost the chat front-end one health check, a second later one more', async () => {
+    const healthChecks = () => upstream.requests.filter((r) => r.url === '/health').length;
+    await new Promise((r) => setTimeout(r, 1_100)); // past any earlier test's answer
+    const before = healthChecks();
+    const answers = await Promise.all(Array.from({ length: 30 }, () => readyz(gw.url)));
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(30).fill(200));
+    expect(healthChecks() - before).to.equal(1);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await Promise.all(Array.from({ length: 10 }, () => readyz(gw.url)));
+    expect(healthChecks() - before).to.equal(2);
+  });
+
   it('a stale provider catalog keeps the gateway ready and says `stale`', async () => {
     const f = providersFile();
     const other = await opsGateway(baseEnv(upstream.url, { IDP_PROVIDERS_FILE: f, IDP_CACHE_SECONDS: '1', DRIFT_CHECK_SECONDS: '0' }));

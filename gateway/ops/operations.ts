@@ -21,6 +21,7 @@ import type { Settings } from '../../config/settings.js';
 import type { Observability } from './observability.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { callJson, ConfigAnswer } from '../upstream/json.js';
+import { LoadingCache } from '../cache.js';
 
 export interface Check {
   ok: boolean;
@@ -87,7 +88,15 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
   };
   let timer: NodeJS.Timeout | undefined;
   let metricsServer: http.Server | undefined;
-  let cached: { at: number; value: Promise<Readiness> } | undefined;
+  // A probe storm (every load balancer asking at once) costs one probe a second: one in flight,
+  // its answer shared for READINESS_CACHE_MS. The probe itself never fails (each check catches).
+  const readinessMemo = new LoadingCache<Readiness>({
+    ttlMs: READINESS_CACHE_MS,
+    retryMs: READINESS_CACHE_MS,
+    maxEntries: 1,
+    now: Date.now,
+    pinned: () => true,
+  });
 
   async function upstreamCheck(): Promise<Check> {
     const started = Date.now();
@@ -129,9 +138,7 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
   }
 
   function readiness(): Promise<Readiness> {
-    const now = Date.now();
-    if (!cached || now - cached.at > READINESS_CACHE_MS) cached = { at: now, value: probe() };
-    return cached.value;
+    return readinessMemo.get('readiness', probe);
   }
 
   async function checkDrift(): Promise<Check> {
