@@ -43,8 +43,11 @@ export type Decision =
   | { action: 'require-own-chat'; access: Exclude<ChatAccess, { need: 'audit-delete' }>; detail: string; rule: string }
   /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
   | { action: 'audit-chat-delete'; chatId: string; rule: string }
-  /** Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat one they may reach; 401 `detail` else. */
-  | { action: 'require-own-chat-in-body'; detail: string; rule: string }
+  /**
+   * Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat
+   * one they may reach, and every object `inBody` names (objectsNamedInBody) one they may reach; 401 `detail` else.
+   */
+  | { action: 'require-own-chat-in-body'; inBody?: readonly BodyRef[]; detail: string; rule: string }
   /**
    * Ask the upstream (as the caller) for the object at `lookup` and for every object the JSON body
    * names (`inBody`, read by objectsNamedInBody from the body the gateway then forwards unchanged);
@@ -147,8 +150,11 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
       };
     }
     if (method === 'POST' && !under('api', 'v1', 'chats')) {
+      // what the completion attaches: chats whatever the bypass, other content while it is off
+      const inBody = (route.row.body ?? []).filter((r) => r.always || !settings.bypassAdminAccessControl);
       return {
         action: 'require-own-chat-in-body',
+        ...(inBody.length ? { inBody } : {}),
         detail: ADMIN_CHAT_ACCESS_DISABLED,
         rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: a chat named in the body must be own',
       };

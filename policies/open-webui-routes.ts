@@ -68,6 +68,8 @@ export interface BodyRef {
    * type; entries of a type no ref names are not objects of these kinds (Open WebUI ignores them there)
    */
   type?: string;
+  /** checked with CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true too: a chat (ENABLE_ADMIN_CHAT_ACCESS is fixed false) */
+  always?: boolean;
 }
 
 const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<RouteRow> = {}): RouteRow => ({
@@ -151,10 +153,15 @@ const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
 //   retrieval.py /process/file, /process/files/batch, /query/*: REFUSED (rows below)
 //   prompts, tools, skills, functions, tasks: ids in their bodies are the new object's own
 //                (create) or a version of the path object: NO REACH
-//   chat rows    /api/chat/completions and the task routes: the chat_id checked (ENABLE_ADMIN_CHAT_ACCESS,
-//                chat-scoping.ts); the completion body's `files` items and `folder_id` are NOT
-//                checked yet: retrieval/utils.py get_sources_from_items and utils/middleware.py
-//                let role admin read any file, collection, note or folder named there (open item)
+//   chat rows    /api/chat/completions, /api/v1/chat/completions: chat_id checked (chat-scoping.ts);
+//                files[] {type: file|collection|note|folder, id} and folder_id: GATEWAY (retrieval/
+//                utils.py get_sources_from_items: `user.role == 'admin' or ...` for each type, and
+//                utils/middleware.py reads folder_id's folder for admins; the model then answers
+//                from their content); files[] {type: chat}: GATEWAY with either bypass value
+//                (`user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`, fixed false here); untyped
+//                collection_name(s) items: UPSTREAM (ignored unless BYPASS_RETRIEVAL_ACCESS_CONTROL);
+//                messages[].files urls: files by id, as A7 lets admins read them; /api/chat/completed
+//                and /actions: no retrieval, chat_id only
 const BODY_FILE = '/api/v1/files/{=}';
 const BODY_FOLDER = '/api/v1/folders/{=}';
 const BODY_KNOWLEDGE = '/api/v1/knowledge/{=}';
@@ -170,6 +177,13 @@ const attached = (at: string): BodyRef[] => [
 ];
 const FOLDER_BODY: BodyRef[] = attached('data.files[]');
 const MODEL_BODY: BodyRef[] = [...attached('meta.knowledge[]'), { at: 'meta.skillIds[]', lookup: BODY_SKILL, permission: 'read' }];
+/** what a completion attaches (main.py chat_completion: form `files`, `folder_id`) */
+const COMPLETION_BODY: BodyRef[] = [
+  ...attached('files[]'),
+  { at: 'files[]', type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
+  { at: 'files[]', type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
+  { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' },
+];
 const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];
 
 const CODE = 'runs code of the admin inside Open WebUI, with access to every user\u2019s data (ENABLE_PLUGINS=false turns plugin loading off)';
@@ -188,8 +202,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/embeddings'),
   own('POST', '/api/v1/embeddings'),
   // chat_id in the body: the admin's own chat checked before forwarding (ENABLE_ADMIN_CHAT_ACCESS)
-  chat('POST', '/api/chat/completions'),
-  chat('POST', '/api/v1/chat/completions'),
+  row('POST', '/api/chat/completions', 'chat', { body: COMPLETION_BODY }),
+  row('POST', '/api/v1/chat/completions', 'chat', { body: COMPLETION_BODY }),
   chat('POST', '/api/chat/completed'),
   chat('POST', '/api/chat/actions/{action_id}'),
   chat('POST', '/api/v1/chats/{id}/messages/{message_id}/resolve'),

@@ -137,6 +137,32 @@ describe('admin: objects named in a request body (stand-in upstream)', function 
     expect(kb('k-admin').file_ids).to.deep.equal(['f-admin']);
   });
 
+  it('a chat completion attaching another user\u2019s knowledge base, note or folder never reaches Open WebUI; the admin\u2019s own base does', async () => {
+    const completion = (files: unknown[], extra: Record<string, unknown> = {}) => ({
+      model: 'gpt-test',
+      stream: false,
+      messages: [{ role: 'user', content: 'what does it say?' }],
+      files,
+      ...extra,
+    });
+    const before = reached('POST', '/api/chat/completions');
+    for (const body of [
+      completion([{ type: 'collection', id: 'k-bob' }]),
+      completion([{ type: 'file', id: 'f-bob' }]),
+      completion([{ type: 'folder', id: 'fo-bob' }]),
+      completion([], { folder_id: 'fo-bob' }),
+      completion([{ type: 'collection', id: { $ne: null } }]),
+    ]) {
+      const res = await call('POST', '/api/chat/completions', body);
+      expect(res.status, JSON.stringify(body)).to.equal(401);
+      expect(await res.text()).to.not.include(SECRET);
+    }
+    expect(reached('POST', '/api/chat/completions')).to.equal(before);
+    expect(gw.obs.lines.some((l) => l.event === 'admin-chat-access-denied' && String(l.rule).includes('/api/v1/knowledge/k-bob'))).to.equal(true);
+    await call('POST', '/api/chat/completions', completion([{ type: 'collection', id: 'k-admin' }], { folder_id: 'fo-admin' }));
+    expect(reached('POST', '/api/chat/completions')).to.equal(before + 1);
+  });
+
   it('the path object is still checked first: a file of the admin\u2019s into another user\u2019s base is refused', async () => {
     expect((await call('POST', '/api/v1/knowledge/k-bob/file/add', { file_id: 'f-admin' })).status).to.equal(403);
     expect(kb('k-bob').file_ids).to.equal(undefined);

@@ -5,6 +5,8 @@
 // upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
+import type { BodyRef } from '../../policies/open-webui-routes.js';
+import type { Principal } from '../../policies/resource-access.js';
 import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
@@ -119,8 +121,14 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
           allowed = (
             await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)
           ).ok;
+        // then what the completion attaches (files, knowledge, notes, folders, chats)
+        let rule = decision.rule;
+        if (allowed && decision.inBody) {
+          const why = await unreachableInBody(body.json, decision.inBody, await objectViews.principal(callerId, headers), headers);
+          if (why) [allowed, rule] = [false, `${rule} (${why})`];
+        }
         if (allowed) return proceed(ctx, req, res, false, body.raw);
-        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-access': {
@@ -136,15 +144,8 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         if (expectContinue) res.writeContinue();
         const body = await readJsonBody(req);
         if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
-        const named = objectsNamedInBody(body.json, decision.inBody);
-        if (!named.ok) return refuse(res, caller, callerId, req.method, path, `${decision.rule} (${named.why})`, decision.detail);
-        for (let i = 0; i < named.lookups.length; i += BODY_LOOKUPS_AT_ONCE) {
-          const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
-          const answers = await Promise.all(batch.map((o) => objectViews.mayAccess(o.lookup, o.permission, who, headers)));
-          const denied = answers.findIndex((a) => !a.ok);
-          if (denied >= 0)
-            return refuse(res, caller, callerId, req.method, path, `${decision.rule} (the body names ${batch[denied]!.lookup})`, decision.detail);
-        }
+        const why = await unreachableInBody(body.json, decision.inBody, who, headers);
+        if (why) return refuse(res, caller, callerId, req.method, path, `${decision.rule} (${why})`, decision.detail);
         return proceed(ctx, req, res, false, body.raw);
       }
       case 'require-own-account': {
@@ -220,6 +221,23 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         return proceed(ctx, req, res, expectContinue);
       }
     }
+  }
+
+  /**
+   * Why the caller may not have the objects a JSON body names (policies/admin-scoping.ts
+   * objectsNamedInBody), each asked of the upstream as the caller; undefined when every one is
+   * theirs or granted to them.
+   */
+  async function unreachableInBody(json: unknown, refs: readonly BodyRef[], who: Principal, headers: Record<string, string | string[] | undefined>) {
+    const named = objectsNamedInBody(json, refs);
+    if (!named.ok) return named.why;
+    for (let i = 0; i < named.lookups.length; i += BODY_LOOKUPS_AT_ONCE) {
+      const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
+      const answers = await Promise.all(batch.map((o) => objectViews.mayAccess(o.lookup, o.permission, who, headers)));
+      const denied = answers.findIndex((a) => !a.ok);
+      if (denied >= 0) return `the body names ${batch[denied]!.lookup}`;
+    }
+    return undefined;
   }
 
   /** Socket.IO events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note, is the chat theirs? */

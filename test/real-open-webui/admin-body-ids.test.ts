@@ -2,7 +2,8 @@
 // platform sets them, all false; the gateway's CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false). Each
 // door is first shown OPEN straight at Open WebUI (the admin's own token, no gateway): a folder made
 // inside another user's folder (it becomes theirs), another user's file added to the admin's own
-// knowledge base (alone or in a batch), another user's knowledge base attached to the admin's model.
+// knowledge base (alone or in a batch), another user's knowledge base attached to the admin's model,
+// another user's note attached to a chat completion (its text reaches the model).
 // Then through the gateway: refused, audited with its rule, the other user's objects unchanged;
 // the admin's own folder, files and knowledge base still work. One Open WebUI boot.
 import { expect } from 'chai';
@@ -25,7 +26,7 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
   let adminId: string;
   let aliceId: string;
   let adminToken: string;
-  const c = {} as Record<'folder' | 'folderOwn' | 'file' | 'file2' | 'fileOwn' | 'kb' | 'kbOwn' | 'kbProbe', string>;
+  const c = {} as Record<'folder' | 'folderOwn' | 'file' | 'file2' | 'fileOwn' | 'kb' | 'kbOwn' | 'kbProbe' | 'note' | 'noteOwn', string>;
 
   const direct = async (method: string, path: string, body?: unknown): Promise<Answer> => {
     const res = await fetch(`${w.owui.url}${path}`, {
@@ -69,6 +70,7 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
     this.timeout(300_000);
     w = await startRealWorld({
       flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false },
+      model: true,
       owuiEnv: { USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: 'True' },
     });
     admin = (await signIn(w.url, 'sysadmin')).jar;
@@ -93,6 +95,12 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
     c.kb = await kb(alice, 'Alice KB');
     c.kbOwn = await kb(admin, 'Admin KB');
     c.kbProbe = await kb(admin, 'Admin KB probe');
+    const note = async (jar: Jar, title: string, md: string) =>
+      (await ok<{ id: string }>(via(jar, 'POST', '/api/v1/notes/create', { title, data: { content: { md, html: `<p>${md}</p>`, json: null } } }), title)).id;
+    c.note = await note(alice, 'Alice note', 'ALICE-NOTE-SECRET');
+    c.noteOwn = await note(admin, 'Admin note', 'ADMIN-OWN-NOTE');
+    // with BYPASS_ADMIN_ACCESS_CONTROL false even an admin chats only with a registered model (check_model_access)
+    await ok(via(admin, 'POST', '/api/v1/models/create', { id: w.model!.model, name: 'Tiny', base_model_id: null, meta: {}, params: {} }), 'model');
   });
   after(async () => {
     await w?.close();
@@ -173,5 +181,29 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
     await refused(await via(admin, 'POST', '/api/v1/models/create', model(`planted-${tag}`, c.kb)), 'POST', '/api/v1/models/create');
     expect((await via(admin, 'GET', `/api/v1/models/model?id=planted-${tag}`)).status).to.not.equal(200);
     await ok(via(admin, 'POST', '/api/v1/models/create', model(`own-${tag}`, c.kbOwn)), 'own base');
+  });
+
+  it('a chat completion attaching another user\u2019s note: its text reaches the model straight at Open WebUI, never through the gateway', async () => {
+    const completion = (noteId: string) => ({
+      model: w.model!.model,
+      stream: false,
+      messages: [{ role: 'user', content: 'What does the attached note say?' }],
+      files: [{ type: 'note', id: noteId }],
+    });
+    const asked = () => JSON.stringify(w.model!.completions);
+    const open = await direct('POST', '/api/chat/completions', completion(c.note));
+    expect(open.status, open.text).to.equal(200);
+    expect(asked(), 'the model was given the other user\u2019s note').to.include('ALICE-NOTE-SECRET');
+    w.model!.completions.length = 0;
+
+    const res = await via(admin, 'POST', '/api/chat/completions', completion(c.note));
+    expect(res.status, res.text).to.equal(401);
+    expect(asked()).to.not.include('ALICE-NOTE-SECRET');
+    const line = w.obs.lines.find((l) => l.event === 'admin-chat-access-denied' && l.path === '/api/chat/completions' && l.callerId === adminId);
+    expect(String(line?.rule)).to.include(`/api/v1/notes/${c.note}`);
+
+    const own = await via(admin, 'POST', '/api/chat/completions', completion(c.noteOwn));
+    expect(own.status, own.text).to.equal(200);
+    expect(asked()).to.include('ADMIN-OWN-NOTE');
   });
 });

@@ -132,6 +132,40 @@ describe('unit: objects named in an admin\u2019s request body', () => {
     ]);
   });
 
+  it('a chat completion: what it attaches is checked while the bypass is off, attached chats with either value', () => {
+    const completion = (settings: typeof off) => {
+      const d = decide({ method: 'POST', path: '/api/chat/completions' }, settings, admin);
+      expect(d.action).to.equal('require-own-chat-in-body');
+      return (d as Extract<Decision, { action: 'require-own-chat-in-body' }>).inBody ?? [];
+    };
+    const body = {
+      model: 'm',
+      folder_id: 'fo-bob',
+      files: [
+        { type: 'file', id: 'f1' },
+        { type: 'collection', id: 'k1' },
+        { type: 'note', id: 'n1' },
+        { type: 'folder', id: 'fo1' },
+        { type: 'chat', id: 'c1' },
+        { type: 'web_search', collection_name: 'web-search-x' },
+        { type: 'text', content: 'pasted' },
+      ],
+    };
+    const closed = objectsNamedInBody(body, completion(off));
+    expect(closed.ok && closed.lookups.map((l) => `${l.permission} ${l.lookup}`)).to.have.members([
+      'read /api/v1/files/f1',
+      'read /api/v1/knowledge/k1',
+      'read /api/v1/notes/n1',
+      'read /api/v1/folders/fo1',
+      'read /api/v1/chats/c1',
+      'read /api/v1/folders/fo-bob',
+    ]);
+    const bypassOn = objectsNamedInBody(body, completion(on));
+    expect(bypassOn.ok && bypassOn.lookups.map((l) => l.lookup)).to.deep.equal(['/api/v1/chats/c1']);
+    expect(decide({ method: 'POST', path: '/api/v1/chat/completions' }, off, admin)).to.have.property('inBody');
+    expect(decide({ method: 'POST', path: '/api/chat/completed' }, off, admin)).to.not.have.property('inBody');
+  });
+
   it('a field is read only as the body\u2019s own: an inherited name is no id', () => {
     const refs: BodyRef[] = [{ at: 'constructor', lookup: '/api/v1/folders/{=}', permission: 'read', required: true }];
     expect(objectsNamedInBody({}, refs)).to.deep.equal({ ok: false, why: 'no constructor in the body' });
