@@ -144,7 +144,9 @@ const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
 //                lets admins attach anything, but a note opens an attached file only when the note's
 //                OWNER owns it, has_access_to_file; an admin reads a file by id anyway, A7, audited)
 //   channels.py  POST /{id}/messages/post parent_id, reply_to_id: UPSTREAM (`ref.channel_id !=
-//                channel.id`); /channels/create user_ids, members/add user_ids, group_ids: NO REACH
+//                channel.id`); its data.files[] and /messages/{message_id}/update's: GATEWAY (a model
+//                in the thread answers from the thread's files through get_sources_from_items, as
+//                the sender, role admin let through, for every member to read); /channels/create user_ids, members/add user_ids, group_ids: NO REACH
 //                (people, not content; DMs need membership even for admins)
 //   memories.py  memory_id: UPSTREAM (Memories.*_by_id_and_user_id, the caller's)
 //   evaluations  POST /feedback: NO REACH (the snapshot is the client's own copy, nothing is read)
@@ -178,12 +180,15 @@ const attached = (at: string): BodyRef[] => [
 const FOLDER_BODY: BodyRef[] = attached('data.files[]');
 const MODEL_BODY: BodyRef[] = [...attached('meta.knowledge[]'), { at: 'meta.skillIds[]', lookup: BODY_SKILL, permission: 'read' }];
 /** what a completion attaches (main.py chat_completion: form `files`, `folder_id`) */
-const COMPLETION_BODY: BodyRef[] = [
-  ...attached('files[]'),
-  { at: 'files[]', type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
-  { at: 'files[]', type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
-  { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' },
+/** what a model reads for its answer (retrieval/utils.py get_sources_from_items): the attached kinds, folders and chats */
+const forTheModel = (at: string): BodyRef[] => [
+  ...attached(at),
+  { at, type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
+  { at, type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
 ];
+const COMPLETION_BODY: BodyRef[] = [...forTheModel('files[]'), { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' }];
+/** a channel message's attachments: a model mentioned in the thread answers from them, as the sender */
+const MESSAGE_BODY: BodyRef[] = forTheModel('data.files[]');
 const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];
 
 const CODE = 'runs code of the admin inside Open WebUI, with access to every user\u2019s data (ENABLE_PLUGINS=false turns plugin loading off)';
@@ -449,14 +454,14 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('DELETE', '/api/v1/channels/{channel_id}/apps/{app_id}', '/api/v1/channels/{channel_id}'),
   read('GET', '/api/v1/channels/{id}/messages', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/pinned', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL, MESSAGE_BODY),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/data', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/thread', CHANNEL),
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/add', CHANNEL),
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/remove', CHANNEL),
   write('POST', '/api/v1/channels/{id}/messages/{message_id}/pin', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL, MESSAGE_BODY),
   write('DELETE', '/api/v1/channels/{id}/messages/{message_id}/delete', CHANNEL),
   own('GET', '/api/v1/channels/webhooks/{webhook_id}/profile/image'),
   write('GET', '/api/v1/channels/{id}/webhooks', CHANNEL),

@@ -166,6 +166,22 @@ describe('unit: objects named in an admin\u2019s request body', () => {
     expect(decide({ method: 'POST', path: '/api/chat/completed' }, off, admin)).to.not.have.property('inBody');
   });
 
+  it('a channel message: the files a model in the thread would answer from', () => {
+    expect(
+      lookupsOf('POST', '/api/v1/channels/ch-own/messages/post', {
+        content: '@model what is in it?',
+        data: {
+          files: [
+            { type: 'collection', id: 'k-bob' },
+            { type: 'image', url: 'data:' },
+          ],
+        },
+      }),
+    ).to.deep.equal(['read /api/v1/knowledge/k-bob']);
+    expect(access('POST', '/api/v1/channels/ch-own/messages/m1/update')).to.include({ lookup: '/api/v1/channels/ch-own', permission: 'write' });
+    expect(lookupsOf('POST', '/api/v1/channels/ch-own/messages/m1/update', { content: 'x' })).to.deep.equal([]);
+  });
+
   it('a field is read only as the body\u2019s own: an inherited name is no id', () => {
     const refs: BodyRef[] = [{ at: 'constructor', lookup: '/api/v1/folders/{=}', permission: 'read', required: true }];
     expect(objectsNamedInBody({}, refs)).to.deep.equal({ ok: false, why: 'no constructor in the body' });
