@@ -6,7 +6,7 @@
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
-import { matchRoute, type RouteMatch } from './open-webui-routes.js';
+import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
 import type { Permission } from './resource-access.js';
 
 export interface PolicySettings {
@@ -43,15 +43,18 @@ export type Decision =
   | { action: 'require-own-chat'; access: Exclude<ChatAccess, { need: 'audit-delete' }>; detail: string; rule: string }
   /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
   | { action: 'audit-chat-delete'; chatId: string; rule: string }
-  /** Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat one they may reach; 401 `detail` else. */
-  | { action: 'require-own-chat-in-body'; detail: string; rule: string }
-  /** Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach it with `permission`, else 403. */
   /**
-   * Ask the upstream for the object at `lookup` (as the caller); forward only when the admin may reach
-   * it. `bodyField`: the object's id is the JSON body's field of that name (`{=name}` in `lookup`, filled
-   * by the gateway from the body it then forwards unchanged), as Open WebUI reads it there.
+   * Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat
+   * one they may reach, and every object `inBody` names (objectsNamedInBody) one they may reach; 401 `detail` else.
    */
-  | { action: 'require-access'; lookup: string; permission: Permission; detail: string; rule: string; bodyField?: string }
+  | { action: 'require-own-chat-in-body'; inBody?: readonly BodyRef[]; detail: string; rule: string }
+  /**
+   * Ask the upstream (as the caller) for the object at `lookup` and for every object the JSON body
+   * names (`inBody`, read by objectsNamedInBody from the body the gateway then forwards unchanged);
+   * forward only when the admin may reach each one, else 403. No `lookup`: the route's own object
+   * is the caller's (class own) or is itself named in the body (`{=name}`).
+   */
+  | { action: 'require-access'; lookup?: string; permission: Permission; inBody?: readonly BodyRef[]; detail: string; rule: string }
   /**
    * Forward only when `userId` is the caller's own upstream id, else 403. `keepEmail`: the JSON body
    * is read first and an `email` other than the caller's realm email is refused too (the email is
@@ -147,8 +150,11 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
       };
     }
     if (method === 'POST' && !under('api', 'v1', 'chats')) {
+      // what the completion attaches: chats whatever the bypass, other content while it is off
+      const inBody = (route.row.body ?? []).filter((r) => r.always || !settings.bypassAdminAccessControl);
       return {
         action: 'require-own-chat-in-body',
+        ...(inBody.length ? { inBody } : {}),
         detail: ADMIN_CHAT_ACCESS_DISABLED,
         rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: a chat named in the body must be own',
       };
@@ -193,18 +199,20 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
 /**
  * Fill a lookup template: `{name}` from the path's parameters, `{?name}` from the query (exactly
  * once: Starlette reads the LAST of repeated keys, URLSearchParams the first, so a repeated key could
- * have one object checked and another acted on), `{=name}` left for the body (`bodyField`).
- * Undefined when one is missing or repeated.
+ * have one object checked and another acted on). `{=name}`: the object is the JSON body's field
+ * `name`, a required BodyRef instead of a lookup. Undefined when one is missing or repeated.
  */
-function fillLookup(template: string, params: Record<string, string>, search: string): { lookup: string; bodyField?: string } | undefined {
+function fillLookup(
+  template: string,
+  params: Record<string, string>,
+  search: string,
+  permission: Permission,
+): { lookup?: string; inBody?: BodyRef[] } | undefined {
+  const named = /\{=([a-z_]+)\}/.exec(template);
+  if (named) return { inBody: [{ at: named[1]!, lookup: template.replace(named[0], '{=}'), permission, required: true }] };
   const query = new URLSearchParams(search);
   let missing = false;
-  let bodyField: string | undefined;
-  const lookup = template.replace(/\{([?=]?)([a-z_]+)\}/g, (m, q: string, name: string) => {
-    if (q === '=') {
-      bodyField = name;
-      return m;
-    }
+  const lookup = template.replace(/\{(\??)([a-z_]+)\}/g, (_m, q: string, name: string) => {
     const values = q ? query.getAll(name) : [params[name]];
     const v = values.length === 1 ? values[0] : undefined;
     if (v === null || v === undefined || v === '') {
@@ -213,7 +221,78 @@ function fillLookup(template: string, params: Record<string, string>, search: st
     }
     return encodeURIComponent(v);
   });
-  return missing ? undefined : { lookup, ...(bodyField ? { bodyField } : {}) };
+  return missing ? undefined : { lookup };
+}
+
+/** Most objects one body may name (a batch of files): each costs an upstream lookup. */
+export const MAX_BODY_OBJECTS = 500;
+
+export type BodyObjects = { ok: true; lookups: Array<{ lookup: string; permission: Permission }> } | { ok: false; why: string };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The values at a BodyRef's `at` ('a.b', '[].file_id', 'meta.knowledge[]'); absent or null parts hold none; a part of the wrong kind is 'bad'. */
+function valuesAt(body: unknown, at: string): unknown[] | 'bad' {
+  let values: unknown[] = [body];
+  for (const part of at.split('.')) {
+    const many = part.endsWith('[]');
+    const name = many ? part.slice(0, -2) : part;
+    const next: unknown[] = [];
+    for (const v of values) {
+      let field: unknown = v;
+      if (name) {
+        if (v === undefined || v === null) continue;
+        if (!isRecord(v)) return 'bad';
+        field = Object.prototype.hasOwnProperty.call(v, name) ? v[name] : undefined;
+      }
+      if (!many) next.push(field);
+      else if (field === undefined || field === null) continue;
+      else if (!Array.isArray(field)) return 'bad';
+      else next.push(...(field as unknown[]));
+    }
+    values = next;
+  }
+  return values;
+}
+
+/**
+ * The objects an admin's JSON body names (the route's BodyRefs), as lookups for the gateway to ask
+ * the upstream as the caller. Open WebUI treats an absent, null or empty optional id as none; an
+ * id that is not a string (an object, a number) or a part of the body of the wrong kind is refused,
+ * as is an id that would leave its path segment. Entries `{type, id}`: those of a type one of the
+ * refs names are checked, others are not objects of these kinds.
+ */
+export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): BodyObjects {
+  const lookups = new Map<string, { lookup: string; permission: Permission }>();
+  const add = (ref: BodyRef, id: unknown): string | undefined => {
+    if (id === undefined || id === null || id === '') return ref.required ? `no ${ref.at} in the body` : undefined;
+    if (typeof id !== 'string') return `${ref.at} is not an id`;
+    // in the lookup's path a slash or dot segment would name another route (Starlette decodes %2F)
+    const query = ref.lookup.indexOf('?');
+    const inPath = query === -1 || ref.lookup.indexOf('{=}') < query;
+    if (inPath && (/[/\\]/.test(id) || id === '.' || id === '..')) return `${ref.at} is not an id`;
+    const lookup = ref.lookup.replace('{=}', encodeURIComponent(id));
+    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
+    return undefined;
+  };
+  for (const ref of refs) {
+    const values = valuesAt(body, ref.at);
+    if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
+    if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
+    for (const v of values) {
+      let id = v;
+      if (ref.type !== undefined) {
+        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
+        if (v.type !== ref.type) continue;
+        id = v.id;
+        if (id === undefined || id === null || id === '') return { ok: false, why: `${ref.at} holds a ${ref.type} with no id` };
+      }
+      const why = add(ref, id);
+      if (why) return { ok: false, why };
+      if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
+    }
+  }
+  return { ok: true, lookups: [...lookups.values()] };
 }
 
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
@@ -227,15 +306,27 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
+  const permission: Permission = row.class === 'by-id-read' ? 'read' : 'write';
   switch (row.class) {
     case 'listing':
       return { action: 'filter-listing', rule };
     case 'by-id-read':
     case 'by-id-write': {
-      const filled = fillLookup(row.lookup!, params, search);
+      const filled = fillLookup(row.lookup!, params, search, permission);
       if (!filled) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no single id to check)` };
-      return { action: 'require-access', ...filled, permission: row.class === 'by-id-read' ? 'read' : 'write', detail: ADMIN_SCOPED, rule };
+      const inBody = [...(filled.inBody ?? []), ...(row.body ?? [])];
+      return {
+        action: 'require-access',
+        ...(filled.lookup ? { lookup: filled.lookup } : {}),
+        permission,
+        ...(inBody.length ? { inBody } : {}),
+        detail: ADMIN_SCOPED,
+        rule,
+      };
     }
+    case 'own':
+      // the caller's own object, but the body names others (a parent folder, an attached file)
+      return row.body ? { action: 'require-access', permission, inBody: row.body, detail: ADMIN_SCOPED, rule } : { action: 'pass', rule };
     case 'account':
       // An admin who gives their OWN account another email hands it (their token still valid on the
       // socket) to whoever signs in with that email next: the email stays the realm's.

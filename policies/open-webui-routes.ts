@@ -27,6 +27,8 @@
 // passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
 // as Open WebUI answers, except the export and chat classes.
 
+import type { Permission } from './resource-access.js';
+
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
 
@@ -36,12 +38,38 @@ export interface RouteRow {
   /** Open WebUI's path template: `{name}` one segment, `{name:path}` the rest (one or more) */
   path: string;
   class: RouteClassName;
-  /** by-id classes: the GET that returns the object, `{name}` from the path, `?id` style from the query */
+  /** by-id classes: the GET that returns the object, `{name}` from the path, `{?name}` from the query, `{=name}` from the JSON body */
   lookup?: string;
+  /** objects the JSON body names besides the route's own, each checked like it (see BodyRef) */
+  body?: readonly BodyRef[];
   /** refused: why (also the audit line's rule) */
   why?: string;
   /** admin-config: fields removed from the answer (each user's own settings and info) */
   redact?: readonly string[];
+}
+
+/**
+ * An object named in the JSON body of an admin's request: the gateway reads the body (bounded),
+ * asks the upstream for each object named (as the caller) and forwards exactly those bytes only
+ * when the admin owns every one or holds a grant on it (policies/admin-scoping.ts
+ * objectsNamedInBody). Absent or null (or '') is nothing to check, as Open WebUI treats it, unless
+ * `required`; a value that is not a string id is refused (fail closed).
+ */
+export interface BodyRef {
+  /** where the id is: field names joined by '.', `[]` for each element of an array ('file_id', '[].file_id', 'meta.skillIds[]') */
+  at: string;
+  /** the GET that returns the object, `{=}` where the id goes */
+  lookup: string;
+  permission: Permission;
+  /** the request names its object here: absent, null or '' is refused */
+  required?: boolean;
+  /**
+   * `at` holds `{type, id}` entries (folder and model knowledge): this ref checks the entries of this
+   * type; entries of a type no ref names are not objects of these kinds (Open WebUI ignores them there)
+   */
+  type?: string;
+  /** checked with CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true too: a chat (ENABLE_ADMIN_CHAT_ACCESS is fixed false) */
+  always?: boolean;
 }
 
 const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<RouteRow> = {}): RouteRow => ({
@@ -54,7 +82,9 @@ const own = (m: string, p: string) => row(m, p, 'own');
 const cfg = (m: string, p: string) => row(m, p, 'admin-config');
 const list = (m: string, p: string) => row(m, p, 'listing');
 const read = (m: string, p: string, lookup: string) => row(m, p, 'by-id-read', { lookup });
-const write = (m: string, p: string, lookup: string) => row(m, p, 'by-id-write', { lookup });
+const write = (m: string, p: string, lookup: string, body?: readonly BodyRef[]) => row(m, p, 'by-id-write', { lookup, ...(body ? { body } : {}) });
+/** a route Open WebUI scopes to the caller, but whose body names other objects (checked as BodyRef) */
+const ownNaming = (m: string, p: string, body: readonly BodyRef[]) => row(m, p, 'own', { body });
 const refused = (m: string, p: string, why: string) => row(m, p, 'refused', { why });
 const account = (m: string, p: string) => row(m, p, 'account');
 const chat = (m: string, p: string) => row(m, p, 'chat');
@@ -73,6 +103,94 @@ const FEEDBACK = '/api/v1/evaluations/feedback/{id}';
 const CALENDAR = '/api/v1/calendars/{calendar_id}';
 const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
 
+// ---- objects named in a request BODY (admins, bypass off)
+//
+// Open WebUI 0.12.4 lets role admin past most of its own checks on an id a body names, so a route
+// that passes (class own, or a write whose PATH object is the admin's) could still act on another
+// user's object named in the body. Every route an admin's request passes was read for such ids
+// (routers/*.py, their forms, the models/*.py and utils/access_control/*.py helpers they call).
+// Verdicts: GATEWAY = checked here (BodyRef on the row), UPSTREAM = Open WebUI checks it for admins
+// too (cited), NO REACH = the id opens nothing of anyone else, REFUSED = the route is refused.
+//   folders.py   POST /folders/ parent_id: GATEWAY (create_folder: `user.role != 'admin'` skips the
+//                parent's write check and the folder is made INSIDE the other user's tree, as theirs);
+//                data.files[] {type: file|collection|note, id}: GATEWAY (can_read_all_folder_files:
+//                get_accessible_folder_files returns every entry for an admin; chats in the folder
+//                then read them as context, and sharing the folder hands them on)
+//                POST /folders/{id}/update data.files[]: GATEWAY (checked as the folder's owner, the
+//                admin for their own folder: the same bypass); /update/parent parent_id: GATEWAY
+//                (update_folder_parent_id_by_id_and_user_id never reads the new parent, for anyone)
+//   knowledge.py POST /{id}/file/add file_id: GATEWAY (`file.user_id != user.id and user.role !=
+//                'admin'`: the admin's own base indexes, and shows, another user's file);
+//                /{id}/files/batch/add [].file_id: GATEWAY (`if user.role != 'admin'` around the
+//                file check); /{id}/file/update, /file/remove, /file/move, /sync/cleanup file_id(s):
+//                UPSTREAM (Knowledges.has_file: only files already in that base, whose write the
+//                gateway checked); file/remove?delete_file and sync/cleanup then delete a file of
+//                another user in it, as DELETE /files/{id} may (rule A7); directory_id, parent_id,
+//                dir_ids: UPSTREAM (_verify_directory_in_knowledge, `directory.knowledge_id != id`)
+//   models.py    POST /models/create and /model/update meta.knowledge[] {type: file|collection|note}:
+//                GATEWAY (_verify_knowledge_file_access returns at once for admins; collections and
+//                notes are not checked at all there; a chat with the model reads them);
+//                meta.skillIds[]: GATEWAY (require_resource only in _verify_version_dependencies);
+//                meta.toolIds, base_model_id: UPSTREAM (get_tools / get_all_models as the caller,
+//                both scoped by BYPASS_ADMIN_ACCESS_CONTROL); /models/import: REFUSED (row below)
+//   calendar.py  POST /calendars/events/create calendar_id, /events/{event_id}/update calendar_id:
+//                GATEWAY (_check_calendar_access: `cal.user_id == user.id or user.role == 'admin'`)
+//   automations  POST /automations/create, /{id}/update data.target.channel_id: GATEWAY
+//                (check_automation_channel_access returns for admins: the admin's automation posts
+//                into any channel); folder_id: UPSTREAM (get_folder_by_id_and_user_id, the caller's)
+//   chats.py     POST /chats/new, /chats/import folder_id and /{id}/folder: UPSTREAM
+//                (has_folder_write_access(user.id, ...), no admin bypass; /{id}/folder is a chat row)
+//   notes.py     POST /notes/create and /{id}/update data.files[]: NO REACH (has_access_to_note_files
+//                lets admins attach anything, but a note opens an attached file only when the note's
+//                OWNER owns it, has_access_to_file; an admin reads a file by id anyway, A7, audited)
+//   channels.py  POST /{id}/messages/post parent_id, reply_to_id: UPSTREAM (`ref.channel_id !=
+//                channel.id`); its data.files[] and /messages/{message_id}/update's: GATEWAY (a model
+//                in the thread answers from the thread's files through get_sources_from_items, as
+//                the sender, role admin let through, for every member to read); /channels/create user_ids, members/add user_ids, group_ids: NO REACH
+//                (people, not content; DMs need membership even for admins)
+//   memories.py  memory_id: UPSTREAM (Memories.*_by_id_and_user_id, the caller's)
+//   evaluations  POST /feedback: NO REACH (the snapshot is the client's own copy, nothing is read)
+//   apps.py      POST /apps/{app_id}/interactions message_id: UPSTREAM (check_app_invocation_access
+//                on the message's channel; the app message must be the app's own)
+//   retrieval.py /process/file, /process/files/batch, /query/*: REFUSED (rows below)
+//   prompts, tools, skills, functions, tasks: ids in their bodies are the new object's own
+//                (create) or a version of the path object: NO REACH
+//   chat rows    /api/chat/completions, /api/v1/chat/completions: chat_id checked (chat-scoping.ts);
+//                files[] {type: file|collection|note|folder, id} and folder_id: GATEWAY (retrieval/
+//                utils.py get_sources_from_items: `user.role == 'admin' or ...` for each type, and
+//                utils/middleware.py reads folder_id's folder for admins; the model then answers
+//                from their content); files[] {type: chat}: GATEWAY with either bypass value
+//                (`user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`, fixed false here); untyped
+//                collection_name(s) items: UPSTREAM (ignored unless BYPASS_RETRIEVAL_ACCESS_CONTROL);
+//                messages[].files urls: files by id, as A7 lets admins read them; /api/chat/completed
+//                and /actions: no retrieval, chat_id only
+const BODY_FILE = '/api/v1/files/{=}';
+const BODY_FOLDER = '/api/v1/folders/{=}';
+const BODY_KNOWLEDGE = '/api/v1/knowledge/{=}';
+const BODY_NOTE = '/api/v1/notes/{=}';
+const BODY_SKILL = '/api/v1/skills/id/{=}';
+const BODY_CALENDAR = '/api/v1/calendars/{=}';
+const BODY_CHANNEL = '/api/v1/channels/{=}';
+/** folder.data.files and model meta.knowledge: `{type, id}` entries naming files, knowledge bases and notes, read by chats */
+const attached = (at: string): BodyRef[] => [
+  { at, type: 'file', lookup: BODY_FILE, permission: 'read' },
+  { at, type: 'collection', lookup: BODY_KNOWLEDGE, permission: 'read' },
+  { at, type: 'note', lookup: BODY_NOTE, permission: 'read' },
+];
+const FOLDER_BODY: BodyRef[] = attached('data.files[]');
+const MODEL_BODY: BodyRef[] = [...attached('meta.knowledge[]'), { at: 'meta.skillIds[]', lookup: BODY_SKILL, permission: 'read' }];
+/** what a completion attaches (main.py chat_completion: form `files`, `folder_id`) */
+/** what a model reads for its answer (retrieval/utils.py get_sources_from_items): the attached kinds, folders and chats */
+const forTheModel = (at: string): BodyRef[] => [
+  ...attached(at),
+  { at, type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
+  { at, type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
+];
+const COMPLETION_BODY: BodyRef[] = [...forTheModel('files[]'), { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' }];
+/** a channel message's attachments: a model mentioned in the thread answers from them, as the sender */
+const MESSAGE_BODY: BodyRef[] = forTheModel('data.files[]');
+const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];
+
 const CODE = 'runs code of the admin inside Open WebUI, with access to every user\u2019s data (ENABLE_PLUGINS=false turns plugin loading off)';
 const PROMPT_ROUTE = 'routes every user\u2019s prompts or documents to an address the admin sets (set it in the deployment instead)';
 const GROUPS = 'group membership comes from the realm (the groups header at each sign-in); a self-added group opens that tenant\u2019s content';
@@ -89,8 +207,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/embeddings'),
   own('POST', '/api/v1/embeddings'),
   // chat_id in the body: the admin's own chat checked before forwarding (ENABLE_ADMIN_CHAT_ACCESS)
-  chat('POST', '/api/chat/completions'),
-  chat('POST', '/api/v1/chat/completions'),
+  row('POST', '/api/chat/completions', 'chat', { body: COMPLETION_BODY }),
+  row('POST', '/api/v1/chat/completions', 'chat', { body: COMPLETION_BODY }),
   chat('POST', '/api/chat/completed'),
   chat('POST', '/api/chat/actions/{action_id}'),
   chat('POST', '/api/v1/chats/{id}/messages/{message_id}/resolve'),
@@ -336,14 +454,14 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('DELETE', '/api/v1/channels/{channel_id}/apps/{app_id}', '/api/v1/channels/{channel_id}'),
   read('GET', '/api/v1/channels/{id}/messages', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/pinned', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/post', CHANNEL, MESSAGE_BODY),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/data', CHANNEL),
   read('GET', '/api/v1/channels/{id}/messages/{message_id}/thread', CHANNEL),
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/add', CHANNEL),
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/remove', CHANNEL),
   write('POST', '/api/v1/channels/{id}/messages/{message_id}/pin', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL),
+  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL, MESSAGE_BODY),
   write('DELETE', '/api/v1/channels/{id}/messages/{message_id}/delete', CHANNEL),
   own('GET', '/api/v1/channels/webhooks/{webhook_id}/profile/image'),
   write('GET', '/api/v1/channels/{id}/webhooks', CHANNEL),
@@ -430,7 +548,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET', '/api/v1/models/base/tags'),
   cfg('GET', '/api/v1/models/base'),
   own('GET', '/api/v1/models/tags'),
-  own('POST', '/api/v1/models/create'),
+  ownNaming('POST', '/api/v1/models/create', MODEL_BODY),
   list('GET', '/api/v1/models/export'),
   refused('POST', '/api/v1/models/import', 'overwrites models named by body, any user\u2019s'),
   refused('POST', '/api/v1/models/sync', 'overwrites every user\u2019s models'),
@@ -441,7 +559,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/models/model/update/version', MODEL),
   read('GET', '/api/v1/models/model/profile/image', MODEL),
   write('POST', '/api/v1/models/model/toggle', MODEL),
-  write('POST', '/api/v1/models/model/update', MODEL_IN_BODY),
+  write('POST', '/api/v1/models/model/update', MODEL_IN_BODY, MODEL_BODY),
   write('POST', '/api/v1/models/model/access/update', MODEL_IN_BODY),
   write('POST', '/api/v1/models/model/delete', MODEL_IN_BODY),
   refused('DELETE', '/api/v1/models/delete/all', 'deletes every user\u2019s models'),
@@ -472,20 +590,12 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('GET', '/api/v1/knowledge/{id}/files/pending', KNOWLEDGE),
   read('GET', '/api/v1/knowledge/{id}/files', KNOWLEDGE),
   read('GET', '/api/v1/knowledge/{id}/export', KNOWLEDGE),
-  ...[
-    'update',
-    'access/update',
-    'file/add',
-    'file/update',
-    'file/remove',
-    'reset',
-    'sync/diff',
-    'sync/cleanup',
-    'files/batch/add',
-    'dirs/create',
-    'dirs/{dir_id}/update',
-    'file/move',
-  ].map((p) => write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE)),
+  ...['update', 'access/update', 'file/update', 'file/remove', 'reset', 'sync/diff', 'sync/cleanup', 'dirs/create', 'dirs/{dir_id}/update', 'file/move'].map(
+    (p) => write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE),
+  ),
+  // the file named must be the admin's own (files carry no grants in 0.12.4: owner only)
+  write('POST', '/api/v1/knowledge/{id}/file/add', KNOWLEDGE, [{ at: 'file_id', lookup: BODY_FILE, permission: 'read', required: true }]),
+  write('POST', '/api/v1/knowledge/{id}/files/batch/add', KNOWLEDGE, [{ at: '[].file_id', lookup: BODY_FILE, permission: 'read', required: true }]),
   write('DELETE', '/api/v1/knowledge/{id}/delete', KNOWLEDGE),
   write('DELETE', '/api/v1/knowledge/{id}/dirs/{dir_id}/delete', KNOWLEDGE),
 
@@ -555,12 +665,13 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('DELETE', '/api/v1/memories/{memory_id}'),
 
   // ---- routers/folders.py
-  own('GET,POST', '/api/v1/folders/'),
+  own('GET', '/api/v1/folders/'),
+  ownNaming('POST', '/api/v1/folders/', [{ at: 'parent_id', lookup: BODY_FOLDER, permission: 'write' }, ...FOLDER_BODY]),
   list('GET', '/api/v1/folders/shared'),
   read('GET', '/api/v1/folders/{id}', FOLDER),
   read('GET', '/api/v1/folders/{id}/shared/chats', FOLDER),
-  write('POST', '/api/v1/folders/{id}/update', FOLDER),
-  write('POST', '/api/v1/folders/{id}/update/parent', FOLDER),
+  write('POST', '/api/v1/folders/{id}/update', FOLDER, FOLDER_BODY),
+  write('POST', '/api/v1/folders/{id}/update/parent', FOLDER, [{ at: 'parent_id', lookup: BODY_FOLDER, permission: 'write' }]),
   write('POST', '/api/v1/folders/{id}/update/expanded', FOLDER),
   write('POST', '/api/v1/folders/{id}/access/update', FOLDER),
   read('POST', '/api/v1/folders/{id}/read', FOLDER),
@@ -664,9 +775,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('WEBSOCKET', '/api/v1/terminals/{server_id}/api/terminals/{session_id}'),
   // ---- routers/automations.py: owner only, admins included (check_automation_access)
   own('GET', '/api/v1/automations/list'),
-  own('POST', '/api/v1/automations/create'),
+  ownNaming('POST', '/api/v1/automations/create', AUTOMATION_BODY),
   own('GET', '/api/v1/automations/{id}'),
-  own('POST', '/api/v1/automations/{id}/update'),
+  ownNaming('POST', '/api/v1/automations/{id}/update', AUTOMATION_BODY),
   own('POST', '/api/v1/automations/{id}/toggle'),
   own('POST', '/api/v1/automations/{id}/run'),
   own('DELETE', '/api/v1/automations/{id}/delete'),
@@ -677,9 +788,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/calendars/create'),
   own('GET', '/api/v1/calendars/events'),
   own('GET', '/api/v1/calendars/events/search'),
-  own('POST', '/api/v1/calendars/events/create'),
+  ownNaming('POST', '/api/v1/calendars/events/create', [{ at: 'calendar_id', lookup: BODY_CALENDAR, permission: 'write', required: true }]),
   read('GET', '/api/v1/calendars/events/{event_id}', CAL_EVENT),
-  write('POST', '/api/v1/calendars/events/{event_id}/update', CAL_EVENT),
+  write('POST', '/api/v1/calendars/events/{event_id}/update', CAL_EVENT, [{ at: 'calendar_id', lookup: BODY_CALENDAR, permission: 'write' }]),
   write('DELETE', '/api/v1/calendars/events/{event_id}/delete', CAL_EVENT),
   read('POST', '/api/v1/calendars/events/{event_id}/rsvp', CAL_EVENT),
   read('GET', '/api/v1/calendars/{calendar_id}', CALENDAR),

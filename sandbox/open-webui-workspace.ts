@@ -90,6 +90,8 @@ export interface Kit<C> {
   flags: { bypassAdminAccessControl: boolean };
   users: Map<string, User>;
   chats: Map<string, { id: string; user_id: string; title: string; folder_id: string | null; chat: unknown }>;
+  /** the stand-in's uploaded files (knowledge bases index them) */
+  files: Map<string, { id: string; user_id: string; filename: string; data: { content?: string } }>;
 }
 
 const FORBIDDEN = 'You do not have permission to access this resource. Please contact your administrator for assistance.';
@@ -243,7 +245,76 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     sendJson(ctx, 200, o);
   });
 
+  // folders.py create_folder: a parent of another user is not checked for admins ("user.role !=
+  // 'admin' and not _has_folder_access(write)") and the folder is made as the PARENT's owner's;
+  // data.files entries are not checked for admins (get_accessible_folder_files returns them all)
+  route('POST', '/api/v1/folders/', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const body = await readJsonObject(ctx);
+    if (typeof body.name !== 'string') throw fail(422, 'name is required');
+    const parentId = typeof body.parent_id === 'string' && body.parent_id ? body.parent_id : null;
+    const parent = parentId ? ws.objects.folder.get(parentId) : undefined;
+    if (parent && parent.user_id !== user.id && user.role !== 'admin' && !hasAccess(user, parent, 'write')) throw fail(403, FORBIDDEN);
+    const data = body.data && typeof body.data === 'object' ? (body.data as { files?: unknown }) : null;
+    if (data && Array.isArray(data.files) && user.role !== 'admin') {
+      const entries = data.files as Array<{ type?: string; id?: string }>;
+      const file = (id: string | undefined) => kit.files.get(id ?? '');
+      const ok = entries.every((e) =>
+        e.type === 'file'
+          ? file(e.id)?.user_id === user.id
+          : e.type === 'collection' || e.type === 'note'
+            ? readable(user, get(e.type === 'collection' ? 'knowledge' : 'note', e.id))
+            : false,
+      );
+      if (!ok) throw fail(403, FORBIDDEN);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const folder: WorkspaceObject = {
+      id: randomUUID(),
+      user_id: parent ? parent.user_id : user.id,
+      parent_id: parentId,
+      name: body.name,
+      data,
+      created_at: now,
+      updated_at: now,
+    };
+    ws.objects.folder.set(folder.id, folder);
+    sendJson(ctx, 200, folder);
+  });
+
   // knowledge.py
+  /** the base's write check: owner, a write grant, or "user.role != 'admin'" */
+  const writableKnowledge = async (ctx: C, id: string | undefined) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const kb = get('knowledge', id);
+    if (kb.user_id !== user.id && !hasAccess(user, kb, 'write') && user.role !== 'admin') throw fail(400, FORBIDDEN);
+    return { user, kb };
+  };
+  /** add_file_to_knowledge_by_id: "file.user_id != user.id and user.role != 'admin'" needs read access; the base indexes the file's text */
+  const addFile = (user: User, kb: WorkspaceObject, fileId: unknown) => {
+    const file = kit.files.get(typeof fileId === 'string' ? fileId : '');
+    if (!file) throw fail(400, NOT_FOUND);
+    if (file.user_id !== user.id && user.role !== 'admin') throw fail(403, FORBIDDEN);
+    const ids = (kb.file_ids as string[] | undefined) ?? [];
+    if (!ids.includes(file.id)) kb.file_ids = [...ids, file.id];
+    kb.content = `${String(kb.content ?? '')}\n${file.data.content ?? ''}`;
+  };
+  const withFiles = (kb: WorkspaceObject) => ({
+    ...kb,
+    files: ((kb.file_ids as string[] | undefined) ?? []).map((id) => ({ id, filename: kit.files.get(id)?.filename ?? '' })),
+  });
+  route('POST', '/api/v1/knowledge/{id}/file/add', async (ctx, [id]) => {
+    const { user, kb } = await writableKnowledge(ctx, id);
+    addFile(user, kb, (await readJsonObject(ctx)).file_id);
+    sendJson(ctx, 200, withFiles(kb));
+  });
+  route('POST', '/api/v1/knowledge/{id}/files/batch/add', async (ctx, [id]) => {
+    const { user, kb } = await writableKnowledge(ctx, id);
+    const forms = JSON.parse((await kit.readText(ctx)) || 'null') as unknown;
+    if (!Array.isArray(forms)) throw fail(422, 'Input should be a valid list');
+    for (const f of forms as Array<{ file_id?: unknown }>) addFile(user, kb, f.file_id);
+    sendJson(ctx, 200, withFiles(kb));
+  });
   route('GET', '/api/v1/knowledge/', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     const items = listed(user, 'knowledge').map(withUser);

@@ -1008,6 +1008,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       flags,
       users,
       chats,
+      files,
     },
     workspace,
   );

@@ -146,7 +146,10 @@ describe('admin-scoping: the object checked is the object Open WebUI acts on', (
   it('update, access/update and delete of a model name it in the body: the body field is checked, whatever the query says', () => {
     for (const route of ['update', 'access/update', 'delete']) {
       const d = decide({ method: 'POST', path: `/api/v1/models/model/${route}`, search: '?id=mine' }, off, admin);
-      expect(d, route).to.deep.include({ action: 'require-access', lookup: '/api/v1/models/model?id={=id}', bodyField: 'id', permission: 'write' });
+      expect(d, route).to.deep.include({ action: 'require-access', permission: 'write' });
+      expect(d, route).to.not.have.property('lookup');
+      const inBody = (d as Extract<typeof d, { action: 'require-access' }>).inBody ?? [];
+      expect(inBody[0], route).to.deep.equal({ at: 'id', lookup: '/api/v1/models/model?id={=}', permission: 'write', required: true });
     }
   });
 });

@@ -4,7 +4,9 @@
 // an audit line when an admin touches a file that is not theirs; the chat decisions ask the
 // upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Decision } from '../../policies/admin-scoping.js';
+import { objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
+import type { BodyRef } from '../../policies/open-webui-routes.js';
+import type { Principal } from '../../policies/resource-access.js';
 import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
@@ -16,6 +18,9 @@ import { guardPollingBody, type DropReport, type SocketJudge } from '../http/soc
 import type { Observability } from '../ops/observability.js';
 import type { Caller } from './caller.js';
 import type { RequestContext } from './context.js';
+
+/** Objects of one body asked of the upstream at a time (a batch of files names many). */
+const BODY_LOOKUPS_AT_ONCE = 8;
 
 export function createEnforcer(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
   const { obs, upstream, trusted } = parts;
@@ -116,8 +121,14 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
           allowed = (
             await objectViews.mayAccess(`/api/v1/channels/${encodeURIComponent(named.id)}`, 'write', await objectViews.principal(callerId, headers), headers)
           ).ok;
+        // then what the completion attaches (files, knowledge, notes, folders, chats)
+        let rule = decision.rule;
+        if (allowed && decision.inBody) {
+          const why = await unreachableInBody(body.json, decision.inBody, await objectViews.principal(callerId, headers), headers);
+          if (why) [allowed, rule] = [false, `${rule} (${why})`];
+        }
         if (allowed) return proceed(ctx, req, res, false, body.raw);
-        obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        obs.audit.warn({ event: 'admin-chat-access-denied', rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-access': {
@@ -125,21 +136,17 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
-        if (decision.bodyField) {
-          // The object is named in the body: checked, then exactly that body forwarded.
-          if (expectContinue) res.writeContinue();
-          const body = await readJsonBody(req);
-          if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
-          const id = body.json && typeof body.json === 'object' ? (body.json as Record<string, unknown>)[decision.bodyField] : undefined;
-          if (typeof id !== 'string' || id === '')
-            return refuse(res, caller, callerId, req.method, path, `${decision.rule} (no id in the body)`, decision.detail);
-          const lookup = decision.lookup.replace(`{=${decision.bodyField}}`, encodeURIComponent(id));
-          if ((await objectViews.mayAccess(lookup, decision.permission, who, headers)).ok) return proceed(ctx, req, res, false, body.raw);
+        if (decision.lookup && !(await objectViews.mayAccess(decision.lookup, decision.permission, who, headers)).ok)
           return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
-        }
-        const { ok } = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
-        if (ok) return proceed(ctx, req, res, expectContinue);
-        return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        if (!decision.inBody) return proceed(ctx, req, res, expectContinue);
+        // Objects named in the body: the body is read once (bounded), every object checked as the
+        // caller, then exactly those bytes forwarded.
+        if (expectContinue) res.writeContinue();
+        const body = await readJsonBody(req);
+        if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
+        const why = await unreachableInBody(body.json, decision.inBody, who, headers);
+        if (why) return refuse(res, caller, callerId, req.method, path, `${decision.rule} (${why})`, decision.detail);
+        return proceed(ctx, req, res, false, body.raw);
       }
       case 'require-own-account': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
@@ -214,6 +221,23 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         return proceed(ctx, req, res, expectContinue);
       }
     }
+  }
+
+  /**
+   * Why the caller may not have the objects a JSON body names (policies/admin-scoping.ts
+   * objectsNamedInBody), each asked of the upstream as the caller; undefined when every one is
+   * theirs or granted to them.
+   */
+  async function unreachableInBody(json: unknown, refs: readonly BodyRef[], who: Principal, headers: Record<string, string | string[] | undefined>) {
+    const named = objectsNamedInBody(json, refs);
+    if (!named.ok) return named.why;
+    for (let i = 0; i < named.lookups.length; i += BODY_LOOKUPS_AT_ONCE) {
+      const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
+      const answers = await Promise.all(batch.map((o) => objectViews.mayAccess(o.lookup, o.permission, who, headers)));
+      const denied = answers.findIndex((a) => !a.ok);
+      if (denied >= 0) return `the body names ${batch[denied]!.lookup}`;
+    }
+    return undefined;
   }
 
   /** Socket.IO events of an admin (gateway/http/socketio-guard.ts): may the caller reach the note, is the chat theirs? */
