@@ -163,7 +163,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(last).to.include({ kc_idp_hint: 'acme-entra', idp_hint: 'acme-entra', redirect_uri: `${w.url}/auth/callback` });
     });
 
-    it('sets one small HttpOnly, SameSite=Lax session cookie holding no ID or access token', () => {
+    it('sets one small HttpOnly, SameSite=Lax session cookie holding no ID or access token', async () => {
       const line = loginSetCookie.find((c) => c.startsWith('appSession='))!;
       expect(line)
         .to.match(/; Path=\/;/)
@@ -173,7 +173,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const value = admin.get('appSession')!;
       // express-openid-connect's cookie, read with the gateway's reader
       const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86400, absoluteSeconds: 7 * 86400 });
-      const { data, header } = codec.decrypt(value)!;
+      const { data, header } = (await codec.decrypt(value))!;
       const s = data as SessionData & Record<string, unknown>;
       // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
       expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
@@ -290,7 +290,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const other = new SessionCodec(['another-secret-another-secret-0123456789'], { secure: false, rollingSeconds: 86400, absoluteSeconds: 86400 });
       const now = Math.floor(Date.now() / 1000);
       const user = { sub: 's', email: 'sysadmin@platform.example', name: 'n', roles: ['PlatformSysAdmin'], groups: [], tenants: [] };
-      const forged = other.encrypt(
+      const forged = await other.encrypt(
         { v: 1, id: 'x', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 },
         { iat: now, uat: now, exp: now + 3600 },
       );
@@ -468,7 +468,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const now = Math.floor(Date.now() / 1000);
       // the gateway writes: express-openid-connect reads
       const header = { iat: now, uat: now, exp: codec.expiry(now, now) };
-      const lines = codec.setCookieLines(codec.encrypt(big(200), header), header.exp, ['appSession']);
+      const lines = codec.setCookieLines(await codec.encrypt(big(200), header), header.exp, ['appSession']);
       expect(lines.filter((l) => /^appSession\.\d=/.test(l)).length).to.be.greaterThan(1);
       expect(lines.every((l) => l.length <= 4096)).to.equal(true);
       expect(
@@ -488,7 +488,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         .join('; ');
       const found = readSessionCookie(chunks)!;
       expect(found.names.length).to.be.greaterThan(1);
-      expect((codec.decrypt(found.value)!.data as SessionData).user.groups).to.have.length(200);
+      expect(((await codec.decrypt(found.value))!.data as SessionData).user.groups).to.have.length(200);
     });
 
     it('SESSION_SECRET rotation: a cookie of the old key is still read, new cookies use the first key', async () => {
@@ -499,9 +499,9 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         rollingSeconds: 100,
         absoluteSeconds: 100,
       });
-      const value = old.encrypt(big(1), { iat: now, uat: now, exp: now + 100 });
-      expect(rotated.decrypt(value)).to.not.equal(undefined);
-      expect(old.decrypt(rotated.encrypt(big(1), { iat: now, uat: now, exp: now + 100 }))).to.equal(undefined);
+      const value = await old.encrypt(big(1), { iat: now, uat: now, exp: now + 100 });
+      expect(await rotated.decrypt(value)).to.not.equal(undefined);
+      expect(await old.decrypt(await rotated.encrypt(big(1), { iat: now, uat: now, exp: now + 100 }))).to.equal(undefined);
     });
 
     it('an expired session (header exp, rolling or absolute) is no identity', async () => {
@@ -517,11 +517,11 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         { iat: now - 90000, uat: now - 90000, exp: now + 1000 },
         { iat: now - 8 * 86400, uat: now - 10, exp: now + 1000 },
       ]) {
-        const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${codec.encrypt(data, header)}` } });
+        const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${await codec.encrypt(data, header)}` } });
         expect(r.status, JSON.stringify(header)).to.equal(401);
       }
       const fresh = await browse(undefined, `${w.url}/api/v1/auths/`, {
-        headers: { cookie: `appSession=${codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` },
+        headers: { cookie: `appSession=${await codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` },
       });
       expect(fresh.status).to.equal(200);
     });

@@ -1,6 +1,6 @@
-// Who a request comes from, as the gateway verified it: an OIDC session (the express-openid-connect
-// cookie, code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This file defines the seam the
-// data plane depends on and implements it.
+// Who a request comes from, as the gateway verified it: an OIDC session (the gateway's session
+// cookie, gateway/auth/session.ts; code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This
+// file defines the seam the data plane depends on and implements it.
 //
 //   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback,
 //     /auth/logout and /auth/backchannel-logout. `afterCallback` trims the session (gateway/auth/session.ts)

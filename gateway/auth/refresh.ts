@@ -53,7 +53,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     try {
       outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, 2 * HTTP_TIMEOUT_MS + 2_000, async () => {
         mine = await refreshAtRealm(data);
-        if (mine.kind === 'ok') return `ok:${codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
+        if (mine.kind === 'ok') return `ok:${await codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
         if (mine.kind === 'ended') return `ended:${mine.reason}`;
         return undefined;
       });
@@ -63,7 +63,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     }
     if (mine) return mine;
     if (outcome?.startsWith('ok:')) {
-      const renewed = codec.decrypt(outcome.slice(3))?.data;
+      const renewed = (await codec.decrypt(outcome.slice(3)))?.data;
       if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
     }
     if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };

@@ -40,7 +40,7 @@ export function mountSignOut(router: Router, { settings, clientId, store, shared
     if (data === undefined) {
       // Not through express-openid-connect (the chat front-end's sign-out): read the cookie here.
       const found = readSessionCookie(req.headers.cookie);
-      data = found ? (store.codec.decrypt(found.value)?.data as Partial<SessionData> | undefined) : undefined;
+      data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
       if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
     } else r.appSession = undefined; // clears every appSession cookie on the way out
     let idToken: string | undefined;
