@@ -13,6 +13,8 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec } from '../gateway/auth/session.js';
+import { CompactEncrypt } from 'jose';
+import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
@@ -572,6 +574,10 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       ['expired (absolute)', `appSession=${await codec.encrypt(data, { iat: now - 8 * 86_400, uat: now, exp: now + 3600 })}`],
       ['right key, wrong shape (no user)', `appSession=${await codec.encrypt({ ...data, user: undefined } as never, header)}`],
       ["right key, express-openid-connect's own shape", `appSession=${await codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
+      [
+        'a format version the gateway does not know (v: 3), right key',
+        `appSession=${await new CompactEncrypt(new TextEncoder().encode(JSON.stringify(data))).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', v: 3, ...header }).encrypt(sessionKey(SESSION_SECRET))}`,
+      ],
       ['chunks of two sessions', `appSession.0=${valid.slice(0, 40)}; appSession.1=${(await other.encrypt(data, header)).slice(40)}`],
       ['a hundred chunks', Array.from({ length: 100 }, (_, i) => `appSession.${i}=A`).join('; ')],
     ];

@@ -3,26 +3,17 @@
 // layout, no version) still read and renewed as version 2, any other version refused: signed out
 // cleanly, never a 5xx. The key is derived here as the README says, not through the gateway's code.
 import { expect } from 'chai';
-import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';
 import { readSessionCookie, SessionCodec, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session.js';
 import { SESSION_SECRET, startWorld, type World } from './support/cookie-jar.js';
+import { oldLayoutCookie, sessionKey as key } from './support/old-session-cookie.js';
 
 const ROLLING = 86_400;
 const ABSOLUTE = 7 * 86_400;
 const now = () => Math.floor(Date.now() / 1000);
-const key = (secret: string) => Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'JWE CEK', 32));
 
-/** A cookie value as the gateway wrote it before it owned the format (express-openid-connect 3.4's layout). */
-function eocEraCookie(secret: string, data: unknown, header: SessionHeader): string {
-  const b64u = (b: Buffer) => b.toString('base64url');
-  const protectedHeader = b64u(Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', ...header })));
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key(secret), iv);
-  cipher.setAAD(Buffer.from(protectedHeader, 'ascii'));
-  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
-  return `${protectedHeader}..${b64u(iv)}.${b64u(ciphertext)}.${b64u(cipher.getAuthTag())}`;
-}
+const eocEraCookie = oldLayoutCookie;
 
 /** A cookie value of the right key whose protected header names format `v` (a later release's, say). */
 const versioned = (v: unknown, data: unknown, header: SessionHeader) =>

@@ -101,12 +101,12 @@ export class SessionCodec {
     this.keys = secrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'JWE CEK', 32)));
   }
 
-  /** exp as express-openid-connect computes it (rolling sessions with an absolute cap). */
+  /** exp: rolling sessions with an absolute cap. */
   expiry(iat: number, uat: number): number {
     return Math.min(uat + this.options.rollingSeconds, iat + this.options.absoluteSeconds);
   }
 
-  /** Is a session with this header still alive now (as express-openid-connect would judge it)? */
+  /** Is a session with this header still alive now (its exp, and the current durations)? */
   alive(h: SessionHeader, now = epoch()): boolean {
     return h.exp > now && h.uat + this.options.rollingSeconds > now && h.iat + this.options.absoluteSeconds > now;
   }
