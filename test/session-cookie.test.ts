@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';
-import { readSessionCookie, SessionCodec, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session.js';
+import { readSessionCookie, SessionCodec, SessionStore, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session.js';
 import { SESSION_SECRET, startWorld, type World } from './support/cookie-jar.js';
 import { oldLayoutCookie, sessionKey as key } from './support/old-session-cookie.js';
 
@@ -96,6 +96,31 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
     expect(await codec.decrypt(found.value)).to.deep.equal({ header, data, version: 2 });
     // a chunk missing: nothing
     expect(await codec.decrypt(readSessionCookie(pairs.slice(1).join('; '))!.value)).to.equal(undefined);
+  });
+
+  it('a rolling touch whose new cookie could not be made is tried again by the next request, not refused for good', async () => {
+    let failures = 1;
+    class Flaky extends SessionCodec {
+      override encrypt(data: SessionData, header: SessionHeader): Promise<string> {
+        return failures-- > 0 ? Promise.reject(new Error('no cookie this time')) : super.encrypt(data, header);
+      }
+    }
+    const flaky = new Flaky([SESSION_SECRET], { secure: false, rollingSeconds: 100, absoluteSeconds: 1000 });
+    const store = new SessionStore(
+      flaky,
+      { refreshMarginSeconds: 60, rollingSeconds: 100, absoluteSeconds: 1000 },
+      { refresh: () => Promise.reject(new Error('no refresh here')), ended: () => {}, unavailable: () => {} },
+      { end: () => {}, isEnded: () => false },
+    );
+    const t = now() - 60; // past half the rolling duration: the next request renews it
+    const value = await codec.encrypt(session(), { iat: t, uat: t, exp: t + 100 });
+    const found = { value, names: [SESSION_COOKIE] };
+    let first: unknown;
+    await Promise.resolve(store.live(found)).catch((e: Error) => (first = e.message));
+    expect(first).to.equal('no cookie this time');
+    const second = await store.live(found);
+    expect(second?.header.uat, 'renewed').to.be.at.least(now() - 1);
+    expect(second?.value).to.not.equal(value);
   });
 
   describe('through the gateway', () => {

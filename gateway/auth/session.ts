@@ -369,11 +369,17 @@ export class SessionStore {
 
   /** A rolling session's new cookie (uat now), made once for every request that carries the old one. */
   private touched(entry: SessionEntry, now: number): Promise<SessionEntry> {
-    entry.touching ??= this.entryOf(entry.data, entry.header.iat, now).then((next) => {
-      entry.next ??= next;
-      this.entries.set(entry.next.value, entry.next);
-      return entry.next;
-    });
+    entry.touching ??= this.entryOf(entry.data, entry.header.iat, now).then(
+      (next) => {
+        entry.next ??= next;
+        this.entries.set(entry.next.value, entry.next);
+        return entry.next;
+      },
+      (err: unknown) => {
+        entry.touching = undefined; // the next request tries again
+        throw err;
+      },
+    );
     return entry.touching;
   }
 
