@@ -4,7 +4,7 @@
 // (gateway/auth/refresh.ts), revocation and the end-session URL (gateway/auth/sign-out.ts),
 // userinfo. What openid-client leaves to the caller is checked here with jose against the realm's
 // published keys: realm access tokens as bearer credentials, the ID token's signature, back-channel
-// logout tokens. Also Keycloak's URL layout and the catalog's service-account token request.
+// logout tokens. Also Keycloak's URL layout (the catalog's service-account token endpoint).
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 
@@ -13,16 +13,6 @@ export function tokenUrlFor(adminUrl: string): string {
   const m = /^(.*)\/admin\/realms\/([^/]+)\/?$/.exec(adminUrl);
   if (!m) throw new Error(`IDP_ADMIN_URL must look like <keycloak>/admin/realms/<realm> (got ${JSON.stringify(adminUrl)})`);
   return `${m[1]}/realms/${m[2]}/protocol/openid-connect/token`;
-}
-
-/** The request a confidential client sends to a token, revocation or introspection endpoint. */
-export function clientPost(clientId: string, clientSecret: string, form: Record<string, string>): RequestInit {
-  const basic = Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64');
-  return {
-    method: 'POST',
-    headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams(form).toString(),
-  };
 }
 
 export const CLOCK_TOLERANCE_S = 5;
