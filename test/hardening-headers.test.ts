@@ -13,6 +13,8 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec } from '../gateway/auth/session.js';
+import { CompactEncrypt } from 'jose';
+import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
@@ -539,7 +541,7 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
   const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
   const flip = (part: string, at = 5) => part.slice(0, at) + (part[at] === 'A' ? 'B' : 'A') + part.slice(at + 1);
 
-  function shapes(): Array<[string, string]> {
+  async function shapes(): Promise<Array<[string, string]>> {
     const now = Math.floor(Date.now() / 1000);
     const parts = valid.split('.');
     const withPart = (i: number, value: string) => parts.map((p, j) => (j === i ? value : p)).join('.');
@@ -567,18 +569,22 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       ['zip header', `appSession=${withPart(0, b64({ alg: 'dir', enc: 'A256GCM', zip: 'DEF', iat: now, uat: now, exp: now + 3600 }))}`],
       ['header that is not JSON', `appSession=${withPart(0, Buffer.from('{not json').toString('base64url'))}`],
       ['header exp pushed into the future', `appSession=${withPart(0, b64({ alg: 'dir', enc: 'A256GCM', iat: now, uat: now, exp: now + 10 * 365 * 86_400 }))}`],
-      ['another secret', `appSession=${other.encrypt(data, header)}`],
-      ['expired (exp)', `appSession=${codec.encrypt(data, { iat: now - 100, uat: now - 100, exp: now - 1 })}`],
-      ['expired (absolute)', `appSession=${codec.encrypt(data, { iat: now - 8 * 86_400, uat: now, exp: now + 3600 })}`],
-      ['right key, wrong shape (no user)', `appSession=${codec.encrypt({ ...data, user: undefined } as never, header)}`],
-      ["right key, express-openid-connect's own shape", `appSession=${codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
-      ['chunks of two sessions', `appSession.0=${valid.slice(0, 40)}; appSession.1=${other.encrypt(data, header).slice(40)}`],
+      ['another secret', `appSession=${await other.encrypt(data, header)}`],
+      ['expired (exp)', `appSession=${await codec.encrypt(data, { iat: now - 100, uat: now - 100, exp: now - 1 })}`],
+      ['expired (absolute)', `appSession=${await codec.encrypt(data, { iat: now - 8 * 86_400, uat: now, exp: now + 3600 })}`],
+      ['right key, wrong shape (no user)', `appSession=${await codec.encrypt({ ...data, user: undefined } as never, header)}`],
+      ["right key, express-openid-connect's own shape", `appSession=${await codec.encrypt({ id_token: 'x', access_token: 'y' } as never, header)}`],
+      [
+        'a format version the gateway does not know (v: 3), right key',
+        `appSession=${await new CompactEncrypt(new TextEncoder().encode(JSON.stringify(data))).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', v: 3, ...header }).encrypt(sessionKey(SESSION_SECRET))}`,
+      ],
+      ['chunks of two sessions', `appSession.0=${valid.slice(0, 40)}; appSession.1=${(await other.encrypt(data, header)).slice(40)}`],
       ['a hundred chunks', Array.from({ length: 100 }, (_, i) => `appSession.${i}=A`).join('; ')],
     ];
   }
 
   it('every shape: 401 on the API, the login guard on pages, {authenticated:false}, WebSockets refused; no 5xx, no stack, cleared', async () => {
-    for (const [name, cookie] of shapes()) {
+    for (const [name, cookie] of await shapes()) {
       const mark = w.upstream.requests.length;
       const api = await fetch(`${w.url}/api/v1/files/`, { headers: { cookie } });
       const apiBody = await api.text();

@@ -18,10 +18,10 @@ describe('sign-in: token refresh', function () {
   const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
   const grants: Array<{ type: string; ok: boolean }> = [];
 
-  const sessionOf = (jar: Jar) => codec.decrypt(jar.get('appSession')!)!.data as SessionData;
+  const sessionOf = async (jar: Jar) => (await codec.decrypt(jar.get('appSession')!))!.data as SessionData;
   /** Wait until the session's access token is inside the refresh margin. */
   const untilRefreshDue = async (jar: Jar) => {
-    const due = (sessionOf(jar).expires_at - MARGIN) * 1000 + 50;
+    const due = ((await sessionOf(jar)).expires_at - MARGIN) * 1000 + 50;
     await sleep(Math.max(0, due - Date.now()));
   };
   const refreshes = () => grants.filter((g) => g.type === 'refresh_token');
@@ -42,7 +42,7 @@ describe('sign-in: token refresh', function () {
 
   it('refreshes shortly before expiry, once for concurrent requests, and renews the cookie', async () => {
     const { jar } = await signIn(w.url, 'alice');
-    const first = sessionOf(jar);
+    const first = await sessionOf(jar);
     // not yet due: no refresh, no new cookie
     const early = await browse(jar, '/api/v1/auths/');
     expect(early.status).to.equal(200);
@@ -62,7 +62,7 @@ describe('sign-in: token refresh', function () {
       "the upstream's token cookie",
     ).to.equal(true);
     jar.store(answers[0]!.setCookies);
-    const second = sessionOf(jar);
+    const second = await sessionOf(jar);
     expect(second.expires_at).to.be.greaterThan(first.expires_at);
     expect(second.id).to.equal(first.id);
     expect(second.user).to.deep.equal(first.user);
@@ -130,7 +130,7 @@ describe('sign-in: token refresh', function () {
       const grace = await browse(jar, '/api/v1/auths/');
       expect(grace.status, 'the access token has not expired yet').to.equal(200);
       expect((await w.gateway.authenticator.ready()).ok).to.equal(false);
-      await sleep(Math.max(0, sessionOf(jar).expires_at * 1000 + 1100 - Date.now()));
+      await sleep(Math.max(0, (await sessionOf(jar)).expires_at * 1000 + 1100 - Date.now()));
       const expired = await browse(jar, '/api/v1/auths/');
       expect(expired.status).to.equal(401);
       expect(
@@ -187,7 +187,7 @@ describe('sign-in: a renewed session survives a failed upstream answer', functio
       });
       const { jar } = await signIn(w.url, 'alice');
       expect((await browse(jar, '/api/v1/auths/')).status).to.equal(200);
-      const before = codec.decrypt(jar.get('appSession')!)!.data as SessionData;
+      const before = (await codec.decrypt(jar.get('appSession')!))!.data as SessionData;
       await sleep(Math.max(0, (before.expires_at - MARGIN) * 1000 + 50 - Date.now()));
       await w.upstream.close();
       const failed = await browse(jar, '/api/v1/auths/');
@@ -195,7 +195,7 @@ describe('sign-in: a renewed session survives a failed upstream answer', functio
       const renewed = failed.setCookies.find((c) => c.startsWith('appSession='));
       expect(renewed, 'the renewed session cookie on the 502').to.not.equal(undefined);
       jar.store(failed.setCookies);
-      expect((codec.decrypt(jar.get('appSession')!)!.data as SessionData).expires_at).to.be.greaterThan(before.expires_at);
+      expect(((await codec.decrypt(jar.get('appSession')!))!.data as SessionData).expires_at).to.be.greaterThan(before.expires_at);
     } finally {
       await w.close();
     }

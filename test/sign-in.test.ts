@@ -1,15 +1,13 @@
 // Sign-in (issue 3): full code-flow logins against the realm (the real oidc-provider, in process)
 // over real sockets with a cookie jar; what reaches the chat front-end stand-in is the proof.
 import { expect } from 'chai';
-import express from 'express';
-import type { AddressInfo } from 'node:net';
-import { auth } from 'express-openid-connect';
 import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from '../sandbox/idp.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { readSessionCookie, SessionCodec, type SessionData } from '../gateway/auth/session.js';
 import { returnToAfterSignIn as safeReturnTo } from '../gateway/auth/authenticator.js';
+import { oldLayoutChunks, oldLayoutCookie } from './support/old-session-cookie.js';
 
 const account = (username: string) => demoAccounts.find((a) => a.username === username)!;
 
@@ -163,7 +161,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       expect(last).to.include({ kc_idp_hint: 'acme-entra', idp_hint: 'acme-entra', redirect_uri: `${w.url}/auth/callback` });
     });
 
-    it('sets one small HttpOnly, SameSite=Lax session cookie holding no ID or access token', () => {
+    it('sets one small HttpOnly, SameSite=Lax session cookie holding no ID or access token', async () => {
       const line = loginSetCookie.find((c) => c.startsWith('appSession='))!;
       expect(line)
         .to.match(/; Path=\/;/)
@@ -171,9 +169,8 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         .and.match(/; SameSite=Lax/);
       expect(loginSetCookie.some((c) => /^appSession\.\d=/.test(c))).to.equal(false);
       const value = admin.get('appSession')!;
-      // express-openid-connect's cookie, read with the gateway's reader
       const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86400, absoluteSeconds: 7 * 86400 });
-      const { data, header } = codec.decrypt(value)!;
+      const { data, header } = (await codec.decrypt(value))!;
       const s = data as SessionData & Record<string, unknown>;
       // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
       expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
@@ -290,7 +287,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const other = new SessionCodec(['another-secret-another-secret-0123456789'], { secure: false, rollingSeconds: 86400, absoluteSeconds: 86400 });
       const now = Math.floor(Date.now() / 1000);
       const user = { sub: 's', email: 'sysadmin@platform.example', name: 'n', roles: ['PlatformSysAdmin'], groups: [], tenants: [] };
-      const forged = other.encrypt(
+      const forged = await other.encrypt(
         { v: 1, id: 'x', user, active_tenant: null, refresh_token: null, expires_at: now + 3600 },
         { iat: now, uat: now, exp: now + 3600 },
       );
@@ -411,9 +408,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
     });
   });
 
-  describe("the session cookie format is express-openid-connect's own", () => {
-    // express-openid-connect, configured like the gateway, as an independent reader and writer.
-    let peek: { url: string; close(): Promise<void> };
+  describe('the session cookie: one format, and the cookies written before it', () => {
     const big = (n: number): SessionData => ({
       v: 1,
       id: 'big',
@@ -422,53 +417,23 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       refresh_token: null,
       expires_at: 9e9,
     });
+    const codecOf = () =>
+      new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: w.settings.oidc.rollingSeconds, absoluteSeconds: w.settings.oidc.absoluteSeconds });
 
-    before(async () => {
-      const app = express();
-      app.use(
-        auth({
-          secret: [SESSION_SECRET],
-          baseURL: w.url,
-          issuerBaseURL: w.idp.issuer,
-          clientID: CLIENT_ID,
-          clientSecret: 'x',
-          authRequired: false,
-          routes: { login: false, logout: false, callback: false },
-          authorizationParams: { response_type: 'code', scope: 'openid' },
-          session: { rolling: true, rollingDuration: w.settings.oidc.rollingSeconds, absoluteDuration: w.settings.oidc.absoluteSeconds },
-        }),
-      );
-      app.get('/peek', (req, res) => void res.json((req as unknown as { appSession: unknown }).appSession));
-      app.get('/write-big', (req, res) => {
-        Object.assign((req as unknown as { appSession: object }).appSession, big(200));
-        res.json({});
-      });
-      const server = app.listen(0, '127.0.0.1');
-      await new Promise((r) => server.once('listening', r));
-      peek = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
-    });
-    after(async () => {
-      await peek?.close();
-    });
-
-    it('a cookie the gateway rewrote (tenant switch) is read by express-openid-connect', async () => {
+    it('a cookie the gateway rewrote (tenant switch) is read back', async () => {
       const { jar } = await signIn(w.url, 'carol');
       await browse(jar, '/auth/session/tenant', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tenant_id":"globex"}' });
-      const seen = await browse(undefined, `${peek.url}/peek`, { headers: { cookie: `appSession=${jar.get('appSession')}` } });
-      expect(seen.json<SessionData>()).to.deep.include({ active_tenant: 'globex' });
-      expect(seen.json<SessionData>().user.email).to.equal('carol@acme.example');
+      const seen = (await codecOf().decrypt(jar.get('appSession')!))!.data as SessionData;
+      expect(seen).to.deep.include({ active_tenant: 'globex' });
+      expect(seen.user.email).to.equal('carol@acme.example');
+      expect((await browse(jar, '/auth/session')).json()).to.deep.include({ active_tenant: 'globex' });
     });
 
-    it("chunked cookies: each side reads the other's", async () => {
-      const codec = new SessionCodec([SESSION_SECRET], {
-        secure: false,
-        rollingSeconds: w.settings.oidc.rollingSeconds,
-        absoluteSeconds: w.settings.oidc.absoluteSeconds,
-      });
+    it('chunked cookies: the gateway reads its own, and those of the layout before version 2 (express-openid-connect)', async () => {
+      const codec = codecOf();
       const now = Math.floor(Date.now() / 1000);
-      // the gateway writes: express-openid-connect reads
       const header = { iat: now, uat: now, exp: codec.expiry(now, now) };
-      const lines = codec.setCookieLines(codec.encrypt(big(200), header), header.exp, ['appSession']);
+      const lines = codec.setCookieLines(await codec.encrypt(big(200), header), header.exp, ['appSession']);
       expect(lines.filter((l) => /^appSession\.\d=/.test(l)).length).to.be.greaterThan(1);
       expect(lines.every((l) => l.length <= 4096)).to.equal(true);
       expect(
@@ -479,16 +444,15 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         .filter((l) => /^appSession\.\d=/.test(l))
         .map((l) => l.split(';')[0])
         .join('; ');
-      expect((await browse(undefined, `${peek.url}/peek`, { headers: { cookie } })).json<SessionData>().user.groups).to.have.length(200);
-      // express-openid-connect writes: the gateway reads
-      const written = await browse(undefined, `${peek.url}/write-big`);
-      const chunks = written.setCookies
-        .filter((l) => /^appSession\.\d=/.test(l))
-        .map((l) => l.split(';')[0])
-        .join('; ');
+      const sessionAt = async (c: string) => (await browse(undefined, `${w.url}/auth/session`, { headers: { cookie: c } })).json<{ authenticated: boolean }>();
+      expect(await sessionAt(cookie)).to.include({ authenticated: true });
+      expect(((await codec.decrypt(readSessionCookie(cookie)!.value))!.data as SessionData).user.groups).to.have.length(200);
+      // written before version 2: the gateway reads
+      const chunks = oldLayoutChunks(oldLayoutCookie(SESSION_SECRET, big(200), header));
       const found = readSessionCookie(chunks)!;
       expect(found.names.length).to.be.greaterThan(1);
-      expect((codec.decrypt(found.value)!.data as SessionData).user.groups).to.have.length(200);
+      expect(((await codec.decrypt(found.value))!.data as SessionData).user.groups).to.have.length(200);
+      expect(await sessionAt(chunks)).to.include({ authenticated: true });
     });
 
     it('SESSION_SECRET rotation: a cookie of the old key is still read, new cookies use the first key', async () => {
@@ -499,9 +463,9 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         rollingSeconds: 100,
         absoluteSeconds: 100,
       });
-      const value = old.encrypt(big(1), { iat: now, uat: now, exp: now + 100 });
-      expect(rotated.decrypt(value)).to.not.equal(undefined);
-      expect(old.decrypt(rotated.encrypt(big(1), { iat: now, uat: now, exp: now + 100 }))).to.equal(undefined);
+      const value = await old.encrypt(big(1), { iat: now, uat: now, exp: now + 100 });
+      expect(await rotated.decrypt(value)).to.not.equal(undefined);
+      expect(await old.decrypt(await rotated.encrypt(big(1), { iat: now, uat: now, exp: now + 100 }))).to.equal(undefined);
     });
 
     it('an expired session (header exp, rolling or absolute) is no identity', async () => {
@@ -517,11 +481,11 @@ describe('sign-in: OIDC code flow through the gateway', function () {
         { iat: now - 90000, uat: now - 90000, exp: now + 1000 },
         { iat: now - 8 * 86400, uat: now - 10, exp: now + 1000 },
       ]) {
-        const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${codec.encrypt(data, header)}` } });
+        const r = await browse(undefined, `${w.url}/api/v1/auths/`, { headers: { cookie: `appSession=${await codec.encrypt(data, header)}` } });
         expect(r.status, JSON.stringify(header)).to.equal(401);
       }
       const fresh = await browse(undefined, `${w.url}/api/v1/auths/`, {
-        headers: { cookie: `appSession=${codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` },
+        headers: { cookie: `appSession=${await codec.encrypt(data, { iat: now, uat: now, exp: now + 1000 })}` },
       });
       expect(fresh.status).to.equal(200);
     });

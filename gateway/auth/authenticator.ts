@@ -1,10 +1,10 @@
-// Who a request comes from, as the gateway verified it: an OIDC session (the express-openid-connect
-// cookie, code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This file defines the seam the
-// data plane depends on and implements it.
+// Who a request comes from, as the gateway verified it: an OIDC session (the gateway's session
+// cookie, gateway/auth/session.ts; code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This
+// file defines the seam the data plane depends on and implements it.
 //
-//   control routes (Express): express-openid-connect runs only on /auth/start, /auth/callback,
-//     /auth/logout and /auth/backchannel-logout. `afterCallback` trims the session (gateway/auth/session.ts)
-//     to the user's identity computed once at login, the realm's session id (`sid`), the refresh
+//   control routes (Express): the code flow (/auth/start, /auth/callback) in gateway/auth/sign-in.ts,
+//     with openid-client (gateway/auth/realm.ts). The session (gateway/auth/session.ts) holds
+//     the user's identity computed once at login, the realm's session id (`sid`), the refresh
 //     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
 //     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
 //     shared state (gateway/auth/shared-state.ts) for `id_token_hint`: logout then ends the realm
@@ -25,21 +25,17 @@
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
 //     gateway/auth/sign-in-errors.ts, signing out (`endSession`, /auth/logout, the chat
 //     front-end's sign-out) in gateway/auth/sign-out.ts, the token refresh in
-//     gateway/auth/refresh.ts, the back-channel logout token in gateway/auth/backchannel-logout.ts.
-//     What stays here: the OIDC set-up (express-openid-connect, `afterCallback`) and `authenticate`.
+//     gateway/auth/refresh.ts, the back-channel logout token in gateway/auth/backchannel-logout.ts,
+//     signing in in gateway/auth/sign-in.ts. What stays here: putting them together, `authenticate`.
 import type { IncomingMessage } from 'node:http';
-import { randomBytes } from 'node:crypto';
 import { Router } from 'express';
-import { auth } from 'express-openid-connect';
-import { decodeJwt, type JWTPayload } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from './shared-state.js';
-import { HTTP_TIMEOUT_MS, realmClient, trimSlash } from './realm.js';
+import { realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import {
-  epoch,
   readSessionCookie,
   scopeOf,
   SessionCodec,
@@ -49,18 +45,17 @@ import {
   type SessionData,
   type SessionUser,
 } from './session.js';
-import { safeReturnTo } from '../../policies/login-routing.js';
-import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
+import { isLocaleSegment } from '../../policies/syntax.js';
 import { userFromClaims } from './claims.js';
-import { activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { mountSessionApi } from './session-api.js';
 import { createBearerTokens, JWT_SHAPE } from './bearer-tokens.js';
 import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
-import { mountSignOut, UPSTREAM_SESSION_COOKIE } from './sign-out.js';
-import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout } from './backchannel-logout.js';
+import { mountSignOut } from './sign-out.js';
+import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
 import { createRefresh } from './refresh.js';
+import { mountSignIn, returnToAfterSignIn } from './sign-in.js';
 
-export { BACKCHANNEL_LOGOUT_PATH };
+export { BACKCHANNEL_LOGOUT_PATH, returnToAfterSignIn };
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {
@@ -88,23 +83,6 @@ export interface Authenticator {
   close(): Promise<void>;
 }
 
-/** The realm's session id of an ID token (already verified by the caller), or null. */
-function realmSessionId(idToken: unknown): string | null {
-  if (typeof idToken !== 'string') return null;
-  try {
-    const sid = decodeJwt(idToken).sid;
-    return typeof sid === 'string' && sid ? sid : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Where to land after sign-in: a local path (policies/login-routing.ts), never back into /auth. */
-export function returnToAfterSignIn(value: unknown): string {
-  const local = safeReturnTo(value);
-  return local && !/^\/auth(\/|\?|#|$)/.test(local) ? local : '/';
-}
-
 export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) {
@@ -120,8 +98,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     absoluteSeconds: o.absoluteSeconds,
   });
 
-  // The realm: discovery, JWKS, token endpoint (gateway/auth/realm.ts).
-  const { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo } = realmClient(issuer, o.clientId, o.clientSecret);
+  // The realm: openid-client's Configuration, its keys, its endpoints (gateway/auth/realm.ts).
+  const realm = realmClient(issuer, o.clientId, o.clientSecret);
+  const { verifyRealmJwt, verifyIdToken } = realm;
 
   /** The user behind freshly issued tokens (login or refresh). Both tokens are verified with the realm's keys. */
   async function userOfTokens(idToken: string | undefined, accessToken: string | undefined): Promise<SessionUser> {
@@ -132,14 +111,14 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const access = accessToken && JWT_SHAPE.test(accessToken) ? await verifyRealmJwt(accessToken) : undefined;
     let user = userFromClaims(o, { id, access });
     if ('error' in user && user.error === 'no email claim' && accessToken)
-      user = userFromClaims(o, { id, access, userinfo: await userinfo(accessToken).catch(() => undefined) });
+      user = userFromClaims(o, { id, access, userinfo: await realm.userinfo(accessToken, id?.sub ?? access?.sub).catch(() => undefined) });
     if ('error' in user) throw Object.assign(new Error(`sign-in refused: ${user.error}`), { status: 403 });
     return user;
   }
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  const refresh = createRefresh({ o, codec, shared, realm: { discovery, tokenRequest }, userOfTokens });
+  const refresh = createRefresh({ o, codec, shared, realm, userOfTokens });
 
   const store = new SessionStore(
     codec,
@@ -204,82 +183,21 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   // ---- control routes ------------------------------------------------------------------------
 
-  const endByLogoutToken = backChannelLogout(o, shared, obs);
-
-  const oidc = auth({
-    issuerBaseURL: issuer,
-    baseURL: settings.publicUrl,
-    clientID: o.clientId,
-    clientSecret: o.clientSecret,
-    clientAuthMethod: 'client_secret_basic',
-    secret: o.sessionSecrets,
-    authRequired: false,
-    idpLogout: true,
-    auth0Logout: false,
-    enableTelemetry: false,
-    httpTimeout: HTTP_TIMEOUT_MS,
-    routes: { login: false, logout: false, callback: '/auth/callback', postLogoutRedirect: '/auth/login', backchannelLogout: BACKCHANNEL_LOGOUT_PATH },
-    // OIDC Back-Channel Logout 1.0: express-openid-connect verifies the logout token (signature with
-    // the realm's keys, issuer, audience, events claim, no nonce, sid or sub); `onLogoutToken` adds
-    // what it leaves out (iat, jti replay) and ends the sessions on every instance. The data plane
-    // checks ended sessions itself (isLoggedOut off), and logins need no record (onLogin off).
-    backchannelLogout: { isLoggedOut: false, onLogin: false, onLogoutToken: (token: object) => endByLogoutToken(token as JWTPayload) },
-    authorizationParams: { response_type: 'code', scope: o.scopes },
-    session: { rolling: true, rollingDuration: o.rollingSeconds, absoluteDuration: o.absoluteSeconds, cookie: { sameSite: 'Lax' } },
-    getLoginState: (_req, options) => ({ returnTo: options.returnTo, tenant: (options as { tenant?: string }).tenant }),
-    // Keep only what the gateway needs: the identity, the refresh token, the access token's expiry.
-    afterCallback: async (_req, res, session, state) => {
-      const user = await userOfTokens(session.id_token, session.access_token);
-      // A new sign-in starts with no chat front-end token of whoever used this browser before.
-      res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
-      const linked = typeof state.tenant === 'string' ? state.tenant : undefined;
-      const { active, member } = activeTenantAtSignIn(user.tenants, linked);
-      const data: SessionData = {
-        v: 1,
-        id: randomBytes(16).toString('base64url'),
-        user,
-        active_tenant: active,
-        refresh_token: typeof session.refresh_token === 'string' ? session.refresh_token : null,
-        expires_at: typeof session.expires_at === 'number' ? session.expires_at : epoch(),
-        sid: realmSessionId(session.id_token),
-      };
-      // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
-      // with it, the realm ends its session at logout without asking the user to confirm.
-      if (session.id_token) shared.keepIdToken(data.id, session.id_token, epoch() + o.absoluteSeconds);
-      // Through another tenant's link (links rule 11): say so once, on the way to returnTo (issue 28).
-      if (linked !== undefined && !member) {
-        const back = typeof state.returnTo === 'string' && state.returnTo ? state.returnTo : '/';
-        state.returnTo = `/auth/signed-in?${new URLSearchParams({ link: linked, returnTo: back })}`;
-      }
-      const admin = isChatAdmin(user.roles, o.adminRoles);
-      obs.audit.info(
-        { event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null },
-        'signed in',
-      );
-      return data as unknown as typeof session;
-    },
-  });
-
   const router = Router();
   router.use((req, res, next) => {
     // `/{locale}/auth/start` and friends are the same routes.
     const m = /^\/([^/]+)(\/auth\/(?:start|logout|session)(?:\/.*)?)$/.exec(req.path);
     if (m && isLocaleSegment(m[1]!)) req.url = m[2]! + req.url.slice(req.path.length);
     if (m && isLocaleSegment(m[1]!)) res.locals.locale = m[1];
-    if (/^\/auth\/(start|callback|logout|backchannel-logout)\/?$/.test(req.path)) return oidc(req, res, next);
     next();
   });
 
-  router.get('/auth/start', (req, res) => {
-    const idp = isIdSyntax(req.query.idp) ? req.query.idp : undefined;
-    const tenant = isIdSyntax(req.query.tenant) ? req.query.tenant : undefined;
-    const locale = typeof req.query.locale === 'string' && isLocaleSegment(req.query.locale) ? req.query.locale : undefined;
-    const authorizationParams = { ...(idp ? { kc_idp_hint: idp, idp_hint: idp } : {}), ...(locale ? { ui_locales: locale } : {}) };
-    res.set('cache-control', 'no-store');
-    void res.oidc.login({ returnTo: returnToAfterSignIn(req.query.returnTo), tenant, authorizationParams } as Parameters<typeof res.oidc.login>[0]);
-  });
+  mountSignIn(router, { settings, realm, store, shared, obs, userOfTokens });
 
-  mountSignOut(router, { settings, clientId: o.clientId, store, shared, obs, realm: { discovery, tokenRequest } });
+  // OIDC Back-Channel Logout 1.0: the realm's logout token ends sessions on every instance.
+  mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, shared, obs), obs);
+
+  mountSignOut(router, { settings, store, shared, obs, realm });
 
   mountSessionApi(router, { settings, store, obs, authenticate, identityOf });
 
@@ -295,7 +213,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       if (!probe || now - probe.at > 5_000) {
         probe = {
           at: now,
-          result: fetchDiscovery(2_000).then(
+          result: realm.fetchConfiguration(2_000).then(
             () => ({ ok: true, detail: `identity provider ${issuer} reachable` }),
             (err: Error) => ({ ok: false, detail: `identity provider ${issuer}: ${err.message}` }),
           ),

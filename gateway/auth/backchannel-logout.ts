@@ -1,7 +1,8 @@
-// OIDC Back-Channel Logout 1.0: express-openid-connect verifies the logout token (signature with
-// the realm's keys, issuer, audience, events claim, no nonce, sid or sub); this adds what it leaves
-// out (iat, jti replay) and ends the sessions on every instance. Moved out of authenticator.ts as
-// it was; given only the settings it reads.
+// OIDC Back-Channel Logout 1.0 at POST /auth/backchannel-logout: the logout token is verified
+// against the realm's keys (gateway/auth/realm.ts: signature, issuer, audience, events claim, no
+// nonce, sid or sub); this adds iat and jti replay and ends the sessions on every instance. Given
+// only the settings it reads.
+import express, { type Router } from 'express';
 import type { JWTPayload } from 'jose';
 import type { Observability } from '../ops/observability.js';
 import type { SharedState } from './shared-state.js';
@@ -18,7 +19,7 @@ export function backChannelLogout(
   shared: Pick<SharedState, 'firstUse' | 'end'>,
   obs: Pick<Observability, 'audit'>,
 ): (token: JWTPayload) => Promise<void> {
-  /** A verified logout token (express-openid-connect checked signature, iss, aud, events, nonce, sid/sub). */
+  /** A verified logout token (realm.ts checked signature, iss, aud, events, nonce, sid/sub). */
   async function endByLogoutToken(token: JWTPayload): Promise<void> {
     const now = epoch();
     if (typeof token.iat !== 'number' || token.iat > now + CLOCK_TOLERANCE_S || token.iat < now - LOGOUT_TOKEN_MAX_AGE_S)
@@ -34,4 +35,35 @@ export function backChannelLogout(
   }
 
   return endByLogoutToken;
+}
+
+/**
+ * The route: 204 once the sessions are ended; 400 with an OAuth error otherwise (section 2.8), as
+ * express-openid-connect answered before: `invalid_request` for a token that does not verify,
+ * `application_error` when it verifies but cannot end anything (stale, replayed, no jti).
+ */
+export function mountBackChannelLogout(
+  router: Router,
+  verifyLogoutToken: (token: string) => Promise<JWTPayload>,
+  endByLogoutToken: (token: JWTPayload) => Promise<void>,
+  obs: Pick<Observability, 'log'>,
+): void {
+  router.post(BACKCHANNEL_LOGOUT_PATH, express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
+    res.set('cache-control', 'no-store');
+    const token = (req.body as { logout_token?: unknown } | undefined)?.logout_token;
+    if (typeof token !== 'string' || !token) return void res.status(400).json({ error: 'invalid_request', error_description: 'Missing logout_token' });
+    let payload: JWTPayload;
+    try {
+      payload = await verifyLogoutToken(token);
+    } catch (err) {
+      return void res.status(400).json({ error: 'invalid_request', error_description: (err as Error).message });
+    }
+    try {
+      await endByLogoutToken(payload);
+    } catch (err) {
+      obs.log.info({ reason: (err as Error).message }, 'logout token refused');
+      return void res.status(400).json({ error: 'application_error', error_description: 'The application failed to invalidate the session.' });
+    }
+    res.status(204).end();
+  });
 }

@@ -1,26 +1,18 @@
-// Keycloak as the gateway calls it, written once: its URL layout, a confidential client's POST to
-// the token endpoint (client_secret_basic, RFC 6749 2.3.1; the sign-in's refresh and revocation
-// and the catalog's service-account token), and the OIDC client of the sign-in: discovery, the
-// realm's keys, JWT checks, userinfo (gateway/auth/authenticator.ts).
+// The realm as the gateway calls it, through openid-client (v6): one Configuration per process
+// (discovery, cached and refreshed; the confidential client with client_secret_basic), and with it
+// the code flow's authorization URL and code grant (gateway/auth/sign-in.ts), the refresh
+// (gateway/auth/refresh.ts), revocation and the end-session URL (gateway/auth/sign-out.ts),
+// userinfo. What openid-client leaves to the caller is checked here with jose against the realm's
+// published keys: realm access tokens as bearer credentials, the ID token's signature, back-channel
+// logout tokens. Also Keycloak's URL layout (the catalog's service-account token endpoint).
+import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { z } from 'zod';
-import { parseJson } from '../upstream/json.js';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {
   const m = /^(.*)\/admin\/realms\/([^/]+)\/?$/.exec(adminUrl);
   if (!m) throw new Error(`IDP_ADMIN_URL must look like <keycloak>/admin/realms/<realm> (got ${JSON.stringify(adminUrl)})`);
   return `${m[1]}/realms/${m[2]}/protocol/openid-connect/token`;
-}
-
-/** The request a confidential client sends to a token, revocation or introspection endpoint. */
-export function clientPost(clientId: string, clientSecret: string, form: Record<string, string>): RequestInit {
-  const basic = Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64');
-  return {
-    method: 'POST',
-    headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams(form).toString(),
-  };
 }
 
 export const CLOCK_TOLERANCE_S = 5;
@@ -32,53 +24,36 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 export const JWKS_COOLDOWN_MS = 5_000;
 /** How long the realm's keys are trusted without asking again: a removed key stops working within it. */
 export const JWKS_MAX_AGE_MS = 60_000;
+/** OIDC Back-Channel Logout 1.0, 2.4: the event a logout token carries. */
+const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 export const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
-export interface Discovery {
-  issuer: string;
-  token_endpoint: string;
-  jwks_uri: string;
-  userinfo_endpoint?: string;
-  revocation_endpoint?: string;
-  end_session_endpoint?: string;
-}
+export type RealmClient = ReturnType<typeof realmClient>;
 
-// What the gateway reads of the realm's JSON, checked like every peer's (gateway/upstream/json.ts).
-/** The discovery document: the issuer and the endpoints the gateway calls (the others optional). */
-const DiscoveryAnswer = z.looseObject({
-  issuer: z.string(),
-  token_endpoint: z.string(),
-  jwks_uri: z.string(),
-  userinfo_endpoint: z.string().optional(),
-  revocation_endpoint: z.string().optional(),
-  end_session_endpoint: z.string().optional(),
-});
-/** The userinfo answer: claims, read by gateway/auth/claims.ts. */
-const UserinfoAnswer = z.record(z.string(), z.unknown());
-
-/** The realm as an OIDC client of it sees it: discovery (cached), its keys, its tokens. */
+/** The realm as an OIDC client of it sees it: its Configuration (cached), its keys, its tokens. */
 export function realmClient(issuer: string, clientId: string, clientSecret: string) {
-  let discovered: { at: number; value: Promise<Discovery> } | undefined;
+  let discovered: { at: number; value: Promise<oidc.Configuration> } | undefined;
   let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
 
-  async function fetchDiscovery(timeoutMs: number): Promise<Discovery> {
-    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
-    const read = parseJson(DiscoveryAnswer, await res.text());
-    if (!read.ok) throw new Error(`discovery document ${read.why}`);
-    const d = read.value;
-    if (trimSlash(d.issuer) !== issuer) throw new Error(`discovery names issuer ${JSON.stringify(d.issuer)}, not ${issuer}`);
-    return d;
+  /** A fresh discovery. A realm on plain http (inside a network, the sandbox) is allowed as before. */
+  async function fetchConfiguration(timeoutMs: number): Promise<oidc.Configuration> {
+    const server = new URL(issuer);
+    const config = await oidc.discovery(server, clientId, undefined, oidc.ClientSecretBasic(clientSecret), {
+      timeout: timeoutMs / 1000,
+      execute: server.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+    });
+    config.timeout = HTTP_TIMEOUT_MS / 1000;
+    return config;
   }
 
-  function discovery(): Promise<Discovery> {
+  /** The realm's Configuration, discovered at most every 10 minutes; a failure is remembered for a few seconds only. */
+  function configuration(): Promise<oidc.Configuration> {
     const now = Date.now();
     if (!discovered || now - discovered.at > DISCOVERY_TTL_MS) {
-      const value = fetchDiscovery(HTTP_TIMEOUT_MS);
+      const value = fetchConfiguration(HTTP_TIMEOUT_MS);
       const entry = { at: now, value };
       discovered = entry;
-      // A failure is remembered for a few seconds only.
       value.catch(() => {
         if (discovered === entry) entry.at = now - DISCOVERY_TTL_MS + 5_000;
       });
@@ -87,7 +62,8 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   }
 
   async function keySet() {
-    const d = await discovery();
+    const d = (await configuration()).serverMetadata();
+    if (!d.jwks_uri) throw new Error('the realm publishes no jwks_uri');
     if (jwks?.uri !== d.jwks_uri) {
       // Key rotation without a restart, both ways (test/keycloak): a token signed with a new key
       // (unknown `kid`) refetches the set, at most every JWKS_COOLDOWN_MS; a key the realm removed
@@ -98,7 +74,7 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
         set: createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS }),
       };
     }
-    return { d, set: jwks.set };
+    return { issuer: d.issuer, set: jwks.set };
   }
 
   /**
@@ -107,9 +83,9 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
    * the client id OR `azp` equal to it is accepted. ID and refresh tokens (`typ` ID, Refresh) are not.
    */
   async function verifyRealmJwt(token: string): Promise<JWTPayload> {
-    const { d, set } = await keySet();
+    const { issuer: iss, set } = await keySet();
     const { payload } = await jwtVerify(token, set, {
-      issuer: d.issuer,
+      issuer: iss,
       algorithms: ALGORITHMS,
       clockTolerance: CLOCK_TOLERANCE_S,
       requiredClaims: ['exp', 'sub'],
@@ -120,11 +96,15 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     return payload;
   }
 
-  /** An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with tolerance. */
+  /**
+   * An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with
+   * tolerance. openid-client checks the claims of the ID tokens it receives but not their
+   * signature (OIDC Core 3.1.3.7 allows that over TLS); the gateway checks it anyway.
+   */
   async function verifyIdToken(token: string): Promise<JWTPayload> {
-    const { d, set } = await keySet();
+    const { issuer: iss, set } = await keySet();
     const { payload } = await jwtVerify(token, set, {
-      issuer: d.issuer,
+      issuer: iss,
       audience: clientId,
       algorithms: ALGORITHMS,
       clockTolerance: CLOCK_TOLERANCE_S,
@@ -133,22 +113,61 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     return payload;
   }
 
-  async function tokenRequest(endpoint: string, form: Record<string, string>): Promise<globalThis.Response> {
-    return fetch(endpoint, { ...clientPost(clientId, clientSecret, form), signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  /**
+   * A back-channel logout token (OIDC Back-Channel Logout 1.0, 2.6): signed by the realm, for this
+   * client, with the logout event, no nonce, and a `sid` or a `sub`. Freshness and replay (iat,
+   * jti) are gateway/auth/backchannel-logout.ts's.
+   */
+  async function verifyLogoutToken(token: string): Promise<JWTPayload> {
+    const { issuer: iss, set } = await keySet();
+    const { payload } = await jwtVerify(token, set, { issuer: iss, audience: clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S });
+    const events = payload.events as Record<string, unknown> | undefined;
+    if (!events || typeof events !== 'object' || !events[BACKCHANNEL_LOGOUT_EVENT] || typeof events[BACKCHANNEL_LOGOUT_EVENT] !== 'object')
+      throw new Error('Logout Token must contain events claim with backchannel-logout event');
+    if (payload.nonce !== undefined) throw new Error('Logout Token must not contain nonce claim');
+    if (!payload.sub && !payload.sid) throw new Error('Logout Token must contain sub or sid claim');
+    return payload;
   }
 
-  async function userinfo(accessToken: string): Promise<Record<string, unknown> | undefined> {
-    const d = await discovery();
-    if (!d.userinfo_endpoint) return undefined;
-    const res = await fetch(d.userinfo_endpoint, {
-      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
-      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
-    });
-    if (res.status !== 200) return undefined;
-    const read = parseJson(UserinfoAnswer, await res.text());
-    if (!read.ok) throw new Error(`userinfo ${read.why}`);
-    return read.value;
+  /** New tokens for a refresh token (openid-client checks the answer and any ID token's claims). */
+  async function refreshGrant(refreshToken: string) {
+    return oidc.refreshTokenGrant(await configuration(), refreshToken);
   }
 
-  return { discovery, fetchDiscovery, verifyRealmJwt, verifyIdToken, tokenRequest, userinfo };
+  /** Revoke a refresh token, when the realm offers revocation. */
+  async function revoke(token: string): Promise<void> {
+    const config = await configuration();
+    if (!config.serverMetadata().revocation_endpoint) return;
+    await oidc.tokenRevocation(config, token, { token_type_hint: 'refresh_token' });
+  }
+
+  /** The userinfo claims of an access token, or undefined (no endpoint, or a refusal). */
+  async function userinfo(accessToken: string, sub: string | undefined): Promise<Record<string, unknown> | undefined> {
+    const config = await configuration();
+    if (!config.serverMetadata().userinfo_endpoint) return undefined;
+    try {
+      return await oidc.fetchUserInfo(config, accessToken, sub ?? oidc.skipSubjectCheck);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The realm's end-session URL with these parameters (client_id added), or undefined when it has none. */
+  async function endSessionUrl(parameters: Record<string, string>): Promise<string | undefined> {
+    const config = await configuration();
+    if (!config.serverMetadata().end_session_endpoint) return undefined;
+    return oidc.buildEndSessionUrl(config, parameters).href;
+  }
+
+  return {
+    configuration,
+    fetchConfiguration,
+    verifyRealmJwt,
+    verifyIdToken,
+    verifyLogoutToken,
+    refreshGrant,
+    revoke,
+    userinfo,
+    endSessionUrl,
+  };
 }

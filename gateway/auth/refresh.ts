@@ -3,21 +3,11 @@
 // session ends. Moved out of authenticator.ts as it was; given only the settings it reads.
 import { createHash } from 'node:crypto';
 import { decodeJwt, errors as joseErrors } from 'jose';
+import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
 import type { SharedState } from './shared-state.js';
-import { HTTP_TIMEOUT_MS, type realmClient } from './realm.js';
+import { HTTP_TIMEOUT_MS, type RealmClient } from './realm.js';
 import { epoch, isSessionData, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
-import { z } from 'zod';
-import { parseJson } from '../upstream/json.js';
-
-/** The token endpoint's answer to a refresh: what the gateway reads of it. */
-const TokenAnswer = z.looseObject({
-  access_token: z.string().nullish(),
-  id_token: z.string().nullish(),
-  refresh_token: z.string().nullish(),
-  expires_in: z.unknown().optional(),
-  error: z.unknown().optional(),
-});
 
 /** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
 const REFRESH_SHARED_SECONDS = 300;
@@ -27,14 +17,12 @@ export interface RefreshParts {
   o: { absoluteSeconds: number };
   codec: SessionCodec;
   shared: Pick<SharedState, 'singleFlight' | 'keepIdToken'>;
-  realm: Pick<ReturnType<typeof realmClient>, 'discovery' | 'tokenRequest'>;
+  realm: Pick<RealmClient, 'configuration' | 'refreshGrant'>;
   /** the user behind freshly issued tokens, both verified */
   userOfTokens(idToken: string | undefined, accessToken: string | undefined): Promise<SessionUser>;
 }
 
 export function createRefresh({ o, codec, shared, realm, userOfTokens }: RefreshParts): (data: SessionData) => Promise<RefreshResult> {
-  const { discovery, tokenRequest } = realm;
-
   /**
    * A session's refresh, once among every instance (shared state's single flight, keyed by the
    * session and its refresh token): with Keycloak's "Revoke Refresh Token" a refresh token can be
@@ -53,7 +41,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     try {
       outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, 2 * HTTP_TIMEOUT_MS + 2_000, async () => {
         mine = await refreshAtRealm(data);
-        if (mine.kind === 'ok') return `ok:${codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
+        if (mine.kind === 'ok') return `ok:${await codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
         if (mine.kind === 'ended') return `ended:${mine.reason}`;
         return undefined;
       });
@@ -63,7 +51,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     }
     if (mine) return mine;
     if (outcome?.startsWith('ok:')) {
-      const renewed = codec.decrypt(outcome.slice(3))?.data;
+      const renewed = (await codec.decrypt(outcome.slice(3)))?.data;
       if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
     }
     if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
@@ -71,26 +59,24 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
   }
 
   async function refreshAtRealm(data: SessionData): Promise<RefreshResult> {
-    let res: globalThis.Response;
     try {
-      res = await tokenRequest((await discovery()).token_endpoint, { grant_type: 'refresh_token', refresh_token: data.refresh_token! });
+      await realm.configuration();
     } catch (err) {
       return { kind: 'unavailable', reason: (err as Error).message };
     }
-    // Checked like every peer's JSON (gateway/upstream/json.ts); an answer that is not of this shape
-    // has no tokens: a 200 without them ends the session (fail closed), a 5xx stays unavailable.
-    const read = parseJson(TokenAnswer, await res.text().catch(() => ''));
-    const body: z.infer<typeof TokenAnswer> = read.ok ? read.value : {};
-    if (res.status >= 500 || res.status === 429) return { kind: 'unavailable', reason: `token endpoint answered ${res.status}` };
-    if (res.status !== 200 || typeof body.access_token !== 'string')
-      return { kind: 'ended', reason: `refresh refused: ${res.status} ${typeof body.error === 'string' ? body.error : ''}`.trim() };
+    let tokens: Awaited<ReturnType<RealmClient['refreshGrant']>>;
     try {
-      const user = await userOfTokens(body.id_token ?? undefined, body.access_token);
+      tokens = await realm.refreshGrant(data.refresh_token!);
+    } catch (err) {
+      return refused(err);
+    }
+    try {
+      const user = await userOfTokens(tokens.id_token, tokens.access_token);
       if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
-      if (body.id_token) shared.keepIdToken(data.id, body.id_token, epoch() + o.absoluteSeconds);
-      const expiresAt = typeof body.expires_in === 'number' ? epoch() + body.expires_in : (decodeJwt(body.access_token).exp ?? epoch());
+      if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
+      const expiresAt = typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : (decodeJwt(tokens.access_token).exp ?? epoch());
       const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
-      return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: body.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
+      return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: tokens.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
     } catch (err) {
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
       const e = err as Error;
@@ -100,4 +86,29 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
   }
 
   return refresh;
+}
+
+/** HTTP status of the token endpoint's answer carried by an openid-client error, if any. */
+function answerStatus(err: unknown): number | undefined {
+  if (err instanceof ResponseBodyError || err instanceof WWWAuthenticateChallengeError) return err.status;
+  if (err instanceof ClientError && err.cause instanceof Response) return err.cause.status;
+  return undefined;
+}
+
+/**
+ * What a failed refresh grant means for the session: the realm busy or out of reach (5xx, 429, no
+ * answer) leaves it for a later try; any other refusal (4xx, an answer without tokens or with an
+ * ID token whose claims do not hold) ends it: fail closed.
+ */
+function refused(err: unknown): RefreshResult {
+  const status = answerStatus(err);
+  if (status !== undefined && (status >= 500 || status === 429)) return { kind: 'unavailable', reason: `token endpoint answered ${status}` };
+  if (status !== undefined) {
+    const error = err instanceof ResponseBodyError ? err.error : '';
+    return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim() };
+  }
+  const e = err as Error & { code?: unknown };
+  // fetch's own failures (a TypeError without a code: refused connection, reset) and timeouts
+  const unreachable = (e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError';
+  return { kind: unreachable ? 'unavailable' : 'ended', reason: e.message };
 }

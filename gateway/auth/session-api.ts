@@ -54,7 +54,7 @@ export function mountSessionApi(router: Router, { settings, store, obs, authenti
       if (decision.status === 403) obs.audit.info({ event: 'tenant-switch-denied', sub: entry.data.user.sub, tenant: requested }, 'not a member of the tenant');
       return void res.status(decision.status).json({ detail: decision.detail });
     }
-    const next = store.replace(entry, { ...entry.data, active_tenant: decision.tenant }, found.names, jar);
+    const next = await store.replace(entry, { ...entry.data, active_tenant: decision.tenant }, found.names, jar);
     if (jar.setCookies) res.setHeader('set-cookie', jar.setCookies);
     res.json(sessionBody(identityOf(next.data.user, decision.tenant, 'session')));
   });

@@ -1,22 +1,36 @@
-// The gateway's session cookie, in express-openid-connect's own format, so that the control
-// routes (which run express-openid-connect) and the data plane (which never does) read and write
-// the same cookie:
-//   - name `appSession`, or `appSession.0`, `.1`, ... when the value would pass 4 KB;
-//   - value: JWE compact serialization, `dir` + `A256GCM`, the key being HKDF-SHA256(secret,
-//     salt empty, info "JWE CEK", 32 bytes) of each SESSION_SECRET (the first encrypts, all decrypt);
-//   - protected header `{alg, enc, iat, uat, exp}` (seconds): iat = login, uat = last update,
-//     exp = min(uat + rolling, iat + absolute); a reader also checks the current durations.
-// See node_modules/express-openid-connect/lib/{appSession,crypto}.js (3.4).
+// The gateway's session cookie: a format the gateway owns, written and read only here (README
+// "The session cookie"). Version 2:
+//   - name `appSession`; a value that would not fit one 4096-byte cookie (with its attributes) is
+//     cut into `appSession.0`, `.1`, ... (joined in index order); a write clears the names of the
+//     other form that the request carried;
+//   - value: a JWE in compact serialization made with jose, `alg: dir`, `enc: A256GCM`, the key
+//     being HKDF-SHA256(secret, salt empty, info "JWE CEK", 32 bytes) of each SESSION_SECRET (the
+//     first encrypts, all decrypt: rotation);
+//   - protected header `{alg, enc, v: 2, iat, uat, exp}` (seconds): v = this format's version,
+//     iat = login, uat = last update, exp = min(uat + rolling, iat + absolute); a reader also
+//     checks the current durations;
+//   - payload: the JSON of `SessionData` (its own `v: 1` is the shape of what is kept, not the
+//     cookie's format).
+// A header without `v` is the layout express-openid-connect 3.4 wrote (the same names, chunks, key
+// and header but `v`): read as it is, and rewritten as version 2 at its next renewal (rolling
+// touch, refresh, tenant switch). Any other `v` is refused: the browser is signed out, as with a
+// cookie of another key. A format change bumps `v` here and keeps reading the one before.
 // `SessionStore` is the data plane's side: decrypted sessions cached by cookie value, the access
 // token refreshed (one request per session at a time) shortly before it expires, ended sessions
 // remembered so that a copy of their cookie is refused too.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
+import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { TtlCache } from '../cache.js';
 import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
+/** The cookie format this gateway writes (the protected header's `v`). */
+export const SESSION_FORMAT_VERSION = 2;
+/** What a cookie's protected header may say it is: this format, or none (express-openid-connect's). */
+const READABLE_VERSIONS: ReadonlySet<unknown> = new Set([SESSION_FORMAT_VERSION, undefined]);
+const JWE_OPTIONS = { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] };
 
 /** What the gateway keeps in the session (set at login by afterCallback, renewed on refresh). */
 export interface SessionUser {
@@ -55,8 +69,6 @@ export interface CookieOptions {
 
 export const epoch = () => Math.floor(Date.now() / 1000);
 
-const b64u = (buf: Buffer) => buf.toString('base64url');
-
 export function isSessionData(x: unknown): x is SessionData {
   const s = x as SessionData;
   return (
@@ -89,51 +101,50 @@ export class SessionCodec {
     this.keys = secrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'JWE CEK', 32)));
   }
 
-  /** exp as express-openid-connect computes it (rolling sessions with an absolute cap). */
+  /** exp: rolling sessions with an absolute cap. */
   expiry(iat: number, uat: number): number {
     return Math.min(uat + this.options.rollingSeconds, iat + this.options.absoluteSeconds);
   }
 
-  /** Is a session with this header still alive now (as express-openid-connect would judge it)? */
+  /** Is a session with this header still alive now (its exp, and the current durations)? */
   alive(h: SessionHeader, now = epoch()): boolean {
     return h.exp > now && h.uat + this.options.rollingSeconds > now && h.iat + this.options.absoluteSeconds > now;
   }
 
-  encrypt(data: SessionData, header: SessionHeader): string {
-    const protectedHeader = b64u(Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', ...header })));
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
-    cipher.setAAD(Buffer.from(protectedHeader, 'ascii'));
-    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
-    return `${protectedHeader}..${b64u(iv)}.${b64u(ciphertext)}.${b64u(cipher.getAuthTag())}`;
+  /** The cookie value of a session, in the current format. */
+  encrypt(data: SessionData, header: SessionHeader): Promise<string> {
+    return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(data)))
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', v: SESSION_FORMAT_VERSION, ...header })
+      .encrypt(this.keys[0]!);
   }
 
-  /** Undefined for anything that is not a session this gateway wrote (any key of the rotation). */
-  decrypt(jwe: string): { header: SessionHeader; data: unknown } | undefined {
-    const parts = jwe.split('.');
-    if (parts.length !== 5 || parts[1] !== '') return undefined;
-    const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
-    let header: { alg?: unknown; enc?: unknown; iat?: unknown; uat?: unknown; exp?: unknown; crit?: unknown; zip?: unknown };
+  /**
+   * Undefined for anything that is not a session this gateway wrote (any key of the rotation) in
+   * a format it reads. `version`: the format it was written in (undefined: express-openid-connect's).
+   */
+  async decrypt(jwe: string): Promise<{ header: SessionHeader; data: unknown; version: number | undefined } | undefined> {
+    let v: unknown;
     try {
-      header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+      v = decodeProtectedHeader(jwe).v;
     } catch {
       return undefined;
     }
-    if (header.alg !== 'dir' || header.enc !== 'A256GCM' || header.crit !== undefined || header.zip !== undefined) return undefined;
-    if (typeof header.iat !== 'number' || typeof header.uat !== 'number' || typeof header.exp !== 'number') return undefined;
-    const iv = Buffer.from(ivText, 'base64url');
-    const tag = Buffer.from(tagText, 'base64url');
-    if (iv.length !== 12 || tag.length !== 16) return undefined;
-    const ciphertext = Buffer.from(ctText, 'base64url');
+    // A format this gateway does not know (a later release's, say) is refused before any key is tried.
+    if (!READABLE_VERSIONS.has(v)) return undefined;
     for (const key of this.keys) {
+      let plaintext: Uint8Array;
+      let header: Record<string, unknown>;
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
-        decipher.setAAD(Buffer.from(h, 'ascii'));
-        decipher.setAuthTag(tag);
-        const plain = Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
-        return { header: { iat: header.iat, uat: header.uat, exp: header.exp }, data: JSON.parse(plain) };
+        ({ plaintext, protectedHeader: header } = await compactDecrypt(jwe, key, JWE_OPTIONS));
       } catch {
-        // next key of the rotation
+        continue; // next key of the rotation
+      }
+      const { iat, uat, exp } = header;
+      if (typeof iat !== 'number' || typeof uat !== 'number' || typeof exp !== 'number') return undefined;
+      try {
+        return { header: { iat, uat, exp }, data: JSON.parse(new TextDecoder().decode(plaintext)), version: v as number | undefined };
+      } catch {
+        return undefined;
       }
     }
     return undefined;
@@ -144,7 +155,7 @@ export class SessionCodec {
   }
 
   /**
-   * Set-Cookie lines carrying `value`: one cookie, or chunks as express-openid-connect cuts them;
+   * Set-Cookie lines carrying `value`: one cookie, or its chunks (the format above);
    * `present` (cookie names the request carried) that the new form does not overwrite are cleared.
    */
   setCookieLines(value: string, exp: number, present: string[]): string[] {
@@ -270,6 +281,8 @@ export interface SessionEntry {
   data: SessionData;
   /** the cookie that replaced this one (refresh, rolling touch, tenant switch), for requests still sending this one */
   next?: SessionEntry;
+  /** its rolling touch under way (the new cookie being encrypted) */
+  touching?: Promise<SessionEntry>;
 }
 
 export interface SessionHooks {
@@ -301,9 +314,9 @@ export class SessionStore {
   ) {}
 
   /** A new cookie for `data`, keeping the login time `iat`. */
-  entryOf(data: SessionData, iat: number, now = epoch()): SessionEntry {
+  async entryOf(data: SessionData, iat: number, now = epoch()): Promise<SessionEntry> {
     const header = { iat, uat: now, exp: this.codec.expiry(iat, now) };
-    return { value: this.codec.encrypt(data, header), header, data };
+    return { value: await this.codec.encrypt(data, header), header, data };
   }
 
   /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused, on every instance. */
@@ -314,19 +327,32 @@ export class SessionStore {
   /**
    * The live session of a request's cookie, refreshed or touched as needed, or undefined.
    * With `jar`, a renewed cookie is recorded in it, and a dead one cleared. Answered synchronously
-   * unless the tokens need a refresh: the data plane's common case (a known, live session) costs
-   * no promise and no microtask (bench/README.md, "Sixth pass").
+   * for a known session that needs neither a refresh nor a new cookie: the data plane's common
+   * case costs no promise and no microtask (bench/README.md, "Sixth pass"); a cookie seen for the
+   * first time, a rolling touch and a refresh wait (jose encrypts and decrypts asynchronously).
    */
   live(found: { value: string; names: string[] }, jar?: SessionCookies): SessionEntry | undefined | Promise<SessionEntry | undefined> {
-    const now = epoch();
-    let entry = this.entries.get(found.value);
+    const entry = this.entries.get(found.value);
     this.hooks.lookup?.(entry !== undefined);
-    if (!entry) {
-      const dec = this.codec.decrypt(found.value);
+    if (entry) return this.current(entry, found, jar);
+    return this.codec.decrypt(found.value).then((dec) => {
       if (!dec || !isSessionData(dec.data)) return this.cleared(found, jar);
-      entry = { value: found.value, header: dec.header, data: dec.data };
-      this.entries.set(found.value, entry);
-    }
+      // Another request with the same cookie may have decrypted it meanwhile: one entry per cookie,
+      // so that its renewals (`next`) are shared.
+      let known = this.entries.get(found.value);
+      if (!known) this.entries.set(found.value, (known = { value: found.value, header: dec.header, data: dec.data }));
+      return this.current(known, found, jar);
+    });
+  }
+
+  /** `live` for a cookie whose entry is known: the session as it now stands. */
+  private current(
+    first: SessionEntry,
+    found: { value: string; names: string[] },
+    jar?: SessionCookies,
+  ): SessionEntry | undefined | Promise<SessionEntry | undefined> {
+    const now = epoch();
+    let entry = first;
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
     if (!this.codec.alive(entry.header, now)) return this.cleared(found, jar);
     const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
@@ -337,13 +363,24 @@ export class SessionStore {
     // Without a refresh token the session lasts as long as its access token.
     if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
       return this.refreshed(entry, found, now, jar);
-    let current = entry;
-    if (now - entry.header.uat > this.options.rollingSeconds / 2) {
-      entry.next ??= this.entryOf(data, entry.header.iat, now);
-      current = entry.next;
-      this.entries.set(current.value, current);
-    }
-    return this.renewed(found, current, jar);
+    if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.touched(entry, now).then((next) => this.renewed(found, next, jar));
+    return this.renewed(found, entry, jar);
+  }
+
+  /** A rolling session's new cookie (uat now), made once for every request that carries the old one. */
+  private touched(entry: SessionEntry, now: number): Promise<SessionEntry> {
+    entry.touching ??= this.entryOf(entry.data, entry.header.iat, now).then(
+      (next) => {
+        entry.next ??= next;
+        this.entries.set(entry.next.value, entry.next);
+        return entry.next;
+      },
+      (err: unknown) => {
+        entry.touching = undefined; // the next request tries again
+        throw err;
+      },
+    );
+    return entry.touching;
   }
 
   /** The session as it now stands; a cookie that changed (rolled or refreshed) is recorded in `jar`. */
@@ -378,8 +415,12 @@ export class SessionStore {
       const { data } = current;
       const r = await this.refreshOnce(data);
       if (r.kind === 'ok') {
-        current.next ??= this.entryOf(r.data, current.header.iat);
-        current = current.next;
+        // Every request waiting on this refresh takes the one new cookie.
+        if (!current.next) {
+          const next = await this.entryOf(r.data, current.header.iat);
+          current.next ??= next;
+        }
+        current = current.next!;
         this.entries.set(current.value, current);
         if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
       } else if (r.kind === 'ended') {
@@ -402,8 +443,8 @@ export class SessionStore {
   }
 
   /** Replace a live session's data (tenant switch) and set the new cookie. */
-  replace(entry: SessionEntry, data: SessionData, names: string[], jar: SessionCookies): SessionEntry {
-    const next = this.entryOf(data, entry.header.iat);
+  async replace(entry: SessionEntry, data: SessionData, names: string[], jar: SessionCookies): Promise<SessionEntry> {
+    const next = await this.entryOf(data, entry.header.iat);
     entry.next = next;
     this.entries.set(next.value, next);
     addSetCookie(jar, this.codec.setCookieLines(next.value, next.header.exp, names));

@@ -6,7 +6,7 @@ import type { Router, Request, Response, NextFunction } from 'express';
 import type { Observability } from '../ops/observability.js';
 import { loginPath, pageLocale } from '../login/pages.js';
 import type { SharedState } from './shared-state.js';
-import type { realmClient } from './realm.js';
+import type { RealmClient } from './realm.js';
 import { isSessionData, readSessionCookie, type SessionData, type SessionStore } from './session.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { signOutRequest } from '../../policies/origins.js';
@@ -19,30 +19,23 @@ const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-
 
 export interface SignOutParts {
   settings: { publicUrl: string; allowedOrigins: readonly string[] };
-  clientId: string;
   store: SessionStore;
   shared: Pick<SharedState, 'idToken'>;
   obs: Pick<Observability, 'audit' | 'log'>;
-  realm: Pick<ReturnType<typeof realmClient>, 'discovery' | 'tokenRequest'>;
+  realm: Pick<RealmClient, 'endSessionUrl' | 'revoke'>;
 }
 
 /** GET /auth/logout, and the chat front-end's sign-out (GET and POST {SIGNOUT_PATH}). */
-export function mountSignOut(router: Router, { settings, clientId, store, shared, obs, realm }: SignOutParts): void {
-  const { discovery, tokenRequest } = realm;
+export function mountSignOut(router: Router, { settings, store, shared, obs, realm }: SignOutParts): void {
   /**
    * End the gateway session behind this request (cookie cleared, every copy refused on every
    * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
    * cookies: the next user of this browser must not carry them). Returns the ID token kept for it.
    */
   async function endSession(req: Request, res: Response, how: string): Promise<string | undefined> {
-    const r = req as unknown as { appSession?: Partial<SessionData> | null };
-    let data: Partial<SessionData> | null | undefined = r.appSession;
-    if (data === undefined) {
-      // Not through express-openid-connect (the chat front-end's sign-out): read the cookie here.
-      const found = readSessionCookie(req.headers.cookie);
-      data = found ? (store.codec.decrypt(found.value)?.data as Partial<SessionData> | undefined) : undefined;
-      if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
-    } else r.appSession = undefined; // clears every appSession cookie on the way out
+    const found = readSessionCookie(req.headers.cookie);
+    const data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
+    if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
     let idToken: string | undefined;
     if (isSessionData(data)) {
       idToken = await shared.idToken(data.id);
@@ -59,13 +52,8 @@ export function mountSignOut(router: Router, { settings, clientId, store, shared
   /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
   async function realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
     const back = new URL(loginPage, settings.publicUrl).href;
-    const d = await discovery().catch(() => undefined);
-    if (!d?.end_session_endpoint) return back;
-    const url = new URL(d.end_session_endpoint);
-    url.searchParams.set('client_id', clientId);
-    url.searchParams.set('post_logout_redirect_uri', back);
-    if (idToken) url.searchParams.set('id_token_hint', idToken);
-    return url.href;
+    const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
+    return url ?? back;
   }
 
   router.get('/auth/logout', async (req, res, next) => {
@@ -100,8 +88,7 @@ export function mountSignOut(router: Router, { settings, clientId, store, shared
 
   async function revokeRefreshToken(token: string): Promise<void> {
     try {
-      const d = await discovery();
-      if (d.revocation_endpoint) await tokenRequest(d.revocation_endpoint, { token, token_type_hint: 'refresh_token' });
+      await realm.revoke(token);
     } catch (err) {
       obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
     }

@@ -7,7 +7,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { Observability } from '../ops/observability.js';
 import { LoadingCache } from '../cache.js';
-import { clientPost, tokenUrlFor } from '../auth/realm.js';
+import * as oidc from 'openid-client';
+import { tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
 import { z } from 'zod';
 import { parseJson } from '../upstream/json.js';
@@ -34,14 +35,27 @@ export interface CatalogSource {
 /** An identity provider representation: its alias, and a config that is a map when present. */
 const ProviderRepresentation = z.looseObject({ alias: z.string(), config: z.record(z.string(), z.unknown()).optional() });
 const ProviderList = z.array(ProviderRepresentation);
-/** The service account's client-credentials token. */
-const ServiceAccountToken = z.looseObject({ access_token: z.string().min(1), expires_in: z.unknown().optional() });
 
 /** `text` as JSON of `schema`'s shape, or the catalog is unavailable. */
 function read<T>(schema: z.ZodType<T>, text: string, where: string): T {
   const r = parseJson(schema, text);
   if (!r.ok) throw new CatalogUnavailableError(`${where}: answer is ${r.why}`);
   return r.value;
+}
+
+/** Why the service-account token could not be had, in the words the catalog's readiness shows. */
+function tokenFailure(err: unknown, timeoutMs: number): CatalogUnavailableError {
+  const e = err as Error & { code?: unknown };
+  const status =
+    err instanceof oidc.ResponseBodyError || err instanceof oidc.WWWAuthenticateChallengeError
+      ? err.status
+      : err instanceof oidc.ClientError && err.cause instanceof Response
+        ? err.cause.status
+        : undefined;
+  if (status !== undefined) return new CatalogUnavailableError(`service-account token refused: HTTP ${status}`);
+  if (e.name === 'TimeoutError') return new CatalogUnavailableError(`Keycloak request failed: no answer within ${timeoutMs} ms`);
+  if ((e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError') return new CatalogUnavailableError(`Keycloak request failed: ${e.message}`);
+  return new CatalogUnavailableError(`service-account token: answer is ${e.message}`);
 }
 
 const PAGE_SIZE = 100;
@@ -56,7 +70,8 @@ export class KeycloakAdminSource implements CatalogSource {
   readonly kind = 'keycloak' as const;
   private token: { value: string; reuseUntil: number } | undefined;
   private tokenInflight: Promise<string> | undefined;
-  private readonly tokenUrl: string;
+  /** The service account as an openid-client of the realm's token endpoint (client_secret_basic). */
+  private readonly tokenClient: oidc.Configuration;
 
   constructor(
     private readonly adminUrl: string,
@@ -68,7 +83,17 @@ export class KeycloakAdminSource implements CatalogSource {
     private readonly closing: AbortSignal,
   ) {
     this.adminUrl = adminUrl.replace(/\/+$/, '');
-    this.tokenUrl = tokenUrlFor(this.adminUrl);
+    const tokenUrl = tokenUrlFor(this.adminUrl);
+    // No discovery: the token endpoint is all it needs, and Keycloak's layout names it.
+    this.tokenClient = new oidc.Configuration(
+      { issuer: tokenUrl.replace(/\/protocol\/openid-connect\/token$/, ''), token_endpoint: tokenUrl },
+      clientId,
+      undefined,
+      oidc.ClientSecretBasic(clientSecret),
+    );
+    if (tokenUrl.startsWith('http:')) oidc.allowInsecureRequests(this.tokenClient);
+    // Through this source's own fetch, timeout and shutdown signal, like its admin API requests.
+    this.tokenClient[oidc.customFetch] = (url, options) => this.http(url, { ...(options as RequestInit), redirect: 'error', signal: this.signal() });
   }
 
   private signal(): AbortSignal {
@@ -97,12 +122,13 @@ export class KeycloakAdminSource implements CatalogSource {
 
   private async fetchToken(): Promise<string> {
     const started = this.now();
-    const res = await this.request(this.tokenUrl, clientPost(this.clientId, this.clientSecret, { grant_type: 'client_credentials' }));
-    if (!res.ok) {
-      await res.body?.cancel().catch(() => {});
-      throw new CatalogUnavailableError(`service-account token refused: HTTP ${res.status}`);
+    // openid-client checks the answer (a 200 with an access_token and its token_type).
+    let body: { access_token: string; expires_in?: number };
+    try {
+      body = await oidc.clientCredentialsGrant(this.tokenClient);
+    } catch (err) {
+      throw tokenFailure(err, this.timeoutMs);
     }
-    const body = await this.json(res, 'service-account token', ServiceAccountToken);
     const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in * 1000 : 60_000;
     // Reuse until 30 s before expiry (or half the lifetime of a very short token).
     this.token = { value: body.access_token, reuseUntil: started + lifetime - Math.min(30_000, lifetime / 2) };

@@ -1,0 +1,220 @@
+// Signing in: the authorization code flow with PKCE (S256), state and nonce, through openid-client
+// (gateway/auth/realm.ts holds the realm's Configuration).
+//
+//   GET /auth/start      (and /{locale}/auth/start): the realm's authorization URL with the
+//                        provider hint (`kc_idp_hint`, `idp_hint`) and `ui_locales`; where to land
+//                        after (a local path only, policies/login-routing.ts) and the tenant link it
+//                        came through ride in a short-lived transaction cookie, encrypted, bound to
+//                        the state (which also names `returnTo`, as express-openid-connect's did).
+//   GET /auth/callback   the code grant (state, nonce and PKCE checked by openid-client, every
+//                        token's signature by realm.ts), then the session: the user's claims, roles,
+//                        tenants, the active tenant (policies/tenancy.ts), the realm's `sid`, the
+//                        refresh token and the access token's expiry; the ID token is kept beside
+//                        it in the shared state for `id_token_hint` at logout.
+// What a failed sign-in answers is gateway/auth/sign-in-errors.ts's: an error with a 4xx `status`
+// is the browser's (or the realm's `?error=`) fault; one without is the realm out of reach (503).
+import type { Request, Response, Router } from 'express';
+import { hkdfSync, randomBytes } from 'node:crypto';
+import * as oidc from 'openid-client';
+import { CompactEncrypt, compactDecrypt, decodeJwt, errors as joseErrors } from 'jose';
+import type { Settings } from '../../config/settings.js';
+import type { Observability } from '../ops/observability.js';
+import { isChatAdmin } from '../../policies/admin-scoping.js';
+import { activeTenantAtSignIn } from '../../policies/tenancy.js';
+import { safeReturnTo } from '../../policies/login-routing.js';
+import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
+import type { SharedState } from './shared-state.js';
+import type { RealmClient } from './realm.js';
+import { epoch, readSessionCookie, type SessionData, type SessionStore, type SessionUser } from './session.js';
+import { UPSTREAM_SESSION_COOKIE } from './sign-out.js';
+
+/** The sign-in transaction's cookie (the name express-openid-connect used: the data plane already strips it). */
+export const TRANSACTION_COOKIE = 'auth_verification';
+const CALLBACK_PATH = '/auth/callback';
+/** Long enough for a password, a second factor and an upstream provider's own sign-in. */
+const TRANSACTION_SECONDS = 15 * 60;
+const JWE_OPTIONS = { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] };
+
+/** What the transaction cookie carries from /auth/start to /auth/callback. */
+interface Transaction {
+  state: string;
+  nonce: string;
+  code_verifier: string;
+  returnTo: string;
+  tenant?: string;
+  exp: number;
+}
+
+/** Where to land after sign-in: a local path (policies/login-routing.ts), never back into /auth. */
+export function returnToAfterSignIn(value: unknown): string {
+  const local = safeReturnTo(value);
+  return local && !/^\/auth(\/|\?|#|$)/.test(local) ? local : '/';
+}
+
+/** An error the browser (or the realm's answer) caused: a 4xx, said in sign-in-errors.ts's words. */
+const refused = (message: string, error: string, status = 400) => Object.assign(new Error(message), { status, error });
+
+/** The realm's session id of an ID token (already verified by the caller), or null. */
+function realmSessionId(idToken: string | undefined): string | null {
+  if (!idToken) return null;
+  try {
+    const sid = decodeJwt(idToken).sid;
+    return typeof sid === 'string' && sid ? sid : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface SignInParts {
+  settings: Pick<Settings, 'publicUrl'> & { oidc: Pick<Settings['oidc'], 'scopes' | 'sessionSecrets' | 'absoluteSeconds' | 'adminRoles'> };
+  realm: Pick<RealmClient, 'configuration'>;
+  store: Pick<SessionStore, 'entryOf' | 'codec'>;
+  shared: Pick<SharedState, 'keepIdToken'>;
+  obs: Pick<Observability, 'audit'>;
+  /** the user behind freshly issued tokens, both verified (gateway/auth/authenticator.ts) */
+  userOfTokens(idToken: string | undefined, accessToken: string | undefined): Promise<SessionUser>;
+}
+
+export function mountSignIn(router: Router, { settings, realm, store, shared, obs, userOfTokens }: SignInParts): void {
+  const o = settings.oidc;
+  const secure = settings.publicUrl.startsWith('https:');
+  const redirectUri = new URL(CALLBACK_PATH, settings.publicUrl).href;
+  // The transaction's own key (not the session's): the first SESSION_SECRET encrypts, all decrypt.
+  const keys = o.sessionSecrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'sign-in transaction', 32)));
+  const cookieLine = (value: string, maxAge: number) =>
+    `${TRANSACTION_COOKIE}=${value}; Path=${CALLBACK_PATH}; Max-Age=${maxAge}; HttpOnly${secure ? '; Secure' : ''}; SameSite=Lax`;
+
+  async function sealed(t: Transaction): Promise<string> {
+    return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(t))).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).encrypt(keys[0]!);
+  }
+
+  /** The transaction of this callback (its cookie cleared on the way out: one use), or undefined. */
+  async function takeTransaction(req: Request, res: Response): Promise<Transaction | undefined> {
+    const value = cookieValue(req.headers.cookie, TRANSACTION_COOKIE);
+    if (!value) return undefined;
+    res.append('set-cookie', cookieLine('', 0));
+    for (const key of keys) {
+      let t: Partial<Transaction>;
+      try {
+        t = JSON.parse(new TextDecoder().decode((await compactDecrypt(value, key, JWE_OPTIONS)).plaintext)) as Partial<Transaction>;
+      } catch {
+        continue;
+      }
+      const whole = [t.state, t.nonce, t.code_verifier, t.returnTo].every((x) => typeof x === 'string') && typeof t.exp === 'number';
+      return whole && t.exp! > epoch() ? (t as Transaction) : undefined;
+    }
+    return undefined;
+  }
+
+  router.get('/auth/start', async (req, res, next) => {
+    try {
+      const idp = isIdSyntax(req.query.idp) ? req.query.idp : undefined;
+      const tenant = isIdSyntax(req.query.tenant) ? req.query.tenant : undefined;
+      const locale = typeof req.query.locale === 'string' && isLocaleSegment(req.query.locale) ? req.query.locale : undefined;
+      const returnTo = returnToAfterSignIn(req.query.returnTo);
+      const config = await realm.configuration();
+      const code_verifier = oidc.randomPKCECodeVerifier();
+      const nonce = oidc.randomNonce();
+      // The state names where to land, as express-openid-connect's did; the cookie is what counts.
+      const state = Buffer.from(JSON.stringify({ returnTo, ...(tenant ? { tenant } : {}), nonce: oidc.randomState() })).toString('base64url');
+      const url = oidc.buildAuthorizationUrl(config, {
+        response_type: 'code',
+        scope: o.scopes,
+        redirect_uri: redirectUri,
+        code_challenge: await oidc.calculatePKCECodeChallenge(code_verifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+        ...(idp ? { kc_idp_hint: idp, idp_hint: idp } : {}),
+        ...(locale ? { ui_locales: locale } : {}),
+      });
+      const transaction: Transaction = { state, nonce, code_verifier, returnTo, ...(tenant ? { tenant } : {}), exp: epoch() + TRANSACTION_SECONDS };
+      res.append('set-cookie', cookieLine(await sealed(transaction), TRANSACTION_SECONDS));
+      res.set('cache-control', 'no-store');
+      res.redirect(url.href);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  router.get(CALLBACK_PATH, async (req, res, next) => {
+    try {
+      // The realm out of reach is said first (503), whatever the browser brought.
+      const config = await realm.configuration();
+      const t = await takeTransaction(req, res);
+      if (!t) throw refused('no sign-in under way in this browser (transaction cookie missing, expired or not ours)', 'missing_transaction');
+      const currentUrl = new URL(redirectUri);
+      currentUrl.search = new URL(req.originalUrl, 'http://callback.invalid').search;
+      let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+      try {
+        tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
+          pkceCodeVerifier: t.code_verifier,
+          expectedState: t.state,
+          expectedNonce: t.nonce,
+          idTokenExpected: true,
+        });
+      } catch (err) {
+        throw codeGrantFailure(err);
+      }
+      let user: SessionUser;
+      try {
+        user = await userOfTokens(tokens.id_token, tokens.access_token);
+      } catch (err) {
+        // A token that does not verify is refused; keys that cannot be fetched are the realm out of reach.
+        const e = err as Error & { status?: number };
+        if (e.status === undefined && e instanceof joseErrors.JOSEError && !(e instanceof joseErrors.JWKSTimeout)) throw refused(e.message, 'invalid_token');
+        throw err;
+      }
+      // A new sign-in starts with no chat front-end token of whoever used this browser before.
+      res.clearCookie(UPSTREAM_SESSION_COOKIE, { path: '/' });
+      const linked = t.tenant;
+      const { active, member } = activeTenantAtSignIn(user.tenants, linked);
+      const data: SessionData = {
+        v: 1,
+        id: randomBytes(16).toString('base64url'),
+        user,
+        active_tenant: active,
+        refresh_token: tokens.refresh_token ?? null,
+        expires_at: typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : epoch(),
+        sid: realmSessionId(tokens.id_token),
+      };
+      // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
+      // with it, the realm ends its session at logout without asking the user to confirm.
+      if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
+      let returnTo = t.returnTo;
+      // Through another tenant's link (links rule 11): say so once, on the way to returnTo (issue 28).
+      if (linked !== undefined && !member) returnTo = `/auth/signed-in?${new URLSearchParams({ link: linked, returnTo: returnTo || '/' })}`;
+      const admin = isChatAdmin(user.roles, o.adminRoles);
+      obs.audit.info(
+        { event: 'sign-in', sub: user.sub, email: user.email, admin, tenantLink: linked ?? null, tenantLinkMember: linked ? member : null },
+        'signed in',
+      );
+      const entry = await store.entryOf(data, epoch());
+      const present = readSessionCookie(req.headers.cookie)?.names ?? [];
+      res.append('set-cookie', store.codec.setCookieLines(entry.value, entry.header.exp, present));
+      res.set('cache-control', 'no-store');
+      res.redirect(returnTo || '/');
+    } catch (err) {
+      next(err);
+    }
+  });
+}
+
+/** A failed code grant: the realm refusing it (or its `?error=`) is a 400; the realm out of reach stays a 503. */
+function codeGrantFailure(err: unknown): Error {
+  const e = err as Error & { error?: unknown; code?: unknown };
+  if ((e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError') return e;
+  const status = err instanceof oidc.ResponseBodyError && err.status >= 500 ? undefined : 400;
+  if (status === undefined) return e;
+  return refused(e.message, typeof e.error === 'string' ? e.error : typeof e.code === 'string' ? e.code : 'sign_in_failed');
+}
+
+/** A cookie's value by name, or undefined. */
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim() || undefined;
+  }
+  return undefined;
+}
