@@ -29,6 +29,7 @@
 //     signing in in gateway/auth/sign-in.ts. What stays here: putting them together, `authenticate`.
 import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
+import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
@@ -36,6 +37,7 @@ import { processState, type SharedState } from './shared-state.js';
 import { realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import {
+  epoch,
   readSessionCookie,
   scopeOf,
   SessionCodec,
@@ -43,6 +45,7 @@ import {
   SessionStore,
   withoutGatewayCookies,
   type SessionData,
+  type SessionEntry,
   type SessionUser,
 } from './session.js';
 import { isLocaleSegment } from '../../policies/syntax.js';
@@ -54,6 +57,7 @@ import { mountSignOut } from './sign-out.js';
 import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
 import { createRefresh } from './refresh.js';
 import { mountSignIn, returnToAfterSignIn } from './sign-in.js';
+import { bearerSocketVerdict, socketVerdict, type SocketVerdict } from '../../policies/session-ends.js';
 
 export { BACKCHANNEL_LOGOUT_PATH, returnToAfterSignIn };
 
@@ -78,9 +82,24 @@ export interface Authenticator {
    * (which could not use them, and would take a realm JWT in `Authorization` for its own credential).
    */
   authenticate(req: IncomingMessage, scope?: AuthScope): Identity | undefined | Promise<Identity | undefined>;
+  /**
+   * `authenticate` for a WebSocket upgrade, with what the open socket is judged by afterwards
+   * (gateway/http/websockets.ts): its session's id and whether it may stay open as things now stand.
+   */
+  authenticateSocket?(req: IncomingMessage, scope: AuthScope): Promise<SocketIdentity | undefined>;
+  /** `listener` hears of every session that changed here: ended (sign-out, back-channel logout, refused refresh) or refreshed. */
+  onSessionChange?(listener: (sessionId: string | undefined) => void): void;
   /** For /readyz: can the identity provider be reached? */
   ready(): Promise<{ ok: boolean; detail: string }>;
   close(): Promise<void>;
+}
+
+/** An upgraded socket's identity, and what it is judged by while it stays open. */
+export interface SocketIdentity {
+  identity: Identity;
+  /** the gateway session id (absent for a bearer token) */
+  key?: string;
+  verdict(): SocketVerdict;
 }
 
 export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
@@ -120,16 +139,35 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   const refresh = createRefresh({ o, codec, shared, realm, userOfTokens });
 
+  // Every change to a session here is told (open WebSockets are judged again at once): its end
+  // recorded (sign-out, a refused refresh, back-channel logout: all go through `end`) or its refresh.
+  const changeListeners: Array<(sessionId: string | undefined) => void> = [];
+  const changed = (sessionId: string | undefined) => {
+    for (const listener of changeListeners) listener(sessionId);
+  };
+  const ends: Pick<SharedState, 'end' | 'isEnded' | 'firstUse'> = {
+    end(by, until) {
+      shared.end(by, until);
+      changed('id' in by ? by.id : undefined);
+    },
+    isEnded: (s, now) => shared.isEnded(s, now),
+    firstUse: (jti, until) => shared.firstUse(jti, until),
+  };
+
   const store = new SessionStore(
     codec,
     o,
     {
-      refresh,
+      refresh: (data) =>
+        refresh(data).then((r) => {
+          if (r.kind === 'ok') changed(data.id);
+          return r;
+        }),
       ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
       unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
       lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
     },
-    shared,
+    ends,
   );
 
   // A browser sends the same Cookie header request after request: it is split once (what goes
@@ -181,6 +219,41 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     return entry ? sessionIdentity(entry.data) : undefined;
   }
 
+  // ---- open WebSockets ------------------------------------------------------------------------
+
+  async function authenticateSocket(req: IncomingMessage, scope: AuthScope): Promise<SocketIdentity | undefined> {
+    const bearer = realmBearer(scope.authorization);
+    if (bearer) scope.authorization = undefined;
+    const session = gatewaySession(scope);
+    const fromBearer = bearer ? await bearerIdentity(bearer) : undefined;
+    if (fromBearer) {
+      const exp = decodeJwt(bearer!).exp ?? 0;
+      return { identity: fromBearer, verdict: () => bearerSocketVerdict(exp, epoch()) };
+    }
+    if (!session) return undefined;
+    const entry = await store.live(session, scope);
+    if (!entry) return undefined;
+    const identity = sessionIdentity(entry.data);
+    return { identity, key: entry.data.id, verdict: sessionVerdict(entry, identity) };
+  }
+
+  /** An open socket's session as this instance now knows it: never touched or refreshed on the socket's behalf. */
+  function sessionVerdict(first: SessionEntry, opened: Identity): () => SocketVerdict {
+    let entry = first;
+    return () => {
+      const now = epoch();
+      entry = store.latest(entry);
+      const { data, header } = entry;
+      return socketVerdict({
+        ended: shared.isEnded({ id: data.id, sid: data.sid, sub: data.user.sub, iat: header.iat }, now),
+        alive: codec.alive(header, now),
+        tokenExpired: data.expires_at <= now,
+        opened,
+        current: sessionIdentity(data),
+      });
+    };
+  }
+
   // ---- control routes ------------------------------------------------------------------------
 
   const router = Router();
@@ -195,7 +268,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   mountSignIn(router, { settings, realm, store, shared, obs, userOfTokens });
 
   // OIDC Back-Channel Logout 1.0: the realm's logout token ends sessions on every instance.
-  mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, shared, obs), obs);
+  mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, ends, obs), obs);
 
   mountSignOut(router, { settings, store, shared, obs, realm });
 
@@ -208,6 +281,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   return {
     router,
     authenticate,
+    authenticateSocket,
+    onSessionChange: (listener) => void changeListeners.push(listener),
     ready() {
       const now = Date.now();
       if (!probe || now - probe.at > 5_000) {

@@ -442,6 +442,22 @@ export class SessionStore {
     return this.renewed(found, current, jar);
   }
 
+  /**
+   * The latest state this instance knows of a session seen as `entry` (refreshed, rolled or
+   * switched since, here), neither touched nor refreshed: what an open WebSocket is judged by.
+   */
+  latest(entry: SessionEntry): SessionEntry {
+    let e = entry;
+    for (let i = 0; i < 64; i++) {
+      // The cache may hold a newer object for the same cookie (read again after `e` was evicted).
+      const cached = e.next ? undefined : this.entries.get(e.value);
+      const next = e.next ?? (cached !== e ? cached : undefined);
+      if (!next) break;
+      e = next;
+    }
+    return e;
+  }
+
   /** Replace a live session's data (tenant switch) and set the new cookie. */
   async replace(entry: SessionEntry, data: SessionData, names: string[], jar: SessionCookies): Promise<SessionEntry> {
     const next = await this.entryOf(data, entry.header.iat);
