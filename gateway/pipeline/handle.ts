@@ -31,7 +31,15 @@ import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
 import { createEnforcer } from './enforce.js';
-import { publicOriginOf, upstreamHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import {
+  publicOriginOf,
+  upstreamHeaders,
+  validHost,
+  stripClientHeaders,
+  trustedHeaderSet,
+  upstreamApiKey,
+  withoutUpstreamCredentials,
+} from '../http/request-headers.js';
 import { applySessionCookies } from '../auth/session.js';
 import { RequestContext } from './context.js';
 import type { Authenticator, Identity } from '../auth/authenticator.js';
@@ -108,7 +116,11 @@ export function createPipeline(parts: PipelineParts) {
         return caller;
       });
     }
-    if (cls === 'public') return null;
+    if (cls === 'public') {
+      // Anonymous: the client's own credential of the chat front-end was checked by nobody.
+      withoutUpstreamCredentials(ctx);
+      return null;
+    }
     if (cls === 'api') {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
