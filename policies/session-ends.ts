@@ -65,3 +65,21 @@ export function socketVerdict(s: SocketSessionState): SocketVerdict {
 export function bearerSocketVerdict(expiresAt: number, now: number): SocketVerdict {
   return expiresAt > now ? { keep: true } : { keep: false, reason: 'token expired', rule: 'the bearer token expired' };
 }
+/** The newest facts seen of a user (per realm subject): when the realm gave them, and what they were. */
+export interface SeenFacts {
+  /** epoch seconds: the sign-in or refresh that gave them */
+  at: number;
+  facts: IdentityFacts;
+}
+
+/**
+ * An identity whose facts the realm gave at `at`, against the newest seen of the same user:
+ * `current` when none newer differs, `stale` when facts given later say something else (it must
+ * be renewed before it is believed again).
+ */
+export function factsStanding(identity: SeenFacts, newest: SeenFacts | undefined): { standing: 'current' | 'stale'; rule: string } {
+  if (!newest || newest.at <= identity.at) return { standing: 'current', rule: 'the newest facts of this user' };
+  // The active tenant is each session's own choice (a user of two tenants in two browsers).
+  if (sameRealmFacts(identity.facts, newest.facts)) return { standing: 'current', rule: 'the same facts as the newest' };
+  return { standing: 'stale', rule: 'the realm said otherwise since: renew first' };
+}

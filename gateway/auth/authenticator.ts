@@ -57,7 +57,7 @@ import { mountSignOut } from './sign-out.js';
 import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
 import { createRefresh } from './refresh.js';
 import { mountSignIn, returnToAfterSignIn } from './sign-in.js';
-import { bearerSocketVerdict, socketVerdict, type SocketVerdict } from '../../policies/session-ends.js';
+import { bearerSocketVerdict, factsStanding, socketVerdict, type SeenFacts, type SocketVerdict } from '../../policies/session-ends.js';
 
 export { BACKCHANNEL_LOGOUT_PATH, returnToAfterSignIn };
 
@@ -68,6 +68,8 @@ export interface Identity extends SessionUser {
   activeTenant: string | null;
   /** how it was verified; a cookie session is an ambient credential (CSRF, WebSocket Origin) */
   via: 'session' | 'bearer';
+  /** when the realm gave these facts (sign-in, refresh, a bearer token's `iat`), epoch seconds; absent: unknown, the oldest */
+  factsAt?: number;
 }
 
 export interface Authenticator {
@@ -177,16 +179,26 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const sessionIdentities = new WeakMap<SessionData, Identity>();
   const sessionIdentity = (data: SessionData): Identity => {
     let identity = sessionIdentities.get(data);
-    if (!identity) sessionIdentities.set(data, (identity = identityOf(data.user, data.active_tenant, 'session')));
+    if (!identity) sessionIdentities.set(data, (identity = identityOf(data.user, data.active_tenant, 'session', data.facts_at)));
     return identity;
   };
 
-  const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
-    ...u,
-    admin: isChatAdmin(u.roles, o.adminRoles),
-    activeTenant,
-    via,
-  });
+  // The newest facts the realm gave of each user (per subject), on this instance: a session of the
+  // same user described earlier and otherwise (from before a demotion) is renewed before it is
+  // believed again (policies/session-ends.ts). Kept as long as a session can live.
+  const newestFacts = new TtlCache<string, SeenFacts>(100_000, o.absoluteSeconds * 1000);
+  const seen = (identity: Identity): SeenFacts => ({ at: identity.factsAt ?? 0, facts: identity });
+  const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via'], factsAt?: number): Identity => {
+    const identity: Identity = { ...u, admin: isChatAdmin(u.roles, o.adminRoles), activeTenant, via, ...(factsAt === undefined ? {} : { factsAt }) };
+    const newest = newestFacts.get(u.sub);
+    if (factsAt !== undefined && (!newest || newest.at < factsAt)) newestFacts.set(u.sub, seen(identity));
+    return identity;
+  };
+  /** Did the realm describe this user otherwise since it gave these facts? */
+  const stale = (identity: Identity): boolean => {
+    const newest = newestFacts.get(identity.sub);
+    return !!newest && newest.at > (identity.factsAt ?? 0) && factsStanding(seen(identity), newest).standing === 'stale';
+  };
 
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
@@ -214,9 +226,16 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   function sessionOf(session: { value: string; names: string[] } | undefined, scope: AuthScope): Identity | undefined | Promise<Identity | undefined> {
     if (!session) return undefined;
-    const entry = store.live(session, scope);
+    const entry = liveSession(session, scope);
     if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
     return entry ? sessionIdentity(entry.data) : undefined;
+  }
+
+  /** The session's live entry; one whose facts the realm has since contradicted is renewed first (or refused until it can be). */
+  function liveSession(session: { value: string; names: string[] }, scope: AuthScope): SessionEntry | undefined | Promise<SessionEntry | undefined> {
+    const entry = store.live(session, scope);
+    if (entry instanceof Promise) return entry.then((e) => (e && stale(sessionIdentity(e.data)) ? store.renewNow(e, session, scope) : e));
+    return entry && stale(sessionIdentity(entry.data)) ? store.renewNow(entry, session, scope) : entry;
   }
 
   // ---- open WebSockets ------------------------------------------------------------------------
@@ -231,7 +250,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       return { identity: fromBearer, verdict: () => bearerSocketVerdict(exp, epoch()) };
     }
     if (!session) return undefined;
-    const entry = await store.live(session, scope);
+    const entry = await liveSession(session, scope);
     if (!entry) return undefined;
     const identity = sessionIdentity(entry.data);
     return { identity, key: entry.data.id, verdict: sessionVerdict(entry, identity) };
@@ -249,7 +268,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
         alive: codec.alive(header, now),
         tokenExpired: data.expires_at <= now,
         opened,
-        current: sessionIdentity(data),
+        // A later sign-in or refresh of the same user said otherwise: as if this session's own refresh had.
+        current: stale(opened) ? newestFacts.get(opened.sub)!.facts : sessionIdentity(data),
       });
     };
   }

@@ -53,6 +53,8 @@ export interface SessionData {
   expires_at: number;
   /** the realm's session id (ID token `sid`): back-channel logout names sessions by it */
   sid?: string | null;
+  /** when the realm gave `user` (sign-in or refresh), epoch seconds: the newest facts of a user win (policies/session-ends.ts) */
+  facts_at?: number;
 }
 
 export interface SessionHeader {
@@ -80,6 +82,7 @@ export function isSessionData(x: unknown): x is SessionData {
     (s.refresh_token === null || typeof s.refresh_token === 'string') &&
     (s.active_tenant === null || typeof s.active_tenant === 'string') &&
     (s.sid === undefined || s.sid === null || typeof s.sid === 'string') &&
+    (s.facts_at === undefined || typeof s.facts_at === 'number') &&
     !!s.user &&
     typeof s.user.sub === 'string' &&
     typeof s.user.email === 'string' &&
@@ -456,6 +459,16 @@ export class SessionStore {
       e = next;
     }
     return e;
+  }
+
+  /**
+   * `live` for a session the realm has since described otherwise (another session of the same
+   * user saw a demotion): refreshed now, whatever its token's expiry, so it is not believed on
+   * its older facts; undefined when that cannot be done (refused until it is).
+   */
+  async renewNow(entry: SessionEntry, found: { value: string; names: string[] }, jar?: SessionCookies): Promise<SessionEntry | undefined> {
+    const renewed = await this.refreshed(entry, found, epoch(), jar);
+    return renewed && renewed !== entry && renewed.data !== entry.data ? renewed : undefined;
   }
 
   /** Replace a live session's data (tenant switch) and set the new cookie. */
