@@ -20,6 +20,7 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.
 
 /** What the realm says of the user (email in any letter case, name, role, groups, tenants) is the same. */
 export function sameRealmFacts(a: IdentityFacts, b: IdentityFacts): boolean {
+  if (a === b) return true;
   return (
     a.email.toLowerCase() === b.email.toLowerCase() &&
     a.name === b.name &&

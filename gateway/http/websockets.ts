@@ -140,6 +140,8 @@ function withSetCookies(head: string, end: number, lines: readonly string[]): st
 /** The upgraded client sockets of one server. */
 export class WebSocketTracker {
   private readonly sockets = new Set<Tracked>();
+  /** the sockets of each gateway session: a change to one session costs a lookup, not a pass over every socket */
+  private readonly bySession = new Map<string, Set<Tracked>>();
   private readonly timer: NodeJS.Timeout | undefined;
   /** sessions to re-judge on the next turn (undefined in it: every socket) */
   private pending: Set<string | undefined> | undefined;
@@ -168,7 +170,17 @@ export class WebSocketTracker {
       write: (c) => write(c),
     };
     this.sockets.add(t);
-    socket.once('close', () => this.sockets.delete(t));
+    const key = o.session?.key;
+    if (key !== undefined) {
+      let same = this.bySession.get(key);
+      if (!same) this.bySession.set(key, (same = new Set()));
+      same.add(t);
+    }
+    socket.once('close', () => {
+      this.sockets.delete(t);
+      const same = key === undefined ? undefined : this.bySession.get(key);
+      if (same?.delete(t) && same.size === 0) this.bySession.delete(key!);
+    });
     socket.write = ((chunk: unknown, encoding?: BufferEncoding | WriteCallback, cb?: WriteCallback): boolean => {
       const done = typeof encoding === 'function' ? encoding : cb;
       const enc = typeof encoding === 'function' ? undefined : encoding;
@@ -222,9 +234,17 @@ export class WebSocketTracker {
   }
 
   private check(keys: ReadonlySet<string | undefined> | undefined): void {
-    for (const t of this.sockets) {
+    if (!keys) return this.judge(this.sockets);
+    for (const key of keys) {
+      const same = this.bySession.get(key!);
+      if (same) this.judge(same);
+    }
+  }
+
+  private judge(sockets: Iterable<Tracked>): void {
+    for (const t of [...sockets]) {
       const s = t.session;
-      if (!s || t.closing || t.closed || (keys && !keys.has(s.key))) continue;
+      if (!s || t.closing || t.closed) continue;
       let verdict: SocketVerdict;
       try {
         verdict = s.verdict();
