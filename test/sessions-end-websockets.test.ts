@@ -233,5 +233,18 @@ describe('sessions that end close their open WebSockets', function () {
       expect(await othersOnB.echo('still here')).to.equal(true);
       othersOnB.ws.close();
     });
+
+    it("the chat front-end's sign-out at instance A closes the session's socket on instance B within the re-check time", async () => {
+      const carol = await signIn(w.url, 'carol');
+      const onB = await openSocket(bUrl, carol.jar, w.url);
+      expect(await onB.echo('on B')).to.equal(true);
+      const out = await browse(carol.jar, SIGNOUT, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: w.url, 'sec-fetch-site': 'same-origin' },
+      });
+      expect(out.status).to.equal(200);
+      const closed = await closedWithin(onB, 3_000);
+      expect(closed).to.deep.include({ code: 1008, reason: 'signed out' });
+    });
   });
 });
