@@ -123,6 +123,23 @@ describe('sessions that end close their open WebSockets', function () {
       }
     });
 
+    it('a tenant switch closes the sockets opened in the other tenant at once', async () => {
+      const { jar } = await signIn(w.url, 'carol'); // member of acme and globex
+      const socket = await openSocket(w.url, jar, w.url);
+      const before = (await browse(jar, '/auth/session')).json<{ active_tenant: string }>().active_tenant;
+      const other = before === 'acme' ? 'globex' : 'acme';
+      const switched = await browse(jar, '/auth/session/tenant', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: w.url },
+        body: JSON.stringify({ tenant_id: other }),
+      });
+      expect(switched.status).to.equal(200);
+      expect(await closedWithin(socket, 1_500)).to.deep.include({ code: 1008, reason: 'identity changed' });
+      const again = await openSocket(w.url, jar, w.url);
+      expect(await again.echo('in the new tenant')).to.equal(true);
+      again.ws.close();
+    });
+
     it('a demotion seen at refresh closes an admin socket at once; a refresh that changes nothing keeps it', async () => {
       const sysadmin = accounts.find((a) => a.username === 'sysadmin')!;
       const { jar } = await signIn(w.url, 'sysadmin');

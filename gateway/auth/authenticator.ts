@@ -142,7 +142,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const refresh = createRefresh({ o, codec, shared, realm, userOfTokens });
 
   // Every change to a session here is told (open WebSockets are judged again at once): its end
-  // recorded (sign-out, a refused refresh, back-channel logout: all go through `end`) or its refresh.
+  // recorded (sign-out, a refused refresh, back-channel logout: all go through `end`), its refresh
+  // or a tenant switch.
   const changeListeners: Array<(sessionId: string | undefined) => void> = [];
   const changed = (sessionId: string | undefined) => {
     for (const listener of changeListeners) listener(sessionId);
@@ -168,6 +169,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
       unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
       lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
+      replaced: (data) => changed(data.id),
     },
     ends,
   );

@@ -294,6 +294,8 @@ export interface SessionHooks {
   ended(data: SessionData, reason: string): void;
   unavailable(data: SessionData, reason: string): void;
   lookup?(hit: boolean): void;
+  /** the session's data was replaced (tenant switch) */
+  replaced?(data: SessionData): void;
 }
 
 export { SharedStateUnavailable };
@@ -477,6 +479,7 @@ export class SessionStore {
     entry.next = next;
     this.entries.set(next.value, next);
     addSetCookie(jar, this.codec.setCookieLines(next.value, next.header.exp, names));
+    this.hooks.replaced?.(data);
     return next;
   }
 
