@@ -206,6 +206,33 @@ describe('sessions that end close their open WebSockets', function () {
     });
   });
 
+  describe('a bearer token’s socket (WEBSOCKET_SESSION_CHECK_SECONDS=1)', () => {
+    let w: World;
+    before(async () => {
+      w = await startWorld({ accessTokenTtl: 2, env: { WEBSOCKET_SESSION_CHECK_SECONDS: '1' } });
+    });
+    after(() => w?.close());
+
+    it('lives as long as a request would take its token (expiry plus the clock tolerance), then closes', async () => {
+      const token = await w.idp.accessTokenFor('alice', CLIENT_ID);
+      const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { authorization: `Bearer ${token}` } });
+      const opened = Date.now();
+      const closed = new Promise<{ code: number; reason: string; afterMs: number }>((resolve) =>
+        ws.once('close', (code, reason) => resolve({ code, reason: reason.toString(), afterMs: Date.now() - opened })),
+      );
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      });
+      const c = await Promise.race([closed, sleep(10_000).then(() => 'open' as const)]);
+      expect(c).to.deep.include({ code: 1008, reason: 'token expired' });
+      const { afterMs } = c as { afterMs: number };
+      expect(afterMs, 'not before the token (2 s) and its tolerance (5 s) ran out').to.be.within(5_000, 9_000);
+      const refused = await fetch(`${w.url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } });
+      expect(refused.status, 'a request with the token is refused too').to.equal(401);
+    });
+  });
+
   describe('ends on another instance, through a real Redis', () => {
     let redis: TestRedis;
     let w: World;

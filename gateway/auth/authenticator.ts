@@ -34,7 +34,7 @@ import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from './shared-state.js';
-import { realmClient, trimSlash } from './realm.js';
+import { CLOCK_TOLERANCE_S, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import {
   epoch,
@@ -248,8 +248,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     const session = gatewaySession(scope);
     const fromBearer = bearer ? await bearerIdentity(bearer) : undefined;
     if (fromBearer) {
-      const exp = decodeJwt(bearer!).exp ?? 0;
-      return { identity: fromBearer, verdict: () => bearerSocketVerdict(exp, epoch()) };
+      // As long as a request would take it (the same clock tolerance).
+      const until = (decodeJwt(bearer!).exp ?? 0) + CLOCK_TOLERANCE_S;
+      return { identity: fromBearer, verdict: () => bearerSocketVerdict(until, epoch()) };
     }
     if (!session) return undefined;
     const entry = await liveSession(session, scope);

@@ -202,7 +202,11 @@ export class WebSocketTracker {
         } else {
           t.plainHttp = true;
         }
-        return write(bytes, undefined, done);
+        const ok = write(bytes, undefined, done);
+        // Its session ended while the upgrade was under way: the Close frame follows the 101, so the
+        // upstream side is closed by the proxy's own handlers (cut earlier, they were not set yet).
+        if (t.open && t.closing && t.code === POLICY_VIOLATION && t.frames.atBoundary) this.finish(t);
+        return ok;
       }
       if (!t.open || !t.closing) {
         if (t.open) t.frames.consume(bytes);
@@ -266,7 +270,8 @@ export class WebSocketTracker {
     t.socket.removeAllListeners('data');
     t.socket.pause();
     setTimeout(() => t.socket.destroy(), SESSION_CLOSE_WAIT_MS).unref();
-    if (!t.open || t.plainHttp) return void t.socket.destroy();
+    if (t.plainHttp) return void t.socket.destroy();
+    if (!t.open) return; // the 101 is still to come: the Close frame follows it (above)
     if (t.frames.atBoundary) this.finish(t);
   }
 
