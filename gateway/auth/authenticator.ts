@@ -161,15 +161,11 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     codec,
     o,
     {
-      refresh: (data) =>
-        refresh(data).then((r) => {
-          if (r.kind === 'ok') changed(data.id);
-          return r;
-        }),
+      refresh,
       ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
       unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
       lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
-      replaced: (data) => changed(data.id),
+      changed: (data) => changed(data.id),
     },
     ends,
   );

@@ -294,8 +294,8 @@ export interface SessionHooks {
   ended(data: SessionData, reason: string): void;
   unavailable(data: SessionData, reason: string): void;
   lookup?(hit: boolean): void;
-  /** the session's data was replaced (tenant switch) */
-  replaced?(data: SessionData): void;
+  /** the session's data changed here (refreshed, tenant switch): told once the new state is in place */
+  changed?(data: SessionData): void;
 }
 
 export { SharedStateUnavailable };
@@ -427,6 +427,7 @@ export class SessionStore {
         }
         current = current.next!;
         this.entries.set(current.value, current);
+        this.hooks.changed?.(current.data);
         if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
       } else if (r.kind === 'ended') {
         if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
@@ -479,7 +480,7 @@ export class SessionStore {
     entry.next = next;
     this.entries.set(next.value, next);
     addSetCookie(jar, this.codec.setCookieLines(next.value, next.header.exp, names));
-    this.hooks.replaced?.(data);
+    this.hooks.changed?.(data);
     return next;
   }
 
