@@ -90,6 +90,7 @@ describe('sessions that end close their open WebSockets', function () {
       const mine = await openSocket(w.url, alice.jar, w.url);
       const theirs = await openSocket(w.url, bob.jar, w.url);
       expect(await mine.echo('2probe')).to.equal(true);
+      const signOutAt = Date.now();
       const out = await browse(alice.jar, SIGNOUT, {
         method: 'POST',
         headers: { 'content-type': 'application/json', origin: w.url, 'sec-fetch-site': 'same-origin' },
@@ -97,6 +98,7 @@ describe('sessions that end close their open WebSockets', function () {
       expect(out.status).to.equal(200);
       const closed = await closedWithin(mine, 1_500);
       expect(closed).to.deep.include({ code: 1008, reason: 'signed out' });
+      console.log(`      sign-out to Close frame, same instance: ${Date.now() - signOutAt} ms (sign-out answer included)`);
       expect(await closedWithin(theirs, 200), 'another user’s socket').to.equal('open');
       expect(await theirs.echo('still here')).to.equal(true);
       expect(w.obs.lines.some((l) => l.event === 'websocket-closed' && l.caller === 'alice@acme.example' && l.reason === 'signed out')).to.equal(true);
@@ -265,6 +267,7 @@ describe('sessions that end close their open WebSockets', function () {
       const sub = (await browse(alice.jar, '/auth/session')).json<{ user: { sub: string } }>().user.sub;
       await sleep(1_100); // a session begun in the token's own second counts as before it
       const token = await w.idp.signJwt({ aud: CLIENT_ID, sub, jti: 'ws-sub-1', events: LOGOUT_EVENT, exp: undefined });
+      const postedAt = Date.now();
       const posted = await fetch(`${w.url}/auth/backchannel-logout`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -273,6 +276,7 @@ describe('sessions that end close their open WebSockets', function () {
       expect(posted.status).to.equal(204);
       const closed = await closedWithin(onB, 3_000);
       expect(closed).to.deep.include({ code: 1008, reason: 'signed out' });
+      console.log(`      back-channel logout at A to Close frame on B (re-check every 1 s): ${Date.now() - postedAt} ms`);
       expect(await closedWithin(othersOnB, 10), 'another user’s socket on B').to.equal('open');
       expect(await othersOnB.echo('still here')).to.equal(true);
       othersOnB.ws.close();
