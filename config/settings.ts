@@ -207,6 +207,7 @@ const schema = z.object({
   SESSION_ROLLING_SECONDS: int(24 * 3600, 60, 30 * 24 * 3600),
   SESSION_ABSOLUTE_SECONDS: int(7 * 24 * 3600, 60, 365 * 24 * 3600),
   TOKEN_REFRESH_MARGIN_SECONDS: int(30, 0, 3600),
+  WEBSOCKET_SESSION_CHECK_SECONDS: int(15, 1, 300),
   OAUTH_ROLES_CLAIM: z.string().default('roles'),
   OAUTH_ADMIN_ROLES: list(['PlatformSysAdmin']),
   OAUTH_GROUPS_CLAIM: z.string().default('groups'),
@@ -268,6 +269,8 @@ export interface Settings {
     rollingSeconds: number;
     absoluteSeconds: number;
     refreshMarginSeconds: number;
+    /** how often open WebSockets' sessions are judged again (ends on other instances, expiry) */
+    socketCheckSeconds: number;
     rolesClaim: string;
     adminRoles: string[];
     groupsClaim: string;
@@ -460,6 +463,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       rollingSeconds: e.SESSION_ROLLING_SECONDS,
       absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
       refreshMarginSeconds: e.TOKEN_REFRESH_MARGIN_SECONDS,
+      socketCheckSeconds: e.WEBSOCKET_SESSION_CHECK_SECONDS,
       rolesClaim: e.OAUTH_ROLES_CLAIM,
       adminRoles: e.OAUTH_ADMIN_ROLES,
       groupsClaim: e.OAUTH_GROUPS_CLAIM,

@@ -104,7 +104,13 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   });
   control.use((err: Error, req: express.Request, res: express.Response, _next: express.NextFunction) => answerFailure(res, err, obs, { route: req.path }));
 
-  const websockets = new WebSocketTracker();
+  // Open WebSockets follow their sessions: judged again when one changes here, and on a timer for
+  // what happened on other instances and for expiry (gateway/http/websockets.ts).
+  const websockets = new WebSocketTracker({
+    checkEveryMs: settings.oidc.socketCheckSeconds * 1000,
+    closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
+  });
+  authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
   const pipeline = createPipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 

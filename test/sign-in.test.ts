@@ -173,7 +173,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const { data, header } = (await codec.decrypt(value))!;
       const s = data as SessionData & Record<string, unknown>;
       // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
-      expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
+      expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'facts_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
       expect(s.user).to.deep.equal({
         sub: account('sysadmin').sub,
         email: 'sysadmin@platform.example',

@@ -29,13 +29,15 @@
 //     signing in in gateway/auth/sign-in.ts. What stays here: putting them together, `authenticate`.
 import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
+import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from './shared-state.js';
-import { realmClient, trimSlash } from './realm.js';
+import { CLOCK_TOLERANCE_S, realmClient, trimSlash } from './realm.js';
 import { TtlCache } from '../cache.js';
 import {
+  epoch,
   readSessionCookie,
   scopeOf,
   SessionCodec,
@@ -43,6 +45,7 @@ import {
   SessionStore,
   withoutGatewayCookies,
   type SessionData,
+  type SessionEntry,
   type SessionUser,
 } from './session.js';
 import { isLocaleSegment } from '../../policies/syntax.js';
@@ -54,6 +57,7 @@ import { mountSignOut } from './sign-out.js';
 import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
 import { createRefresh } from './refresh.js';
 import { mountSignIn, returnToAfterSignIn } from './sign-in.js';
+import { bearerSocketVerdict, factsStanding, socketVerdict, type SeenFacts, type SocketVerdict } from '../../policies/session-ends.js';
 
 export { BACKCHANNEL_LOGOUT_PATH, returnToAfterSignIn };
 
@@ -64,6 +68,8 @@ export interface Identity extends SessionUser {
   activeTenant: string | null;
   /** how it was verified; a cookie session is an ambient credential (CSRF, WebSocket Origin) */
   via: 'session' | 'bearer';
+  /** when the realm gave these facts (sign-in, refresh, a bearer token's `iat`), epoch seconds; absent: unknown, the oldest */
+  factsAt?: number;
 }
 
 export interface Authenticator {
@@ -78,9 +84,24 @@ export interface Authenticator {
    * (which could not use them, and would take a realm JWT in `Authorization` for its own credential).
    */
   authenticate(req: IncomingMessage, scope?: AuthScope): Identity | undefined | Promise<Identity | undefined>;
+  /**
+   * `authenticate` for a WebSocket upgrade, with what the open socket is judged by afterwards
+   * (gateway/http/websockets.ts): its session's id and whether it may stay open as things now stand.
+   */
+  authenticateSocket?(req: IncomingMessage, scope: AuthScope): Promise<SocketIdentity | undefined>;
+  /** `listener` hears of every session that changed here: ended (sign-out, back-channel logout, refused refresh) or refreshed. */
+  onSessionChange?(listener: (sessionId: string | undefined) => void): void;
   /** For /readyz: can the identity provider be reached? */
   ready(): Promise<{ ok: boolean; detail: string }>;
   close(): Promise<void>;
+}
+
+/** An upgraded socket's identity, and what it is judged by while it stays open. */
+export interface SocketIdentity {
+  identity: Identity;
+  /** the gateway session id (absent for a bearer token) */
+  key?: string;
+  verdict(): SocketVerdict;
 }
 
 export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
@@ -120,6 +141,22 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   const refresh = createRefresh({ o, codec, shared, realm, userOfTokens });
 
+  // Every change to a session here is told (open WebSockets are judged again at once): its end
+  // recorded (sign-out, a refused refresh, back-channel logout: all go through `end`), its refresh
+  // or a tenant switch.
+  const changeListeners: Array<(sessionId: string | undefined) => void> = [];
+  const changed = (sessionId: string | undefined) => {
+    for (const listener of changeListeners) listener(sessionId);
+  };
+  const ends: Pick<SharedState, 'end' | 'isEnded' | 'firstUse'> = {
+    end(by, until) {
+      shared.end(by, until);
+      changed('id' in by ? by.id : undefined);
+    },
+    isEnded: (s, now) => shared.isEnded(s, now),
+    firstUse: (jti, until) => shared.firstUse(jti, until),
+  };
+
   const store = new SessionStore(
     codec,
     o,
@@ -128,8 +165,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
       ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
       unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
       lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
+      changed: (data) => changed(data.id),
     },
-    shared,
+    ends,
   );
 
   // A browser sends the same Cookie header request after request: it is split once (what goes
@@ -139,16 +177,26 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const sessionIdentities = new WeakMap<SessionData, Identity>();
   const sessionIdentity = (data: SessionData): Identity => {
     let identity = sessionIdentities.get(data);
-    if (!identity) sessionIdentities.set(data, (identity = identityOf(data.user, data.active_tenant, 'session')));
+    if (!identity) sessionIdentities.set(data, (identity = identityOf(data.user, data.active_tenant, 'session', data.facts_at)));
     return identity;
   };
 
-  const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via']): Identity => ({
-    ...u,
-    admin: isChatAdmin(u.roles, o.adminRoles),
-    activeTenant,
-    via,
-  });
+  // The newest facts the realm gave of each user (per subject), on this instance: a session of the
+  // same user described earlier and otherwise (from before a demotion) is renewed before it is
+  // believed again (policies/session-ends.ts). Kept as long as a session can live.
+  const newestFacts = new TtlCache<string, SeenFacts>(100_000, o.absoluteSeconds * 1000);
+  const seen = (identity: Identity): SeenFacts => ({ at: identity.factsAt ?? 0, facts: identity });
+  const identityOf = (u: SessionUser, activeTenant: string | null, via: Identity['via'], factsAt?: number): Identity => {
+    const identity: Identity = { ...u, admin: isChatAdmin(u.roles, o.adminRoles), activeTenant, via, ...(factsAt === undefined ? {} : { factsAt }) };
+    const newest = newestFacts.get(u.sub);
+    if (factsAt !== undefined && (!newest || newest.at < factsAt)) newestFacts.set(u.sub, seen(identity));
+    return identity;
+  };
+  /** Did the realm describe this user otherwise since it gave these facts? */
+  const stale = (identity: Identity): boolean => {
+    const newest = newestFacts.get(identity.sub);
+    return !!newest && newest.at > (identity.factsAt ?? 0) && factsStanding(seen(identity), newest).standing === 'stale';
+  };
 
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
@@ -176,9 +224,53 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   function sessionOf(session: { value: string; names: string[] } | undefined, scope: AuthScope): Identity | undefined | Promise<Identity | undefined> {
     if (!session) return undefined;
-    const entry = store.live(session, scope);
+    const entry = liveSession(session, scope);
     if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
     return entry ? sessionIdentity(entry.data) : undefined;
+  }
+
+  /** The session's live entry; one whose facts the realm has since contradicted is renewed first (or refused until it can be). */
+  function liveSession(session: { value: string; names: string[] }, scope: AuthScope): SessionEntry | undefined | Promise<SessionEntry | undefined> {
+    const entry = store.live(session, scope);
+    if (entry instanceof Promise) return entry.then((e) => (e && stale(sessionIdentity(e.data)) ? store.renewNow(e, session, scope) : e));
+    return entry && stale(sessionIdentity(entry.data)) ? store.renewNow(entry, session, scope) : entry;
+  }
+
+  // ---- open WebSockets ------------------------------------------------------------------------
+
+  async function authenticateSocket(req: IncomingMessage, scope: AuthScope): Promise<SocketIdentity | undefined> {
+    const bearer = realmBearer(scope.authorization);
+    if (bearer) scope.authorization = undefined;
+    const session = gatewaySession(scope);
+    const fromBearer = bearer ? await bearerIdentity(bearer) : undefined;
+    if (fromBearer) {
+      // As long as a request would take it (the same clock tolerance).
+      const until = (decodeJwt(bearer!).exp ?? 0) + CLOCK_TOLERANCE_S;
+      return { identity: fromBearer, verdict: () => bearerSocketVerdict(until, epoch()) };
+    }
+    if (!session) return undefined;
+    const entry = await liveSession(session, scope);
+    if (!entry) return undefined;
+    const identity = sessionIdentity(entry.data);
+    return { identity, key: entry.data.id, verdict: sessionVerdict(entry, identity) };
+  }
+
+  /** An open socket's session as this instance now knows it: never touched or refreshed on the socket's behalf. */
+  function sessionVerdict(first: SessionEntry, opened: Identity): () => SocketVerdict {
+    let entry = first;
+    return () => {
+      const now = epoch();
+      entry = store.latest(entry);
+      const { data, header } = entry;
+      return socketVerdict({
+        ended: shared.isEnded({ id: data.id, sid: data.sid, sub: data.user.sub, iat: header.iat }, now),
+        alive: codec.alive(header, now),
+        tokenExpired: data.expires_at <= now,
+        opened,
+        // A later sign-in or refresh of the same user said otherwise: as if this session's own refresh had.
+        current: stale(opened) ? newestFacts.get(opened.sub)!.facts : sessionIdentity(data),
+      });
+    };
   }
 
   // ---- control routes ------------------------------------------------------------------------
@@ -195,7 +287,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   mountSignIn(router, { settings, realm, store, shared, obs, userOfTokens });
 
   // OIDC Back-Channel Logout 1.0: the realm's logout token ends sessions on every instance.
-  mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, shared, obs), obs);
+  mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, ends, obs), obs);
 
   mountSignOut(router, { settings, store, shared, obs, realm });
 
@@ -208,6 +300,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   return {
     router,
     authenticate,
+    authenticateSocket,
+    onSessionChange: (listener) => void changeListeners.push(listener),
     ready() {
       const now = Date.now();
       if (!probe || now - probe.at > 5_000) {

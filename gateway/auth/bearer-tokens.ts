@@ -22,7 +22,7 @@ export interface BearerTokenParts {
   o: Pick<Settings['oidc'], 'rolesClaim' | 'groupsClaim' | 'tenantsClaim'>;
   verifyRealmJwt: (token: string) => Promise<JWTPayload>;
   obs: Pick<Observability, 'log'>;
-  identityOf: (u: SessionUser, activeTenant: string | null, via: Identity['via']) => Identity;
+  identityOf: (u: SessionUser, activeTenant: string | null, via: Identity['via'], factsAt?: number) => Identity;
 }
 
 export interface BearerTokens {
@@ -67,7 +67,8 @@ export function createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf 
         obs.log.info({ reason: user.error, sub: payload.sub }, 'bearer token is not an identity');
         return undefined;
       }
-      const identity = identityOf(user, defaultTenant(user), 'bearer');
+      // Its facts are as old as the token (the newest facts of a user win: policies/session-ends.ts).
+      const identity = identityOf(user, defaultTenant(user), 'bearer', typeof payload.iat === 'number' ? payload.iat : undefined);
       bearers.set(token, { identity, exp: payload.exp! });
       return identity;
     } catch (err) {

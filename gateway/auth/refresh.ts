@@ -76,7 +76,10 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
       if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
       const expiresAt = typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : (decodeJwt(tokens.access_token).exp ?? epoch());
       const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
-      return { kind: 'ok', data: { ...data, user, active_tenant: active, refresh_token: tokens.refresh_token ?? data.refresh_token, expires_at: expiresAt } };
+      return {
+        kind: 'ok',
+        data: { ...data, user, active_tenant: active, refresh_token: tokens.refresh_token ?? data.refresh_token, expires_at: expiresAt, facts_at: epoch() },
+      };
     } catch (err) {
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
       const e = err as Error;

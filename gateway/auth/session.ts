@@ -53,6 +53,8 @@ export interface SessionData {
   expires_at: number;
   /** the realm's session id (ID token `sid`): back-channel logout names sessions by it */
   sid?: string | null;
+  /** when the realm gave `user` (sign-in or refresh), epoch seconds: the newest facts of a user win (policies/session-ends.ts) */
+  facts_at?: number;
 }
 
 export interface SessionHeader {
@@ -80,6 +82,7 @@ export function isSessionData(x: unknown): x is SessionData {
     (s.refresh_token === null || typeof s.refresh_token === 'string') &&
     (s.active_tenant === null || typeof s.active_tenant === 'string') &&
     (s.sid === undefined || s.sid === null || typeof s.sid === 'string') &&
+    (s.facts_at === undefined || typeof s.facts_at === 'number') &&
     !!s.user &&
     typeof s.user.sub === 'string' &&
     typeof s.user.email === 'string' &&
@@ -291,6 +294,8 @@ export interface SessionHooks {
   ended(data: SessionData, reason: string): void;
   unavailable(data: SessionData, reason: string): void;
   lookup?(hit: boolean): void;
+  /** the session's data changed here (refreshed, tenant switch): told once the new state is in place */
+  changed?(data: SessionData): void;
 }
 
 export { SharedStateUnavailable };
@@ -422,6 +427,7 @@ export class SessionStore {
         }
         current = current.next!;
         this.entries.set(current.value, current);
+        this.hooks.changed?.(current.data);
         if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
       } else if (r.kind === 'ended') {
         if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
@@ -442,12 +448,39 @@ export class SessionStore {
     return this.renewed(found, current, jar);
   }
 
+  /**
+   * The latest state this instance knows of a session seen as `entry` (refreshed, rolled or
+   * switched since, here), neither touched nor refreshed: what an open WebSocket is judged by.
+   */
+  latest(entry: SessionEntry): SessionEntry {
+    let e = entry;
+    for (let i = 0; i < 64; i++) {
+      // The cache may hold a newer object for the same cookie (read again after `e` was evicted).
+      const cached = e.next ? undefined : this.entries.get(e.value);
+      const next = e.next ?? (cached !== e ? cached : undefined);
+      if (!next) break;
+      e = next;
+    }
+    return e;
+  }
+
+  /**
+   * `live` for a session the realm has since described otherwise (another session of the same
+   * user saw a demotion): refreshed now, whatever its token's expiry, so it is not believed on
+   * its older facts; undefined when that cannot be done (refused until it is).
+   */
+  async renewNow(entry: SessionEntry, found: { value: string; names: string[] }, jar?: SessionCookies): Promise<SessionEntry | undefined> {
+    const renewed = await this.refreshed(entry, found, epoch(), jar);
+    return renewed && renewed !== entry && renewed.data !== entry.data ? renewed : undefined;
+  }
+
   /** Replace a live session's data (tenant switch) and set the new cookie. */
   async replace(entry: SessionEntry, data: SessionData, names: string[], jar: SessionCookies): Promise<SessionEntry> {
     const next = await this.entryOf(data, entry.header.iat);
     entry.next = next;
     this.entries.set(next.value, next);
     addSetCookie(jar, this.codec.setCookieLines(next.value, next.header.exp, names));
+    this.hooks.changed?.(data);
     return next;
   }
 

@@ -177,6 +177,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
         refresh_token: tokens.refresh_token ?? null,
         expires_at: typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : epoch(),
         sid: realmSessionId(tokens.id_token),
+        facts_at: epoch(),
       };
       // The ID token stays out of the cookie (it would double it) but is kept for id_token_hint:
       // with it, the realm ends its session at logout without asking the user to confirm.

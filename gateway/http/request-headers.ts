@@ -15,7 +15,7 @@ export interface TrustedHeaderNames {
 }
 
 /** What the chat front-end is told about the caller (a verified gateway identity). */
-export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups'>;
+export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups' | 'factsAt'>;
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones only a proxy in front of us could set.
 // X-Forwarded-* and Forwarded are dropped: the gateway is the edge and sets its own.
@@ -183,16 +183,29 @@ export function setUpstreamCredential(out: OutgoingCredentials, credential: { au
     out.apiKey = credential['x-api-key'];
     out.authorization = undefined;
   }
-  const cookie = out.cookie;
+  out.cookie = withoutUpstreamToken(out.cookie);
+}
+
+/**
+ * An anonymous request (a public asset, no identity, no accepted key): no credential of the chat
+ * front-end goes along, since the gateway checked none. Its other cookies stay.
+ */
+export function withoutUpstreamCredentials(out: OutgoingCredentials): void {
+  out.authorization = undefined;
+  out.apiKey = undefined;
+  out.cookie = withoutUpstreamToken(out.cookie);
+}
+
+/** The Cookie header without Open WebUI's `token` cookie. */
+function withoutUpstreamToken(cookie: string | undefined): string | undefined {
   // `token` anywhere, not `token=`: Starlette trims cookie names, so `token =JWT` is its token too.
-  if (typeof cookie === 'string' && cookie.includes('token')) {
-    const rest = cookie
-      .split(';')
-      .map((p) => p.trim())
-      .filter((p) => p && !UPSTREAM_TOKEN_COOKIE.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
-      .join('; ');
-    out.cookie = rest || undefined;
-  }
+  if (typeof cookie !== 'string' || !cookie.includes('token')) return cookie;
+  const rest = cookie
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p && !UPSTREAM_TOKEN_COOKIE.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
+    .join('; ');
+  return rest || undefined;
 }
 
 /** `Authorization: Bearer sk-...` or `x-api-key: sk-...`: an API key of the chat front-end. */

@@ -90,6 +90,9 @@ export function createHttpServer(o: {
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
+    // RFC 6455 4.1: the opening handshake is a GET. Node hands over an upgrade of any method; one
+    // forwarded would be a tunnel opened under a method nobody judged.
+    if (req.method !== 'GET') return void (socket as Duplex).end(rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
     pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => answerFailure(socket as Duplex, err, obs));
   });
   // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only

@@ -1,5 +1,6 @@
-// Proxied WebSockets at shutdown. Node's `server.close()` waits for upgraded sockets and
-// `closeAllConnections()` does not reach them, so the gateway tracks them itself.
+// Proxied WebSockets: at shutdown, and when the session behind one ends. Node's `server.close()`
+// waits for upgraded sockets and `closeAllConnections()` does not reach them, so the gateway
+// tracks them itself.
 //
 // Closing cleanly means the browser gets a Close frame (1001 "going away") and then the end of
 // the stream, so socket.io reconnects at once (to another instance) instead of waiting for a
@@ -7,9 +8,46 @@
 // upstream, it follows the frame boundaries of what it writes to the client (header lengths
 // only, payloads are never read). The client answers with its own Close frame, which still
 // flows to the upstream, so the upstream sees a clean close as well.
+//
+// A socket keeps the identity it was upgraded with, so each one opened by a signed-in caller
+// carries its session (`SocketSession`): judged again at once when that session changes here
+// (`recheck`, called by the authenticator on a sign-out, back-channel logout, refused refresh or
+// refresh), and every WEBSOCKET_SESSION_CHECK_SECONDS for what happened on other instances (their
+// ends reach this one's mirror of the ended sessions through Redis) and for expiry. A socket whose
+// session ended or changed gets a Close frame 1008 (policy violation) with the reason, its client's
+// bytes stop going upstream at once, and it is cut if the client does not go within a second. The
+// frames themselves are never judged for this: no per-frame cost.
 import type { Duplex } from 'node:stream';
+import type { SocketVerdict } from '../../policies/session-ends.js';
 
 const GOING_AWAY = 1001;
+/** RFC 6455 7.4.1: the session behind the socket ended or changed. */
+const POLICY_VIOLATION = 1008;
+/** How long a socket closed for its session may wait for the frame under way, then its client's goodbye. */
+const SESSION_CLOSE_WAIT_MS = 1_000;
+
+/** The session an open WebSocket was upgraded with. */
+export interface SocketSession {
+  /** the gateway session id (absent for a bearer token): a change to it re-judges its sockets at once */
+  key?: string;
+  /** who, for the log */
+  label: string;
+  /** may it stay open, as things stand now? */
+  verdict(): SocketVerdict;
+}
+
+export interface TrackOptions {
+  session?: SocketSession;
+  /** the session cookie the upgrade renewed: sent on the 101 answer (a browser stores it, RFC 6455 4.1) */
+  setCookies?: readonly string[];
+}
+
+export interface TrackerOptions {
+  /** WEBSOCKET_SESSION_CHECK_SECONDS in ms; 0: only the re-checks asked for */
+  checkEveryMs?: number;
+  /** a socket closed because its session ended or changed */
+  closedForSession?: (label: string, reason: string) => void;
+}
 
 /** Follows RFC 6455 frame boundaries in a byte stream without buffering payloads. */
 export class FrameBoundaries {
@@ -86,24 +124,63 @@ interface Tracked {
   plainHttp: boolean;
   closing: boolean;
   closed: boolean;
+  /** the Close frame it gets */
+  code: number;
+  reason: string;
+  session: SocketSession | undefined;
   /** the socket's own write, bypassing the wrapper */
   write: (chunk: Uint8Array) => boolean;
+}
+
+/** The response head with `lines` as Set-Cookie fields before its blank line. */
+function withSetCookies(head: string, end: number, lines: readonly string[]): string {
+  return head.slice(0, end) + lines.map((l) => `\r\nSet-Cookie: ${l}`).join('') + head.slice(end);
 }
 
 /** The upgraded client sockets of one server. */
 export class WebSocketTracker {
   private readonly sockets = new Set<Tracked>();
+  /** the sockets of each gateway session: a change to one session costs a lookup, not a pass over every socket */
+  private readonly bySession = new Map<string, Set<Tracked>>();
+  private readonly timer: NodeJS.Timeout | undefined;
+  /** sessions to re-judge on the next turn (undefined in it: every socket) */
+  private pending: Set<string | undefined> | undefined;
+
+  constructor(private readonly options: TrackerOptions = {}) {
+    if (options.checkEveryMs) this.timer = setInterval(() => this.check(undefined), options.checkEveryMs).unref();
+  }
 
   get size(): number {
     return this.sockets.size;
   }
 
   /** Call before the socket is handed to the proxy: watches what is written to the client. */
-  track(socket: Duplex): void {
+  track(socket: Duplex, o: TrackOptions = {}): void {
     const write = socket.write.bind(socket) as (chunk: unknown, encoding?: BufferEncoding, cb?: WriteCallback) => boolean;
-    const t: Tracked = { socket, frames: new FrameBoundaries(), open: false, plainHttp: false, closing: false, closed: false, write: (c) => write(c) };
+    const t: Tracked = {
+      socket,
+      frames: new FrameBoundaries(),
+      open: false,
+      plainHttp: false,
+      closing: false,
+      closed: false,
+      code: GOING_AWAY,
+      reason: 'server shutting down',
+      session: o.session,
+      write: (c) => write(c),
+    };
     this.sockets.add(t);
-    socket.once('close', () => this.sockets.delete(t));
+    const key = o.session?.key;
+    if (key !== undefined) {
+      let same = this.bySession.get(key);
+      if (!same) this.bySession.set(key, (same = new Set()));
+      same.add(t);
+    }
+    socket.once('close', () => {
+      this.sockets.delete(t);
+      const same = key === undefined ? undefined : this.bySession.get(key);
+      if (same?.delete(t) && same.size === 0) this.bySession.delete(key!);
+    });
     socket.write = ((chunk: unknown, encoding?: BufferEncoding | WriteCallback, cb?: WriteCallback): boolean => {
       const done = typeof encoding === 'function' ? encoding : cb;
       const enc = typeof encoding === 'function' ? undefined : encoding;
@@ -113,7 +190,7 @@ export class WebSocketTracker {
         return true;
       }
       // A Buffer is used as it is (the pipe hands over Buffers; a copy per chunk was pure cost).
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      let bytes = typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
       if (!t.open && !t.plainHttp) {
         // http-proxy-3 writes the whole response head in one call.
         const text = bytes.toString('latin1');
@@ -121,10 +198,15 @@ export class WebSocketTracker {
           const end = text.indexOf('\r\n\r\n');
           t.open = true;
           if (end >= 0) t.frames.consume(bytes.subarray(end + 4));
+          if (end >= 0 && o.setCookies?.length) bytes = Buffer.from(withSetCookies(text, end, o.setCookies), 'latin1');
         } else {
           t.plainHttp = true;
         }
-        return write(bytes, undefined, done);
+        const ok = write(bytes, undefined, done);
+        // Its session ended while the upgrade was under way: the Close frame follows the 101, so the
+        // upstream side is closed by the proxy's own handlers (cut earlier, they were not set yet).
+        if (t.open && t.closing && t.code === POLICY_VIOLATION && t.frames.atBoundary) this.finish(t);
+        return ok;
       }
       if (!t.open || !t.closing) {
         if (t.open) t.frames.consume(bytes);
@@ -139,8 +221,63 @@ export class WebSocketTracker {
     }) as Duplex['write'];
   }
 
+  /**
+   * Judge again, on the next turn, the sockets of the session `key` (undefined: every socket):
+   * its state changed here (a sign-out, a refresh). Calls of one turn are judged together.
+   */
+  recheck(key?: string): void {
+    if (!this.pending) {
+      this.pending = new Set();
+      setImmediate(() => {
+        const keys = this.pending!;
+        this.pending = undefined;
+        this.check(keys.has(undefined) ? undefined : keys);
+      });
+    }
+    this.pending.add(key);
+  }
+
+  private check(keys: ReadonlySet<string | undefined> | undefined): void {
+    if (!keys) return this.judge(this.sockets);
+    for (const key of keys) {
+      const same = this.bySession.get(key!);
+      if (same) this.judge(same);
+    }
+  }
+
+  private judge(sockets: Iterable<Tracked>): void {
+    for (const t of [...sockets]) {
+      const s = t.session;
+      if (!s || t.closing || t.closed) continue;
+      let verdict: SocketVerdict;
+      try {
+        verdict = s.verdict();
+      } catch {
+        verdict = { keep: false, reason: 'sign-in cannot be checked', rule: 'the check failed: fail closed' };
+      }
+      if (!verdict.keep) this.closeForSession(t, s, verdict.reason);
+    }
+  }
+
+  /** Its session ended or changed: nothing more of the client goes upstream; a Close frame 1008, then the end. */
+  private closeForSession(t: Tracked, s: SocketSession, reason: string): void {
+    t.closing = true;
+    t.code = POLICY_VIOLATION;
+    t.reason = reason;
+    this.options.closedForSession?.(s.label, reason);
+    // Stop reading the client: its frames would reach the upstream under the old identity.
+    t.socket.unpipe();
+    t.socket.removeAllListeners('data');
+    t.socket.pause();
+    setTimeout(() => t.socket.destroy(), SESSION_CLOSE_WAIT_MS).unref();
+    if (t.plainHttp) return void t.socket.destroy();
+    if (!t.open) return; // the 101 is still to come: the Close frame follows it (above)
+    if (t.frames.atBoundary) this.finish(t);
+  }
+
   /** Send every open WebSocket a Close frame (at the next frame boundary) and end it. */
   closeAll(): void {
+    if (this.timer) clearInterval(this.timer);
     for (const t of this.sockets) {
       if (t.closing || t.closed) continue;
       t.closing = true;
@@ -154,6 +291,7 @@ export class WebSocketTracker {
 
   /** Whatever is still open at the deadline. */
   destroyAll(): void {
+    if (this.timer) clearInterval(this.timer);
     for (const t of this.sockets) t.socket.destroy();
     this.sockets.clear();
   }
@@ -161,7 +299,7 @@ export class WebSocketTracker {
   private finish(t: Tracked): void {
     if (t.closed) return;
     t.closed = true;
-    t.write(closeFrame());
+    t.write(closeFrame(t.code, t.reason));
     t.socket.end();
   }
 }

@@ -31,7 +31,15 @@ import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller } from './caller.js';
 import { createEnforcer } from './enforce.js';
-import { publicOriginOf, upstreamHeaders, validHost, stripClientHeaders, trustedHeaderSet, upstreamApiKey } from '../http/request-headers.js';
+import {
+  publicOriginOf,
+  upstreamHeaders,
+  validHost,
+  stripClientHeaders,
+  trustedHeaderSet,
+  upstreamApiKey,
+  withoutUpstreamCredentials,
+} from '../http/request-headers.js';
 import { applySessionCookies } from '../auth/session.js';
 import { RequestContext } from './context.js';
 import type { Authenticator, Identity } from '../auth/authenticator.js';
@@ -108,7 +116,11 @@ export function createPipeline(parts: PipelineParts) {
         return caller;
       });
     }
-    if (cls === 'public') return null;
+    if (cls === 'public') {
+      // Anonymous: the client's own credential of the chat front-end was checked by nobody.
+      withoutUpstreamCredentials(ctx);
+      return null;
+    }
     if (cls === 'api') {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
@@ -187,10 +199,13 @@ export function createPipeline(parts: PipelineParts) {
     req.url = canonical.target.url;
     const origin = req.headers.origin;
     if (!stripClientHeaders(req.headers, trusted).websocket) return refuse(400, 'Only WebSocket upgrades are accepted');
-    // The same context as an HTTP request's; its session cookies have no answer to go on.
+    // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
-    const identity = await authenticator.authenticate(req, ctx);
-    if (!identity) return refuse(401, NOT_AUTHENTICATED);
+    const opened = authenticator.authenticateSocket
+      ? await authenticator.authenticateSocket(req, ctx)
+      : await Promise.resolve(authenticator.authenticate(req, ctx)).then((identity) => identity && { identity, key: undefined, verdict: undefined });
+    if (!opened) return refuse(401, NOT_AUTHENTICATED);
+    const { identity } = opened;
     ctx.identity = identity;
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
     if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
@@ -201,7 +216,11 @@ export function createPipeline(parts: PipelineParts) {
     req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
-    websockets.track(socket);
+    // The socket keeps this identity: it is judged again whenever its session may have changed.
+    const verdict = opened.verdict;
+    websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
+    // A session that ended while this upgrade was under way is caught at once, not at the next check.
+    if (verdict) websockets.recheck(opened.key);
     if (caller.admin) {
       // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
       // are dropped, and while the bypass is off note events on notes they may not reach. No
