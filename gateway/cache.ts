@@ -2,7 +2,10 @@
 //   TtlCache      bounded, a time-to-live, least recently used out first: decrypted sessions,
 //                 verified bearer tokens, upstream sign-ins, kept ID tokens, used logout-token ids.
 //   LoadingCache  the same store with a loader on top: one load in flight per key (no stampede),
-//                 and stale-on-error, for the identity provider catalog (IDP_CACHE_SECONDS).
+//                 and stale-on-error, for the identity provider catalog (IDP_CACHE_SECONDS) and
+//                 the readiness probe.
+//   SingleFlight  one run per key at a time, nothing kept after it settles: a session's token
+//                 refresh, the shared state's single flights, LoadingCache's own loads.
 // lru-cache's own fetch() was measured against LoadingCache's rules and does not keep them: after a
 // failed refresh it asks the source again on the very next call (every caller then waits for the
 // source's time limit), and it has no memory of a failure with no earlier answer. node-cache is not
@@ -47,6 +50,32 @@ export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unkn
   }
 }
 
+/**
+ * One run of `work` per key at a time: callers that come while it runs share its promise; once it
+ * settles the key is free again (what to keep of the answer is the caller's business). `work` is
+ * called synchronously, so a run started on the hot path costs no extra turn.
+ */
+export class SingleFlight<V> {
+  private readonly running = new Map<string, Promise<V>>();
+
+  run(key: string, work: () => Promise<V>): Promise<V> {
+    let p = this.running.get(key);
+    if (!p) {
+      p = work().finally(() => this.running.delete(key));
+      this.running.set(key, p);
+    }
+    return p;
+  }
+
+  has(key: string): boolean {
+    return this.running.has(key);
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+}
+
 export type LookupResult = 'hit' | 'miss' | 'coalesced' | 'stale' | 'error';
 
 export interface LoadingCacheOptions {
@@ -83,7 +112,7 @@ export class LoadingCache<V> {
   private readonly values: TtlCache<string, Loaded<V>>;
   private readonly pinnedValues = new Map<string, Loaded<V>>();
   private readonly failures: TtlCache<string, { error: Error; until: number }>;
-  private readonly inflight = new Map<string, Promise<V>>();
+  private readonly inflight = new SingleFlight<V>();
 
   constructor(private readonly o: LoadingCacheOptions) {
     this.values = new TtlCache(o.maxEntries, 0);
@@ -109,10 +138,9 @@ export class LoadingCache<V> {
       this.o.onLookup?.(key, 'error');
       return Promise.reject(failed.error);
     }
-    const running = this.inflight.get(key);
-    if (running) {
+    if (this.inflight.has(key)) {
       this.o.onLookup?.(key, 'coalesced');
-      return running;
+      return this.inflight.run(key, load);
     }
     this.o.onLookup?.(key, 'miss');
     return this.start(key, load);
@@ -120,31 +148,30 @@ export class LoadingCache<V> {
 
   /** One load of `key`; concurrent callers share it through `inflight`. */
   private start(key: string, load: () => Promise<V>): Promise<V> {
-    const p = Promise.resolve()
-      .then(load)
-      .then(
-        (value) => {
-          this.store(key, { value, fetchedAt: this.o.now() });
-          this.failures.delete(key);
-          this.o.onLoaded?.(key);
-          return value;
-        },
-        (err: unknown) => {
-          const error = err instanceof Error ? err : new Error(String(err));
-          const last = this.entry(key);
-          this.o.onFailed?.(key, error, !!last);
-          if (last) {
-            last.retryAt = this.o.now() + this.o.retryMs;
-            this.o.onLookup?.(key, 'stale');
-            return last.value;
-          }
-          this.failures.set(key, { error, until: this.o.now() + this.o.retryMs });
-          throw error;
-        },
-      )
-      .finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
+    return this.inflight.run(key, () =>
+      Promise.resolve()
+        .then(load)
+        .then(
+          (value) => {
+            this.store(key, { value, fetchedAt: this.o.now() });
+            this.failures.delete(key);
+            this.o.onLoaded?.(key);
+            return value;
+          },
+          (err: unknown) => {
+            const error = err instanceof Error ? err : new Error(String(err));
+            const last = this.entry(key);
+            this.o.onFailed?.(key, error, !!last);
+            if (last) {
+              last.retryAt = this.o.now() + this.o.retryMs;
+              this.o.onLookup?.(key, 'stale');
+              return last.value;
+            }
+            this.failures.set(key, { error, until: this.o.now() + this.o.retryMs });
+            throw error;
+          },
+        ),
+    );
   }
 
   private entry(key: string): Loaded<V> | undefined {

@@ -1,8 +1,9 @@
 // The gateway's caches (gateway/cache.ts): TtlCache behind sessions, bearer tokens, Cookie headers
 // and the shared state's local copies (bounded, a time-to-live per entry when given, least recently
-// used out first); LoadingCache behind the identity provider catalog (single flight, stale on error).
+// used out first); LoadingCache behind the identity provider catalog, the realm's discovery and the
+// readiness probes (single flight, stale on error); SingleFlight behind a session's token refresh.
 import { expect } from 'chai';
-import { LoadingCache, TtlCache } from '../gateway/cache.js';
+import { LoadingCache, SingleFlight, TtlCache } from '../gateway/cache.js';
 
 describe('TtlCache', () => {
   it('answers until the time-to-live runs out, and then no more', () => {
@@ -144,5 +145,43 @@ describe('LoadingCache (the identity provider catalog\u2019s cache)', () => {
     expect(await cache.get('list', async () => (loads++, 'again'))).to.equal('providers');
     expect(await cache.get('alias:acme', async () => (loads++, 'again'))).to.equal('acme-oidc');
     expect(loads).to.equal(0);
+  });
+});
+
+describe('SingleFlight', () => {
+  it('callers that come while a run is under way share it; once it settles the key runs again', async () => {
+    const flights = new SingleFlight<string>();
+    let runs = 0;
+    let finish!: (v: string) => void;
+    const work = () => (runs++, new Promise<string>((r) => (finish = r)));
+    const first = flights.run('session-1', work);
+    const second = flights.run('session-1', work);
+    expect(runs).to.equal(1);
+    expect(flights.has('session-1')).to.equal(true);
+    finish('tokens');
+    expect(await Promise.all([first, second])).to.deep.equal(['tokens', 'tokens']);
+    expect(flights.has('session-1')).to.equal(false);
+    const third = flights.run('session-1', work);
+    expect(runs).to.equal(2);
+    finish('new tokens');
+    expect(await third).to.equal('new tokens');
+  });
+
+  it('keys are independent, and a failed run frees its key: the next caller tries again', async () => {
+    const flights = new SingleFlight<string>();
+    let runs = 0;
+    const failing = flights.run('a', async () => {
+      runs++;
+      throw new Error('realm down');
+    });
+    const other = flights.run('b', async () => (runs++, 'b'));
+    await failing.then(
+      () => expect.fail('the failure reaches the caller'),
+      (err: Error) => expect(err.message).to.equal('realm down'),
+    );
+    expect(await other).to.equal('b');
+    expect(flights.size).to.equal(0);
+    expect(await flights.run('a', async () => (runs++, 'a'))).to.equal('a');
+    expect(runs).to.equal(3);
   });
 });

@@ -35,7 +35,7 @@ import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../ops/observability.js';
 import { processState, type SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S, realmClient, trimSlash } from './realm.js';
-import { TtlCache } from '../cache.js';
+import { LoadingCache, TtlCache } from '../cache.js';
 import {
   epoch,
   readSessionCookie,
@@ -295,7 +295,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   router.use(signInErrors({ obs, authenticate }));
 
-  let probe: { at: number; result: Promise<{ ok: boolean; detail: string }> } | undefined;
+  // /readyz asks at most every 5 s (the probe itself never fails: its answer says why).
+  const probe = new LoadingCache<{ ok: boolean; detail: string }>({ ttlMs: 5_000, retryMs: 5_000, maxEntries: 1, now: Date.now, pinned: () => true });
 
   return {
     router,
@@ -303,17 +304,12 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     authenticateSocket,
     onSessionChange: (listener) => void changeListeners.push(listener),
     ready() {
-      const now = Date.now();
-      if (!probe || now - probe.at > 5_000) {
-        probe = {
-          at: now,
-          result: realm.fetchConfiguration(2_000).then(
-            () => ({ ok: true, detail: `identity provider ${issuer} reachable` }),
-            (err: Error) => ({ ok: false, detail: `identity provider ${issuer}: ${err.message}` }),
-          ),
-        };
-      }
-      return probe.result;
+      return probe.get('realm', () =>
+        realm.fetchConfiguration(2_000).then(
+          () => ({ ok: true, detail: `identity provider ${issuer} reachable` }),
+          (err: Error) => ({ ok: false, detail: `identity provider ${issuer}: ${err.message}` }),
+        ),
+      );
     },
     async close() {
       store.clear();

@@ -7,6 +7,7 @@
 // logout tokens. Also Keycloak's URL layout (the catalog's service-account token endpoint).
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { LoadingCache } from '../cache.js';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {
@@ -33,7 +34,9 @@ export type RealmClient = ReturnType<typeof realmClient>;
 
 /** The realm as an OIDC client of it sees it: its Configuration (cached), its keys, its tokens. */
 export function realmClient(issuer: string, clientId: string, clientSecret: string) {
-  let discovered: { at: number; value: Promise<oidc.Configuration> } | undefined;
+  // Fresh for 10 minutes; a failed rediscovery keeps the last good Configuration (asked again every
+  // few seconds); a realm never reached is asked again after a few seconds, not by every request.
+  const discovered = new LoadingCache<oidc.Configuration>({ ttlMs: DISCOVERY_TTL_MS, retryMs: 5_000, maxEntries: 1, now: Date.now, pinned: () => true });
   let jwks: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
 
   /** A fresh discovery. A realm on plain http (inside a network, the sandbox) is allowed as before. */
@@ -47,18 +50,9 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     return config;
   }
 
-  /** The realm's Configuration, discovered at most every 10 minutes; a failure is remembered for a few seconds only. */
+  /** The realm's Configuration, discovered at most every 10 minutes. */
   function configuration(): Promise<oidc.Configuration> {
-    const now = Date.now();
-    if (!discovered || now - discovered.at > DISCOVERY_TTL_MS) {
-      const value = fetchConfiguration(HTTP_TIMEOUT_MS);
-      const entry = { at: now, value };
-      discovered = entry;
-      value.catch(() => {
-        if (discovered === entry) entry.at = now - DISCOVERY_TTL_MS + 5_000;
-      });
-    }
-    return discovered.value;
+    return discovered.get('configuration', () => fetchConfiguration(HTTP_TIMEOUT_MS));
   }
 
   async function keySet() {

@@ -21,7 +21,7 @@
 import { hkdfSync } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { TtlCache } from '../cache.js';
+import { SingleFlight, TtlCache } from '../cache.js';
 import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
 
 export const SESSION_COOKIE = 'appSession';
@@ -309,7 +309,8 @@ export interface EndedSessions {
 
 export class SessionStore {
   private readonly entries = new TtlCache<string, SessionEntry>(20_000, 5 * 60_000);
-  private readonly refreshing = new Map<string, Promise<RefreshResult>>();
+  /** one refresh per session at a time in this process (the shared state makes it one among instances) */
+  private readonly refreshing = new SingleFlight<RefreshResult>();
 
   constructor(
     readonly codec: SessionCodec,
@@ -485,12 +486,7 @@ export class SessionStore {
   }
 
   private refreshOnce(data: SessionData): Promise<RefreshResult> {
-    let p = this.refreshing.get(data.id);
-    if (!p) {
-      p = this.hooks.refresh(data).finally(() => this.refreshing.delete(data.id));
-      this.refreshing.set(data.id, p);
-    }
-    return p;
+    return this.refreshing.run(data.id, () => this.hooks.refresh(data));
   }
 
   clear(): void {

@@ -23,7 +23,7 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Observability } from '../ops/observability.js';
 import { SharedStateUnavailable } from './session.js';
-import { TtlCache } from '../cache.js';
+import { SingleFlight, TtlCache } from '../cache.js';
 import { randomUUID } from 'node:crypto';
 
 export { SharedStateUnavailable };
@@ -147,7 +147,7 @@ export function processState(obs: Observability): SharedState {
   const ended = new EndedMirror();
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
   const usedJtis = new TtlCache<string, true>(20_000, 3600_000);
-  const flights = new Map<string, Promise<string | undefined>>();
+  const flights = new SingleFlight<string | undefined>();
   const answers = new TtlCache<string, string>(20_000, 3600_000);
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
@@ -165,17 +165,12 @@ export function processState(obs: Observability): SharedState {
     async singleFlight(key, keepSeconds, _waitMs, work) {
       const answered = answers.get(key);
       if (answered !== undefined) return answered;
-      let flight = flights.get(key);
-      if (!flight) {
-        flight = work()
-          .then((value) => {
-            if (value !== undefined) answers.set(key, value, keepSeconds * 1000);
-            return value;
-          })
-          .finally(() => flights.delete(key));
-        flights.set(key, flight);
-      }
-      return flight;
+      return flights.run(key, () =>
+        work().then((value) => {
+          if (value !== undefined) answers.set(key, value, keepSeconds * 1000);
+          return value;
+        }),
+      );
     },
     ready: () => ({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' }),
     async close() {
@@ -216,7 +211,7 @@ export async function redisState(url: string, obs: Observability, options: { key
   const subscriber = new Redis(url, connection);
   const ended = new EndedMirror();
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
-  const flights = new Map<string, Promise<string | undefined>>();
+  const flights = new SingleFlight<string | undefined>();
   const pending: Array<[string, number]> = [];
   let synced = false;
   let downSince: number | undefined = Date.now();
@@ -373,9 +368,7 @@ export async function redisState(url: string, obs: Observability, options: { key
       );
     },
     async singleFlight(key, keepSeconds, waitMs, work) {
-      const local = flights.get(key);
-      if (local) return local;
-      const flight = (async () => {
+      return flights.run(key, async () => {
         const answerKey = `${prefix}sf:${key}`;
         const lockKey = `${prefix}sf-lock:${key}`;
         try {
@@ -407,9 +400,7 @@ export async function redisState(url: string, obs: Observability, options: { key
           if (err instanceof SharedStateUnavailable) throw err;
           throw new SharedStateUnavailable((err as Error).message);
         }
-      })().finally(() => flights.delete(key));
-      flights.set(key, flight);
-      return flight;
+      });
     },
     ready() {
       if (synced) return { ok: true, detail: `sessions and rate limits shared through Redis ${where}` };
