@@ -227,7 +227,15 @@ function fillLookup(
 /** Most objects one body may name (a batch of files): each costs an upstream lookup. */
 export const MAX_BODY_OBJECTS = 500;
 
-export type BodyObjects = { ok: true; lookups: Array<{ lookup: string; permission: Permission }> } | { ok: false; why: string };
+/** One object a body names: a lookup to ask as the caller, or a vector collection that must be the caller's own. */
+export type BodyObject = { lookup: string; permission: Permission } | { ownCollection: string };
+
+export type BodyObjects = { ok: true; lookups: BodyObject[] } | { ok: false; why: string };
+
+/** A user's own vector collections (retrieval/utils.py has_access_to_collection): their memories and their web searches. */
+export function isCallersOwnCollection(name: string, callerId: string): boolean {
+  return callerId !== '' && (name === `user-memory-${callerId}` || name.startsWith(`web-search-${callerId}-`));
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -263,7 +271,7 @@ function valuesAt(body: unknown, at: string): unknown[] | 'bad' {
  * refs names are checked, others are not objects of these kinds.
  */
 export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): BodyObjects {
-  const lookups = new Map<string, { lookup: string; permission: Permission }>();
+  const lookups = new Map<string, BodyObject>();
   const add = (ref: BodyRef, id: unknown): string | undefined => {
     if (id === undefined || id === null || id === '') return ref.required ? `no ${ref.at} in the body` : undefined;
     if (typeof id !== 'string') return `${ref.at} is not an id`;
@@ -275,10 +283,39 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
     lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
     return undefined;
   };
+  /** A vector collection's name, as filter_accessible_collections reads it. */
+  const addCollection = (ref: BodyRef, name: unknown): string | undefined => {
+    if (typeof name !== 'string' || name === '') return `${ref.at} names a collection that is not a name`;
+    if (name.startsWith('user-memory-') || name.startsWith('web-search-')) {
+      lookups.set(`own ${name}`, { ownCollection: name });
+      return undefined;
+    }
+    if (!name.startsWith('file-')) return add(ref, name);
+    return name === 'file-' ? `${ref.at} names a collection that is not a name` : add({ ...ref, lookup: '/api/v1/files/{=}' }, name.slice('file-'.length));
+  };
   for (const ref of refs) {
     const values = valuesAt(body, ref.at);
     if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
     if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
+    if (ref.collections) {
+      for (const v of values) {
+        if (v === undefined || v === null) continue;
+        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
+        const names: unknown[] = [];
+        if (Object.prototype.hasOwnProperty.call(v, 'collection_name') && v.collection_name !== null && v.collection_name !== undefined)
+          names.push(v.collection_name);
+        if (Object.prototype.hasOwnProperty.call(v, 'collection_names') && v.collection_names !== null && v.collection_names !== undefined) {
+          if (!Array.isArray(v.collection_names)) return { ok: false, why: `${ref.at} holds collection_names that are not a list` };
+          names.push(...(v.collection_names as unknown[]));
+        }
+        for (const name of names) {
+          const why = addCollection(ref, name);
+          if (why) return { ok: false, why };
+          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
+        }
+      }
+      continue;
+    }
     for (const v of values) {
       let id = v;
       if (ref.type !== undefined) {

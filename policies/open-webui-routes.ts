@@ -70,6 +70,14 @@ export interface BodyRef {
   type?: string;
   /** checked with CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true too: a chat (ENABLE_ADMIN_CHAT_ACCESS is fixed false) */
   always?: boolean;
+  /**
+   * `at` holds entries whose `collection_name` / `collection_names` name vector collections, whatever
+   * the entry's type (retrieval/utils.py get_sources_from_items searches them for `text` and
+   * `web_search` items, and filter_accessible_collections lets role admin search any): `file-<id>`
+   * is that file, `user-memory-<id>` and `web-search-<id>-...` that user's own (the caller's only),
+   * any other name a knowledge base (`lookup`).
+   */
+  collections?: true;
 }
 
 const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<RouteRow> = {}): RouteRow => ({
@@ -160,8 +168,13 @@ const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
 //                utils.py get_sources_from_items: `user.role == 'admin' or ...` for each type, and
 //                utils/middleware.py reads folder_id's folder for admins; the model then answers
 //                from their content); files[] {type: chat}: GATEWAY with either bypass value
-//                (`user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`, fixed false here); untyped
-//                collection_name(s) items: UPSTREAM (ignored unless BYPASS_RETRIEVAL_ACCESS_CONTROL);
+//                (`user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`, fixed false here);
+//                collection_name(s) on ANY item: GATEWAY (`text` and `web_search` items search the
+//                named collection, untyped ones with BYPASS_RETRIEVAL_ACCESS_CONTROL, and
+//                filter_accessible_collections passes every name for role admin: file-<id> checked as
+//                that file, user-memory-<id> and web-search-<id>-* the caller's own only, any other
+//                name as a knowledge base); model_item (a "direct" model the client describes):
+//                its meta.knowledge[] and meta.skillIds[] GATEWAY, like a stored model's;
 //                messages[].files urls: files by id, as A7 lets admins read them; /api/chat/completed
 //                and /actions: no retrieval, chat_id only
 const BODY_FILE = '/api/v1/files/{=}';
@@ -183,10 +196,19 @@ const MODEL_BODY: BodyRef[] = [...attached('meta.knowledge[]'), { at: 'meta.skil
 /** what a model reads for its answer (retrieval/utils.py get_sources_from_items): the attached kinds, folders and chats */
 const forTheModel = (at: string): BodyRef[] => [
   ...attached(at),
+  { at, collections: true, lookup: BODY_KNOWLEDGE, permission: 'read' },
   { at, type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
   { at, type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
 ];
-const COMPLETION_BODY: BodyRef[] = [...forTheModel('files[]'), { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' }];
+const COMPLETION_BODY: BodyRef[] = [
+  ...forTheModel('files[]'),
+  { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' },
+  // a "direct" model the client describes itself (main.py chat_completion, _set_direct_model:
+  // get_accessible_folder_files keeps every entry for role admin): its knowledge is read like a
+  // stored model's, in legacy mode as attached files, natively by the knowledge tools
+  ...forTheModel('model_item.info.meta.knowledge[]'),
+  { at: 'model_item.info.meta.skillIds[]', lookup: BODY_SKILL, permission: 'read' },
+];
 /** a channel message's attachments: a model mentioned in the thread answers from them, as the sender */
 const MESSAGE_BODY: BodyRef[] = forTheModel('data.files[]');
 const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];

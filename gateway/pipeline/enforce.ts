@@ -4,7 +4,7 @@
 // an audit line when an admin touches a file that is not theirs; the chat decisions ask the
 // upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
+import { isCallersOwnCollection, objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
 import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';
@@ -233,9 +233,16 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     if (!named.ok) return named.why;
     for (let i = 0; i < named.lookups.length; i += BODY_LOOKUPS_AT_ONCE) {
       const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
-      const answers = await Promise.all(batch.map((o) => objectViews.mayAccess(o.lookup, o.permission, who, headers)));
+      const answers = await Promise.all(
+        batch.map((o) =>
+          'ownCollection' in o ? { ok: isCallersOwnCollection(o.ownCollection, who.userId) } : objectViews.mayAccess(o.lookup, o.permission, who, headers),
+        ),
+      );
       const denied = answers.findIndex((a) => !a.ok);
-      if (denied >= 0) return `the body names ${batch[denied]!.lookup}`;
+      if (denied >= 0) {
+        const o = batch[denied]!;
+        return `the body names ${'ownCollection' in o ? `the collection ${o.ownCollection}` : o.lookup}`;
+      }
     }
     return undefined;
   }

@@ -1,7 +1,7 @@
 // policies/admin-scoping.ts objectsNamedInBody and the route table's body ids: the objects an
 // admin's JSON body names are the objects the gateway checks, as Open WebUI 0.12.4 reads them.
 import { expect } from 'chai';
-import { decide, objectsNamedInBody, MAX_BODY_OBJECTS, type Decision } from '../../policies/admin-scoping.js';
+import { decide, isCallersOwnCollection, objectsNamedInBody, MAX_BODY_OBJECTS, type BodyObject, type Decision } from '../../policies/admin-scoping.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 
 const off = { bypassAdminAccessControl: false, enableAdminExport: false };
@@ -15,10 +15,12 @@ const access = (method: string, path: string): Access => {
   expect(d.action, `${method} ${path}`).to.equal('require-access');
   return d as Access;
 };
+/** a named object as the tests write it: `read /api/v1/files/f1`, or `own <collection>` for the caller's own collections */
+const show = (l: BodyObject) => ('ownCollection' in l ? `own ${l.ownCollection}` : `${l.permission} ${l.lookup}`);
 const lookupsOf = (method: string, path: string, body: unknown) => {
   const named = objectsNamedInBody(body, access(method, path).inBody ?? []);
   if (!named.ok) throw new Error(named.why);
-  return named.lookups.map((l) => `${l.permission} ${l.lookup}`);
+  return named.lookups.map(show);
 };
 const refusal = (method: string, path: string, body: unknown) => {
   const named = objectsNamedInBody(body, access(method, path).inBody ?? []);
@@ -152,16 +154,17 @@ describe('unit: objects named in an admin\u2019s request body', () => {
       ],
     };
     const closed = objectsNamedInBody(body, completion(off));
-    expect(closed.ok && closed.lookups.map((l) => `${l.permission} ${l.lookup}`)).to.have.members([
+    expect(closed.ok && closed.lookups.map(show)).to.have.members([
       'read /api/v1/files/f1',
       'read /api/v1/knowledge/k1',
       'read /api/v1/notes/n1',
       'read /api/v1/folders/fo1',
       'read /api/v1/chats/c1',
+      'own web-search-x',
       'read /api/v1/folders/fo-bob',
     ]);
     const bypassOn = objectsNamedInBody(body, completion(on));
-    expect(bypassOn.ok && bypassOn.lookups.map((l) => l.lookup)).to.deep.equal(['/api/v1/chats/c1']);
+    expect(bypassOn.ok && bypassOn.lookups.map(show)).to.deep.equal(['read /api/v1/chats/c1']);
     expect(decide({ method: 'POST', path: '/api/v1/chat/completions' }, off, admin)).to.have.property('inBody');
     expect(decide({ method: 'POST', path: '/api/chat/completed' }, off, admin)).to.not.have.property('inBody');
   });
@@ -190,5 +193,36 @@ describe('unit: objects named in an admin\u2019s request body', () => {
   it('plain users and admins with the bypass on are not asked (Open WebUI decides)', () => {
     expect(decide({ method: 'POST', path: '/api/v1/folders/' }, off, user)).to.include({ action: 'pass' });
     expect(decide({ method: 'POST', path: '/api/v1/knowledge/k1/file/add' }, on, admin)).to.include({ action: 'pass' });
+  });
+  it('collection names on any entry: a file, the caller\u2019s own memories and web searches, or a knowledge base; never unchecked', () => {
+    const d = decide({ method: 'POST', path: '/api/v1/chat/completions' }, off, admin) as Extract<Decision, { action: 'require-own-chat-in-body' }>;
+    const named = (body: unknown) => objectsNamedInBody(body, d.inBody ?? []);
+    const lookupsOf = (_m: string, _p: string, body: unknown) => {
+      const n = named(body);
+      if (!n.ok) throw new Error(n.why);
+      return n.lookups.map(show);
+    };
+    const refusal = (_m: string, _p: string, body: unknown) => {
+      const n = named(body);
+      return n.ok ? undefined : n.why;
+    };
+    const path = '/api/v1/chat/completions';
+    const body = (entry: unknown) => ({ model: 'm', messages: [], files: [entry] });
+    expect(lookupsOf('POST', path, body({ type: 'text', collection_name: 'file-f1' }))).to.deep.equal(['read /api/v1/files/f1']);
+    expect(lookupsOf('POST', path, body({ type: 'web_search', collection_name: 'web-search-u1-abc' }))).to.deep.equal(['own web-search-u1-abc']);
+    expect(lookupsOf('POST', path, body({ collection_names: ['user-memory-u1', 'k1'] }))).to.deep.equal(['own user-memory-u1', 'read /api/v1/knowledge/k1']);
+    for (const bad of [
+      { collection_name: 5 },
+      { collection_name: 'file-' },
+      { collection_name: 'file-a/b' },
+      { collection_names: 'k1' },
+      { collection_names: [null] },
+    ])
+      expect(refusal('POST', path, body(bad)), JSON.stringify(bad)).to.be.a('string');
+    expect(isCallersOwnCollection('user-memory-u1', 'u1')).to.equal(true);
+    expect(isCallersOwnCollection('web-search-u1-abc', 'u1')).to.equal(true);
+    expect(isCallersOwnCollection('user-memory-u2', 'u1')).to.equal(false);
+    expect(isCallersOwnCollection('web-search-u2-abc', 'u1')).to.equal(false);
+    expect(isCallersOwnCollection('web-search--abc', '')).to.equal(false);
   });
 });
