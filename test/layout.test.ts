@@ -49,6 +49,11 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/from 'lru-cache'|from 'node-cache'/, ['gateway/cache.ts'])).to.deep.equal([]);
   });
 
+  it('cookies are read and written with the `cookie` package; the one byte-keeping filter of a Cookie header is in http/request-headers.ts', () => {
+    expect(offenders(/\.split\(['"];\s?['"]\)/, ['gateway/http/request-headers.ts'])).to.deep.equal([]);
+    expect(offenders(/(?:;|')\s*HttpOnly/, [])).to.deep.equal([]);
+  });
+
   it('the tenant, alias and locale grammar is written once, in policies/syntax.ts', () => {
     expect(offenders(/\[A-Za-z0-9\]\[A-Za-z0-9\._-\]\*|\[a-z\]\{2,3\}/, ['policies/syntax.ts'])).to.deep.equal([]);
   });

@@ -20,9 +20,11 @@
 // remembered so that a copy of their cookie is refused too.
 import { hkdfSync } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
+import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { SingleFlight, TtlCache } from '../cache.js';
 import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
+import { withoutCookies } from '../http/request-headers.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -153,8 +155,9 @@ export class SessionCodec {
     return undefined;
   }
 
-  private attributes(expires: Date): string {
-    return `; Path=/; Expires=${expires.toUTCString()}; HttpOnly${this.options.secure ? '; Secure' : ''}; SameSite=Lax`;
+  /** One Set-Cookie line of the session (or of one of its chunks). */
+  private line(name: string, value: string, expires: Date): string {
+    return stringifySetCookie({ name, value, path: '/', expires, httpOnly: true, secure: this.options.secure, sameSite: 'lax' }, AS_SENT);
   }
 
   /**
@@ -162,16 +165,16 @@ export class SessionCodec {
    * `present` (cookie names the request carried) that the new form does not overwrite are cleared.
    */
   setCookieLines(value: string, exp: number, present: string[]): string[] {
-    const attrs = this.attributes(new Date(exp * 1000));
-    const chunkSize = MAX_COOKIE_SIZE - `${SESSION_COOKIE}.0=${this.attributes(new Date())}`.length;
+    const expires = new Date(exp * 1000);
+    const chunkSize = MAX_COOKIE_SIZE - this.line(`${SESSION_COOKIE}.0`, '', new Date()).length;
     const lines: string[] = [];
     const written = new Set<string>();
     if (value.length <= chunkSize) {
-      lines.push(`${SESSION_COOKIE}=${value}${attrs}`);
+      lines.push(this.line(SESSION_COOKIE, value, expires));
       written.add(SESSION_COOKIE);
     } else {
       for (let i = 0; i * chunkSize < value.length; i++) {
-        lines.push(`${SESSION_COOKIE}.${i}=${value.slice(i * chunkSize, (i + 1) * chunkSize)}${attrs}`);
+        lines.push(this.line(`${SESSION_COOKIE}.${i}`, value.slice(i * chunkSize, (i + 1) * chunkSize), expires));
         written.add(`${SESSION_COOKIE}.${i}`);
       }
     }
@@ -180,30 +183,29 @@ export class SessionCodec {
   }
 
   clearLine(name: string): string {
-    return `${name}=${this.attributes(new Date(0))}`;
+    return this.line(name, '', new Date(0));
   }
 }
 
 const SESSION_NAME = /^appSession(?:\.(\d+))?$/;
 const GATEWAY_COOKIE = /^(?:appSession(?:\.\d+)?|_?auth_verification)$/;
 
+/** Session values are read as sent: base64url and dots, nothing to decode. */
+const AS_SENT = { decode: (v: string) => v, encode: (v: string) => v };
+
 /** The session cookie of a Cookie header (joined chunks) and the names it came in. */
 export function readSessionCookie(cookieHeader: string | undefined): { value: string; names: string[] } | undefined {
   if (!cookieHeader || !cookieHeader.includes(SESSION_COOKIE)) return undefined;
-  let whole: string | undefined;
+  const cookies = parseCookie(cookieHeader, AS_SENT);
   const chunks: Array<[number, string]> = [];
   const names: string[] = [];
-  for (const pair of cookieHeader.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq < 0) continue;
-    const name = pair.slice(0, eq).trim();
+  for (const name in cookies) {
     const m = SESSION_NAME.exec(name);
     if (!m) continue;
-    const value = pair.slice(eq + 1).trim();
     names.push(name);
-    if (m[1] === undefined) whole ??= value;
-    else chunks.push([Number(m[1]), value]);
+    if (m[1] !== undefined) chunks.push([Number(m[1]), cookies[name]!]);
   }
+  const whole = cookies[SESSION_COOKIE];
   if (whole) return { value: whole, names };
   if (!chunks.length) return undefined;
   chunks.sort((a, b) => a[0] - b[0]);
@@ -212,15 +214,7 @@ export function readSessionCookie(cookieHeader: string | undefined): { value: st
 
 /** The Cookie header without the gateway's own cookies (they never go to the chat front-end). */
 export function withoutGatewayCookies(cookieHeader: string): string {
-  return cookieHeader
-    .split(';')
-    .filter((pair) => {
-      const eq = pair.indexOf('=');
-      return !GATEWAY_COOKIE.test((eq < 0 ? pair : pair.slice(0, eq)).trim());
-    })
-    .map((p) => p.trim())
-    .filter(Boolean)
-    .join('; ');
+  return withoutCookies(cookieHeader, GATEWAY_COOKIE);
 }
 
 /**

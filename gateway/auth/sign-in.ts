@@ -16,6 +16,7 @@
 import type { Request, Response, Router } from 'express';
 import { hkdfSync, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { parseCookie, stringifySetCookie } from 'cookie';
 import { CompactEncrypt, compactDecrypt, decodeJwt, errors as joseErrors } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../ops/observability.js';
@@ -82,7 +83,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
   // The transaction's own key (not the session's): the first SESSION_SECRET encrypts, all decrypt.
   const keys = o.sessionSecrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'sign-in transaction', 32)));
   const cookieLine = (value: string, maxAge: number) =>
-    `${TRANSACTION_COOKIE}=${value}; Path=${CALLBACK_PATH}; Max-Age=${maxAge}; HttpOnly${secure ? '; Secure' : ''}; SameSite=Lax`;
+    stringifySetCookie({ name: TRANSACTION_COOKIE, value, path: CALLBACK_PATH, maxAge, httpOnly: true, secure, sameSite: 'lax' });
 
   async function sealed(t: Transaction): Promise<string> {
     return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(t))).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).encrypt(keys[0]!);
@@ -90,7 +91,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
 
   /** The transaction of this callback (its cookie cleared on the way out: one use), or undefined. */
   async function takeTransaction(req: Request, res: Response): Promise<Transaction | undefined> {
-    const value = cookieValue(req.headers.cookie, TRANSACTION_COOKIE);
+    const value = req.headers.cookie ? parseCookie(req.headers.cookie)[TRANSACTION_COOKIE] : undefined;
     if (!value) return undefined;
     res.append('set-cookie', cookieLine('', 0));
     for (const key of keys) {
@@ -208,14 +209,4 @@ function codeGrantFailure(err: unknown): Error {
   const status = err instanceof oidc.ResponseBodyError && err.status >= 500 ? undefined : 400;
   if (status === undefined) return e;
   return refused(e.message, typeof e.error === 'string' ? e.error : typeof e.code === 'string' ? e.code : 'sign_in_failed');
-}
-
-/** A cookie's value by name, or undefined. */
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const pair of header.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim() || undefined;
-  }
-  return undefined;
 }

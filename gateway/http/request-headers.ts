@@ -200,12 +200,21 @@ export function withoutUpstreamCredentials(out: OutgoingCredentials): void {
 function withoutUpstreamToken(cookie: string | undefined): string | undefined {
   // `token` anywhere, not `token=`: Starlette trims cookie names, so `token =JWT` is its token too.
   if (typeof cookie !== 'string' || !cookie.includes('token')) return cookie;
-  const rest = cookie
+  return withoutCookies(cookie, UPSTREAM_TOKEN_COOKIE) || undefined;
+}
+
+/**
+ * A Cookie header without the cookies whose (trimmed) names match `drop`, every other pair passed
+ * on byte for byte. Written here rather than with the `cookie` package: parsing and re-serializing
+ * would decode and re-encode the values the chat front-end reads (gateway/auth/session.ts parses
+ * the gateway's own cookies with it).
+ */
+export function withoutCookies(cookie: string, drop: RegExp): string {
+  return cookie
     .split(';')
     .map((p) => p.trim())
-    .filter((p) => p && !UPSTREAM_TOKEN_COOKIE.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
+    .filter((p) => p && !drop.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
     .join('; ');
-  return rest || undefined;
 }
 
 /** `Authorization: Bearer sk-...` or `x-api-key: sk-...`: an API key of the chat front-end. */
