@@ -2,7 +2,8 @@
 // sockets against the Open WebUI stand-in, which lets admins through as 0.12.4 does: a subfolder
 // inside another user's folder, another user's file added to the admin's own knowledge base (one
 // or in a batch). Each is first shown open straight at the stand-in, then refused by the gateway,
-// audited, the other user's objects unchanged; the admin's own ids still work.
+// audited, the other user's objects unchanged; the admin's own ids still work. A chat completion's
+// vector collection names and a client-described (direct) model's knowledge are checked the same way.
 import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
 import { emptyWorkspace, type Workspace } from '../sandbox/open-webui-workspace.js';
@@ -166,5 +167,60 @@ describe('admin: objects named in a request body (stand-in upstream)', function 
   it('the path object is still checked first: a file of the admin\u2019s into another user\u2019s base is refused', async () => {
     expect((await call('POST', '/api/v1/knowledge/k-bob/file/add', { file_id: 'f-admin' })).status).to.equal(403);
     expect(kb('k-bob').file_ids).to.equal(undefined);
+  });
+
+  // Beyond `{type, id}` entries (found by a review): vector collections named on any files[] entry
+  // (retrieval/utils.py get_sources_from_items, filter_accessible_collections passing every name for
+  // role admin) and a "direct" model_item whose knowledge get_accessible_folder_files keeps whole.
+  const complete = (body: Record<string, unknown>) =>
+    fetch(gw.url + '/api/chat/completions', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-test', stream: false, messages: [{ role: 'user', content: 'what does it say?' }], ...body }),
+    });
+  const completions = () => reached('POST', '/api/chat/completions');
+
+  for (const entry of [
+    { type: 'text', collection_name: 'file-f-bob' }, // bob's file's chunks
+    { type: 'text', collection_name: 'k-bob' }, // bob's knowledge base
+    { type: 'text', collection_name: 'user-memory-u-bob' }, // bob's memories
+    { type: 'web_search', collection_name: 'file-f-bob' }, // "trusted server-generated", but the client sends it
+    { type: 'web_search', collection_name: 'web-search-u-bob-0123abcd' }, // bob's own web search
+    { collection_names: ['file-f-admin', 'file-f-bob'] }, // one of the admin's, one of bob's
+    { type: 'text', collection_name: { $ne: '' } }, // not a name
+  ])
+    it(`files[] ${JSON.stringify(entry)} never reaches Open WebUI (401, as {type: file, id: f-bob} is)`, async () => {
+      const before = completions();
+      const res = await complete({ files: [entry] });
+      expect(res.status).to.equal(401);
+      expect(completions()).to.equal(before);
+    });
+
+  for (const entry of [{ type: 'collection', id: 'k-bob' }, { type: 'file', id: 'f-bob' }, { collection_name: 'file-f-bob' }])
+    it(`a direct model_item whose meta.knowledge holds ${JSON.stringify(entry)} never reaches Open WebUI`, async () => {
+      const before = completions();
+      const res = await complete({
+        params: { function_calling: 'legacy' },
+        files: [],
+        model_item: { id: 'gpt-test', direct: true, info: { meta: { knowledge: [entry] } } },
+      });
+      expect(res.status).to.equal(401);
+      expect(completions()).to.equal(before);
+    });
+
+  it('the admin\u2019s own collections, memories, web searches and knowledge still go through', async () => {
+    const before = completions();
+    const res = await complete({
+      files: [
+        { type: 'text', collection_name: 'file-f-admin' },
+        { type: 'text', collection_name: 'k-admin' },
+        { type: 'text', collection_name: 'user-memory-u-admin' },
+        { type: 'web_search', collection_name: 'web-search-u-admin-0123abcd' },
+        { type: 'text', content: 'pasted text names nothing' },
+      ],
+      model_item: { id: 'gpt-test', direct: true, info: { meta: { knowledge: [{ type: 'collection', id: 'k-admin' }] } } },
+    });
+    expect(res.status).to.not.equal(401);
+    expect(completions()).to.equal(before + 1);
   });
 });
