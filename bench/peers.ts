@@ -301,6 +301,7 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     SHUTDOWN_GRACE_MS: '500',
     DRIFT_CHECK_SECONDS: '0',
     ...(process.env.BENCH_GC_DIR ? { BENCH_GC_DIR: process.env.BENCH_GC_DIR } : {}),
+    ...(process.env.BENCH_MEMORY_DIR ? { BENCH_MEMORY_DIR: process.env.BENCH_MEMORY_DIR } : {}),
     ...(process.env.BENCH_ALLOC_PROFILE_DIR
       ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' }
       : {}),

@@ -16,6 +16,8 @@
 //   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
 //   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
 //   BENCH_ROUNDS=N                   rounds per request scenario (default 3)
+//   BENCH_VARIANT_NODE_FLAGS="--x"   also today's gateway with these node flags added, beside it
+//   BENCH_MEMORY_DIR=DIR             node peers log their peak RSS each second, taken apart (bench/memory-sample.ts)
 //   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
 //                                    those gateway features (headers, log, metrics, hooks, or all)
 import { cpus, totalmem, tmpdir } from 'node:os';
@@ -69,6 +71,14 @@ const peerFilter = args
   .filter(Boolean);
 /** --baseline=REV: the gateway at that git revision runs beside today's (before/after in one run) */
 const baselineRev = args.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length);
+/**
+ * BENCH_VARIANT_NODE_FLAGS="--flag ...": today's gateway once more, with these node flags after
+ * `npm start`'s (the last of a flag wins), measured beside it in the same run, as `gateway <flags>`:
+ * a node setting weighed in every scenario at once (issue 27: RSS against full GCs). It takes
+ * --baseline's place, so not both.
+ */
+const variantFlags = (process.env.BENCH_VARIANT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+if (variantFlags.length && baselineRev) throw new Error('BENCH_VARIANT_NODE_FLAGS and --baseline: one or the other');
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
 const WORKERS = Math.max(2, cpus().length);
 
@@ -216,7 +226,16 @@ async function main(): Promise<void> {
     selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
     baselineRunner
       ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` })
-      : undefined,
+      : variantFlags.length
+        ? startGateway(logDir, runner, {
+            ...gatewayOptions,
+            nodeFlags: [...gatewayOptions.nodeFlags, ...variantFlags],
+            port: baselinePort,
+            workers: 1,
+            name: `gateway ${variantFlags.join(' ')}`,
+            logName: 'gateway-variant',
+          })
+        : undefined,
     o2pBin
       ? startOauth2Proxy(logDir, {
           bin: o2pBin,
