@@ -19,6 +19,7 @@ import { ProxyServer } from 'http-proxy-3';
 import pino from 'pino';
 import { sampleAllocations } from './alloc-profile.js';
 import { countMarkCompacts } from './gc-count.js';
+import { sampleMemory } from './memory-sample.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 
 export const BARE_FEATURES = ['headers', 'log', 'metrics', 'hooks'] as const;
@@ -152,6 +153,7 @@ export function bareFeatures(list = ''): Set<BareFeature> {
 
 if (process.env.BENCH_BARE_CHILD === '1') {
   countMarkCompacts();
+  sampleMemory(process.env.BENCH_BARE_KIND === 'node-http' ? 'node-http' : 'bare');
   sampleAllocations(process.env.BENCH_BARE_KIND === 'node-http' ? 'node-http' : process.env.BENCH_BARE_FEATURES_OF_CHILD ? 'bare-features' : 'bare');
   const target = process.env.BENCH_TARGET ?? 'http://127.0.0.1:1';
   const server =

@@ -5,6 +5,7 @@
 import cluster from 'node:cluster';
 import { sampleAllocations } from './alloc-profile.js';
 import { countMarkCompacts } from './gc-count.js';
+import { sampleMemory } from './memory-sample.js';
 
 if (cluster.isPrimary) {
   process.stdin.resume();
@@ -13,4 +14,5 @@ if (cluster.isPrimary) {
 }
 sampleAllocations('gateway');
 countMarkCompacts();
+sampleMemory('gateway');
 await import('../gateway/main.js');

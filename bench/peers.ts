@@ -279,6 +279,21 @@ export function gatewayNodeFlags(): string[] {
   return [...start.matchAll(/\s(--(?!import\b)[a-z0-9-]+(?:=\S+)?)/g)].map((m) => m[1]!);
 }
 
+/**
+ * The environment the image gives the gateway (the final stage's `ENV` lines of the Dockerfile,
+ * e.g. MALLOC_ARENA_MAX): the bench runs it as deployed.
+ */
+export function gatewayImageEnv(): Record<string, string> {
+  const lines = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n');
+  const finalStage = lines.slice(lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true));
+  return Object.fromEntries(
+    finalStage
+      .filter((l) => /^ENV\s+[A-Za-z_][A-Za-z0-9_]*=\S*\s*$/.test(l))
+      .map((l) => l.replace(/^ENV\s+/i, '').trim())
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
 export async function startGateway(logDir: string, run: Runner, o: GatewayOptions): Promise<Peer> {
   const port = o.port;
   const env: NodeJS.ProcessEnv = {
@@ -300,7 +315,9 @@ export async function startGateway(logDir: string, run: Runner, o: GatewayOption
     GATEWAY_WORKERS: String(o.workers),
     SHUTDOWN_GRACE_MS: '500',
     DRIFT_CHECK_SECONDS: '0',
+    ...gatewayImageEnv(),
     ...(process.env.BENCH_GC_DIR ? { BENCH_GC_DIR: process.env.BENCH_GC_DIR } : {}),
+    ...(process.env.BENCH_MEMORY_DIR ? { BENCH_MEMORY_DIR: process.env.BENCH_MEMORY_DIR } : {}),
     ...(process.env.BENCH_ALLOC_PROFILE_DIR
       ? { BENCH_ALLOC_PROFILE_DIR: process.env.BENCH_ALLOC_PROFILE_DIR, BENCH_ALLOC_PROFILE_SURVIVORS: process.env.BENCH_ALLOC_PROFILE_SURVIVORS ?? '' }
       : {}),

@@ -169,6 +169,18 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse),
     met: sse ? ok(sse) && sse.p99Ms <= 5 : null,
   });
+  // Issue 27: the p99 no more than 1.2x nginx's in the same run (each the median of its rounds).
+  const sseNginx = find('sse', 'nginx');
+  targets.push({
+    id: 'sse p99 vs nginx',
+    scenario: 'sse',
+    goal: "event upstream -> client p99 <= 1.2x nginx's",
+    measured:
+      ok(sse) && ok(sseNginx)
+        ? `${(sse.p99Ms / sseNginx.p99Ms).toFixed(2)}x (${sse.p99Ms.toFixed(2)} vs ${sseNginx.p99Ms.toFixed(2)} ms)`
+        : notMeasured(sse, sseNginx),
+    met: ok(sse) && ok(sseNginx) ? sse.p99Ms <= 1.2 * sseNginx.p99Ms : sse && !ok(sse) ? false : null,
+  });
   const ws = gw('websocket');
   const held = ws?.note ? Number(/^(\d+)\//.exec(ws.note)?.[1] ?? 0) : 0;
   targets.push({
@@ -198,6 +210,19 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
         : idleGw && !ok(idleGw)
           ? false
           : null,
+  });
+  // Issue 27: peak RSS under 150 MB in every scenario, in the order the run took them (the
+  // one-worker gateway; the idle scenario's is its fresh process).
+  const peaks = rows.filter((r) => r.peer === 'gateway' && r.peakRssMB !== null);
+  const over = peaks.filter((r) => r.peakRssMB! >= 150);
+  targets.push({
+    id: 'peak RSS, every scenario',
+    scenario: 'all',
+    goal: 'gateway peak RSS < 150 MB in every scenario of the run',
+    measured: peaks.length
+      ? `largest ${Math.max(...peaks.map((r) => r.peakRssMB!)).toFixed(0)} MB${over.length ? ` (over: ${over.map((r) => `${r.scenario} ${r.peakRssMB!.toFixed(0)}`).join(', ')})` : ''}`
+      : 'not measured',
+    met: peaks.length ? over.length === 0 : null,
   });
   ratio('auth-providers vs static', 'auth-providers', gw('auth-providers'), find('auth-providers', 'nginx (static file)'), 'nginx serving a static file', 0.5);
 

@@ -2,7 +2,7 @@
 // our stack) and nginx (the peer users would otherwise pick), in one run, on one machine, so
 // the ratios are fair even when absolute numbers are noisy. See bench/README.md.
 //
-//   npm run bench                    full run (~4 minutes): prints the table, writes bench/results.json
+//   npm run bench                    full run (about 10 minutes): prints the tables, writes bench/results.json
 //   npm run bench -- --smoke         a few seconds (BENCH_SMOKE=1 too): proves the harness, not speed
 //   npm run bench -- --only=small    one scenario (comma-separated list), e.g. while profiling
 //   npm run bench -- --peers=gateway only the targets whose name starts so (comma-separated)
@@ -16,10 +16,13 @@
 //   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
 //   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
 //   BENCH_ROUNDS=N                   rounds per request scenario (default 3)
+//   BENCH_VARIANT_NODE_FLAGS="--x"   also today's gateway with these node flags added, beside it
+//   BENCH_VARIANT_ENV="K=v"          ... or with this environment (both: both)
+//   BENCH_MEMORY_DIR=DIR             node peers log their peak RSS each second, taken apart (bench/memory-sample.ts)
 //   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
 //                                    those gateway features (headers, log, metrics, hooks, or all)
 import { cpus, totalmem, tmpdir } from 'node:os';
-import { mkdtempSync, mkdirSync, chmodSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, chmodSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
@@ -55,6 +58,21 @@ import {
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
+// --help, or an option this file does not know: the usage (the comment at the top) instead of a
+// nine-minute full run started by a typo.
+const known = ['--smoke', '--only=', '--peers=', '--baseline='];
+if (args.some((a) => !known.some((k) => (k.endsWith('=') ? a.startsWith(k) : a === k)))) {
+  const usage = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('//'))
+    .map((l) => l.slice(3));
+  const bad = args.filter((a) => a !== '--help' && !known.some((k) => (k.endsWith('=') ? a.startsWith(k) : a === k)));
+  console.log(
+    `${bad.length ? `unknown option ${bad.join(' ')}\n\n` : ''}${usage.slice(0, usage.findIndex((l) => l.startsWith('  BENCH_BARE_FEATURES')) + 2).join('\n')}`,
+  );
+  console.log(`scenarios: ${SCENARIOS.join(', ')}`);
+  process.exit(bad.length ? 2 : 0);
+}
 const smoke = args.includes('--smoke') || process.env.BENCH_SMOKE === '1';
 const only = args
   .find((a) => a.startsWith('--only='))
@@ -69,6 +87,22 @@ const peerFilter = args
   .filter(Boolean);
 /** --baseline=REV: the gateway at that git revision runs beside today's (before/after in one run) */
 const baselineRev = args.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length);
+/**
+ * BENCH_VARIANT_NODE_FLAGS="--flag ...": today's gateway once more, with these node flags after
+ * `npm start`'s (the last of a flag wins), measured beside it in the same run, as `gateway <flags>`:
+ * a node setting weighed in every scenario at once (issue 27: RSS against full GCs). It takes
+ * --baseline's place, so not both.
+ */
+const variantFlags = (process.env.BENCH_VARIANT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/** BENCH_VARIANT_ENV="NAME=value ...": environment for that variant (e.g. glibc's MALLOC_ARENA_MAX) */
+const variantEnv = Object.fromEntries(
+  (process.env.BENCH_VARIANT_ENV ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+);
+const variant = [...Object.entries(variantEnv).map(([k, v]) => `${k}=${v}`), ...variantFlags].join(' ');
+if (variant && baselineRev) throw new Error('BENCH_VARIANT_NODE_FLAGS or BENCH_VARIANT_ENV, and --baseline: one or the other');
 const outFile = resolve(process.env.BENCH_OUT ?? join(here, 'results.json'));
 const WORKERS = Math.max(2, cpus().length);
 
@@ -216,7 +250,17 @@ async function main(): Promise<void> {
     selected.includes('small') ? startNodeHttpProxy(logDir, runner, upstream.url) : undefined,
     baselineRunner
       ? startGateway(logDir, baselineRunner, { ...gatewayOptions, port: baselinePort, workers: 1, name: `gateway@${baselineRunner.rev}` })
-      : undefined,
+      : variant
+        ? startGateway(logDir, runner, {
+            ...gatewayOptions,
+            nodeFlags: [...gatewayOptions.nodeFlags, ...variantFlags],
+            env: { ...gatewayOptions.env, ...variantEnv },
+            port: baselinePort,
+            workers: 1,
+            name: `gateway ${variant}`,
+            logName: 'gateway-variant',
+          })
+        : undefined,
     o2pBin
       ? startOauth2Proxy(logDir, {
           bin: o2pBin,
@@ -433,7 +477,10 @@ async function main(): Promise<void> {
         break;
       }
       case 'sse':
-        await compare(scenario, 'events/s', peersOf(), (t) => sseLoad(`${t.url}/api/v1/bench/sse`, t.headers ?? h, P.sseStreams, P.sseSeconds, 20), 1);
+        // Rounds, interleaved like the request scenarios: one 5 s run's p99 (its worst 1 %, 250
+        // events) is as much a measure of what else ran on the machine in those seconds as of the
+        // peer (4.7x nginx in one full run, 1.06x in the one before).
+        await compare(scenario, 'events/s', peersOf(), (t) => sseLoad(`${t.url}/api/v1/bench/sse`, t.headers ?? h, P.sseStreams, P.sseSeconds, 20), P.rounds);
         break;
       case 'websocket':
         // CPU per echo would count the 5,000 handshakes too: not shown.

@@ -773,6 +773,11 @@ describe('deployment: Dockerfile and .dockerignore', function () {
     expect(cmd).to.equal('CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "dist/gateway/main.js"]');
   });
 
+  it("limits glibc's malloc arenas (MALLOC_ARENA_MAX=2: memory freed after streaming goes back, bench/README.md)", function () {
+    const env = finalStage.filter((l) => /^ENV\s/i.test(l)).map((l) => l.replace(/^ENV\s+/i, ''));
+    expect(env).to.include('MALLOC_ARENA_MAX=2');
+  });
+
   it('runs node with the same flags as `npm start`', function () {
     const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
     const cmd = JSON.parse(

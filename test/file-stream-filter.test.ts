@@ -50,6 +50,30 @@ function streamed(shape: FileAnswerShape, body: Buffer, cuts: number[]): Outcome
   }
 }
 
+/**
+ * The same, with every chunk a view into one buffer at `offset` bytes past a 4-byte boundary: the
+ * filter reads strings four bytes at a time from the first aligned byte of each chunk, and socket
+ * chunks start anywhere.
+ */
+function streamedAt(shape: FileAnswerShape, body: Buffer, cuts: number[], offset: number): Outcome {
+  const backing = Buffer.alloc(body.length + 8);
+  body.copy(backing, offset);
+  const at = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
+  const f = new FileStreamFilter(shape, CALLER);
+  try {
+    let from = 0;
+    for (const to of [...at, body.length]) {
+      f.write(backing.subarray(offset + from, offset + to));
+      from = to;
+    }
+    const out = f.end();
+    return { ok: true, json: JSON.stringify(JSON.parse(out.body.toString('utf8'))), kept: out.kept, removed: out.removed };
+  } catch (err) {
+    if (err instanceof FileFilterError) return { ok: false };
+    throw err;
+  }
+}
+
 function same(shape: FileAnswerShape, body: Buffer, cuts: number[]): void {
   const want = whole(shape, body);
   const got = streamed(shape, body, cuts);
@@ -257,6 +281,48 @@ describe('streamed file filter = whole-document filter (issue 27)', function () 
     const r = f.end();
     expect(JSON.parse(r.body.toString())).to.deep.equal({ items: [{ id: 'y', user_id: 'alice' }], total: 1 });
     same('list', b, [50]);
+  });
+
+  it('long strings read a word at a time: any byte that ends or breaks a string, at any place and alignment', () => {
+    // '"' ends the string (the rest is then a syntax error or another token), '\\' starts an escape,
+    // a control byte is refused; each at every position of a string up to 24 bytes, after 0 to 3
+    // bytes of misalignment, in the record's user_id (judged) and in a field nobody reads
+    const stops = [...Array.from({ length: 0x20 }, (_, k) => k), 0x22, 0x5c, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xff];
+    for (let n = 1; n <= 24; n++)
+      for (let p = 0; p < n; p++)
+        for (const stop of stops) {
+          const s = Buffer.alloc(n, 0x61);
+          s[p] = stop;
+          for (const field of ['user_id', 'hash']) {
+            const b = Buffer.concat([Buffer.from(`{"items":[{"id":"x","user_id":"alice","${field}":"`), s, Buffer.from(`"}],"total":1}`)]);
+            const want = whole('list', b);
+            for (let offset = 0; offset < 4; offset++) expect(streamedAt('list', b, [], offset), `${field} ${n} ${p} ${stop} +${offset}`).to.deep.equal(want);
+          }
+        }
+  });
+
+  it('any file list in chunks that start anywhere in memory: the same answer, or both refuse it', () => {
+    const long = fc.string({ unit: fc.constantFrom(...'ab"\\\u0001\n é'), minLength: 8, maxLength: 60 }).map((t) => JSON.stringify(t));
+    const longPage = fc
+      .tuple(fc.array(fc.tuple(fc.constantFrom('"alice"', '"bob"'), long, long), { maxLength: 5 }), fc.boolean())
+      .map(
+        ([rs, raw]) =>
+          `{"items":[${rs.map(([u, a, b]) => `{"id":${a},"user_id":${u},"note":${raw ? b.replace(/\\n/g, '\n') : b}}`).join(',')}],"total":${rs.length}}`,
+      );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          body,
+          longPage.map((p) => Buffer.from(p)),
+        ),
+        cuts,
+        fc.nat({ max: 3 }),
+        (b, c, offset) => {
+          expect(streamedAt('list', b, c, offset)).to.deep.equal(whole('list', b));
+        },
+      ),
+      { numRuns: 4_000 },
+    );
   });
 
   it('a syntax error is refused at its byte, before the rest of the body arrives', () => {

@@ -47,7 +47,10 @@ export function createHttpServer(o: {
     if (closing) res.setHeader('connection', 'close');
     // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
     res.once('close', () => {
-      answered.open--;
+      // A socket with no answer open needs no entry (clientError reads a missing one as none open):
+      // kept, it held the last request and response, headers and all, for as long as the
+      // keep-alive connection stayed idle (issue 27: memory per idle connection).
+      if (--answered.open === 0 && answering.get(req.socket) === answered) answering.delete(req.socket);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const cls = found.routeClass ?? classifyTarget(req.url);
       if (res.writableFinished) {

@@ -91,6 +91,20 @@ function isAscii(buf: Buffer, from: number, to: number): boolean {
   return true;
 }
 
+const NO_WORDS = new Int32Array(0);
+
+/**
+ * Whether a 32-bit word holds a byte that ends the plain run of a string: '"', '\\' or a control
+ * byte (< 0x20). Exact in this direction (never false for such a word; a word it flags is then read
+ * byte by byte): (v - 0x01010101) & ~v & 0x80808080 is nonzero iff a byte of v is zero, and with
+ * 0x20202020 iff a byte is below 0x20. The byte order of the word does not matter.
+ */
+function stopsString(x: number): boolean {
+  const q = x ^ 0x22222222;
+  const b = x ^ 0x5c5c5c5c;
+  return ((((q - 0x01010101) & ~q) | ((b - 0x01010101) & ~b) | ((x - 0x20202020) & ~x)) & 0x80808080) !== 0;
+}
+
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
@@ -120,7 +134,7 @@ export class FileStreamFilter {
   private itemsActive = false;
   private itemsSeen = false;
   private itemsValid = false;
-  // kept records as (buffer, start, end): copied once into the answer at end()
+  // kept records as (buffer, start, end), neighbours in one range: copied once into the answer at end()
   private ownBuf: Buffer[] = [];
   private ownStart: number[] = [];
   private ownEnd: number[] = [];
@@ -156,15 +170,30 @@ export class FileStreamFilter {
     const stack = this.stack;
     let st = this.st;
     let i = 0;
+    // The chunk as 32-bit words from its first 4-byte aligned byte (`head`), for the string scan.
+    const head = (4 - (buf.byteOffset & 3)) & 3;
+    const nWords = len > head ? (len - head) >> 2 : 0;
+    const words = nWords > 0 ? new Int32Array(buf.buffer, buf.byteOffset + head, nWords) : NO_WORDS;
     while (i < len) {
       const c = buf[i]!;
       switch (st) {
         case S_STR: {
           // the hot loop: most of a file list is string bytes
           let j = i;
-          for (; j < len; j++) {
+          // byte by byte up to the first whole word
+          for (; j < len && ((j - head) & 3) !== 0; j++) {
             const d = buf[j]!;
             if (d === 0x22 || d === 0x5c || d < 0x20) break;
+          }
+          if (j < len && ((j - head) & 3) === 0) {
+            // then four bytes at a time; a word holding a stop byte is left to the loop below
+            let k = (j - head) >> 2;
+            for (; k < nWords; k++) if (stopsString(words[k]!)) break;
+            j = head + (k << 2);
+            for (; j < len; j++) {
+              const d = buf[j]!;
+              if (d === 0x22 || d === 0x5c || d < 0x20) break;
+            }
           }
           if (j === len) {
             i = len;
@@ -172,9 +201,14 @@ export class FileStreamFilter {
           }
           const d = buf[j]!;
           if (d === 0x22) {
-            // a string nobody needs (most of them): no call
-            st = this.cap === C_NONE ? (this.strKey ? S_COLON : stack.length === 0 ? S_DONE : S_AFTER) : this.endString(buf, j);
             i = j + 1;
+            if (this.cap !== C_NONE) st = this.endString(buf, j);
+            else if (!this.strKey) st = stack.length === 0 ? S_DONE : S_AFTER;
+            else if (i < len && buf[i] === 0x3a) {
+              // a key nobody needs and its ':' at once (compact JSON): one turn of the loop saved
+              st = S_VALUE;
+              i++;
+            } else st = S_COLON;
             continue;
           }
           if (d === 0x5c) {
@@ -201,6 +235,13 @@ export class FileStreamFilter {
           continue;
         case S_VALUE:
         case S_ARR_FIRST:
+          if (c === 0x22 && this.role === R_NONE && stack.length !== 0 && !(this.itemsActive && !this.inRecord && stack.length === this.itemsDepth)) {
+            // a string value nobody needs (most of them): what startValue would do, without the call
+            this.strKey = false;
+            this.strEsc = false;
+            st = S_STR;
+            break;
+          }
           if (isWs(c)) break;
           if (c === 0x5d && st === S_ARR_FIRST) {
             st = this.close(buf, i, ARR);
@@ -251,7 +292,12 @@ export class FileStreamFilter {
           else return this.fail('bad number');
           break;
         case S_N_INT:
-          if (isDigit(c)) break;
+          if (isDigit(c)) {
+            // the rest of the digits without going round the state machine
+            i++;
+            while (i < len && isDigit(buf[i]!)) i++;
+            continue;
+          }
         // falls through: after the integer part
         case S_N_ZERO:
           if (c === 0x2e) st = S_N_DOT;
@@ -266,7 +312,12 @@ export class FileStreamFilter {
           st = S_N_FRAC;
           break;
         case S_N_FRAC:
-          if (isDigit(c)) break;
+          if (isDigit(c)) {
+            // the rest of the digits without going round the state machine
+            i++;
+            while (i < len && isDigit(buf[i]!)) i++;
+            continue;
+          }
           if (c === 0x65 || c === 0x45) st = S_N_E;
           else {
             st = this.endNumber(buf, i);
@@ -283,7 +334,12 @@ export class FileStreamFilter {
           st = S_N_EXP;
           break;
         case S_N_EXP:
-          if (isDigit(c)) break;
+          if (isDigit(c)) {
+            // the rest of the digits without going round the state machine
+            i++;
+            while (i < len && isDigit(buf[i]!)) i++;
+            continue;
+          }
           st = this.endNumber(buf, i);
           continue;
         case S_LIT:
@@ -496,10 +552,17 @@ export class FileStreamFilter {
           start = 0;
           end = rec.length;
         }
-        this.ownBuf.push(rec);
-        this.ownStart.push(start);
-        this.ownEnd.push(end);
-        this.ownBytes += end - start;
+        const last = this.ownBuf.length - 1;
+        if (last >= 0 && this.ownBuf[last] === rec && this.ownEnd[last] === start - 1 && rec[start - 1] === 0x2c) {
+          // the record right after the last kept one, a ',' between: one range, copied at once
+          this.ownBytes += end - this.ownEnd[last]!;
+          this.ownEnd[last] = end;
+        } else {
+          this.ownBuf.push(rec);
+          this.ownStart.push(start);
+          this.ownEnd.push(end);
+          this.ownBytes += end - start;
+        }
         this.kept++;
       } else {
         if (this.recParts.length) this.recParts.length = 0;
