@@ -340,13 +340,8 @@ export class SessionStore {
       entry = this.entries.get(found.value);
       if (!entry) this.entries.set(found.value, (entry = { value: found.value, header: dec.header, data: dec.data }));
     }
-    return this.current(entry, found, jar);
-  }
-
-  /** `live` for a cookie whose entry is known: the session as it now stands. */
-  private async current(first: SessionEntry, found: { value: string; names: string[] }, jar?: SessionCookies): Promise<SessionEntry | undefined> {
+    // the session as it now stands
     const now = epoch();
-    let entry = first;
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
     if (!this.codec.alive(entry.header, now)) return this.cleared(found, jar);
     const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
@@ -356,7 +351,7 @@ export class SessionStore {
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
     if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
-      return this.refreshed(entry, found, now, jar);
+      return await this.refreshed(entry, found, now, jar);
     if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.renewed(found, await this.touched(entry, now), jar);
     return this.renewed(found, entry, jar);
   }
