@@ -82,7 +82,7 @@ export function createPipeline(parts: PipelineParts) {
   /**
    * Steps 4 and 5: identity, trusted headers, in the request's context. Undefined: the request was
    * answered; null: an anonymous request to a public path. Plain async, like every step: the
-   * synchronous returns a known session once took cost as much as they saved (bench/README.md,
+   * synchronous returns a known session once took saved nothing measurable (bench/README.md,
    * "Issue 26 item 7").
    */
   async function identify(
