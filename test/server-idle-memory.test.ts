@@ -20,7 +20,7 @@ describe('HTTP server: memory per idle keep-alive connection', function () {
   it('a finished request on a connection left open is garbage: the idle socket does not hold it', async () => {
     const requests: WeakRef<http.IncomingMessage>[] = [];
     const pipeline = {
-      handle(req: http.IncomingMessage, res: http.ServerResponse) {
+      async handle(req: http.IncomingMessage, res: http.ServerResponse) {
         requests.push(new WeakRef(req));
         res.setHeader('content-type', 'text/plain');
         res.end('ok');

@@ -83,7 +83,7 @@ export interface Authenticator {
    * cookies are removed from what `scope` sends upstream, so they never reach the chat front-end
    * (which could not use them, and would take a realm JWT in `Authorization` for its own credential).
    */
-  authenticate(req: IncomingMessage, scope?: AuthScope): Identity | undefined | Promise<Identity | undefined>;
+  authenticate(req: IncomingMessage, scope?: AuthScope): Promise<Identity | undefined>;
   /**
    * `authenticate` for a WebSocket upgrade, with what the open socket is judged by afterwards
    * (gateway/http/websockets.ts): its session's id and whether it may stay open as things now stand.
@@ -201,15 +201,16 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
 
-  function authenticate(req: IncomingMessage, scope: AuthScope = scopeOf(req.headers)): Identity | undefined | Promise<Identity | undefined> {
+  async function authenticate(req: IncomingMessage, scope: AuthScope = scopeOf(req.headers)): Promise<Identity | undefined> {
     const bearer = realmBearer(scope.authorization);
     if (bearer) scope.authorization = undefined;
-    // A verified token or a known live session answers synchronously; only a first verification
-    // or a token refresh waits.
-    const fromBearer = bearer ? bearerIdentity(bearer) : undefined;
+    // Both of the gateway's credentials leave what is sent upstream before anything waits.
     const session = gatewaySession(scope);
-    if (fromBearer instanceof Promise) return fromBearer.then((identity) => identity ?? sessionOf(session, scope));
-    return fromBearer ?? sessionOf(session, scope);
+    const fromBearer = bearer ? await bearerIdentity(bearer) : undefined;
+    if (fromBearer) return fromBearer;
+    if (!session) return undefined;
+    const entry = await liveSession(session, scope);
+    return entry ? sessionIdentity(entry.data) : undefined;
   }
 
   /** The session cookie of a request (removed with the gateway's other cookies from what goes upstream). */
@@ -222,17 +223,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     return split.session;
   }
 
-  function sessionOf(session: { value: string; names: string[] } | undefined, scope: AuthScope): Identity | undefined | Promise<Identity | undefined> {
-    if (!session) return undefined;
-    const entry = liveSession(session, scope);
-    if (entry instanceof Promise) return entry.then((e) => (e ? sessionIdentity(e.data) : undefined));
-    return entry ? sessionIdentity(entry.data) : undefined;
-  }
-
   /** The session's live entry; one whose facts the realm has since contradicted is renewed first (or refused until it can be). */
-  function liveSession(session: { value: string; names: string[] }, scope: AuthScope): SessionEntry | undefined | Promise<SessionEntry | undefined> {
-    const entry = store.live(session, scope);
-    if (entry instanceof Promise) return entry.then((e) => (e && stale(sessionIdentity(e.data)) ? store.renewNow(e, session, scope) : e));
+  async function liveSession(session: { value: string; names: string[] }, scope: AuthScope): Promise<SessionEntry | undefined> {
+    const entry = await store.live(session, scope);
     return entry && stale(sessionIdentity(entry.data)) ? store.renewNow(entry, session, scope) : entry;
   }
 

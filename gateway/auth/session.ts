@@ -326,33 +326,22 @@ export class SessionStore {
 
   /**
    * The live session of a request's cookie, refreshed or touched as needed, or undefined.
-   * With `jar`, a renewed cookie is recorded in it, and a dead one cleared. Answered synchronously
-   * for a known session that needs neither a refresh nor a new cookie: the data plane's common
-   * case costs no promise and no microtask (bench/README.md, "Sixth pass"); a cookie seen for the
-   * first time, a rolling touch and a refresh wait (jose encrypts and decrypts asynchronously).
+   * With `jar`, a renewed cookie is recorded in it, and a dead one cleared. A cookie is decrypted
+   * once (jose decrypts asynchronously); a known one is looked up.
    */
-  live(found: { value: string; names: string[] }, jar?: SessionCookies): SessionEntry | undefined | Promise<SessionEntry | undefined> {
-    const entry = this.entries.get(found.value);
+  async live(found: { value: string; names: string[] }, jar?: SessionCookies): Promise<SessionEntry | undefined> {
+    let entry = this.entries.get(found.value);
     this.hooks.lookup?.(entry !== undefined);
-    if (entry) return this.current(entry, found, jar);
-    return this.codec.decrypt(found.value).then((dec) => {
+    if (!entry) {
+      const dec = await this.codec.decrypt(found.value);
       if (!dec || !isSessionData(dec.data)) return this.cleared(found, jar);
       // Another request with the same cookie may have decrypted it meanwhile: one entry per cookie,
       // so that its renewals (`next`) are shared.
-      let known = this.entries.get(found.value);
-      if (!known) this.entries.set(found.value, (known = { value: found.value, header: dec.header, data: dec.data }));
-      return this.current(known, found, jar);
-    });
-  }
-
-  /** `live` for a cookie whose entry is known: the session as it now stands. */
-  private current(
-    first: SessionEntry,
-    found: { value: string; names: string[] },
-    jar?: SessionCookies,
-  ): SessionEntry | undefined | Promise<SessionEntry | undefined> {
+      entry = this.entries.get(found.value);
+      if (!entry) this.entries.set(found.value, (entry = { value: found.value, header: dec.header, data: dec.data }));
+    }
+    // the session as it now stands
     const now = epoch();
-    let entry = first;
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
     if (!this.codec.alive(entry.header, now)) return this.cleared(found, jar);
     const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
@@ -362,8 +351,8 @@ export class SessionStore {
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
     if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
-      return this.refreshed(entry, found, now, jar);
-    if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.touched(entry, now).then((next) => this.renewed(found, next, jar));
+      return await this.refreshed(entry, found, now, jar);
+    if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.renewed(found, await this.touched(entry, now), jar);
     return this.renewed(found, entry, jar);
   }
 

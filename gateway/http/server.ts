@@ -61,15 +61,8 @@ export function createHttpServer(o: {
       }
       logRequest(requestLog, req, res, cls, seconds);
     });
-    // The pipeline answers most requests without a promise; a step that throws, at once or later,
-    // gets the same clean answer.
-    let pending: void | Promise<void>;
-    try {
-      pending = pipeline.handle(req, res, found);
-    } catch (err) {
-      return failed(res, err);
-    }
-    if (pending) pending.catch((err: unknown) => failed(res, err));
+    // A step that throws, at once or later, rejects the promise: the same clean answer either way.
+    pipeline.handle(req, res, found).catch((err: unknown) => failed(res, err));
   };
 
   /** A step failed: answered in the one place failures are (gateway/http/respond.ts). */

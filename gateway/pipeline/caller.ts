@@ -37,10 +37,9 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
   return {
     /**
      * Step 5 for a gateway identity: its trusted headers and its own upstream credential, set in
-     * the request's context (`out`). Synchronous once the identity's upstream sign-in is done
-     * (every request but its first).
+     * the request's context (`out`). The identity's upstream sign-in is made once and then reused.
      */
-    forward(out: OutgoingCredentials, identity: Identity): Caller | Promise<Caller> {
+    async forward(out: OutgoingCredentials, identity: Identity): Promise<Caller> {
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
@@ -50,10 +49,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
         byIdentity.set(identity, known);
       }
       out.told = known.headers;
-      const account = accounts.signedIn(identity);
-      const caller = known.caller;
-      if (account instanceof Promise) return account.then((a) => credentialed(out, a, caller));
-      return credentialed(out, account, caller);
+      return credentialed(out, await accounts.signIn(identity), known.caller);
     },
 
     /** Step 5 for an upstream API key: undefined when the upstream does not know it. */

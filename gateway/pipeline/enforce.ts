@@ -44,30 +44,17 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
     sendJson(res, 403, { detail });
   }
 
-  /** Synchronous for `pass` and `deny`, the decisions of nearly every request; the others ask the upstream first. */
-  function enforce(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): void | Promise<void> {
-    const { caller, path } = ctx;
+  /** `pass` and `deny` answer at once; the others ask the upstream first. */
+  async function enforce(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { caller, path, search, expectContinue } = ctx;
     obs.metrics.policyDecisions.tally(decision.action, decision.rule);
+    const upstreamHeaders = ctx.headers!;
     switch (decision.action) {
       case 'pass':
-        return proceed(ctx, req, res, ctx.expectContinue);
+        return proceed(ctx, req, res, expectContinue);
       case 'deny':
         obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
         return sendJson(res, decision.status, { detail: decision.detail });
-      default:
-        return enforceAfterLookup(ctx, decision, req, res);
-    }
-  }
-
-  async function enforceAfterLookup(
-    ctx: RequestContext,
-    decision: Exclude<Decision, { action: 'pass' | 'deny' }>,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): Promise<void> {
-    const { caller, path, search, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    switch (decision.action) {
       case 'filter-own-files': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         const callerId = await caller.upstreamUserId();

@@ -42,7 +42,7 @@ import {
 } from '../http/request-headers.js';
 import { applySessionCookies } from '../auth/session.js';
 import { RequestContext } from './context.js';
-import type { Authenticator, Identity } from '../auth/authenticator.js';
+import type { Authenticator } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
@@ -81,40 +81,28 @@ export function createPipeline(parts: PipelineParts) {
 
   /**
    * Steps 4 and 5: identity, trusted headers, in the request's context. Undefined: the request was
-   * answered; null: an anonymous request to a public path. Synchronous for a known session or
-   * token whose upstream sign-in is done: the common request costs no promise (bench/README.md,
-   * "Sixth pass").
+   * answered; null: an anonymous request to a public path. Plain async, like every step: the
+   * synchronous returns a known session once took saved nothing measurable (bench/README.md,
+   * "Issue 26 item 7").
    */
-  function identify(
+  async function identify(
     ctx: RequestContext,
     req: IncomingMessage,
     res: ServerResponse,
     cls: RouteClass,
     apiKey: string | undefined,
-  ): Caller | null | undefined | Promise<Caller | null | undefined> {
-    const identity = authenticator.authenticate(req, ctx);
-    if (identity instanceof Promise) return identity.then((known) => callerOf(ctx, req, res, cls, known, apiKey));
-    return callerOf(ctx, req, res, cls, identity, apiKey);
-  }
-
-  function callerOf(
-    ctx: RequestContext,
-    req: IncomingMessage,
-    res: ServerResponse,
-    cls: RouteClass,
-    identity: Identity | undefined,
-    apiKey: string | undefined,
-  ): Caller | null | undefined | Promise<Caller | null | undefined> {
+  ): Promise<Caller | null | undefined> {
+    const identity = await authenticator.authenticate(req, ctx);
     ctx.identity = identity;
     // The session cookies step 4 renewed or cleared go on the answer here, once, before any
     // answer is written (a proxied one merges them with the upstream's: gateway/upstream/proxy.ts).
     applySessionCookies(res, ctx);
-    if (identity) return callers.forward(ctx, identity);
+    // `return await`: a promise returned from an async function costs two more microtasks
+    if (identity) return await callers.forward(ctx, identity);
     if (apiKey) {
-      return callers.forwardApiKey(ctx, apiKey).then((caller) => {
-        if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        return caller;
-      });
+      const caller = await callers.forwardApiKey(ctx, apiKey);
+      if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+      return caller;
     }
     if (cls === 'public') {
       // Anonymous: the client's own credential of the chat front-end was checked by nobody.
@@ -125,15 +113,14 @@ export function createPipeline(parts: PipelineParts) {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
     }
-    return loginRouting.guard(ctx.path, req).then((location) => {
-      res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
-      res.end();
-      return undefined;
-    });
+    const location = await loginRouting.guard(ctx.path, req);
+    res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
+    res.end();
+    return undefined;
   }
 
-  /** A request's steps, in order. A promise only when a step had to wait (a first sign-in, a refresh, an owner lookup). */
-  function handle(req: IncomingMessage, res: ServerResponse, found: Found): void | Promise<void> {
+  /** A request's steps, in order. A step that fails, at once or later, rejects the promise. */
+  async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     // 1. canonical target; what cannot be judged is refused
@@ -170,14 +157,12 @@ export function createPipeline(parts: PipelineParts) {
     stripClientHeaders(req.headers, trusted);
     const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
     // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
-    const caller = identify(ctx, req, res, cls, apiKey);
-    if (caller instanceof Promise) return caller.then((known) => (known === undefined ? undefined : judge(ctx, req, res, known)));
-    if (caller === undefined) return;
-    return judge(ctx, req, res, caller);
+    const caller = await identify(ctx, req, res, cls, apiKey);
+    if (caller !== undefined) await judge(ctx, req, res, caller);
   }
 
   /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
-  function judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): void | Promise<void> {
+  function judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
     ctx.caller = caller;
     ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
     // 6. the policy
@@ -203,7 +188,7 @@ export function createPipeline(parts: PipelineParts) {
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
     const opened = authenticator.authenticateSocket
       ? await authenticator.authenticateSocket(req, ctx)
-      : await Promise.resolve(authenticator.authenticate(req, ctx)).then((identity) => identity && { identity, key: undefined, verdict: undefined });
+      : await authenticator.authenticate(req, ctx).then((identity) => identity && { identity, key: undefined, verdict: undefined });
     if (!opened) return refuse(401, NOT_AUTHENTICATED);
     const { identity } = opened;
     ctx.identity = identity;

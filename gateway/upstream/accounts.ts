@@ -26,10 +26,9 @@ const MAX_ENTRIES = 50_000;
 /** SESSION_ABSOLUTE_SECONDS' default: no session described before lives longer */
 const NEWEST_TTL_MS = 7 * 24 * 3600_000;
 
-/** A sign-in or lookup under way, and its answer once it came (read synchronously on the hot path). */
+/** A sign-in or lookup, under way or done. */
 interface Pending {
   promise: Promise<UpstreamAccount>;
-  value?: UpstreamAccount;
   /** what the upstream was told at this sign-in (role, groups, name) */
   told?: string;
 }
@@ -49,12 +48,6 @@ export class UpstreamAccounts {
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
   signIn(who: ToldIdentity): Promise<UpstreamAccount> {
     return this.signingIn(who).promise;
-  }
-
-  /** The same, answered synchronously once the sign-in is done: a request then costs no promise. */
-  signedIn(who: ToldIdentity): UpstreamAccount | Promise<UpstreamAccount> {
-    const pending = this.signingIn(who);
-    return pending.value ?? pending.promise;
   }
 
   private signingIn(caller: ToldIdentity): Pending {
@@ -120,15 +113,10 @@ export class UpstreamAccounts {
     this.metrics?.cache.tally('upstream-account', 'miss');
     const pending: Pending = { promise: load(), told };
     this.entries.set(key, pending, ttlMs);
-    pending.promise.then(
-      (value) => {
-        pending.value = value;
-      },
-      // A failure is not cached: the next request tries again.
-      () => {
-        if (this.entries.get(key) === pending) this.entries.delete(key);
-      },
-    );
+    // A failure is not cached: the next request tries again.
+    pending.promise.catch(() => {
+      if (this.entries.get(key) === pending) this.entries.delete(key);
+    });
     return pending;
   }
 }
