@@ -54,6 +54,11 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/(?:;|')\s*HttpOnly/, [])).to.deep.equal([]);
   });
 
+  it('the client\u2019s headers are never edited in place: what goes upstream is assembled once, by upstreamHeaders', () => {
+    expect(offenders(/delete (req|request)\.headers|(req|request)\.headers(\.[a-z]+|\[[^\]]+\]) =(?!=)/, [])).to.deep.equal([]);
+    expect(offenders(/export function upstreamHeaders\(/, ['gateway/http/request-headers.ts'])).to.deep.equal([]);
+  });
+
   it('the tenant, alias and locale grammar is written once, in policies/syntax.ts', () => {
     expect(offenders(/\[A-Za-z0-9\]\[A-Za-z0-9\._-\]\*|\[a-z\]\{2,3\}/, ['policies/syntax.ts'])).to.deep.equal([]);
   });

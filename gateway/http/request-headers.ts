@@ -46,14 +46,17 @@ const normalizeHeaderName = (name: string) => {
   return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
 };
 
+/** Did the client ask for a WebSocket upgrade? */
+export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
+  return headers.upgrade !== undefined && String(headers.upgrade).toLowerCase() === 'websocket';
+}
+
 /**
- * Remove what a client must not send upstream: every copy of the trusted identity headers in
- * any spelling, hop-by-hop headers, and whatever the client listed in `Connection:` (unless it is
- * one of ours: a client must not be able to make a hop-by-hop rule drop the gateway's headers).
- * Returns whether the request asked for a WebSocket upgrade.
+ * What a client must not send upstream: every copy of the trusted identity headers in any
+ * spelling, hop-by-hop headers, and whatever the client listed in `Connection:` (unless it is one
+ * of ours: a client must not be able to make a hop-by-hop rule drop the gateway's headers).
  */
-export function stripClientHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): { websocket: boolean } {
-  const websocket = headers.upgrade !== undefined && String(headers.upgrade).toLowerCase() === 'websocket';
+function clientOnly(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): (name: string) => boolean {
   const listed =
     headers.connection === undefined
       ? []
@@ -61,15 +64,10 @@ export function stripClientHeaders(headers: IncomingHttpHeaders, trusted: Readon
           .split(',')
           .map((t) => normalizeHeaderName(t.trim()))
           .filter(Boolean);
-  for (const name of Object.keys(headers)) {
+  return (name) => {
     const n = normalizeHeaderName(name);
-    if (trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && listed.includes(n))) delete headers[name];
-  }
-  if (websocket) {
-    headers.connection = 'Upgrade';
-    headers.upgrade = 'websocket';
-  }
-  return { websocket };
+    return trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && listed.includes(n));
+  };
 }
 
 export function trustedHeaderSet(names: TrustedHeaderNames): ReadonlySet<string> {
@@ -119,8 +117,9 @@ export interface OutgoingCredentials {
 const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']);
 
 /**
- * What is sent upstream, assembled in one place from the client's headers after hygiene
- * (`stripClientHeaders`) and what the steps decided (`out`): a new plain object in insertion
+ * What is sent upstream, assembled in one place from the client's headers (those a client may not
+ * send left out: `clientOnly`; the client's own headers object is never changed) and what the
+ * steps decided (`out`): a new plain object in insertion
  * order, so it also stands in for the copy `compactHeaders` made (deleted properties turn V8's
  * object into a slow dictionary that http-proxy-3 and Node then walk; bench/README.md).
  * The upstream learns the host from the gateway, never from the client (which may send anything a
@@ -129,12 +128,17 @@ const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-
 export function upstreamHeaders(
   client: IncomingHttpHeaders,
   out: OutgoingCredentials,
-  facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string },
+  facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string; trusted: ReadonlySet<string> },
 ): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { host: facts.publicOrigin.host };
+  const dropped = clientOnly(client, facts.trusted);
   for (const name in client) {
     const value = client[name];
-    if (value !== undefined && !GATEWAY_SET.has(name)) headers[name] = value;
+    if (value !== undefined && !GATEWAY_SET.has(name) && !dropped(name)) headers[name] = value;
+  }
+  if (isWebSocketUpgrade(client)) {
+    headers.connection = 'Upgrade';
+    headers.upgrade = 'websocket';
   }
   for (const [name, value] of out.told) headers[name] = value;
   if (out.authorization !== undefined) headers.authorization = out.authorization;

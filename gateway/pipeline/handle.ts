@@ -5,7 +5,8 @@
 //   2. route class (policies/routes.ts): routes the gateway answers itself (login pages,
 //      auth-providers API, /auth/*, the chat front-end's sign-out, health, metrics) go to the
 //      control app (Express); everything else stays here, outside Express: the hot path
-//   3. header hygiene: client copies of the trusted headers and hop-by-hop headers removed
+//   3. the request's context; header hygiene happens where the upstream headers are assembled
+//      (before step 7): client copies of the trusted headers and hop-by-hop headers left out
 //   4. identity: session cookie or realm bearer JWT (gateway/auth/authenticator.ts); an upstream API key
 //      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
 //   5. trusted headers from that identity only, and its own upstream credential
@@ -35,7 +36,7 @@ import {
   publicOriginOf,
   upstreamHeaders,
   validHost,
-  stripClientHeaders,
+  isWebSocketUpgrade,
   trustedHeaderSet,
   upstreamApiKey,
   withoutUpstreamCredentials,
@@ -153,8 +154,8 @@ export function createPipeline(parts: PipelineParts) {
     }
     const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
     const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
-    // 3. header hygiene; the request's context starts from what is left
-    stripClientHeaders(req.headers, trusted);
+    // 3. the request's context; what the client may not send upstream is left out when the
+    // upstream headers are assembled (before step 7), the client's own headers stay as they came
     const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
     // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
     const caller = await identify(ctx, req, res, cls, apiKey);
@@ -164,7 +165,7 @@ export function createPipeline(parts: PipelineParts) {
   /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
   function judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
     ctx.caller = caller;
-    ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
+    ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId, trusted });
     // 6. the policy
     const decision = decide({ method: ctx.method, path: ctx.path, search: ctx.search }, settings.policy, { admin: caller?.admin ?? false });
     ctx.decision = decision;
@@ -183,7 +184,7 @@ export function createPipeline(parts: PipelineParts) {
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
     req.url = canonical.target.url;
     const origin = req.headers.origin;
-    if (!stripClientHeaders(req.headers, trusted).websocket) return refuse(400, 'Only WebSocket upgrades are accepted');
+    if (!isWebSocketUpgrade(req.headers)) return refuse(400, 'Only WebSocket upgrades are accepted');
     // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
     const opened = authenticator.authenticateSocket
@@ -196,9 +197,9 @@ export function createPipeline(parts: PipelineParts) {
     if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
     const caller = await callers.forward(ctx, identity);
     ctx.caller = caller;
+    req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId, trusted });
     // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
-    if (caller.admin) delete req.headers['sec-websocket-extensions'];
-    req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId });
+    if (caller.admin) delete ctx.headers['sec-websocket-extensions'];
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
