@@ -8,15 +8,9 @@
 // the admin's own folder, files and knowledge base still work. One Open WebUI boot.
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { callOpenWebUI, startRealWorld, type Answer, type RealWorld } from '../support/open-webui.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Answer {
-  status: number;
-  text: string;
-  json<T = unknown>(): T;
-}
 
 describe('objects named in an admin\u2019s request body, on the real Open WebUI 0.12.4 (its flags all false, gateway bypass false)', function () {
   this.timeout(120_000);
@@ -28,15 +22,7 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
   let adminToken: string;
   const c = {} as Record<'folder' | 'folderOwn' | 'file' | 'file2' | 'fileOwn' | 'kb' | 'kbOwn' | 'kbProbe' | 'note' | 'noteOwn', string>;
 
-  const direct = async (method: string, path: string, body?: unknown): Promise<Answer> => {
-    const res = await fetch(`${w.owui.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
-  };
+  const direct = (method: string, path: string, body?: unknown): Promise<Answer> => callOpenWebUI(w.owui.url, adminToken, method, path, body);
   const via = (jar: Jar, method: string, path: string, body?: unknown) =>
     browse(jar, path, {
       method,

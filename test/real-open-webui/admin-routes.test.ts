@@ -10,15 +10,9 @@ import { expect } from 'chai';
 import WebSocket from 'ws';
 import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type AdminFlags, type RealWorld } from '../support/open-webui.js';
+import { callOpenWebUI, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Answer {
-  status: number;
-  text: string;
-  json<T = unknown>(): T;
-}
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
   {
@@ -53,15 +47,7 @@ for (const { title, flags } of FLAG_SETS) {
     let acme: string;
 
     /** Straight at Open WebUI, as the admin, no gateway. */
-    const direct = async (method: string, path: string, body?: unknown, token = adminToken): Promise<Answer> => {
-      const res = await fetch(`${w.owui.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
-    };
+    const direct = (method: string, path: string, body?: unknown, token = adminToken): Promise<Answer> => callOpenWebUI(w.owui.url, token, method, path, body);
     /** Through the gateway, as a signed-in browser. */
     const via = (jar: Jar, method: string, path: string, body?: unknown) =>
       browse(jar, path, {

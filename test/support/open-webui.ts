@@ -204,3 +204,21 @@ export async function startRealWorld(o: {
     },
   };
 }
+
+/** An answer read whole: status, text, and the text as JSON on demand. */
+export interface Answer {
+  status: number;
+  text: string;
+  json<T = unknown>(): T;
+}
+
+/** A request straight at Open WebUI (no gateway) with `token` as the bearer, a JSON body when given. */
+export async function callOpenWebUI(baseUrl: string, token: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+}
