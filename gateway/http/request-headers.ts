@@ -57,6 +57,7 @@ export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
  * of ours: a client must not be able to make a hop-by-hop rule drop the gateway's headers).
  */
 function clientOnly(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): (name: string) => boolean {
+  // (a Connection naming the body's framing is refused before this: `connectionNamesFraming`)
   const listed =
     headers.connection === undefined
       ? []
@@ -66,8 +67,25 @@ function clientOnly(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>):
           .filter(Boolean);
   return (name) => {
     const n = normalizeHeaderName(name);
-    return trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && listed.includes(n));
+    return trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && n !== 'content-length' && listed.includes(n));
   };
+}
+
+/** Headers that say where a message ends or whom it is for: never hop-by-hop. */
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
+
+/**
+ * Does `Connection:` name the body's framing? Honouring it would send the body upstream without its
+ * length, as raw bytes after a bodiless request: a second request that nobody judged (smuggling).
+ */
+export function connectionNamesFraming(headers: IncomingHttpHeaders): boolean {
+  const c = headers.connection;
+  return (
+    c !== undefined &&
+    String(c)
+      .split(',')
+      .some((t) => FRAMING.has(normalizeHeaderName(t.trim())))
+  );
 }
 
 export function trustedHeaderSet(names: TrustedHeaderNames): ReadonlySet<string> {
@@ -217,9 +235,22 @@ export function withoutCookies(cookie: string, drop: RegExp): string {
   return cookie
     .split(';')
     .map((p) => p.trim())
-    .filter((p) => p && !drop.test(p.slice(0, p.indexOf('=') < 0 ? p.length : p.indexOf('=')).trim()))
+    .filter((p) => p && !drop.test(starletteName(p)))
     .join('; ');
 }
+
+/**
+ * A cookie pair's name as Starlette reads it (`cookie_parser`: `key.strip()`): Python strips more
+ * than JavaScript's trim() (\x1c-\x1f and \x85 too; header bytes arrive as Latin-1), so `\x85token`
+ * is Open WebUI's `token`.
+ */
+function starletteName(pair: string): string {
+  const eq = pair.indexOf('=');
+  return eq < 0 ? '' : pair.slice(0, eq).replace(PYTHON_EDGE_SPACE, '');
+}
+// Python's str.isspace() in the Latin-1 range, at either end (built from a string: a literal control-character class trips the linter)
+const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0]';
+const PYTHON_EDGE_SPACE = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, 'g');
 
 /** `Authorization: Bearer sk-...` or `x-api-key: sk-...`: an API key of the chat front-end. */
 export function upstreamApiKey(headers: IncomingHttpHeaders): string | undefined {

@@ -37,6 +37,7 @@ import {
   upstreamHeaders,
   validHost,
   isWebSocketUpgrade,
+  connectionNamesFraming,
   trustedHeaderSet,
   upstreamApiKey,
   withoutUpstreamCredentials,
@@ -135,6 +136,11 @@ export function createPipeline(parts: PipelineParts) {
     // (http-proxy-3 even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
     // them would reach Open WebUI as raw bytes after a bodiless request: a second request nobody judged.
     // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 6.1), which Node accepts: refused too.
+    // Connection naming Content-Length (or Transfer-Encoding, Host) would have the body's framing
+    // left out of what is forwarded: the body would follow as raw bytes, the same second request.
+    if (connectionNamesFraming(req.headers)) {
+      return sendJson(res, 400, { detail: 'Bad request: Connection may not name Content-Length, Transfer-Encoding or Host' }, { connection: 'close' });
+    }
     if (req.headers['transfer-encoding'] !== undefined && (UNFRAMED_BODY_METHODS.has(method) || req.httpVersion === '1.0')) {
       return sendJson(res, 400, { detail: `Bad request: a chunked body is not accepted on ${method} HTTP/${req.httpVersion}` }, { connection: 'close' });
     }
@@ -180,7 +186,7 @@ export function createPipeline(parts: PipelineParts) {
     };
     if (closing) return refuse(503, 'Shutting down');
     const canonical = canonicalize(req.url);
-    if (!canonical.ok || !validHost(req.headers.host, req.httpVersion)) return refuse(400, 'Bad Request');
+    if (!canonical.ok || !validHost(req.headers.host, req.httpVersion) || connectionNamesFraming(req.headers)) return refuse(400, 'Bad Request');
     if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
     req.url = canonical.target.url;
     const origin = req.headers.origin;
