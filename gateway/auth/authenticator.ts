@@ -49,6 +49,7 @@ import {
   type SessionUser,
 } from './session.js';
 import { isLocaleSegment } from '../../policies/syntax.js';
+import { activeTenantAtRefresh } from '../../policies/tenancy.js';
 import { userFromClaims } from './claims.js';
 import { mountSessionApi } from './session-api.js';
 import { createBearerTokens, JWT_SHAPE } from './bearer-tokens.js';
@@ -198,6 +199,16 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     return !!newest && newest.at > (identity.factsAt ?? 0) && factsStanding(seen(identity), newest).standing === 'stale';
   };
 
+  /**
+   * A bearer token the realm has contradicted since (issued before a promotion or a demotion) is
+   * judged as the user's newest facts: the identity Open WebUI is told (accounts.ts signs an older
+   * identity in as the newest), never by the token's old role; its tenant as a refresh would keep it.
+   */
+  const asNewest = (identity: Identity): Identity => {
+    const newest = newestFacts.get(identity.sub)!.facts as Identity;
+    return { ...newest, via: identity.via, activeTenant: activeTenantAtRefresh(newest.tenants, identity.activeTenant).active };
+  };
+
   const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf });
   const { realmBearer, bearerIdentity } = bearerTokens;
 
@@ -207,7 +218,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     // Both of the gateway's credentials leave what is sent upstream before anything waits.
     const session = gatewaySession(scope);
     const fromBearer = bearer ? await bearerIdentity(bearer) : undefined;
-    if (fromBearer) return fromBearer;
+    if (fromBearer) return stale(fromBearer) ? asNewest(fromBearer) : fromBearer;
     if (!session) return undefined;
     const entry = await liveSession(session, scope);
     return entry ? sessionIdentity(entry.data) : undefined;
@@ -239,7 +250,7 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     if (fromBearer) {
       // As long as a request would take it (the same clock tolerance).
       const until = (decodeJwt(bearer!).exp ?? 0) + CLOCK_TOLERANCE_S;
-      return { identity: fromBearer, verdict: () => bearerSocketVerdict(until, epoch()) };
+      return { identity: stale(fromBearer) ? asNewest(fromBearer) : fromBearer, verdict: () => bearerSocketVerdict(until, epoch()) };
     }
     if (!session) return undefined;
     const entry = await liveSession(session, scope);
