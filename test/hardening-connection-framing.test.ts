@@ -54,4 +54,11 @@ describe('hardening: a Connection header naming Content-Length smuggles nothing 
       });
     }
   }
+  it('a plain request that names Upgrade: websocket (without Connection: upgrade) goes upstream as a plain request', async () => {
+    const mark = w.upstream.requests.length;
+    await rawExchange(port, `GET /static/app.js HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive\r\n\r\n`, 1500);
+    await sleep(100);
+    const seen = w.upstream.requests.slice(mark).filter((r) => r.url === '/static/app.js');
+    expect(seen.map((r) => [r.upgrade, r.headers.upgrade, r.headers.connection === 'Upgrade'])).to.deep.equal([[false, undefined, false]]);
+  });
 });

@@ -146,7 +146,7 @@ const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-
 export function upstreamHeaders(
   client: IncomingHttpHeaders,
   out: OutgoingCredentials,
-  facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string; trusted: ReadonlySet<string> },
+  facts: { clientIp: string | undefined; publicOrigin: PublicOrigin; requestId: string; trusted: ReadonlySet<string>; upgrade?: boolean },
 ): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { host: facts.publicOrigin.host };
   const dropped = clientOnly(client, facts.trusted);
@@ -154,7 +154,8 @@ export function upstreamHeaders(
     const value = client[name];
     if (value !== undefined && !GATEWAY_SET.has(name) && !dropped(name)) headers[name] = value;
   }
-  if (isWebSocketUpgrade(client)) {
+  // only on the upgrade path: a plain request that names `Upgrade: websocket` is not one
+  if (facts.upgrade && isWebSocketUpgrade(client)) {
     headers.connection = 'Upgrade';
     headers.upgrade = 'websocket';
   }

@@ -203,7 +203,13 @@ export function createPipeline(parts: PipelineParts) {
     if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
     const caller = await callers.forward(ctx, identity);
     ctx.caller = caller;
-    req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId, trusted });
+    req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, {
+      clientIp: req.socket.remoteAddress,
+      publicOrigin,
+      requestId: ctx.requestId,
+      trusted,
+      upgrade: true,
+    });
     // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
     if (caller.admin) delete ctx.headers['sec-websocket-extensions'];
     obs.metrics.openWebSockets.inc();
