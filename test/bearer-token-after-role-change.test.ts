@@ -7,15 +7,14 @@
 // from before the promotion (sessions are renewed first when stale; bearer tokens were not). Now
 // such a token is judged as the newest facts, the identity Open WebUI is told.
 import { expect } from 'chai';
-import { demoAccounts } from '../sandbox/demo-realm.js';
-import { browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { seedChats, seedUsers, FOREIGN_MARKER } from './support/raw-http.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a bearer token from before a role change is judged by the newest facts, never by its old role', function () {
   this.timeout(30_000);
-  const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+  const accounts = changeableDemoAccounts();
   const sysadmin = accounts.find((a) => a.username === 'sysadmin')!;
   const adminRoles = [...sysadmin.roles];
   let w: World;

@@ -8,8 +8,7 @@
 // stand-in of Open WebUI (which echoes every frame).
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { demoAccounts } from '../sandbox/demo-realm.js';
-import { browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
+import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
@@ -78,7 +77,7 @@ describe('sessions that end close their open WebSockets', function () {
 
   describe('ends on this instance: at once (the re-check timer is 300 s here)', () => {
     let w: World;
-    const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+    const accounts = changeableDemoAccounts();
     before(async () => {
       w = await startWorld({ accounts, accessTokenTtl: 4, env: { TOKEN_REFRESH_MARGIN_SECONDS: '2', WEBSOCKET_SESSION_CHECK_SECONDS: '300' } });
     });

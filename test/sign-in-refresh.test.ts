@@ -3,8 +3,7 @@
 // The realm issues 4-second access tokens and the gateway refreshes 2 seconds before expiry.
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { demoAccounts } from '../sandbox/demo-realm.js';
-import { browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
+import { changeableDemoAccounts, browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
 
 const TTL = 4;
@@ -15,7 +14,7 @@ describe('sign-in: token refresh', function () {
   this.timeout(20_000);
   let w: World;
   let codec: SessionCodec;
-  const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+  const accounts = changeableDemoAccounts();
   const grants: Array<{ type: string; ok: boolean }> = [];
 
   const sessionOf = async (jar: Jar) => (await codec.decrypt(jar.get('appSession')!))!.data as SessionData;
@@ -177,7 +176,7 @@ describe('sign-in: token refresh', function () {
 describe('sign-in: a renewed session survives a failed upstream answer', function () {
   this.timeout(20_000);
   it('the 502 of an unreachable chat front-end still carries the renewed session cookie (its rotated refresh token is not lost)', async () => {
-    const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+    const accounts = changeableDemoAccounts();
     const w = await startWorld({ accessTokenTtl: TTL, accounts, env: { TOKEN_REFRESH_MARGIN_SECONDS: String(MARGIN) } });
     try {
       const codec = new SessionCodec([SESSION_SECRET], {

@@ -4,14 +4,13 @@
 // again (or refused while it cannot be), and an older bearer token is signed in as the newest
 // identity: the role inside the chat front-end never returns to admin once the demotion was seen.
 import { expect } from 'chai';
-import { demoAccounts } from '../sandbox/demo-realm.js';
-import { browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the newest identity facts of a user win at the chat front-end', function () {
   this.timeout(30_000);
-  const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+  const accounts = changeableDemoAccounts();
   const sysadmin = accounts.find((a) => a.username === 'sysadmin')!;
   const adminRoles = [...sysadmin.roles];
   let w: World;

@@ -107,7 +107,7 @@ export async function signIn(gatewayUrl: string, username: string, startQuery = 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
+import { demoAccounts, demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/ops/observability.js';
@@ -199,4 +199,9 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
       await Promise.all([idp.close(), upstream.close()]);
     },
   };
+}
+
+/** The demo realm's accounts as copies a test may change (roles, groups, tenants) while its world runs. */
+export function changeableDemoAccounts(): DemoAccount[] {
+  return demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
 }

@@ -7,13 +7,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { demoAccounts, demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
+import { demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/ops/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
-import { gatewayClient, SESSION_SECRET, worldEnv } from './cookie-jar.js';
+import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from './cookie-jar.js';
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
@@ -157,7 +157,7 @@ export async function startRealWorld(o: {
   accessTokenTtl?: number;
   owuiEnv?: Record<string, string>;
 }): Promise<RealWorld> {
-  const accounts = demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
+  const accounts = changeableDemoAccounts();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const model = o.model ? await startModelServer() : undefined;
