@@ -3,8 +3,11 @@
 // the realm gave win (policies/session-ends.ts). The older session is renewed before it is believed
 // again (or refused while it cannot be), and an older bearer token is signed in as the newest
 // identity: the role inside the chat front-end never returns to admin once the demotion was seen.
+// A bearer token from before a promotion is judged by the newest facts too (found by a review: it
+// was judged as a plain user while Open WebUI was told the admin, and read another user's chat).
 import { expect } from 'chai';
 import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import { seedChats, seedUsers, FOREIGN_MARKER } from './support/raw-http.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -15,7 +18,8 @@ describe('the newest identity facts of a user win at the chat front-end', functi
   const adminRoles = [...sysadmin.roles];
   let w: World;
   before(async () => {
-    w = await startWorld({ accounts }); // 300 s access tokens: no refresh comes on its own here
+    // 300 s access tokens: no refresh comes on its own here; another user's chat to be kept from the admin
+    w = await startWorld({ accounts, upstream: { users: seedUsers.map((u) => ({ ...u })), chats: seedChats(), enableAdminChatAccess: true } });
   });
   after(() => w?.close());
   afterEach(() => {
@@ -88,5 +92,28 @@ describe('the newest identity facts of a user win at the chat front-end', functi
     expect((await role(after.jar)).role).to.equal('admin');
     expect((await role(before.jar)).role).to.equal('admin');
     expect((await role(after.jar)).role).to.equal('admin');
+  });
+
+  it('GET /api/v1/chats/c-u-bob with a pre-promotion token: refused like any admin request, never forwarded', async () => {
+    sysadmin.roles = [];
+    const oldToken = await w.idp.accessTokenFor('sysadmin', CLIENT_ID); // plain user facts
+    sysadmin.roles = [...adminRoles];
+    await sleep(1_100);
+    const promoted = await signIn(w.url, 'sysadmin'); // admin facts, newer
+    expect((await browse(promoted.jar, '/api/v1/auths/')).json<{ role: string }>().role).to.equal('admin');
+    // the admin's session: the rule holds (the gateway asks Open WebUI whose chat it is, then refuses)
+    const asked = (from: number) => w.upstream.requests.slice(from).filter((r) => r.url.startsWith('/api/v1/chats/c-u-bob')).length;
+    const sessionMark = w.upstream.requests.length;
+    expect((await browse(promoted.jar, '/api/v1/chats/c-u-bob')).status).to.equal(401);
+    const sessionAsked = asked(sessionMark);
+    // the same user with the older token: handled exactly as the admin's session (judged by the newest facts)
+    const mark = w.upstream.requests.length;
+    const res = await fetch(`${w.url}/api/v1/chats/c-u-bob`, { headers: { authorization: `Bearer ${oldToken}` } });
+    const text = await res.text();
+    expect({ status: res.status, upstreamAsked: asked(mark), leaked: text.includes(FOREIGN_MARKER) }).to.deep.equal({
+      status: 401,
+      upstreamAsked: sessionAsked,
+      leaked: false,
+    });
   });
 });
