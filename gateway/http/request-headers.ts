@@ -58,17 +58,21 @@ export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
  */
 function clientOnly(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): (name: string) => boolean {
   // (a Connection naming the body's framing is refused before this: `connectionNamesFraming`)
-  const listed =
-    headers.connection === undefined
-      ? []
-      : String(headers.connection)
-          .split(',')
-          .map((t) => normalizeHeaderName(t.trim()))
-          .filter(Boolean);
+  const listed = connectionListed(headers);
   return (name) => {
     const n = normalizeHeaderName(name);
     return trusted.has(n) || ALWAYS_DROP.has(n) || (listed.length > 0 && n !== 'content-length' && listed.includes(n));
   };
+}
+
+/** The header names `Connection:` lists, as Starlette would spell them. */
+function connectionListed(headers: IncomingHttpHeaders): string[] {
+  return headers.connection === undefined
+    ? []
+    : String(headers.connection)
+        .split(',')
+        .map((t) => normalizeHeaderName(t.trim()))
+        .filter(Boolean);
 }
 
 /** Headers that say where a message ends or whom it is for: never hop-by-hop. */
@@ -79,13 +83,7 @@ const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
  * length, as raw bytes after a bodiless request: a second request that nobody judged (smuggling).
  */
 export function connectionNamesFraming(headers: IncomingHttpHeaders): boolean {
-  const c = headers.connection;
-  return (
-    c !== undefined &&
-    String(c)
-      .split(',')
-      .some((t) => FRAMING.has(normalizeHeaderName(t.trim())))
-  );
+  return headers.connection !== undefined && connectionListed(headers).some((n) => FRAMING.has(n));
 }
 
 export function trustedHeaderSet(names: TrustedHeaderNames): ReadonlySet<string> {
@@ -137,8 +135,7 @@ const GATEWAY_SET = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-
 /**
  * What is sent upstream, assembled in one place from the client's headers (those a client may not
  * send left out: `clientOnly`; the client's own headers object is never changed) and what the
- * steps decided (`out`): a new plain object in insertion
- * order, so it also stands in for the copy `compactHeaders` made (deleted properties turn V8's
+ * steps decided (`out`): a new plain object in insertion order (deleted properties would turn V8's
  * object into a slow dictionary that http-proxy-3 and Node then walk; bench/README.md).
  * The upstream learns the host from the gateway, never from the client (which may send anything a
  * parser lets through): the public one, as on every other header it builds links from.
