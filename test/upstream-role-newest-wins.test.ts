@@ -1,7 +1,7 @@
 // Two live sessions of one user from either side of a demotion (one signed in before, still admin
 // until its refresh; one after) must not take turns telling Open WebUI their role: the newest facts
 // the realm gave win (policies/session-ends.ts). The older session is renewed before it is believed
-// again (or refused while it cannot be), and an older bearer token is signed in as the newest
+// again (or refused while it cannot be), and an older bearer token is judged and signed in as the newest
 // identity: the role inside the chat front-end never returns to admin once the demotion was seen.
 // A bearer token from before a promotion is judged by the newest facts too (found by a review: it
 // was judged as a plain user while Open WebUI was told the admin, and read another user's chat).

@@ -201,8 +201,8 @@ export async function createAuthenticator(settings: Settings, obs: Observability
 
   /**
    * A bearer token the realm has contradicted since (issued before a promotion or a demotion) is
-   * judged as the user's newest facts: the identity Open WebUI is told (accounts.ts signs an older
-   * identity in as the newest), never by the token's old role; its tenant as a refresh would keep it.
+   * judged, and signed in upstream, as the user's newest facts, never by the token's old role (Open
+   * WebUI keeps one role per account); its tenant as a refresh would keep it.
    */
   const asNewest = (identity: Identity): Identity => {
     const newest = newestFacts.get(identity.sub)!.facts as Identity;

@@ -15,7 +15,7 @@ export interface TrustedHeaderNames {
 }
 
 /** What the chat front-end is told about the caller (a verified gateway identity). */
-export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups' | 'factsAt'>;
+export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups'>;
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones only a proxy in front of us could set.
 // X-Forwarded-* and Forwarded are dropped: the gateway is the edge and sets its own.

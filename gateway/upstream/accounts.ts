@@ -24,7 +24,6 @@ const SIGNIN_TTL_MS = 10 * 60_000;
 const WHOAMI_TTL_MS = 30_000;
 const MAX_ENTRIES = 50_000;
 /** SESSION_ABSOLUTE_SECONDS' default: no session described before lives longer */
-const NEWEST_TTL_MS = 7 * 24 * 3600_000;
 
 /** A sign-in or lookup, under way or done. */
 interface Pending {
@@ -50,8 +49,10 @@ export class UpstreamAccounts {
     return this.signingIn(who).promise;
   }
 
-  private signingIn(caller: ToldIdentity): Pending {
-    const who = this.newestOf(caller);
+  // Two live sessions of one user from either side of a role change are never both told here: the
+  // authenticator judges an identity the realm has contradicted since by the newest facts (a
+  // session is renewed first, a bearer token taken as the newest; policies/session-ends.ts).
+  private signingIn(who: ToldIdentity): Pending {
     const { key, told } = this.keyOf(who);
     // One entry per email: the upstream keeps ONE role per user, the one of its latest sign-in. A
     // sign-in told something else since (a promotion, then a demotion back to what an older entry
@@ -66,21 +67,6 @@ export class UpstreamAccounts {
       if (!body) throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user'), token: body.token };
     });
-  }
-
-  // Per account, the identity the realm described last (its `factsAt`). Two live sessions of one
-  // user from either side of a demotion would otherwise take turns telling the upstream their role,
-  // and the one from before would make the user admin again at every request of its own: the
-  // newest facts win, and an older identity is signed in as the newest (policies/session-ends.ts;
-  // the authenticator renews such a session as soon as it sees it). Kept as long as a session lives.
-  private readonly newest = new TtlCache<string, ToldIdentity>(MAX_ENTRIES, NEWEST_TTL_MS);
-  private newestOf(who: ToldIdentity): ToldIdentity {
-    const { key } = this.keyOf(who);
-    const known = this.newest.get(key);
-    if (known === who) return who;
-    if (known && (known.factsAt ?? 0) > (who.factsAt ?? 0)) return known;
-    this.newest.set(key, who);
-    return who;
   }
 
   /** The upstream account behind an API key (or other upstream credential headers). */
