@@ -28,10 +28,13 @@ interface Client {
 }
 
 /** A browser's Socket.IO WebSocket: its cookies, its own Origin. */
-async function openSocket(url: string, jar: Jar, origin: string): Promise<Client> {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
-    headers: { cookie: jar.header('/ws/socket.io/'), origin },
-  });
+function openSocket(url: string, jar: Jar, origin: string): Promise<Client> {
+  return openSocketWith(url, { cookie: jar.header('/ws/socket.io/'), origin });
+}
+
+/** A Socket.IO WebSocket with these request headers, open. */
+async function openSocketWith(url: string, headers: Record<string, string>): Promise<Client> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers });
   const received: string[] = [];
   ws.on('message', (data) => received.push(String(data)));
   let setCookies: string[] = [];
@@ -216,15 +219,7 @@ describe('sessions that end close their open WebSockets', function () {
 
     it('lives as long as a request would take its token (expiry plus the clock tolerance), then closes', async () => {
       const token = await w.idp.accessTokenFor('alice', CLIENT_ID);
-      const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { authorization: `Bearer ${token}` } });
-      const opened = Date.now();
-      const closed = new Promise<{ code: number; reason: string; afterMs: number }>((resolve) =>
-        ws.once('close', (code, reason) => resolve({ code, reason: reason.toString(), afterMs: Date.now() - opened })),
-      );
-      await new Promise<void>((resolve, reject) => {
-        ws.once('open', () => resolve());
-        ws.once('error', reject);
-      });
+      const { closed } = await openSocketWith(w.url, { authorization: `Bearer ${token}` });
       const c = await Promise.race([closed, sleep(10_000).then(() => 'open' as const)]);
       expect(c).to.deep.include({ code: 1008, reason: 'token expired' });
       const { afterMs } = c as { afterMs: number };
