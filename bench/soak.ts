@@ -639,6 +639,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   await Promise.all(users);
   running = false;
   await loginLoop;
+  // A WebSocket still in its handshake when the run ends is given time to open (bounded): closing it
+  // mid-handshake is the soak's doing, not a broken socket. One that never opens still fails the run.
+  const openingUntil = Date.now() + 30_000;
+  while (sockets.some((ws) => ws.readyState === WebSocket.CONNECTING) && Date.now() < openingUntil) await sleep(50);
   for (const ws of sockets) ws.close(1000, 'soak over');
   await Promise.all(wsLoops);
   clearInterval(sampler);

