@@ -4,8 +4,10 @@
 // callback `ws()` was given. When the client resets while the gateway is still asking the
 // upstream, the write of the 101 fails (EPIPE / ECONNRESET); with no 'error' listener on the proxy
 // that error was thrown out of the event loop: in production, the end of the process. It happened
-// about once in twelve runs of the load test; here every step of the handshake is hit on purpose,
-// many times, over real sockets, with the process's uncaught-error listeners replaced by a counter.
+// about once in twelve runs of the load test. Upgrades no longer go through http-proxy-3 (the
+// gateway joins the sockets itself, gateway/upstream/proxy.ts forwardUpgrade); every step of the
+// handshake is still hit on purpose, many times, over real sockets, with the process's
+// uncaught-error listeners replaced by a counter.
 import { expect } from 'chai';
 import net from 'node:net';
 import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';

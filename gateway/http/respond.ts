@@ -137,7 +137,9 @@ export function answerFailure(
   if (err instanceof UpstreamError) {
     obs.metrics.upstreamErrors.inc({ kind: err.kind });
     obs.log.warn({ err: { message: e.message, code: e.code }, kind: err.kind, ...fields }, 'upstream request failed');
-    if (!res) return void to.destroy();
+    // A WebSocket handshake the upstream failed: nothing was written to the client yet, so it gets
+    // the same 502/504 a request would, then the end of the connection.
+    if (!res) return void (to.writable ? to.end(rawJsonAnswer(err.status, err.detail)) : to.destroy());
     return sendJson(res, err.status, { detail: err.detail }, extraHeaders);
   }
   if (!res) {

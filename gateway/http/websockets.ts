@@ -192,7 +192,7 @@ export class WebSocketTracker {
       // A Buffer is used as it is (the pipe hands over Buffers; a copy per chunk was pure cost).
       let bytes = typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
       if (!t.open && !t.plainHttp) {
-        // http-proxy-3 writes the whole response head in one call.
+        // The proxy writes the whole response head in one call (gateway/upstream/proxy.ts rawResponseHead).
         const text = bytes.toString('latin1');
         if (/^HTTP\/1\.[01] 101 /.test(text)) {
           const end = text.indexOf('\r\n\r\n');

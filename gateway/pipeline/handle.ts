@@ -226,7 +226,7 @@ export function createPipeline(parts: PipelineParts) {
       const headers = rewriteHeaders(ctx.headers, trusted);
       const judge = enforce.socketJudge(caller, headers);
       const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
-      upstream.forwardUpgradeGuarded(
+      upstream.forwardUpgrade(
         req,
         socket,
         head,

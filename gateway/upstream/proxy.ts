@@ -1,8 +1,10 @@
 // Every byte to and from the chat front-end goes through here: the streaming proxy for client
-// traffic (http-proxy-3 over one keep-alive agent) and `call()` for the gateway's own requests
+// traffic (http-proxy-3 over one keep-alive agent), WebSocket upgrades (`forwardUpgrade`, the two
+// sockets joined by the gateway) and `call()` for the gateway's own requests
 // (sign-in, rewritten routes, owner lookups, drift checks). Client bodies are piped, never
 // buffered; only `call()` buffers, and only up to a bound.
 import http, { type IncomingMessage, type ServerResponse, type IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
@@ -70,6 +72,75 @@ function dropUpstreamHeaders(res: ServerResponse, ours: readonly string[] | unde
   if (ours?.length) res.setHeader('set-cookie', [...ours]);
 }
 
+/** An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream. */
+export type GuardFactory = (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void };
+
+/**
+ * The upstream refused the upgrade with an ordinary answer: relayed as it came, body and all, then
+ * the connection closed (the body delimited by the close: its own chunked framing was undone by
+ * Node, and nothing else may follow on this socket).
+ */
+function relayRefusal(answer: IncomingMessage, client: Duplex): void {
+  const raw: string[] = [];
+  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) {
+    const name = answer.rawHeaders[i]!.toLowerCase();
+    if (name !== 'transfer-encoding' && name !== 'connection' && name !== 'keep-alive') raw.push(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
+  }
+  raw.push('Connection', 'close');
+  const status = validStatus(answer.statusCode) ? answer.statusCode! : 502;
+  if (!client.writable) return void answer.resume();
+  client.write(rawResponseHead(status, answer.statusMessage, raw));
+  answer.pipe(client);
+  answer.once('error', () => client.destroy());
+}
+
+/**
+ * The upstream switched protocols: the 101 goes to the client, then bytes flow both ways until
+ * either side ends. Only the two sockets (and the guard) are reachable from the listeners set here.
+ */
+function joinSockets(
+  client: Duplex,
+  clientHead: Buffer,
+  upstream: Socket,
+  answer: IncomingMessage,
+  upstreamHead: Buffer,
+  makeGuard: GuardFactory | undefined,
+): void {
+  // A WebSocket is quiet for as long as it likes (Socket.IO pings itself); frames go out at once.
+  upstream.setTimeout(0);
+  upstream.setNoDelay(true);
+  upstream.setKeepAlive(true, 0);
+  const clientSocket = client as Partial<Socket>;
+  clientSocket.setTimeout?.(0);
+  clientSocket.setNoDelay?.(true);
+  clientSocket.setKeepAlive?.(true, 0);
+  client.write(rawResponseHead(101, answer.statusMessage, answer.rawHeaders));
+  if (upstreamHead.length) client.write(upstreamHead);
+  upstream.pipe(client);
+  const close = () => {
+    upstream.destroy();
+    client.destroy();
+  };
+  if (makeGuard) {
+    const guard = makeGuard((b) => {
+      if (!upstream.write(b)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    }, close);
+    client.on('data', (b: Buffer) => guard.write(b));
+    client.on('end', () => upstream.end());
+    if (clientHead.length) guard.write(clientHead);
+  } else {
+    if (clientHead.length) upstream.write(clientHead);
+    client.pipe(upstream);
+  }
+  client.on('error', close);
+  client.on('close', () => upstream.destroy());
+  upstream.on('error', close);
+  upstream.on('close', () => client.end());
+}
+
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
   const target = new URL(options.url);
   const agent = new http.Agent({
@@ -84,7 +155,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
     agent,
     xfwd: false, // the gateway sets X-Forwarded-* itself from what it trusts
     changeOrigin: false,
-    ws: true,
+    ws: false, // upgrades: forwardUpgrade
     proxyTimeout: options.idleTimeoutMs ?? 300_000,
   });
 
@@ -190,14 +261,11 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
   };
   // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
   proxy.on('econnreset', (_err, req) => clearTimeout(exchanges.get(req)?.timer));
-  // http-proxy-3 re-emits every error of an upgraded client socket on the proxy itself, whatever
-  // callback `ws()` was given (its index.js attaches that listener first thing). A client that
-  // resets during the handshake makes the 101's write fail (EPIPE, ECONNRESET): with no 'error'
-  // listener here, EventEmitter throws it and the process exits (issue 16). The client is gone:
-  // its socket is destroyed, which also ends the upstream side (http-proxy-3 ends it on 'close').
+  // Every web() call has its own error callback, and upgrades do not go through http-proxy-3; this
+  // listener is there so that an error it might still emit on itself is answered, never thrown (an
+  // EventEmitter without an 'error' listener throws, and the process exits: issue 16).
   proxy.on('error', (err: Error & { code?: string }, req: IncomingMessage, target: unknown) => {
     if (target && typeof (target as ServerResponse).writeHead === 'function') return onError(err, req, target as ServerResponse);
-    obs.log.debug({ err: { message: err.message, code: err.code }, url: req?.url }, 'websocket client socket failed');
     (target as Duplex | undefined)?.destroy();
   });
 
@@ -225,60 +293,56 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       // `body`: a request body the gateway had to read to judge it, sent on byte for byte
       proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err) => onError(err as Error, req, res));
     },
-    /** Proxy a WebSocket upgrade whose url and headers the gateway has already set. */
-    forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-      proxy.ws(req, socket, head, {}, (err) => onError(err as Error, req, socket));
-    },
     /**
-     * Proxy a WebSocket upgrade whose client-to-upstream bytes must be read (an admin's Socket.IO,
-     * gateway/http/socketio-guard.ts): the gateway makes the upstream connection itself, sends the
-     * upstream's bytes to the client untouched, and the client's through `guard`, which calls
-     * `send` with what may go on. Any other answer than 101 is relayed and the socket ended.
+     * Proxy a WebSocket upgrade whose url and headers the gateway has already set. With `makeGuard`
+     * (an admin's Socket.IO, gateway/http/socketio-guard.ts) the client's bytes go through the guard,
+     * which calls `send` with what may go on; without, they are piped. The upstream's bytes reach the
+     * client untouched. An answer other than 101 is relayed as HTTP and the connection closed.
+     *
+     * The gateway makes the upstream connection itself (not http-proxy-3's `ws()`): once the sockets
+     * are joined, nothing of the handshake stays reachable from them. http-proxy-3's listeners kept
+     * the client's request, the upstream request and its options alive for the socket's whole life
+     * (bench/README.md, "Ninth pass").
      */
-    forwardUpgradeGuarded(
-      req: IncomingMessage,
-      socket: Duplex,
-      head: Buffer,
-      makeGuard: (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void },
-    ): void {
+    forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, makeGuard?: GuardFactory): void {
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = v;
-      headers.host = target.host;
-      const up = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers });
-      const timer = setTimeout(() => up.destroy(new Error('upstream upgrade timeout')), options.timeoutMs);
-      up.on('response', (res) => {
+      // its own connection: an upgraded socket leaves any pool, and a handshake must not wait for one
+      const up = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method: 'GET', path: req.url, headers, agent: false });
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        up.destroy();
+      }, options.timeoutMs);
+      const fields = { method: req.method, url: req.url };
+      up.on('response', (answer) => {
         clearTimeout(timer);
-        // not an upgrade (a refusal): relay it as HTTP
-        socket.write(rawResponseHead(res.statusCode ?? 502, res.statusMessage, res.rawHeaders));
-        res.pipe(socket);
+        relayRefusal(answer, socket);
       });
-      up.on('upgrade', (res, upSocket, upHead) => {
+      up.on('upgrade', (answer, upSocket, upHead) => {
         clearTimeout(timer);
-        socket.write(rawResponseHead(101, res.statusMessage, res.rawHeaders));
-        if (upHead.length) socket.write(upHead);
-        upSocket.pipe(socket);
-        const close = () => {
-          upSocket.destroy();
-          socket.destroy();
-        };
-        const guard = makeGuard((b) => {
-          if (!upSocket.write(b)) {
-            socket.pause();
-            upSocket.once('drain', () => socket.resume());
-          }
-        }, close);
-        socket.on('data', (b: Buffer) => guard.write(b));
-        socket.on('end', () => upSocket.end());
-        socket.on('error', close);
-        socket.on('close', () => upSocket.destroy());
-        upSocket.on('error', close);
-        upSocket.on('close', () => socket.end());
-        if (head.length) guard.write(head);
+        joinSockets(socket, head, upSocket as Socket, answer, upHead, makeGuard);
       });
       up.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
-        onError(err, req, socket);
+        const kind = timedOut ? 'timeout' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
+        answerFailure(
+          socket,
+          Object.assign(new UpstreamError(kind, timedOut ? 'no answer to the upgrade in time' : err.message), { code: err.code }),
+          obs,
+          fields,
+        );
       });
+      // The client gone during the handshake: the upstream request is not needed any more. Removed
+      // once the upstream answered: it would hold the handshake for the socket's life.
+      const clientGone = () => {
+        clearTimeout(timer);
+        up.destroy();
+      };
+      socket.once('close', clientGone);
+      up.once('response', () => socket.removeListener('close', clientGone));
+      up.once('upgrade', () => socket.removeListener('close', clientGone));
+      up.once('error', () => socket.removeListener('close', clientGone));
       up.end();
     },
     /**

@@ -1,0 +1,156 @@
+// An open WebSocket keeps nothing of its handshake (issue 27: peak RSS with 5,000 WebSockets held).
+// Through http-proxy-3's ws(), the listeners on both sockets kept the client's upgrade request, the
+// upstream request and its options alive for as long as the socket stayed open. The gateway now
+// joins the two sockets itself: once they are joined, the handshake's objects are garbage. Checked
+// on real sockets, plain and guarded (an admin's Socket.IO), with a real GC.
+import { expect } from 'chai';
+import http, { type IncomingMessage } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import WebSocket, { WebSocketServer } from 'ws';
+import { createUpstream, type GuardFactory } from '../gateway/upstream/proxy.js';
+import { createObservability } from '../gateway/ops/observability.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+async function collected(refs: WeakRef<object>[]): Promise<number> {
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+  return refs.filter((r) => r.deref() === undefined).length;
+}
+
+describe('upstream: an open WebSocket keeps nothing of its handshake', function () {
+  this.timeout(30_000);
+
+  for (const guarded of [false, true]) {
+    it(`${guarded ? 'guarded (an admin)' : 'plain'}: the upgrade request is garbage while the sockets stay open`, async () => {
+      const echo = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+      await new Promise((r) => echo.once('listening', r));
+      echo.on('connection', (ws) => ws.on('message', (m) => ws.send(m)));
+      const upstream = createUpstream(
+        { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
+        createObservability({ level: 'silent' }),
+      );
+      const requests: WeakRef<IncomingMessage>[] = [];
+      const guard: GuardFactory = (send) => ({ write: (b) => send(b) });
+      const front = http.createServer();
+      front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        requests.push(new WeakRef(req));
+        upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
+      });
+      await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+      const url = `ws://127.0.0.1:${(front.address() as AddressInfo).port}/ws/socket.io/`;
+      const clients: WebSocket[] = [];
+      try {
+        for (let i = 0; i < 20; i++) {
+          const ws = new WebSocket(url);
+          clients.push(ws);
+          await new Promise((r, j) => ws.once('open', r).once('error', j));
+          // one echo each: the bytes really flow both ways through the joined sockets
+          const answer = new Promise<string>((r) => ws.once('message', (m) => r(String(m))));
+          ws.send(`hello ${i}`);
+          expect(await answer).to.equal(`hello ${i}`);
+        }
+        expect(await collected(requests), 'upgrade requests still reachable from open sockets').to.equal(requests.length);
+        // still open and working after the GC
+        const last = clients.at(-1)!;
+        const answer = new Promise<string>((r) => last.once('message', (m) => r(String(m))));
+        last.send('still here');
+        expect(await answer).to.equal('still here');
+      } finally {
+        for (const ws of clients) ws.terminate();
+        front.closeAllConnections();
+        await new Promise((r) => front.close(r));
+        await new Promise((r) => echo.close(r));
+        upstream.agent.destroy();
+      }
+    });
+  }
+});
+
+describe('upstream: a WebSocket handshake the upstream does not complete', function () {
+  this.timeout(30_000);
+
+  /** A front server forwarding every upgrade to `upstreamUrl`; a raw client's whole answer. */
+  async function handshake(upstreamUrl: string, timeoutMs = 5_000): Promise<{ answer: string; elapsedMs: number }> {
+    const upstream = createUpstream({ url: upstreamUrl, timeoutMs, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
+    const front = http.createServer();
+    front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      upstream.forwardUpgrade(req, socket, head);
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    try {
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
+        let got = '';
+        s.on('data', (d) => (got += d.toString('latin1')));
+        s.on('error', () => {});
+        s.on('close', () => resolve(got));
+        s.write(
+          'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+        );
+      });
+      return { answer, elapsedMs: Date.now() - started };
+    } finally {
+      front.closeAllConnections();
+      await new Promise((r) => front.close(r));
+    }
+  }
+
+  it('an ordinary answer instead of 101 (chunked) reaches the client whole, readable, and the connection closes', async () => {
+    const refusing = http.createServer((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json', 'x-upstream': 'yes' });
+      res.write('{"detail":');
+      setTimeout(() => res.end('"Not allowed"}'), 20);
+    });
+    await new Promise<void>((r) => refusing.listen(0, '127.0.0.1', r));
+    try {
+      const { answer } = await handshake(`http://127.0.0.1:${(refusing.address() as AddressInfo).port}`);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).to.match(/^HTTP\/1\.1 403 /);
+      expect(head).to.match(/\r\nx-upstream: yes/i);
+      expect(head).to.match(/\r\nConnection: close/i);
+      // Node undid the upstream's chunked framing: the answer must not claim it
+      expect(head).not.to.match(/transfer-encoding/i);
+      expect(body).to.equal('{"detail":"Not allowed"}');
+    } finally {
+      refusing.closeAllConnections();
+      await new Promise((r) => refusing.close(r));
+    }
+  });
+
+  it('an upstream that never answers the upgrade: 504 after UPSTREAM_TIMEOUT_MS, its connection closed', async () => {
+    const held: net.Socket[] = [];
+    const silent = net.createServer((s) => held.push(s.on('error', () => {}).resume()));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const { answer, elapsedMs } = await handshake(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, 300);
+      expect(answer).to.match(/^HTTP\/1\.1 504 /);
+      expect(elapsedMs).to.be.within(250, 5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(
+        held.every((s) => s.destroyed || s.readableEnded),
+        'the upstream connection is closed',
+      ).to.equal(true);
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
+  it('an upstream that cannot be reached: 502', async () => {
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const { answer } = await handshake(`http://127.0.0.1:${port}`);
+    expect(answer).to.match(/^HTTP\/1\.1 502 /);
+  });
+});
