@@ -73,6 +73,12 @@ describe('sign-in: bearer tokens', function () {
     expect(r.forwarded[0]!.headers).to.include({ 'x-forwarded-email': sysadmin.email, 'x-forwarded-role': 'admin' });
   });
 
+  it('a provider that names no typ in its access tokens (RFC 9068 puts it in the header): its access token works', async () => {
+    const r = await call(await w.idp.signJwt(claimsOf(alice, { typ: undefined })));
+    expect(r.status).to.equal(200);
+    expect(r.forwarded[0]!.headers).to.include({ 'x-forwarded-email': alice.email });
+  });
+
   it('PlatformAdmin is never an admin role, even if a token carried it; PlatformSysAdmin in roles is', async () => {
     const tenantAdmin = await call(await w.idp.signJwt(claimsOf(alice, { roles: ['PlatformAdmin'], realm_access: { roles: ['PlatformAdmin'] } })));
     expect(tenantAdmin.status).to.equal(200);
@@ -105,6 +111,13 @@ describe('sign-in: bearer tokens', function () {
     ['a key the issuer never published', () => w.idp.signForeignJwt(claimsOf(alice))],
     ['an ID token (typ ID)', () => w.idp.signJwt(claimsOf(alice, { typ: 'ID' }))],
     ['a refresh token (typ Refresh)', () => w.idp.signJwt(claimsOf(alice, { typ: 'Refresh' }))],
+    ['an ID token of a provider that names no typ (at_hash)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, at_hash: 'x4Q8HQk3_bAOB6Ev5yWrOg' }))],
+    ['an ID token of a provider that names no typ (c_hash)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, c_hash: 'LDktKdoQak3Pk0cnXxCltA' }))],
+    ['an ID token of a provider that names no typ (nonce)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, nonce: 'n-0S6_WzA2Mj' }))],
+    [
+      'a logout token (events)',
+      () => w.idp.signJwt(claimsOf(alice, { typ: undefined, events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, jti: 'j1' })),
+    ],
     ['no email', () => w.idp.signJwt(claimsOf(alice, { email: undefined }))],
     [
       'a tampered payload',
