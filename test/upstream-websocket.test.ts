@@ -12,6 +12,8 @@ import { runInNewContext } from 'node:vm';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createUpstream, type GuardFactory } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/ops/observability.js';
+import { WebSocketTracker } from '../gateway/http/websockets.js';
+import type { SocketVerdict } from '../policies/session-ends.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -153,4 +155,55 @@ describe('upstream: a WebSocket handshake the upstream does not complete', funct
     const { answer } = await handshake(`http://127.0.0.1:${port}`);
     expect(answer).to.match(/^HTTP\/1\.1 502 /);
   });
+});
+
+describe('upstream: a session that ends while its WebSocket handshake is under way', function () {
+  this.timeout(30_000);
+
+  for (const guarded of [false, true]) {
+    it(`${guarded ? 'guarded (an admin)' : 'plain'}: the client gets the 101 then Close 1008, and none of its frames reaches the upstream`, async () => {
+      // The upstream takes 300 ms to accept: the session ends meanwhile.
+      const upstreamGot: string[] = [];
+      const echo = new WebSocketServer({ port: 0, host: '127.0.0.1', verifyClient: (_info, done) => void setTimeout(() => done(true), 300) });
+      await new Promise((r) => echo.once('listening', r));
+      echo.on('connection', (ws) => ws.on('message', (m) => upstreamGot.push(String(m))));
+      const upstream = createUpstream(
+        { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
+        createObservability({ level: 'silent' }),
+      );
+      const tracker = new WebSocketTracker();
+      let signedIn = true;
+      const verdict = (): SocketVerdict => (signedIn ? { keep: true } : { keep: false, reason: 'signed out', rule: 'the session ended' });
+      const guard: GuardFactory = (send) => ({ write: (b) => send(b) });
+      const front = http.createServer();
+      front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        socket.on('error', () => socket.destroy());
+        tracker.track(socket, { session: { key: 's1', label: 'alice', verdict } });
+        upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
+        setTimeout(() => {
+          signedIn = false;
+          tracker.recheck('s1');
+        }, 100);
+      });
+      await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+      try {
+        const ws = new WebSocket(`ws://127.0.0.1:${(front.address() as AddressInfo).port}/ws/socket.io/`);
+        // a browser sends as soon as the socket is open: before it has read the Close frame
+        ws.once('open', () => {
+          ws.send('after the end 1');
+          ws.send('after the end 2');
+        });
+        ws.on('error', () => {});
+        const closed = await new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })));
+        expect(closed).to.deep.equal({ code: 1008, reason: 'signed out' });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(upstreamGot, 'frames sent after the session ended').to.deep.equal([]);
+      } finally {
+        tracker.destroyAll();
+        front.closeAllConnections();
+        await new Promise((r) => front.close(r));
+        await new Promise((r) => echo.close(r));
+      }
+    });
+  }
 });

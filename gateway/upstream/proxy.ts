@@ -115,6 +115,15 @@ function joinSockets(
   clientSocket.setNoDelay?.(true);
   clientSocket.setKeepAlive?.(true, 0);
   client.write(rawResponseHead(101, answer.statusMessage, answer.rawHeaders));
+  // Its session ended while the handshake was under way (gateway/http/websockets.ts answered the 101
+  // with a Close frame and ended the client's side), or the client left: nothing it sends now may
+  // reach the upstream, which is told goodbye.
+  if (client.writableEnded || client.destroyed) {
+    upstream.on('error', () => upstream.destroy());
+    upstream.resume();
+    upstream.end();
+    return;
+  }
   if (upstreamHead.length) client.write(upstreamHead);
   upstream.pipe(client);
   const close = () => {
