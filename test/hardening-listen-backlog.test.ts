@@ -6,10 +6,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createHttpServer } from '../gateway/http/server.js';
-import { createObservability } from '../gateway/ops/observability.js';
-import type { Pipeline } from '../gateway/pipeline/handle.js';
-import type { WebSocketTracker } from '../gateway/http/websockets.js';
+import { serverOnly } from './support/gateway-harness.js';
 
 const CONNECTIONS = 1_000;
 const BUSY_MS = 1_200;
@@ -48,19 +45,7 @@ describe('hardening: a burst of connections while the gateway is busy', function
 
   it(`${CONNECTIONS} connections arriving during ${BUSY_MS} ms of a blocked event loop are all answered, none dropped by the kernel`, async function () {
     if (!(somaxconn > CONNECTIONS)) this.skip(); // the kernel itself would drop them: net.core.somaxconn is below the burst
-    const pipeline = {
-      async handle(_req: unknown, res: import('node:http').ServerResponse) {
-        res.end('ok');
-      },
-      upgrade: async () => {},
-    } as unknown as Pipeline;
-    const gateway = createHttpServer({
-      server: { headersTimeoutMs: 30_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, workers: 1 },
-      obs: createObservability({ level: 'silent' }),
-      pipeline,
-      websockets: { closeAll() {}, destroyAll() {} } as unknown as WebSocketTracker,
-      idleTimeoutMs: 60_000,
-    });
+    const gateway = serverOnly((_req, res) => res.end('ok'));
     const { port } = await gateway.listen(0, '127.0.0.1');
     try {
       const overflowsBefore = listenOverflows();

@@ -6,10 +6,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createHttpServer } from '../gateway/http/server.js';
-import { createObservability } from '../gateway/ops/observability.js';
-import type { Pipeline } from '../gateway/pipeline/handle.js';
-import type { WebSocketTracker } from '../gateway/http/websockets.js';
+import { serverOnly } from './support/gateway-harness.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -19,20 +16,10 @@ describe('HTTP server: memory per idle keep-alive connection', function () {
 
   it('a finished request on a connection left open is garbage: the idle socket does not hold it', async () => {
     const requests: WeakRef<http.IncomingMessage>[] = [];
-    const pipeline = {
-      async handle(req: http.IncomingMessage, res: http.ServerResponse) {
-        requests.push(new WeakRef(req));
-        res.setHeader('content-type', 'text/plain');
-        res.end('ok');
-      },
-      upgrade: async () => {},
-    } as unknown as Pipeline;
-    const gateway = createHttpServer({
-      server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, workers: 1 },
-      obs: createObservability({ level: 'silent' }),
-      pipeline,
-      websockets: { closeAll() {}, destroyAll() {} } as unknown as WebSocketTracker,
-      idleTimeoutMs: 60_000,
+    const gateway = serverOnly((req, res) => {
+      requests.push(new WeakRef(req));
+      res.setHeader('content-type', 'text/plain');
+      res.end('ok');
     });
     const { url } = await gateway.listen(0, '127.0.0.1');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });

@@ -1,9 +1,13 @@
 // Builds a gateway for tests: complete settings, captured logs, real sockets on 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createObservability, type Observability } from '../../gateway/ops/observability.js';
+import { createHttpServer } from '../../gateway/http/server.js';
+import type { Pipeline } from '../../gateway/pipeline/handle.js';
+import type { WebSocketTracker } from '../../gateway/http/websockets.js';
 
 export interface LogLine {
   level: number;
@@ -75,4 +79,19 @@ export async function gatewayProcess(
     }, 50);
   });
   return { child, port, exited: () => child.exitCode, output: () => output };
+}
+
+/**
+ * The gateway's HTTP server (gateway/http/server.ts) with a pipeline that only runs `handle`: what
+ * the server itself does (sockets, timeouts, the listen queue), without the rest of the gateway.
+ */
+export function serverOnly(handle: (req: IncomingMessage, res: ServerResponse) => void): ReturnType<typeof createHttpServer> {
+  const pipeline = { handle: async (req: IncomingMessage, res: ServerResponse) => handle(req, res), upgrade: async () => {} } as unknown as Pipeline;
+  return createHttpServer({
+    server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, workers: 1 },
+    obs: createObservability({ level: 'silent' }),
+    pipeline,
+    websockets: { closeAll() {}, destroyAll() {} } as unknown as WebSocketTracker,
+    idleTimeoutMs: 60_000,
+  });
 }
