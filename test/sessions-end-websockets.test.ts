@@ -208,6 +208,23 @@ describe('sessions that end close their open WebSockets', function () {
       expect((await browse(jar, '/api/v1/auths/')).status, 'the renewed cookie works').to.equal(200);
       again.ws.close();
     });
+
+    it('an upgrade that renews the session but that Open WebUI refuses (404) still hands the renewed cookie over', async () => {
+      const { jar } = await signIn(w.url, 'carol');
+      await sleep(3_000); // the access token is now within TOKEN_REFRESH_MARGIN_SECONDS of its expiry
+      const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/not-socket-io/?EIO=4&transport=websocket`, {
+        headers: { cookie: jar.header('/ws/not-socket-io/'), origin: w.url },
+      });
+      ws.on('error', () => {});
+      const answer = await new Promise<{ status: number; setCookies: string[] }>((resolve) =>
+        ws.once('unexpected-response', (_q, res) => resolve({ status: res.statusCode ?? 0, setCookies: res.headers['set-cookie'] ?? [] })),
+      );
+      expect(answer.status).to.equal(404);
+      expect(
+        answer.setCookies.some((c) => c.startsWith('appSession=')),
+        'the renewed session cookie on the refusal',
+      ).to.equal(true);
+    });
   });
 
   describe('a bearer token’s socket (WEBSOCKET_SESSION_CHECK_SECONDS=1)', () => {

@@ -73,8 +73,8 @@ describe('sign-in: bearer tokens', function () {
     expect(r.forwarded[0]!.headers).to.include({ 'x-forwarded-email': sysadmin.email, 'x-forwarded-role': 'admin' });
   });
 
-  it('a provider that names no typ in its access tokens (RFC 9068 puts it in the header): its access token works', async () => {
-    const r = await call(await w.idp.signJwt(claimsOf(alice, { typ: undefined })));
+  it('a provider that names no typ in its access tokens (Auth0, Okta, Entra ID): its access token, known by its scope, works', async () => {
+    const r = await call(await w.idp.signJwt(claimsOf(alice, { typ: undefined, scope: 'openid profile email' })));
     expect(r.status).to.equal(200);
     expect(r.forwarded[0]!.headers).to.include({ 'x-forwarded-email': alice.email });
   });
@@ -113,6 +113,10 @@ describe('sign-in: bearer tokens', function () {
     ['a refresh token (typ Refresh)', () => w.idp.signJwt(claimsOf(alice, { typ: 'Refresh' }))],
     ['an ID token of a provider that names no typ (at_hash)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, at_hash: 'x4Q8HQk3_bAOB6Ev5yWrOg' }))],
     ['an ID token of a provider that names no typ (c_hash)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, c_hash: 'LDktKdoQak3Pk0cnXxCltA' }))],
+    [
+      'an ID token of a provider that names no typ, without nonce or hashes (no scope: nothing says it is an access token)',
+      () => w.idp.signJwt(claimsOf(alice, { typ: undefined })),
+    ],
     ['an ID token of a provider that names no typ (nonce)', () => w.idp.signJwt(claimsOf(alice, { typ: undefined, nonce: 'n-0S6_WzA2Mj' }))],
     [
       'a logout token (events)',
@@ -269,7 +273,7 @@ describe("sign-in: the issuer's JWKS is cached and follows key rotation", functi
   });
 
   const sign = (i: number, sub = alice.sub) =>
-    new SignJWT({ sub, aud: CLIENT_ID, azp: CLIENT_ID, email: alice.email, name: alice.name, groups: ['acme'] })
+    new SignJWT({ sub, aud: CLIENT_ID, azp: CLIENT_ID, scope: 'openid', email: alice.email, name: alice.name, groups: ['acme'] })
       .setProtectedHeader({ alg: 'ES256', kid: keys[i]!.kid })
       .setIssuer(issuer)
       .setIssuedAt()

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createUpstream, type GuardFactory } from '../gateway/upstream/proxy.js';
+import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/ops/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
@@ -39,7 +39,7 @@ describe('upstream: an open WebSocket keeps nothing of its handshake', function 
         createObservability({ level: 'silent' }),
       );
       const requests: WeakRef<IncomingMessage>[] = [];
-      const guard: GuardFactory = (send) => ({ write: (b) => send(b) });
+      const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => true };
       const front = http.createServer();
       front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         requests.push(new WeakRef(req));
@@ -174,11 +174,11 @@ describe('upstream: a session that ends while its WebSocket handshake is under w
       const tracker = new WebSocketTracker();
       let signedIn = true;
       const verdict = (): SocketVerdict => (signedIn ? { keep: true } : { keep: false, reason: 'signed out', rule: 'the session ended' });
-      const guard: GuardFactory = (send) => ({ write: (b) => send(b) });
       const front = http.createServer();
       front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         socket.on('error', () => socket.destroy());
         tracker.track(socket, { session: { key: 's1', label: 'alice', verdict } });
+        const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => tracker.mayForward(socket) };
         upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
         setTimeout(() => {
           signedIn = false;

@@ -7,6 +7,7 @@
 // logout tokens. Also Keycloak's URL layout (the catalog's service-account token endpoint).
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { isAccessToken } from '../../policies/tokens.js';
 import { LoadingCache } from '../cache.js';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
@@ -74,12 +75,12 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   /**
    * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
    * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
-   * the client id OR `azp` equal to it is accepted. ID, refresh and logout tokens (`typ` ID, Refresh,
-   * Logout, or without `typ` the claims only they carry) are not.
+   * the client id OR `azp` equal to it is accepted. Only an access token (policies/tokens.ts): ID,
+   * refresh and logout tokens are not.
    */
   async function verifyRealmJwt(token: string): Promise<JWTPayload> {
     const { issuer: iss, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, {
+    const { payload, protectedHeader } = await jwtVerify(token, set, {
       issuer: iss,
       algorithms: ALGORITHMS,
       clockTolerance: CLOCK_TOLERANCE_S,
@@ -87,13 +88,7 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     });
     const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
     if (!aud.includes(clientId) && payload.azp !== clientId) throw new Error('token is not meant for this client');
-    if (payload.typ !== undefined && String(payload.typ).toLowerCase() !== 'bearer') throw new Error(`token typ ${String(payload.typ)} is not an access token`);
-    // A provider that names no `typ` (oidc-provider, most but Keycloak): an ID token is known by the
-    // claims only ID tokens carry, a logout token by its events. An ID token travels in end-session
-    // URLs (id_token_hint) and must not sign anyone in.
-    if (payload.at_hash !== undefined || payload.c_hash !== undefined || payload.events !== undefined)
-      throw new Error('an ID or logout token is not an access token');
-    if (payload.typ === undefined && payload.nonce !== undefined) throw new Error('a token with a nonce and no typ is an ID token');
+    if (!isAccessToken(payload, protectedHeader.typ)) throw new Error('the token is not an access token');
     return payload;
   }
 

@@ -82,6 +82,30 @@ export function rawResponseHead(status: number, reason: string | undefined, rawH
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
+/** How long a socket that was answered and ended may wait for its client's end before it is closed. */
+const LINGER_MS = 2_000;
+
+/**
+ * A socket that carries nothing more (an upgrade answered or refused without a WebSocket, one whose
+ * upstream went away): `answer` if any, then the end. What the client still sends is read and
+ * dropped, so its own end is seen; the socket is closed once both ends are done, or after LINGER_MS.
+ * Left unread, a byte the client sent kept its end unseen and the socket (a file descriptor, a
+ * tracked WebSocket) open until its session ended.
+ */
+export function finishSocket(socket: Duplex, answer?: string): void {
+  if (socket.destroyed) return;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
+  let finished = socket.writableFinished;
+  let ended = socket.readableEnded;
+  const both = () => finished && ended && socket.destroy();
+  if (!finished) socket.once('finish', () => ((finished = true), both()));
+  if (!ended) socket.once('end', () => ((ended = true), both()));
+  socket.resume();
+  socket.end(answer);
+  both();
+}
+
 /** The shared state could not be read: a cookie session cannot be judged (503, fail closed). */
 export class SharedStateUnavailable extends Error {
   constructor(reason: string) {
@@ -127,8 +151,7 @@ export function answerFailure(
   if (err instanceof SharedStateUnavailable) {
     obs.metrics.sessionChecksUnavailable.inc();
     if (!res) {
-      if (to.writable) to.end(rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' }));
-      return;
+      return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' })) : to.destroy());
     }
     if (res.headersSent) return void res.destroy();
     return sessionCheckUnavailable(res);
@@ -139,7 +162,7 @@ export function answerFailure(
     obs.log.warn({ err: { message: e.message, code: e.code }, kind: err.kind, ...fields }, 'upstream request failed');
     // A WebSocket handshake the upstream failed: nothing was written to the client yet, so it gets
     // the same 502/504 a request would, then the end of the connection.
-    if (!res) return void (to.writable ? to.end(rawJsonAnswer(err.status, err.detail)) : to.destroy());
+    if (!res) return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(err.status, err.detail)) : to.destroy());
     return sendJson(res, err.status, { detail: err.detail }, extraHeaders);
   }
   if (!res) {

@@ -17,6 +17,8 @@ import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed
 
 /** Largest client message the guard assembles; past it the connection is closed. */
 export const MAX_GUARDED_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Bytes of an admin's frames that may wait for judgements before the client is no longer read. */
+export const MAX_QUEUED_BYTES = 1024 * 1024;
 
 export interface ParsedEvent {
   event: string;
@@ -168,6 +170,9 @@ export class WebSocketGuard {
   private fragmentBytes = 0;
   private skipAttachments = 0;
   private failed = false;
+  /** bytes of frames waiting in the chain (behind a judgement that asks Open WebUI) */
+  private queued = 0;
+  private held = false;
 
   constructor(
     private readonly judge: SocketJudge,
@@ -176,6 +181,8 @@ export class WebSocketGuard {
     private readonly fail: (why: string) => void,
     /** note events are judged while the bypass is off; chat joins always */
     private readonly judgeNotes: boolean,
+    /** the client's reading: paused while more than MAX_QUEUED_BYTES wait, resumed at half */
+    private readonly flow?: { pause(): void; resume(): void },
   ) {}
 
   write(chunk: Buffer): void {
@@ -242,20 +249,41 @@ export class WebSocketGuard {
 
   /** `text`: a text message to judge; null: a binary message (an attachment); undefined: a control frame. */
   private enqueue(frames: Frame[], text: string | null | undefined): void {
+    // Frames behind a judgement wait in memory: a client writing faster than Open WebUI answers
+    // the lookups is paused instead of being buffered without bound.
+    const bytes = frames.reduce((n, f) => n + f.raw.length, 0);
+    this.queued += bytes;
+    if (this.queued > MAX_QUEUED_BYTES && !this.held) {
+      this.held = true;
+      this.flow?.pause();
+    }
     this.chain = this.chain.then(async () => {
-      if (this.failed) return;
-      let pass = true;
-      if (text === null) {
-        if (this.skipAttachments > 0) {
-          this.skipAttachments--;
-          pass = false;
+      try {
+        await this.pass(frames, text);
+      } finally {
+        this.queued -= bytes;
+        if (this.held && this.queued <= MAX_QUEUED_BYTES / 2) {
+          this.held = false;
+          this.flow?.resume();
         }
-      } else if (text !== undefined) {
-        const j = judgePacket(text, this.judgeNotes);
-        pass = await allowed(j, this.judge, this.report);
-        if (!pass) this.skipAttachments = j.attachments;
       }
-      if (pass && !this.failed) for (const f of frames) this.send(f.raw);
     });
+  }
+
+  /** One message (or control frame) in its turn: judged, then sent on or dropped. */
+  private async pass(frames: Frame[], text: string | null | undefined): Promise<void> {
+    if (this.failed) return;
+    let pass = true;
+    if (text === null) {
+      if (this.skipAttachments > 0) {
+        this.skipAttachments--;
+        pass = false;
+      }
+    } else if (text !== undefined) {
+      const j = judgePacket(text, this.judgeNotes);
+      pass = await allowed(j, this.judge, this.report);
+      if (!pass) this.skipAttachments = j.attachments;
+    }
+    if (pass && !this.failed) for (const f of frames) this.send(f.raw);
   }
 }

@@ -140,6 +140,7 @@ function withSetCookies(head: string, end: number, lines: readonly string[]): st
 /** The upgraded client sockets of one server. */
 export class WebSocketTracker {
   private readonly sockets = new Set<Tracked>();
+  private readonly tracked = new WeakMap<Duplex, Tracked>();
   /** the sockets of each gateway session: a change to one session costs a lookup, not a pass over every socket */
   private readonly bySession = new Map<string, Set<Tracked>>();
   private readonly timer: NodeJS.Timeout | undefined;
@@ -170,6 +171,7 @@ export class WebSocketTracker {
       write: (c) => write(c),
     };
     this.sockets.add(t);
+    this.tracked.set(socket, t);
     const key = o.session?.key;
     if (key !== undefined) {
       let same = this.bySession.get(key);
@@ -194,14 +196,16 @@ export class WebSocketTracker {
       if (!t.open && !t.plainHttp) {
         // The proxy writes the whole response head in one call (gateway/upstream/proxy.ts rawResponseHead).
         const text = bytes.toString('latin1');
+        const end = /^HTTP\/1\.[01] \d{3} /.test(text) ? text.indexOf('\r\n\r\n') : -1;
         if (/^HTTP\/1\.[01] 101 /.test(text)) {
-          const end = text.indexOf('\r\n\r\n');
           t.open = true;
           if (end >= 0) t.frames.consume(bytes.subarray(end + 4));
-          if (end >= 0 && o.setCookies?.length) bytes = Buffer.from(withSetCookies(text, end, o.setCookies), 'latin1');
         } else {
           t.plainHttp = true;
         }
+        // A renewed session cookie goes on the 101 or on the upstream's refusal alike: its rotated
+        // refresh token must reach the browser either way.
+        if (end >= 0 && o.setCookies?.length) bytes = Buffer.from(withSetCookies(text, end, o.setCookies), 'latin1');
         const ok = write(bytes, undefined, done);
         // Its session ended while the upgrade was under way: the Close frame follows the 101, so the
         // upstream side is closed by the proxy's own handlers (cut earlier, they were not set yet).
@@ -219,6 +223,15 @@ export class WebSocketTracker {
       if (done) process.nextTick(done);
       return ok;
     }) as Duplex['write'];
+  }
+
+  /**
+   * May the client's bytes still go upstream? Not once its session ended or changed (what a guard
+   * still holds is dropped); while the gateway shuts down they do (the client's Close frame).
+   */
+  mayForward(socket: Duplex): boolean {
+    const t = this.tracked.get(socket);
+    return !t || !(t.closing && t.code === POLICY_VIOLATION);
   }
 
   /**

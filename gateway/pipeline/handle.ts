@@ -226,11 +226,8 @@ export function createPipeline(parts: PipelineParts) {
       const headers = rewriteHeaders(ctx.headers, trusted);
       const judge = enforce.socketJudge(caller, headers);
       const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
-      upstream.forwardUpgrade(
-        req,
-        socket,
-        head,
-        (send, fail) =>
+      upstream.forwardUpgrade(req, socket, head, {
+        make: (send, fail, flow) =>
           new WebSocketGuard(
             judge,
             report,
@@ -240,8 +237,10 @@ export function createPipeline(parts: PipelineParts) {
               fail();
             },
             !settings.policy.bypassAdminAccessControl,
+            flow,
           ),
-      );
+        mayForward: () => websockets.mayForward(socket),
+      });
       return;
     }
     upstream.forwardUpgrade(req, socket, head);

@@ -9,7 +9,7 @@ import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../ops/observability.js';
-import { answerFailure, PERSONAL_CACHE_CONTROL, rawResponseHead, UPSTREAM_DOWN, UPSTREAM_TIMEOUT, UpstreamError } from '../http/respond.js';
+import { answerFailure, finishSocket, PERSONAL_CACHE_CONTROL, rawResponseHead, UPSTREAM_DOWN, UPSTREAM_TIMEOUT, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
 
 export interface UpstreamOptions {
@@ -72,8 +72,18 @@ function dropUpstreamHeaders(res: ServerResponse, ours: readonly string[] | unde
   if (ours?.length) res.setHeader('set-cookie', [...ours]);
 }
 
-/** An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream. */
-export type GuardFactory = (send: (b: Buffer) => void, fail: () => void) => { write(b: Buffer): void };
+/**
+ * An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream;
+ * `flow` pauses the client while what waits for a judgement is too much to hold.
+ */
+export type GuardFactory = (send: (b: Buffer) => void, fail: () => void, flow: { pause(): void; resume(): void }) => { write(b: Buffer): void };
+
+/** How an admin's WebSocket is read: the guard, and whether what it lets through may still go. */
+export interface Guarding {
+  make: GuardFactory;
+  /** false once the socket's session ended: a message judged after that (the judgement asked Open WebUI) stays here */
+  mayForward(): boolean;
+}
 
 /**
  * The upstream refused the upgrade with an ordinary answer: relayed as it came, body and all, then
@@ -90,7 +100,9 @@ function relayRefusal(answer: IncomingMessage, client: Duplex): void {
   const status = validStatus(answer.statusCode) ? answer.statusCode! : 502;
   if (!client.writable) return void answer.resume();
   client.write(rawResponseHead(status, answer.statusMessage, raw));
-  answer.pipe(client);
+  answer.pipe(client, { end: false });
+  answer.once('end', () => finishSocket(client));
+  // cut mid-body: the client sees the connection end before the body does (never a second answer)
   answer.once('error', () => client.destroy());
 }
 
@@ -104,7 +116,7 @@ function joinSockets(
   upstream: Socket,
   answer: IncomingMessage,
   upstreamHead: Buffer,
-  makeGuard: GuardFactory | undefined,
+  guarding: Guarding | undefined,
 ): void {
   // A WebSocket is quiet for as long as it likes (Socket.IO pings itself); frames go out at once.
   upstream.setTimeout(0);
@@ -130,13 +142,22 @@ function joinSockets(
     upstream.destroy();
     client.destroy();
   };
-  if (makeGuard) {
-    const guard = makeGuard((b) => {
-      if (!upstream.write(b)) {
-        client.pause();
-        upstream.once('drain', () => client.resume());
-      }
-    }, close);
+  if (guarding) {
+    // The client is read only while the upstream takes its bytes and the guard's queue is short.
+    let upstreamFull = false;
+    let guardFull = false;
+    const flow = () => (upstreamFull || guardFull ? client.pause() : client.resume());
+    const guard = guarding.make(
+      (b) => {
+        if (!guarding.mayForward()) return;
+        if (upstream.write(b) || upstreamFull) return;
+        upstreamFull = true;
+        flow();
+        upstream.once('drain', () => ((upstreamFull = false), flow()));
+      },
+      close,
+      { pause: () => ((guardFull = true), flow()), resume: () => ((guardFull = false), flow()) },
+    );
     client.on('data', (b: Buffer) => guard.write(b));
     client.on('end', () => upstream.end());
     if (clientHead.length) guard.write(clientHead);
@@ -147,7 +168,13 @@ function joinSockets(
   client.on('error', close);
   client.on('close', () => upstream.destroy());
   upstream.on('error', close);
-  upstream.on('close', () => client.end());
+  // The upstream is gone: the client gets what is left of its bytes, then the end; what it still
+  // sends goes nowhere, and its socket closes (finishSocket).
+  upstream.on('close', () => {
+    client.unpipe(upstream);
+    client.removeAllListeners('data');
+    finishSocket(client);
+  });
 }
 
 export function createUpstream(options: UpstreamOptions, obs: Observability) {
@@ -303,7 +330,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err) => onError(err as Error, req, res));
     },
     /**
-     * Proxy a WebSocket upgrade whose url and headers the gateway has already set. With `makeGuard`
+     * Proxy a WebSocket upgrade whose url and headers the gateway has already set. With `guarding`
      * (an admin's Socket.IO, gateway/http/socketio-guard.ts) the client's bytes go through the guard,
      * which calls `send` with what may go on; without, they are piped. The upstream's bytes reach the
      * client untouched. An answer other than 101 is relayed as HTTP and the connection closed.
@@ -313,27 +340,33 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
      * the client's request, the upstream request and its options alive for the socket's whole life
      * (bench/README.md, "Ninth pass").
      */
-    forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, makeGuard?: GuardFactory): void {
+    forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, guarding?: Guarding): void {
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = v;
       // its own connection: an upgraded socket leaves any pool, and a handshake must not wait for one
       const up = http.request({ protocol: target.protocol, hostname: target.hostname, port: target.port, method: 'GET', path: req.url, headers, agent: false });
       let timedOut = false;
+      /** the upstream answered: a failure from now on cuts the client instead of answering it */
+      let answered = false;
+      // UPSTREAM_TIMEOUT_MS for the upstream's answer, and for all of a refusal's body
       const timer = setTimeout(() => {
         timedOut = true;
         up.destroy();
       }, options.timeoutMs);
       const fields = { method: req.method, url: req.url };
       up.on('response', (answer) => {
-        clearTimeout(timer);
+        answered = true;
+        answer.once('end', () => clearTimeout(timer));
         relayRefusal(answer, socket);
       });
       up.on('upgrade', (answer, upSocket, upHead) => {
+        answered = true;
         clearTimeout(timer);
-        joinSockets(socket, head, upSocket as Socket, answer, upHead, makeGuard);
+        joinSockets(socket, head, upSocket as Socket, answer, upHead, guarding);
       });
       up.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
+        if (answered) return void socket.destroy();
         const kind = timedOut ? 'timeout' : err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'EHOSTUNREACH' ? 'unreachable' : 'reset';
         answerFailure(
           socket,
@@ -342,14 +375,13 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
           fields,
         );
       });
-      // The client gone during the handshake: the upstream request is not needed any more. Removed
-      // once the upstream answered: it would hold the handshake for the socket's life.
+      // The client gone during the handshake or a refusal: the upstream request is not needed any
+      // more. Removed once the sockets are joined: it would hold the handshake for the socket's life.
       const clientGone = () => {
         clearTimeout(timer);
         up.destroy();
       };
       socket.once('close', clientGone);
-      up.once('response', () => socket.removeListener('close', clientGone));
       up.once('upgrade', () => socket.removeListener('close', clientGone));
       up.once('error', () => socket.removeListener('close', clientGone));
       up.end();
