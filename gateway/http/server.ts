@@ -8,7 +8,7 @@ import type { Settings } from '../../config/settings.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { Found, Pipeline } from '../pipeline/handle.js';
-import { answerFailure, rawJsonAnswer } from './respond.js';
+import { answerFailure, finishSocket, rawJsonAnswer } from './respond.js';
 import type { WebSocketTracker } from './websockets.js';
 
 export interface HttpServer {
@@ -88,14 +88,16 @@ export function createHttpServer(o: {
     socket.on('error', () => socket.destroy());
     // RFC 6455 4.1: the opening handshake is a GET. Node hands over an upgrade of any method; one
     // forwarded would be a tunnel opened under a method nobody judged.
-    if (req.method !== 'GET') return void (socket as Duplex).end(rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
+    // Answered with finishSocket: Node reads an upgraded or CONNECT socket no more and no timeout
+    // of the server's reaches it, so a plain end() left it open (and a graceful stop waiting) for ever.
+    if (req.method !== 'GET') return void finishSocket(socket as Duplex, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
     pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => answerFailure(socket as Duplex, err, obs));
   });
   // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
   // closes the socket, leaving the client without an answer).
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    socket.end(rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
+    finishSocket(socket, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
   });
   server.on('clientError', (err: Error & { code?: string }, socket) => {
     const entry = answering.get(socket);

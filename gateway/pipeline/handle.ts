@@ -191,6 +191,10 @@ export function createPipeline(parts: PipelineParts) {
     req.url = canonical.target.url;
     const origin = req.headers.origin;
     if (!isWebSocketUpgrade(req.headers)) return refuse(400, 'Only WebSocket upgrades are accepted');
+    // The client may leave while its sign-in is checked (that can ask the realm and Open WebUI):
+    // a socket already closed is neither tracked (its 'close' would never come) nor forwarded.
+    let gone = false;
+    socket.once('close', () => (gone = true));
     // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
     const opened = authenticator.authenticateSocket
@@ -212,6 +216,7 @@ export function createPipeline(parts: PipelineParts) {
     });
     // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
     if (caller.admin) delete ctx.headers['sec-websocket-extensions'];
+    if (gone || socket.destroyed) return;
     obs.metrics.openWebSockets.inc();
     socket.once('close', () => obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
