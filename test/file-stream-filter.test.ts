@@ -31,16 +31,20 @@ function whole(shape: FileAnswerShape, body: Buffer): Outcome {
   return { ok: true, json: JSON.stringify(own), kept: own.length, removed };
 }
 
-function streamed(shape: FileAnswerShape, body: Buffer, cuts: number[]): Outcome {
+/** The chunks of a body of `length` bytes cut at `cuts` (each within the body, once, in order), made by `slice`. */
+function* chunksOf(length: number, cuts: number[], slice: (from: number, to: number) => Buffer): Generator<Buffer> {
+  let from = 0;
+  for (const to of [...[...new Set(cuts.map((c) => c % (length + 1)))].sort((a, b) => a - b), length]) {
+    yield slice(from, to);
+    from = to;
+  }
+}
+
+/** What the streamed filter answers for these chunks, as a client reads it. */
+function filterChunks(shape: FileAnswerShape, chunks: Iterable<Buffer>): Outcome {
   const f = new FileStreamFilter(shape, CALLER);
-  const at = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
   try {
-    let from = 0;
-    for (const to of [...at, body.length]) {
-      // copies, so that a kept slice of a chunk cannot lean on the test's buffer
-      f.write(Buffer.from(body.subarray(from, to)));
-      from = to;
-    }
+    for (const chunk of chunks) f.write(chunk);
     const out = f.end();
     // what a client reads: the answer is JSON, and the same JSON as the whole-document filter's
     return { ok: true, json: JSON.stringify(JSON.parse(out.body.toString('utf8'))), kept: out.kept, removed: out.removed };
@@ -48,6 +52,14 @@ function streamed(shape: FileAnswerShape, body: Buffer, cuts: number[]): Outcome
     if (err instanceof FileFilterError) return { ok: false };
     throw err;
   }
+}
+
+function streamed(shape: FileAnswerShape, body: Buffer, cuts: number[]): Outcome {
+  // copies, so that a kept slice of a chunk cannot lean on the test's buffer
+  return filterChunks(
+    shape,
+    chunksOf(body.length, cuts, (from, to) => Buffer.from(body.subarray(from, to))),
+  );
 }
 
 /**
@@ -58,20 +70,10 @@ function streamed(shape: FileAnswerShape, body: Buffer, cuts: number[]): Outcome
 function streamedAt(shape: FileAnswerShape, body: Buffer, cuts: number[], offset: number): Outcome {
   const backing = Buffer.alloc(body.length + 8);
   body.copy(backing, offset);
-  const at = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
-  const f = new FileStreamFilter(shape, CALLER);
-  try {
-    let from = 0;
-    for (const to of [...at, body.length]) {
-      f.write(backing.subarray(offset + from, offset + to));
-      from = to;
-    }
-    const out = f.end();
-    return { ok: true, json: JSON.stringify(JSON.parse(out.body.toString('utf8'))), kept: out.kept, removed: out.removed };
-  } catch (err) {
-    if (err instanceof FileFilterError) return { ok: false };
-    throw err;
-  }
+  return filterChunks(
+    shape,
+    chunksOf(body.length, cuts, (from, to) => backing.subarray(offset + from, offset + to)),
+  );
 }
 
 function same(shape: FileAnswerShape, body: Buffer, cuts: number[]): void {
