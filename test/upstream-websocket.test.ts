@@ -75,6 +75,69 @@ describe('upstream: an open WebSocket keeps nothing of its handshake', function 
   }
 });
 
+describe('upstream: a client that sends its FIN with the handshake', function () {
+  this.timeout(30_000);
+
+  for (const guarded of [false, true]) {
+    it(`${guarded ? 'guarded (an admin)' : 'plain'}: the upstream is told the end after the 101, and both connections close`, async () => {
+      // The upstream answers the upgrade 100 ms late: the client's FIN is in by then.
+      let upstreamEnded = false;
+      const upstreamSockets: net.Socket[] = [];
+      const slow = net.createServer((s) => {
+        upstreamSockets.push(s);
+        s.on('error', () => {});
+        s.once('data', () =>
+          setTimeout(
+            () =>
+              s.write(
+                'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n',
+              ),
+            100,
+          ),
+        );
+        s.on('end', () => {
+          upstreamEnded = true;
+          s.end();
+        });
+      });
+      await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+      const upstream = createUpstream(
+        { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
+        createObservability({ level: 'silent' }),
+      );
+      const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => true };
+      const front = http.createServer();
+      front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        socket.on('error', () => socket.destroy());
+        upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
+      });
+      await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+      try {
+        const answer = await new Promise<string>((resolve) => {
+          const s = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
+          let got = '';
+          s.on('data', (d) => (got += d.toString('latin1')));
+          s.on('error', () => {});
+          s.on('close', () => resolve(got));
+          s.setTimeout(3_000, () => resolve(`${got}(still open after 3 s)`));
+          s.end(
+            'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+          );
+        });
+        expect(answer).to.match(/^HTTP\/1\.1 101 /);
+        expect(answer).not.to.contain('still open');
+        expect(upstreamEnded, 'the upstream saw the client end').to.equal(true);
+      } finally {
+        for (const s of upstreamSockets) s.destroy();
+        front.closeAllConnections();
+        await new Promise((r) => front.close(r));
+        await new Promise((r) => slow.close(r));
+        upstream.agent.destroy();
+      }
+    });
+  }
+});
+
 describe('upstream: a WebSocket handshake the upstream does not complete', function () {
   this.timeout(30_000);
 

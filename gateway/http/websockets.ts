@@ -178,7 +178,7 @@ export class WebSocketTracker {
       if (!same) this.bySession.set(key, (same = new Set()));
       same.add(t);
     }
-    socket.once('close', () => {
+    socket.on('close', () => {
       this.sockets.delete(t);
       const same = key === undefined ? undefined : this.bySession.get(key);
       if (same?.delete(t) && same.size === 0) this.bySession.delete(key!);

@@ -194,7 +194,8 @@ export function createPipeline(parts: PipelineParts) {
     // The client may leave while its sign-in is checked (that can ask the realm and Open WebUI):
     // a socket already closed is neither tracked (its 'close' would never come) nor forwarded.
     let gone = false;
-    socket.once('close', () => (gone = true));
+    const markGone = () => (gone = true);
+    socket.on('close', markGone);
     // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
     const opened = authenticator.authenticateSocket
@@ -217,8 +218,11 @@ export function createPipeline(parts: PipelineParts) {
     // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
     if (caller.admin) delete ctx.headers['sec-websocket-extensions'];
     if (gone || socket.destroyed) return;
+    // Not needed any more, and it would keep this whole scope for as long as the socket is open.
+    socket.off('close', markGone);
     obs.metrics.openWebSockets.inc();
-    socket.once('close', () => obs.metrics.openWebSockets.dec());
+    // 'on', not 'once': 'close' comes once, and a once-wrapper is three more objects per open socket.
+    socket.on('close', () => obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
     const verdict = opened.verdict;
     websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
