@@ -17,6 +17,7 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp } from '../sandbox/idp.js';
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
+import { gatewayImageEnv, gatewayNodeFlags } from './peers.js';
 import { freePort } from './proc.js';
 import { gatewaySessionCookie } from './sign-in.js';
 import { startRealOpenWebUI } from '../sandbox/real-open-webui.js';
@@ -36,13 +37,15 @@ async function main(): Promise<void> {
   const idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`] }] });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'bench-owui-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  // gateway/main.ts with the node flags of `npm start`, its own process, its log to a file (never a
-  // pipe this process would have to drain while it measures).
+  // gateway/main.ts with the node flags of `npm start` and the image's environment (as bench/run.ts
+  // runs it), its own process, its log to a file (never a pipe this process would have to drain
+  // while it measures).
   const logFile = join(tmpdir(), `bench-owui-gateway-${port}.log`);
   const out = openSync(logFile, 'w');
-  const gw = spawn(process.execPath, ['--initial-old-space-size=32', '--heap-growing-percent=300', '--import', 'tsx', 'gateway/main.ts'], {
+  const gw = spawn(process.execPath, [...gatewayNodeFlags(), '--import', 'tsx', 'gateway/main.ts'], {
     env: {
       PATH: process.env.PATH,
+      ...gatewayImageEnv(),
       NODE_ENV: 'production',
       UPSTREAM_URL: owui.url,
       PUBLIC_URL: url,
