@@ -42,10 +42,12 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # young generation of at most 2 x 8 MB instead of 2 x 16 (15 MB less at every peak, no CPU cost
 # measured: bench/README.md "Tenth pass").
 # jemalloc instead of glibc's malloc: memory freed after streaming large bodies goes back to the
-# system; glibc kept 25 to 40 MB of it, fragmented, for the rest of the process's life (the bench,
-# which runs the gateway with this image's ENV: 5,000 WebSockets after the streaming scenarios 155
-# -> 128 MB). Two arenas, as MALLOC_ARENA_MAX=2 did for glibc (kept: in effect if jemalloc is not).
+# system; glibc kept 25 to 40 MB of it, fragmented, for the rest of the process's life. Two arenas
+# (as MALLOC_ARENA_MAX=2 did for glibc, kept: in effect if jemalloc is not), and the 64 KB buffers
+# every socket read allocates kept in the thread's cache (tcache_max, default 32 KB): without it
+# each went back to the arena and a streaming burst left 50 to 70 MB of dirty pages. The bench runs
+# the gateway with this image's ENV (bench/README.md "Tenth pass").
 ENV LD_PRELOAD=libjemalloc.so.2
-ENV MALLOC_CONF=narenas:2
+ENV MALLOC_CONF=narenas:2,tcache_max:131072
 ENV MALLOC_ARENA_MAX=2
 CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--max-semi-space-size=8", "dist/gateway/main.js"]
