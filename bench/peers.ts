@@ -281,43 +281,17 @@ export function gatewayNodeFlags(): string[] {
 
 /**
  * The environment the image gives the gateway (the final stage's `ENV` lines of the Dockerfile,
- * e.g. LD_PRELOAD=libjemalloc.so.2, MALLOC_CONF): the bench runs it as deployed. A preloaded
- * library this machine lacks is left out, with a notice on stderr (once): the dynamic loader would
- * print an error for every process and run it without.
+ * e.g. MALLOC_ARENA_MAX): the bench runs it as deployed.
  */
 export function gatewayImageEnv(): Record<string, string> {
   const lines = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n');
   const finalStage = lines.slice(lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true));
-  const env: Record<string, string> = Object.fromEntries(
+  return Object.fromEntries(
     finalStage
       .filter((l) => /^ENV\s+[A-Za-z_][A-Za-z0-9_]*=\S*\s*$/.test(l))
       .map((l) => l.replace(/^ENV\s+/i, '').trim())
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
-  if (env.LD_PRELOAD) {
-    const missing = env.LD_PRELOAD.split(/[\s:]+/).filter((lib) => lib && !loadable(lib));
-    if (missing.length) {
-      if (!preloadNoticeGiven)
-        process.stderr.write(`bench: ${missing.join(', ')} (the image's LD_PRELOAD) is not installed here: the gateway runs without it (Debian: apt-get install libjemalloc2)\n`);
-      preloadNoticeGiven = true;
-      delete env.LD_PRELOAD;
-    }
-  }
-  return env;
-}
-
-let preloadNoticeGiven = false;
-
-/** Can the dynamic loader find this library (a path, or a name in its cache)? */
-function loadable(lib: string): boolean {
-  if (lib.includes('/')) return existsSync(lib);
-  try {
-    return execFileSync('ldconfig', ['-p'], { encoding: 'utf8', env: { PATH: `${process.env.PATH ?? ''}:/sbin:/usr/sbin` } })
-      .split('\n')
-      .some((l) => l.trim().startsWith(`${lib} `));
-  } catch {
-    return false;
-  }
 }
 
 export async function startGateway(logDir: string, run: Runner, o: GatewayOptions): Promise<Peer> {
