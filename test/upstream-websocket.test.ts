@@ -39,7 +39,7 @@ describe('upstream: an open WebSocket keeps nothing of its handshake', function 
         createObservability({ level: 'silent' }),
       );
       const requests: WeakRef<IncomingMessage>[] = [];
-      const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => true };
+      const guard: Guarding = { make: (send) => ({ write: (b) => send(b), end: (done) => done() }), mayForward: () => true };
       const front = http.createServer();
       front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         requests.push(new WeakRef(req));
@@ -105,7 +105,7 @@ describe('upstream: a client that sends its FIN with the handshake', function ()
         { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
         createObservability({ level: 'silent' }),
       );
-      const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => true };
+      const guard: Guarding = { make: (send) => ({ write: (b) => send(b), end: (done) => done() }), mayForward: () => true };
       const front = http.createServer();
       front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         socket.on('error', () => socket.destroy());
@@ -241,7 +241,7 @@ describe('upstream: a session that ends while its WebSocket handshake is under w
       front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         socket.on('error', () => socket.destroy());
         tracker.track(socket, { session: { key: 's1', label: 'alice', verdict } });
-        const guard: Guarding = { make: (send) => ({ write: (b) => send(b) }), mayForward: () => tracker.mayForward(socket) };
+        const guard: Guarding = { make: (send) => ({ write: (b) => send(b), end: (done) => done() }), mayForward: () => tracker.mayForward(socket) };
         upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
         setTimeout(() => {
           signedIn = false;

@@ -196,6 +196,11 @@ export class WebSocketGuard {
     }
   }
 
+  /** `done` once every frame written so far has been judged and sent on (or dropped). */
+  end(done: () => void): void {
+    this.chain = this.chain.then(done, done);
+  }
+
   private nextFrame(): Frame | undefined {
     const b = this.buf;
     if (b.length < 2) return undefined;

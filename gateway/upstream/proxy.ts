@@ -76,7 +76,15 @@ function dropUpstreamHeaders(res: ServerResponse, ours: readonly string[] | unde
  * An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream;
  * `flow` pauses the client while what waits for a judgement is too much to hold.
  */
-export type GuardFactory = (send: (b: Buffer) => void, fail: () => void, flow: { pause(): void; resume(): void }) => { write(b: Buffer): void };
+export type GuardFactory = (
+  send: (b: Buffer) => void,
+  fail: () => void,
+  flow: { pause(): void; resume(): void },
+) => {
+  write(b: Buffer): void;
+  /** `done` once everything written so far has been judged and sent on, or dropped */
+  end(done: () => void): void;
+};
 
 /** How an admin's WebSocket is read: the guard, and whether what it lets through may still go. */
 export interface Guarding {
@@ -162,10 +170,12 @@ function joinSockets(
       { pause: () => ((guardFull = true), flow()), resume: () => ((guardFull = false), flow()) },
     );
     if (clientHead.length) guard.write(clientHead);
-    // A client that sent its FIN with the handshake: its end is passed on at once, as forward() does.
-    if (client.readableEnded) upstream.end();
+    // The client's end goes upstream after the frames the guard still holds (judged asynchronously,
+    // some after asking Open WebUI); at once if it came with the handshake, as forward() does.
+    const endUpstream = () => guard.end(() => upstream.end());
+    if (client.readableEnded) endUpstream();
     client.on('data', (b: Buffer) => guard.write(b));
-    client.on('end', () => upstream.end());
+    client.on('end', endUpstream);
     client.resume();
   } else {
     if (clientHead.length) upstream.write(clientHead);
