@@ -14,6 +14,7 @@ import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/ops/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
+import { ACCEPT, HANDSHAKE } from './support/websocket-wire.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -75,6 +76,45 @@ describe('upstream: an open WebSocket keeps nothing of its handshake', function 
   }
 });
 
+/**
+ * A front server forwarding every upgrade to `upstreamUrl` (guarded if `guard` is given); a raw
+ * client's whole answer once its connection closes (or what it had after `waitMs`). With `fin`,
+ * the client sends its FIN with the request.
+ */
+async function handshake(
+  upstreamUrl: string,
+  o: { timeoutMs?: number; guard?: Guarding; fin?: boolean; waitMs?: number } = {},
+): Promise<{ answer: string; elapsedMs: number }> {
+  const upstream = createUpstream(
+    { url: upstreamUrl, timeoutMs: o.timeoutMs ?? 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
+    createObservability({ level: 'silent' }),
+  );
+  const front = http.createServer();
+  front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    upstream.forwardUpgrade(req, socket, head, o.guard);
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  try {
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve) => {
+      const s = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
+      let got = '';
+      s.on('data', (d) => (got += d.toString('latin1')));
+      s.on('error', () => {});
+      s.on('close', () => resolve(got));
+      if (o.waitMs) s.setTimeout(o.waitMs, () => resolve(`${got}(still open after ${o.waitMs} ms)`));
+      if (o.fin) s.end(HANDSHAKE);
+      else s.write(HANDSHAKE);
+    });
+    return { answer, elapsedMs: Date.now() - started };
+  } finally {
+    front.closeAllConnections();
+    await new Promise((r) => front.close(r));
+    upstream.agent.destroy();
+  }
+}
+
 describe('upstream: a client that sends its FIN with the handshake', function () {
   this.timeout(30_000);
 
@@ -86,53 +126,26 @@ describe('upstream: a client that sends its FIN with the handshake', function ()
       const slow = net.createServer((s) => {
         upstreamSockets.push(s);
         s.on('error', () => {});
-        s.once('data', () =>
-          setTimeout(
-            () =>
-              s.write(
-                'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n',
-              ),
-            100,
-          ),
-        );
+        s.once('data', () => setTimeout(() => s.write(ACCEPT), 100));
         s.on('end', () => {
           upstreamEnded = true;
           s.end();
         });
       });
       await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
-      const upstream = createUpstream(
-        { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
-        createObservability({ level: 'silent' }),
-      );
       const guard: Guarding = { make: (send) => ({ write: (b) => send(b), end: (done) => done() }), mayForward: () => true };
-      const front = http.createServer();
-      front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-        socket.on('error', () => socket.destroy());
-        upstream.forwardUpgrade(req, socket, head, guarded ? guard : undefined);
-      });
-      await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
       try {
-        const answer = await new Promise<string>((resolve) => {
-          const s = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
-          let got = '';
-          s.on('data', (d) => (got += d.toString('latin1')));
-          s.on('error', () => {});
-          s.on('close', () => resolve(got));
-          s.setTimeout(3_000, () => resolve(`${got}(still open after 3 s)`));
-          s.end(
-            'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-          );
+        const { answer } = await handshake(`http://127.0.0.1:${(slow.address() as AddressInfo).port}`, {
+          guard: guarded ? guard : undefined,
+          fin: true,
+          waitMs: 3_000,
         });
         expect(answer).to.match(/^HTTP\/1\.1 101 /);
         expect(answer).not.to.contain('still open');
         expect(upstreamEnded, 'the upstream saw the client end').to.equal(true);
       } finally {
         for (const s of upstreamSockets) s.destroy();
-        front.closeAllConnections();
-        await new Promise((r) => front.close(r));
         await new Promise((r) => slow.close(r));
-        upstream.agent.destroy();
       }
     });
   }
@@ -140,34 +153,6 @@ describe('upstream: a client that sends its FIN with the handshake', function ()
 
 describe('upstream: a WebSocket handshake the upstream does not complete', function () {
   this.timeout(30_000);
-
-  /** A front server forwarding every upgrade to `upstreamUrl`; a raw client's whole answer. */
-  async function handshake(upstreamUrl: string, timeoutMs = 5_000): Promise<{ answer: string; elapsedMs: number }> {
-    const upstream = createUpstream({ url: upstreamUrl, timeoutMs, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
-    const front = http.createServer();
-    front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      socket.on('error', () => socket.destroy());
-      upstream.forwardUpgrade(req, socket, head);
-    });
-    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
-    try {
-      const started = Date.now();
-      const answer = await new Promise<string>((resolve) => {
-        const s = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
-        let got = '';
-        s.on('data', (d) => (got += d.toString('latin1')));
-        s.on('error', () => {});
-        s.on('close', () => resolve(got));
-        s.write(
-          'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-        );
-      });
-      return { answer, elapsedMs: Date.now() - started };
-    } finally {
-      front.closeAllConnections();
-      await new Promise((r) => front.close(r));
-    }
-  }
 
   it('an ordinary answer instead of 101 (chunked) reaches the client whole, readable, and the connection closes', async () => {
     const refusing = http.createServer((_req, res) => {
@@ -196,7 +181,7 @@ describe('upstream: a WebSocket handshake the upstream does not complete', funct
     const silent = net.createServer((s) => held.push(s.on('error', () => {}).resume()));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     try {
-      const { answer, elapsedMs } = await handshake(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, 300);
+      const { answer, elapsedMs } = await handshake(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { timeoutMs: 300 });
       expect(answer).to.match(/^HTTP\/1\.1 504 /);
       expect(elapsedMs).to.be.within(250, 5_000);
       await new Promise((r) => setTimeout(r, 100));

@@ -14,22 +14,9 @@ import { createObservability } from '../gateway/ops/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import { WebSocketGuard } from '../gateway/http/socketio-guard.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
+import { HANDSHAKE, frame } from './support/websocket-wire.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const HANDSHAKE =
-  'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
-
-/** A masked client text frame. */
-function frame(text: string): Buffer {
-  const p = Buffer.from(text);
-  const mask = Buffer.from([1, 2, 3, 4]);
-  const out = Buffer.alloc(6 + p.length);
-  out[0] = 0x81;
-  out[1] = 0x80 | p.length;
-  mask.copy(out, 2);
-  for (let i = 0; i < p.length; i++) out[6 + i] = p[i]! ^ mask[i & 3]!;
-  return out;
-}
 
 /** The gateway side: a front server that tracks each upgraded socket and forwards it. */
 async function front(upstreamUrl: string, guard?: Guarding) {

@@ -13,22 +13,9 @@ import { createObservability } from '../gateway/ops/observability.js';
 import { WebSocketGuard } from '../gateway/http/socketio-guard.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
+import { ACCEPT, HANDSHAKE, frame } from './support/websocket-wire.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const HANDSHAKE =
-  'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
-const ACCEPT = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
-
-function frame(text: string): Buffer {
-  const p = Buffer.from(text);
-  const mask = Buffer.from([1, 2, 3, 4]);
-  const out = Buffer.alloc(6 + p.length);
-  out[0] = 0x81;
-  out[1] = 0x80 | p.length;
-  mask.copy(out, 2);
-  for (let i = 0; i < p.length; i++) out[6 + i] = p[i]! ^ mask[i & 3]!;
-  return out;
-}
 
 /** A raw upstream: 101 after `delayMs`, records what it reads after the handshake and whether it saw the end. */
 async function rawUpstream(delayMs: number) {
