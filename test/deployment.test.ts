@@ -770,7 +770,9 @@ describe('deployment: Dockerfile and .dockerignore', function () {
     expect(hc).to.include('/healthz').and.include('fetch');
     expect(finalStage.some((l) => /^EXPOSE\s+8080\b/i.test(l))).to.equal(true);
     const cmd = finalStage.filter((l) => /^CMD\s/i.test(l)).pop();
-    expect(cmd).to.equal('CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "dist/gateway/main.js"]');
+    expect(cmd).to.equal(
+      'CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "dist/gateway/main.js"]',
+    );
   });
 
   it("limits glibc's malloc arenas (MALLOC_ARENA_MAX=2: memory freed after streaming goes back, bench/README.md)", function () {
