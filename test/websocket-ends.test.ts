@@ -12,9 +12,9 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/ops/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
-import { WebSocketGuard } from '../gateway/http/socketio-guard.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { HANDSHAKE, frame } from './support/websocket-wire.js';
+import { realGuard } from './support/websocket-guard.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -156,18 +156,15 @@ describe('WebSocket ends: an admin socket whose session ended', function () {
       tracker.track(socket, { session: { key: 's1', label: 'admin', verdict } });
       // as gateway/pipeline/handle.ts wires it: the real guard, whose judge (a call to Open WebUI as
       // the admin) takes 500 ms here, and the tracker's word on whether the session still holds
-      upstream.forwardUpgrade(req, socket, head, {
-        make: (send, fail, flow) =>
-          new WebSocketGuard(
-            () => sleep(500).then(() => true),
-            () => {},
-            send,
-            () => fail(),
-            true,
-            flow,
-          ),
-        mayForward: () => tracker.mayForward(socket),
-      });
+      upstream.forwardUpgrade(
+        req,
+        socket,
+        head,
+        realGuard(
+          () => sleep(500).then(() => true),
+          () => tracker.mayForward(socket),
+        ),
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
@@ -206,18 +203,7 @@ describe('WebSocket ends: an admin socket is read only as fast as its messages a
     await new Promise((r) => echo.once('listening', r));
     echo.on('connection', (ws) => ws.on('message', () => {}));
     // a judgement that takes as long as UPSTREAM_TIMEOUT_MS (here: never, within the test)
-    const guard: Guarding = {
-      make: (send, fail, flow) =>
-        new WebSocketGuard(
-          () => new Promise<boolean>(() => {}),
-          () => {},
-          send,
-          () => fail(),
-          true,
-          flow,
-        ),
-      mayForward: () => true,
-    };
+    const guard = realGuard(() => new Promise<boolean>(() => {}));
     const gw = await front(`http://127.0.0.1:${(echo.address() as AddressInfo).port}`, guard);
     try {
       const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/ws/socket.io/`);

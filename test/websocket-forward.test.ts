@@ -8,12 +8,12 @@ import { expect } from 'chai';
 import http, { type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
+import { createUpstream } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/ops/observability.js';
-import { WebSocketGuard } from '../gateway/http/socketio-guard.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { ACCEPT, HANDSHAKE, frame } from './support/websocket-wire.js';
+import { realGuard } from './support/websocket-guard.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -54,19 +54,8 @@ async function rawUpstream(delayMs: number) {
 
 async function gateway(upstreamUrl: string, judgeMs: number) {
   const upstream = createUpstream({ url: upstreamUrl, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
-  const guard: Guarding = {
-    // the real guard; a note join is judged by asking Open WebUI (here: judgeMs, allowed)
-    make: (send, fail, flow) =>
-      new WebSocketGuard(
-        () => sleep(judgeMs).then(() => true),
-        () => {},
-        send,
-        () => fail(),
-        true,
-        flow,
-      ),
-    mayForward: () => true,
-  };
+  // the real guard; a note join is judged by asking Open WebUI (here: judgeMs, allowed)
+  const guard = realGuard(() => sleep(judgeMs).then(() => true));
   const sockets: Duplex[] = [];
   const server = http.createServer();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

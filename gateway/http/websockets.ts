@@ -278,8 +278,8 @@ export class WebSocketTracker {
     t.code = POLICY_VIOLATION;
     t.reason = reason;
     this.options.closedForSession?.(s.label, reason);
-    // Stop reading the client: its frames would reach the upstream under the old identity.
-    t.socket.unpipe();
+    // Stop reading the client: its frames would reach the upstream under the old identity (the
+    // proxy forwards them from its 'data' listener, gateway/upstream/proxy.ts forward()).
     t.socket.removeAllListeners('data');
     t.socket.pause();
     setTimeout(() => t.socket.destroy(), SESSION_CLOSE_WAIT_MS).unref();

@@ -195,7 +195,7 @@ function joinSockets(
 /**
  * `from`'s bytes to `to`, with back-pressure, and its end after them: what pipe() does for two
  * sockets, in three listeners. Reading stops for good once its 'data' listener is taken away (a
- * socket closed for its session, gateway/http/websockets.ts), as with an unpiped source.
+ * socket closed for its session, gateway/http/websockets.ts).
  */
 function forward(from: Duplex, to: Duplex): void {
   // Already ended (a client that sent its FIN with the handshake): only the end is left to pass on.
