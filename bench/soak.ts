@@ -219,6 +219,17 @@ async function startSoakWorld(mode: 'inline' | 'process'): Promise<World> {
   // Open WebUI set as the platform expects (BYPASS_ADMIN_ACCESS_CONTROL=false): a drifted upstream
   // makes every admin list a walk over all pages, which is tested elsewhere, not soaked.
   const upstream = await startOpenWebUI({ users: USERS, files: seedFiles(), bypassAdminAccessControl: false, enableAdminExport: true });
+  // What started is closed when a later step fails: a run that cannot start must still end.
+  const started: { close(): Promise<void> }[] = [upstream];
+  try {
+    return await startGatewayAndRealm(mode, upstream, started);
+  } catch (err) {
+    for (const part of started.reverse()) await part.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function startGatewayAndRealm(mode: 'inline' | 'process', upstream: OpenWebUIStandIn, started: { close(): Promise<void> }[]): Promise<World> {
   // the gateway's port must be known to the realm (redirect URI) before it listens
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -228,6 +239,7 @@ async function startSoakWorld(mode: 'inline' | 'process'): Promise<World> {
     ],
     accessTokenTtl: 3600,
   });
+  started.push(idp);
   const providersFile = join(mkdtempSync(join(tmpdir(), 'soak-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
   const env: Record<string, string> = {
@@ -268,7 +280,12 @@ async function inlineGateway(env: Record<string, string>, port: number, url: str
   const destination = new Writable({ write: (_chunk, _enc, done) => done() });
   const obs = createObservability({ level: 'warn', destination });
   const gateway: Gateway = await createGateway(settings, { obs });
-  await gateway.listen(port, '127.0.0.1');
+  try {
+    await gateway.listen(port, '127.0.0.1');
+  } catch (err) {
+    await gateway.close();
+    throw err;
+  }
   return {
     url,
     async measure() {
@@ -313,7 +330,10 @@ async function childGateway(env: Record<string, string>, url: string): Promise<G
       () => false,
     );
     if (ok) break;
-    if (child.exitCode !== null || Date.now() > until) throw new Error(`the gateway did not start: ${stderr}`);
+    if (child.exitCode !== null || Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`the gateway did not start: ${stderr}`);
+    }
     await sleep(200);
   }
   async function metrics(): Promise<Record<string, number>> {
@@ -360,9 +380,17 @@ async function childGateway(env: Record<string, string>, url: string): Promise<G
 
 /** Run the mixed traffic and return the report (never throws for a failed verdict). */
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const world = await startSoakWorld(options.gateway ?? 'inline');
+  try {
+    return await soak(world, options);
+  } finally {
+    await world.close();
+  }
+}
+
+async function soak(world: World, options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => undefined);
   const mode = options.gateway ?? 'inline';
-  const world = await startSoakWorld(mode);
   const { url, upstream, idp, gateway } = world;
   log(
     `gateway ${url} (${mode === 'process' ? `its own process, log in ${gateway.logFile}` : 'in this process'}), Open WebUI stand-in ${upstream.url}, realm ${idp.url}`,
@@ -687,7 +715,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   if (options.websockets && wsStats.opened < options.websockets) failures.push(`only ${wsStats.opened} of ${options.websockets} WebSockets opened`);
   if (!logins.ok) failures.push('no login succeeded');
 
-  await world.close();
   return {
     durationMs,
     requests,

@@ -2,6 +2,7 @@
 // scenario against each, and writes its JSON. Speed is measured in bench/, never asserted here:
 // this test checks only that the harness produced results for every scenario and peer present.
 import { execFile, execFileSync } from 'node:child_process';
+import net from 'node:net';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { evaluateTargets, type Results, type Row } from '../bench/report.js';
 import { SCENARIOS } from '../bench/scenarios.js';
+import { freePorts } from '../bench/proc.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -258,6 +260,20 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
       expect(report).to.include('bytes per request, by allocating function (gateway, bare, difference)');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('bench and tests: free ports for programs that must know theirs before listening', () => {
+  it('are distinct, listenable, and outside the range outgoing connections take their local ports from', async () => {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number) as [number, number];
+    const ports = await freePorts(20);
+    expect(new Set(ports).size).to.equal(20);
+    for (const port of ports) {
+      expect(port < low || port > high, `${port} in ${low}-${high}`).to.equal(true);
+      const server = net.createServer();
+      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+      await new Promise((r) => server.close(r));
     }
   });
 });

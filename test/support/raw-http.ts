@@ -2,7 +2,7 @@
 // on the client side normalizes what is sent, a small HTTP/1.x response parser for pipelined
 // answers, and the seed data in which every foreign record carries a recognizable marker.
 import net from 'node:net';
-import { once } from 'node:events';
+import { freePort } from '../../bench/proc.js';
 import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -100,13 +100,7 @@ export async function rawRequest(port: number, bytes: string, waitMs = 3000): Pr
 }
 
 /** A port that was free a moment ago (for settings that must know the port before listening). */
-export async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+export { freePort };
 
 /** A port nothing listens on (connections are refused). */
 export const deadPort = freePort;
