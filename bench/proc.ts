@@ -191,62 +191,7 @@ export function watchRss(pids: () => number[]): { stop(): number } {
   };
 }
 
-/**
- * The kernel's range for the local ports of outgoing connections (Linux; elsewhere IANA's). A port
- * picked inside it can be taken by any connection opened before the program listens (CI lost a
- * run to that: EADDRINUSE on a port freePort had just returned), so free ports are picked below it.
- */
-function ephemeralRange(): [number, number] {
-  try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (low && high && low <= high) return [low, high];
-  } catch {
-    // not Linux
-  }
-  return [49152, 65535];
-}
-
-/** Ports picked from: 10000 up to the ephemeral range, or above it; none (port 0) when neither has room. */
-function pickRange(): [number, number] | undefined {
-  const [low, high] = ephemeralRange();
-  if (low - 10_000 >= 1_000) return [10_000, low - 1];
-  if (65_535 - high >= 1_000) return [high + 1, 65_535];
-  return undefined;
-}
-
-async function holdPort(net: typeof import('node:net'), port: number): Promise<import('node:net').Server | undefined> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolve(undefined) : reject(err)));
-    s.listen(port, '127.0.0.1', () => resolve(s));
-  });
-}
-
-/**
- * Free ports on 127.0.0.1 for programs that cannot listen on port 0 and say which (nginx, the
- * gateway whose PUBLIC_URL must be known first). All are held open together, so they differ; they
- * lie outside the ephemeral range (above), so no outgoing connection takes one before it is used.
- */
-export async function freePorts(count: number): Promise<number[]> {
-  const net = await import('node:net');
-  const range = pickRange();
-  const servers: import('node:net').Server[] = [];
-  try {
-    for (let tries = 0; servers.length < count; tries++) {
-      if (tries > 200 * count) throw new Error(`no ${count} free ports found on 127.0.0.1`);
-      const port = range && tries < 100 * count ? range[0] + Math.floor(Math.random() * (range[1] - range[0] + 1)) : 0;
-      const s = await holdPort(net, port);
-      if (s) servers.push(s);
-    }
-    return servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  }
-}
-
-export async function freePort(): Promise<number> {
-  return (await freePorts(1))[0]!;
-}
+export { freePort, freePorts } from '../sandbox/ports.js';
 
 export const logPath = (dir: string, name: string) => join(dir, `${name.replace(/[^a-z0-9-]+/gi, '-')}.log`);
 

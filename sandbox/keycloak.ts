@@ -12,20 +12,13 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { createServer } from 'node:net';
+import { freePorts } from './ports.js';
 
 export const REPO = resolve(import.meta.dirname, '..');
 export const PLATFORM_REALM_FILE = join(REPO, 'deploy/keycloak/realm-platform.json');
 /** A second realm in the same server playing Acme's own identity provider (brokered as acme-entra). */
 export const ACME_IDP_REALM_FILE = join(REPO, 'sandbox/realm-acme-idp.json');
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r, j) => s.once('error', j).listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 export const KC_ADMIN = { username: 'kc-test-admin', password: 'kc-test-admin-pass' };
 
 export interface RunningKeycloak {
@@ -66,7 +59,7 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
   mkdirSync(join(run, 'data/import'), { recursive: true });
   for (const f of [PLATFORM_REALM_FILE, ...(o.realms ?? [])]) copyFileSync(f, join(run, 'data/import', basename(f)));
 
-  const [port, managementPort] = [await freePort(), await freePort()];
+  const [port, managementPort] = (await freePorts(2)) as [number, number];
   const url = `http://127.0.0.1:${port}`;
   const java = javaHome();
   const started = Date.now();

@@ -11,7 +11,7 @@
 // module only in sandbox mode: production never loads it or the stand-ins.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
@@ -55,17 +55,6 @@ export interface SandboxOptions {
    * Open WebUI 0.12.4, sandbox/real-open-webui.ts); it starts empty, without the demo files and chats.
    */
   openWebUI?: { url: string; version: string; close(): Promise<void> };
-}
-
-async function freePort(host: string): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve, reject) => {
-    s.once('error', reject);
-    s.listen(0, host, resolve);
-  });
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
 }
 
 function fail(message: string): never {

@@ -4,21 +4,10 @@
 // from test/support/open-webui.ts. Its own process group, ended with close() or when this process exits.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((ok, fail) => {
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', ok);
-  });
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((ok) => s.close(() => ok()));
-  return port;
-}
 
 export const OPEN_WEBUI_VERSION = '0.12.4';
 const SCRIPT = resolve(import.meta.dirname, '../scripts/open-webui.sh');
