@@ -198,6 +198,7 @@ const schema = z.object({
   REQUEST_TIMEOUT_MS: int(0, 0, 86_400_000),
   IDLE_TIMEOUT_MS: int(65_000, 1_000, 3_600_000),
   SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
+  QUIET_GC_MS: int(1_000, 0, 600_000),
 
   OIDC_ISSUER_URL: httpUrl,
   OIDC_CLIENT_ID: optionalText,
@@ -259,7 +260,7 @@ export interface Settings {
     maxSockets: number;
     rewriteMaxBytes: number;
   };
-  server: { headersTimeoutMs: number; requestTimeoutMs: number; idleTimeoutMs: number; shutdownGraceMs: number; workers: number };
+  server: { headersTimeoutMs: number; requestTimeoutMs: number; idleTimeoutMs: number; shutdownGraceMs: number; quietGcMs: number; workers: number };
   oidc: {
     issuerUrl: string;
     clientId: string;
@@ -452,6 +453,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
       idleTimeoutMs: e.IDLE_TIMEOUT_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      quietGcMs: e.QUIET_GC_MS,
       workers: e.GATEWAY_WORKERS,
     },
     oidc: {

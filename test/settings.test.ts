@@ -120,6 +120,7 @@ describe('settings', () => {
       PORT: 'eighty',
       SHOW_IDP_LOGIN: 'maybe',
       UPSTREAM_URL: 'ftp://x',
+      QUIET_GC_MS: '-1',
     });
     const names = p.map((line) => line.split(':')[0]);
     for (const n of [
@@ -134,6 +135,7 @@ describe('settings', () => {
       'OIDC_CLIENT_ID',
       'OIDC_CLIENT_SECRET',
       'PUBLIC_URL',
+      'QUIET_GC_MS',
     ])
       expect(names, n).to.include(n);
   });

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Settings } from '../../config/settings.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import type { Observability } from '../ops/observability.js';
+import { createQuietGc } from '../ops/quiet-gc.js';
 import type { Found, Pipeline } from '../pipeline/handle.js';
 import { answerFailure, finishSocket, rawJsonAnswer } from './respond.js';
 import type { WebSocketTracker } from './websockets.js';
@@ -32,6 +33,7 @@ export function createHttpServer(o: {
   // Every other log line keeps the redaction.
   const requestLog = obs.log.child({}, { redact: [] });
   let closing = false;
+  const quietGc = createQuietGc({ quietMs: o.server.quietGcMs, log: obs.log, collections: obs.metrics.quietCollections });
 
   /** Per client socket: answers still being written, and the latest request (for `clientError`). */
   const answering = new WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>();
@@ -44,9 +46,11 @@ export function createHttpServer(o: {
     answered.open++;
     answered.req = req;
     answered.res = res;
+    quietGc.begin();
     if (closing) res.setHeader('connection', 'close');
     // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
     res.once('close', () => {
+      quietGc.end();
       // A socket with no answer open needs no entry (clientError reads a missing one as none open):
       // kept, it held the last request and response, headers and all, for as long as the
       // keep-alive connection stayed idle (issue 27: memory per idle connection).
@@ -85,6 +89,8 @@ export function createHttpServer(o: {
   // Judge before the client sends its body: a refused upload never gets `100 Continue`.
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {
+    // A handshake is activity; the open WebSocket after it is not (its frames never hold off a collection).
+    quietGc.touch();
     socket.on('error', () => socket.destroy());
     // RFC 6455 4.1: the opening handshake is a GET. Node hands over an upgrade of any method; one
     // forwarded would be a tunnel opened under a method nobody judged.
@@ -131,6 +137,7 @@ export function createHttpServer(o: {
     },
     close(graceMs) {
       closing = true;
+      quietGc.stop();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -79,6 +79,8 @@ export interface Metrics {
   /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
   sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
+  /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/ops/quiet-gc.ts) */
+  quietCollections: Counter;
 }
 
 /**
@@ -204,6 +206,11 @@ export function createObservability(options: { level: string; auditFile?: string
     sessionChecksUnavailable: new Counter({
       name: 'gateway_session_checks_unavailable_total',
       help: 'Cookie-session requests answered 503 because the shared session state could not be checked',
+      registers: [registry],
+    }),
+    quietCollections: new Counter({
+      name: 'gateway_quiet_gc_total',
+      help: 'Full garbage collections run after a burst, once nothing was in flight for QUIET_GC_MS',
       registers: [registry],
     }),
   };

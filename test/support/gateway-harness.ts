@@ -88,7 +88,7 @@ export async function gatewayProcess(
 export function serverOnly(handle: (req: IncomingMessage, res: ServerResponse) => void): ReturnType<typeof createHttpServer> {
   const pipeline = { handle: async (req: IncomingMessage, res: ServerResponse) => handle(req, res), upgrade: async () => {} } as unknown as Pipeline;
   return createHttpServer({
-    server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, workers: 1 },
+    server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, quietGcMs: 0, workers: 1 },
     obs: createObservability({ level: 'silent' }),
     pipeline,
     websockets: { closeAll() {}, destroyAll() {} } as unknown as WebSocketTracker,

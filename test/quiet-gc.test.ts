@@ -1,0 +1,115 @@
+// QUIET_GC_MS (gateway/ops/quiet-gc.ts): once nothing is in flight for that long after some
+// activity, and the old generation grew by 8 MB or more since the last collection, the gateway
+// runs one full garbage collection, so that a burst's garbage is not still there when the next
+// burst comes (issue 27: peak RSS). Never while a request is in flight; at most once per quiet period.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import { expect } from 'chai';
+import { QUIET_GC_MIN_GROWTH_BYTES, shouldCollect } from '../gateway/ops/quiet-gc.js';
+import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+
+const MB = 2 ** 20;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+describe('unit: when a quiet collection runs', () => {
+  const state = { inFlight: 0, quietForMs: 1_000, grownBytes: QUIET_GC_MIN_GROWTH_BYTES };
+  it('nothing in flight, quiet long enough, and the old generation grew by 8 MB: yes', () => {
+    expect(shouldCollect(state, 1_000)).to.equal(true);
+    expect(shouldCollect({ ...state, quietForMs: 60_000, grownBytes: 100 * MB }, 1_000)).to.equal(true);
+  });
+  it('a request in flight, not quiet long enough, too little growth, or off (0): no', () => {
+    expect(shouldCollect({ ...state, inFlight: 1 }, 1_000)).to.equal(false);
+    expect(shouldCollect({ ...state, quietForMs: 999 }, 1_000)).to.equal(false);
+    expect(shouldCollect({ ...state, grownBytes: QUIET_GC_MIN_GROWTH_BYTES - 1 }, 1_000)).to.equal(false);
+    expect(shouldCollect({ ...state, quietForMs: 60_000 }, 0)).to.equal(false);
+  });
+});
+
+/** Bytes in V8's old spaces, as the gateway reads them. */
+function oldGeneration(): number {
+  return v8
+    .getHeapSpaceStatistics()
+    .filter((s) => s.space_name !== 'new_space' && s.space_name !== 'new_large_object_space')
+    .reduce((sum, s) => sum + s.space_used_size, 0);
+}
+
+/** Garbage in the old generation: objects kept through young collections, then let go. */
+async function oldGarbage(mb: number): Promise<void> {
+  const before = oldGeneration();
+  // garbage once this function returns
+  const kept: object[][] = [];
+  for (let round = 0; round < 40 && oldGeneration() - before < mb * MB; round++) {
+    kept.push(Array.from({ length: 20_000 }, (_, i) => ({ i, s: `record ${i} of round ${round}` })));
+    // short-lived allocations, so that young collections run and promote what is kept
+    for (let j = 0; j < 50; j++) void Array.from({ length: 2_000 }, () => ({ junk: true }));
+    await sleep(0);
+  }
+  expect(oldGeneration() - before, 'the test could not grow the old generation').to.be.at.least(mb * MB);
+}
+
+describe('QUIET_GC_MS: a full collection once the gateway is quiet after a burst', function () {
+  this.timeout(30_000);
+  let upstream: http.Server;
+  let upstreamUrl: string;
+  const held: http.ServerResponse[] = [];
+  let gw: RunningGateway | undefined;
+
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      if (req.url === '/static/hold') return void held.push(res);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  });
+  afterEach(async () => {
+    for (const res of held.splice(0)) res.end();
+    await gw?.close();
+    gw = undefined;
+  });
+  after(async () => {
+    upstream.closeAllConnections();
+    await new Promise((r) => upstream.close(r));
+  });
+
+  const collections = async () => (await gw!.obs.metrics.quietCollections.get()).values[0]?.value ?? 0;
+  const get = (path: string) => fetch(`${gw!.url}${path}`).then(async (r) => ({ status: r.status, text: await r.text() }));
+
+  it('after a request, once quiet: one collection, the garbage freed, counted in /metrics; none again without new activity', async () => {
+    gw = await startGateway(baseEnv(upstreamUrl, { QUIET_GC_MS: '200' }));
+    await oldGarbage(16);
+    const grown = oldGeneration();
+    expect((await get('/static/app.js')).status).to.equal(200);
+    await sleep(700);
+    expect(await collections()).to.equal(1);
+    expect(grown - oldGeneration(), 'old generation bytes freed').to.be.at.least(8 * MB);
+    await oldGarbage(16);
+    await sleep(700);
+    expect(await collections(), 'no request since the last one: no new collection').to.equal(1);
+    expect((await get('/metrics')).text).to.match(/^gateway_quiet_gc_total 1$/m);
+  });
+
+  it('never while a request is in flight; once it ends and the gateway is quiet, one', async () => {
+    gw = await startGateway(baseEnv(upstreamUrl, { QUIET_GC_MS: '200' }));
+    await oldGarbage(16);
+    // activity first, then a request held in flight well past the quiet time
+    expect((await get('/static/app.js')).status).to.equal(200);
+    const answer = get('/static/hold');
+    while (held.length === 0) await sleep(10);
+    await sleep(1_000);
+    expect(await collections(), 'a request was in flight').to.equal(0);
+    held.shift()!.end('late');
+    expect((await answer).text).to.equal('late');
+    await sleep(700);
+    expect(await collections()).to.equal(1);
+  });
+
+  it('QUIET_GC_MS=0: never', async () => {
+    gw = await startGateway(baseEnv(upstreamUrl, { QUIET_GC_MS: '0' }));
+    await oldGarbage(16);
+    expect((await get('/static/app.js')).status).to.equal(200);
+    await sleep(1_200);
+    expect(await collections()).to.equal(0);
+  });
+});
