@@ -198,7 +198,7 @@ const schema = z.object({
   REQUEST_TIMEOUT_MS: int(0, 0, 86_400_000),
   IDLE_TIMEOUT_MS: int(65_000, 1_000, 3_600_000),
   SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
-  QUIET_GC_MS: int(1_000, 0, 600_000),
+  QUIET_GC_MS: int(1_000, 0, 600_000).refine((ms) => ms === 0 || ms >= 100, 'must be 0 (off) or at least 100'),
 
   OIDC_ISSUER_URL: httpUrl,
   OIDC_CLIENT_ID: optionalText,

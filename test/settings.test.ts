@@ -120,7 +120,7 @@ describe('settings', () => {
       PORT: 'eighty',
       SHOW_IDP_LOGIN: 'maybe',
       UPSTREAM_URL: 'ftp://x',
-      QUIET_GC_MS: '-1',
+      QUIET_GC_MS: '50',
     });
     const names = p.map((line) => line.split(':')[0]);
     for (const n of [

@@ -43,18 +43,19 @@ export function createHttpServer(o: {
     const found: Found = { routeClass: undefined };
     let answered = answering.get(req.socket);
     if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
-    answered.open++;
+    if (answered.open++ === 0) quietGc.begin(req.socket);
     answered.req = req;
     answered.res = res;
-    quietGc.begin();
     if (closing) res.setHeader('connection', 'close');
     // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
     res.once('close', () => {
-      quietGc.end();
       // A socket with no answer open needs no entry (clientError reads a missing one as none open):
       // kept, it held the last request and response, headers and all, for as long as the
       // keep-alive connection stayed idle (issue 27: memory per idle connection).
-      if (--answered.open === 0 && answering.get(req.socket) === answered) answering.delete(req.socket);
+      if (--answered.open === 0) {
+        quietGc.end(req.socket);
+        if (answering.get(req.socket) === answered) answering.delete(req.socket);
+      }
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const cls = found.routeClass ?? classifyTarget(req.url);
       if (res.writableFinished) {
@@ -89,15 +90,19 @@ export function createHttpServer(o: {
   // Judge before the client sends its body: a refused upload never gets `100 Continue`.
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req, socket, head) => {
-    // A handshake is activity; the open WebSocket after it is not (its frames never hold off a collection).
-    quietGc.touch();
     socket.on('error', () => socket.destroy());
     // RFC 6455 4.1: the opening handshake is a GET. Node hands over an upgrade of any method; one
     // forwarded would be a tunnel opened under a method nobody judged.
     // Answered with finishSocket: Node reads an upgraded or CONNECT socket no more and no timeout
     // of the server's reaches it, so a plain end() left it open (and a graceful stop waiting) for ever.
     if (req.method !== 'GET') return void finishSocket(socket as Duplex, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
-    pipeline.upgrade(req, socket as Duplex, head, closing).catch((err: Error) => answerFailure(socket as Duplex, err, obs));
+    // The handshake being judged is in flight; the open WebSocket after it is not (its frames never
+    // hold off a collection).
+    quietGc.begin(socket);
+    pipeline
+      .upgrade(req, socket as Duplex, head, closing)
+      .catch((err: Error) => answerFailure(socket as Duplex, err, obs))
+      .finally(() => quietGc.end(socket));
   });
   // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
   // closes the socket, leaving the client without an answer).

@@ -6,7 +6,7 @@
 // collects; V8's own memory reducer, which would collect once allocation stops, waits 8 s and more.
 // A burst (2,000 connections opened and dropped, a run of rewritten file lists) thus left 20 to 30 MB
 // of garbage that the next burst found still there: peaks of 150 to 160 MB where one burst alone
-// reaches 125 (issue 27). Collected when nothing is in flight, the pause (tens of ms) costs no
+// reaches 125 (issue 27). Collected when no request is in flight, the pause (tens of ms) costs no
 // request anything; an open WebSocket's frames may wait for it, once after a burst.
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -17,8 +17,8 @@ import type { Counter } from 'prom-client';
 export const QUIET_GC_MIN_GROWTH_BYTES = 8 * 2 ** 20;
 
 export interface QuietGcState {
-  /** requests begun and not yet answered (WebSockets count only while their handshake runs) */
-  inFlight: number;
+  /** client connections with a request being answered or a WebSocket handshake being judged */
+  busy: number;
   /** how long since a request began or ended */
   quietForMs: number;
   /** the old generation's growth since the last collection (or since start) */
@@ -27,31 +27,87 @@ export interface QuietGcState {
 
 /** The decision, alone: nothing in flight, quiet long enough, and enough to collect. */
 export function shouldCollect(state: QuietGcState, quietMs: number): boolean {
-  return quietMs > 0 && state.inFlight === 0 && state.quietForMs >= quietMs && state.grownBytes >= QUIET_GC_MIN_GROWTH_BYTES;
+  return quietMs > 0 && state.busy === 0 && state.quietForMs >= quietMs && state.grownBytes >= QUIET_GC_MIN_GROWTH_BYTES;
 }
 
-export interface QuietGc {
-  /** a request began */
-  begin(): void;
-  /** a request's answer ended (finished or cut) */
-  end(): void;
-  /** something happened that is over at once (a WebSocket handshake) */
-  touch(): void;
-  stop(): void;
+/** A client connection as the watch sees it. */
+interface Connection {
+  readonly destroyed: boolean;
+}
+
+/**
+ * What the gateway has been doing, from the server's calls, and when a collection is due (the
+ * timer asks). Time and heap sizes are passed in, so that the sequence is testable as it is.
+ */
+export class QuietWatch {
+  // Connections, not requests: Node never emits 'close' for pipelined answers still queued when
+  // their connection dies, so a count of requests could stay above zero for good (and turn the
+  // collection off); a destroyed connection is dropped from this set whatever its answers did.
+  private readonly busy = new Set<Connection>();
+  // Set on every begin and end (a store, nothing more on the request's path); `due` reads it.
+  private active = false;
+  private lastActive: number;
+  // One collection per quiet period, and only after some activity since the last one.
+  private pending = false;
+  private afterLast: number;
+
+  constructor(
+    private readonly quietMs: number,
+    now: number,
+    oldGenerationBytes: number,
+  ) {
+    this.lastActive = now;
+    this.afterLast = oldGenerationBytes;
+  }
+
+  /** The connection's first answer (or its handshake) began. */
+  begin(connection: Connection): void {
+    this.busy.add(connection);
+    this.active = true;
+  }
+
+  /** The connection has no answer (or handshake) under way any more. */
+  end(connection: Connection): void {
+    this.busy.delete(connection);
+    this.active = true;
+  }
+
+  /** Whether to collect now; `oldGenerationBytes` is read only when everything else says yes. */
+  due(now: number, oldGenerationBytes: () => number): boolean {
+    if (this.active) {
+      this.active = false;
+      this.lastActive = now;
+      this.pending = true;
+    }
+    if (!this.pending || now - this.lastActive < this.quietMs) return false;
+    for (const c of this.busy) if (c.destroyed) this.busy.delete(c);
+    if (this.busy.size > 0) return false;
+    this.pending = false;
+    return shouldCollect({ busy: this.busy.size, quietForMs: now - this.lastActive, grownBytes: oldGenerationBytes() - this.afterLast }, this.quietMs);
+  }
+
+  /** A collection ran; its result is the new base for "grown". */
+  collected(oldGenerationBytes: number): void {
+    this.afterLast = oldGenerationBytes;
+  }
 }
 
 /** Bytes in V8's old spaces (everything a young collection does not free). */
-function oldGenerationBytes(): number {
+export function oldGenerationBytes(): number {
   let bytes = 0;
   for (const s of v8.getHeapSpaceStatistics()) if (s.space_name !== 'new_space' && s.space_name !== 'new_large_object_space') bytes += s.space_used_size;
   return bytes;
 }
 
 /**
- * V8's `gc`, without `--expose-gc` on the command line and without a global `gc` in the gateway's
- * own context: the flag set at run time reaches only contexts created after it, here a private one.
+ * V8's `gc`: the global one if node was started with --expose-gc; else the flag is set at run time,
+ * where it reaches only contexts created after it, here a private one (no global `gc` in the
+ * gateway's own context). Never under --freeze-flags-after-init, where V8 would abort the process.
  */
-function obtainGc(): (() => void) | undefined {
+export function obtainGc(argv: readonly string[] = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]): (() => void) | undefined {
+  const own = (globalThis as { gc?: unknown }).gc;
+  if (typeof own === 'function') return own as () => void;
+  if (argv.some((a) => /^--freeze[-_]flags[-_]after[-_]init$/.test(a))) return undefined;
   try {
     v8.setFlagsFromString('--expose-gc');
     const gc: unknown = vm.runInNewContext('gc');
@@ -61,60 +117,42 @@ function obtainGc(): (() => void) | undefined {
   }
 }
 
-const OFF: QuietGc = { begin() {}, end() {}, touch() {}, stop() {} };
+export interface QuietGc {
+  begin(connection: Connection): void;
+  end(connection: Connection): void;
+  stop(): void;
+}
 
-export function createQuietGc(o: { quietMs: number; log: Logger; collections: Counter }): QuietGc {
+const OFF: QuietGc = { begin() {}, end() {}, stop() {} };
+
+export function createQuietGc(o: { quietMs: number; log: Logger; collections: Counter; gc?: () => void }): QuietGc {
   if (o.quietMs <= 0) return OFF;
-  const gc = obtainGc();
+  const gc = o.gc ?? obtainGc();
   if (!gc) {
-    o.log.warn('QUIET_GC_MS: V8 refused --expose-gc at run time; memory is left to V8 alone');
+    o.log.warn('QUIET_GC_MS: no way to run a collection (V8 flags are frozen); memory is left to V8 alone');
     return OFF;
   }
-  let inFlight = 0;
-  // Set on every begin and end (a store, nothing more on the request's path); the timer reads it.
-  let active = false;
-  let lastActive = Date.now();
-  // One collection per quiet period, and only after some activity since the last one.
-  let pending = false;
-  let afterLast = oldGenerationBytes();
+  const watch = new QuietWatch(o.quietMs, performance.now(), oldGenerationBytes());
   const timer = setInterval(
     () => {
-      const now = Date.now();
-      if (active) {
-        active = false;
-        lastActive = now;
-        pending = true;
-      }
-      if (!pending || inFlight > 0 || now - lastActive < o.quietMs) return;
-      pending = false;
-      const before = oldGenerationBytes();
-      if (!shouldCollect({ inFlight, quietForMs: now - lastActive, grownBytes: before - afterLast }, o.quietMs)) return;
+      if (!watch.due(performance.now(), oldGenerationBytes)) return;
       const started = performance.now();
+      const before = oldGenerationBytes();
       gc();
-      afterLast = oldGenerationBytes();
+      const after = oldGenerationBytes();
+      watch.collected(after);
       o.collections.inc();
       o.log.debug(
-        { ms: Math.round(performance.now() - started), beforeMB: Math.round(before / 2 ** 20), afterMB: Math.round(afterLast / 2 ** 20) },
+        { ms: Math.round(performance.now() - started), beforeMB: Math.round(before / 2 ** 20), afterMB: Math.round(after / 2 ** 20) },
         'quiet garbage collection',
       );
     },
-    Math.max(25, Math.min(o.quietMs, 1_000) / 4),
+    Math.min(o.quietMs, 1_000) / 4,
   );
   timer.unref();
   return {
-    begin() {
-      inFlight++;
-      active = true;
-    },
-    end() {
-      inFlight--;
-      active = true;
-    },
-    touch() {
-      active = true;
-    },
-    stop() {
-      clearInterval(timer);
-    },
+    begin: (c) => watch.begin(c),
+    end: (c) => watch.end(c),
+    stop: () => clearInterval(timer),
   };
 }
