@@ -52,7 +52,8 @@ export function createHttpServer(o: {
       // A socket with no answer open needs no entry (clientError reads a missing one as none open):
       // kept, it held the last request and response, headers and all, for as long as the
       // keep-alive connection stayed idle (issue 27: memory per idle connection).
-      if (--answered.open === 0) {
+      // A destroyed connection's queued (pipelined) answers never emit 'close': it has none in flight.
+      if (--answered.open === 0 || req.socket.destroyed) {
         quietGc.end(req.socket);
         if (answering.get(req.socket) === answered) answering.delete(req.socket);
       }
@@ -97,12 +98,17 @@ export function createHttpServer(o: {
     // of the server's reaches it, so a plain end() left it open (and a graceful stop waiting) for ever.
     if (req.method !== 'GET') return void finishSocket(socket as Duplex, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
     // The handshake being judged is in flight; the open WebSocket after it is not (its frames never
-    // hold off a collection).
-    quietGc.begin(socket);
+    // hold off a collection). A key of its own: an answer pipelined before it may still be open.
+    const handshake = {
+      get destroyed() {
+        return socket.destroyed;
+      },
+    };
+    quietGc.begin(handshake);
     pipeline
       .upgrade(req, socket as Duplex, head, closing)
       .catch((err: Error) => answerFailure(socket as Duplex, err, obs))
-      .finally(() => quietGc.end(socket));
+      .finally(() => quietGc.end(handshake));
   });
   // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
   // closes the socket, leaving the client without an answer).

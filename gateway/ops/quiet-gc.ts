@@ -79,11 +79,16 @@ export class QuietWatch {
       this.lastActive = now;
       this.pending = true;
     }
-    if (!this.pending || now - this.lastActive < this.quietMs) return false;
+    // Every tick, quiet or not: a dead connection is not kept (nor what it references) while traffic goes on.
     for (const c of this.busy) if (c.destroyed) this.busy.delete(c);
-    if (this.busy.size > 0) return false;
+    if (!this.pending || this.busy.size > 0 || now - this.lastActive < this.quietMs) return false;
     this.pending = false;
     return shouldCollect({ busy: this.busy.size, quietForMs: now - this.lastActive, grownBytes: oldGenerationBytes() - this.afterLast }, this.quietMs);
+  }
+
+  /** Connections now counted as busy (for tests and diagnostics). */
+  get busyConnections(): number {
+    return this.busy.size;
   }
 
   /** A collection ran; its result is the new base for "grown". */
@@ -107,7 +112,7 @@ export function oldGenerationBytes(): number {
 export function obtainGc(argv: readonly string[] = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]): (() => void) | undefined {
   const own = (globalThis as { gc?: unknown }).gc;
   if (typeof own === 'function') return own as () => void;
-  if (argv.some((a) => /^--freeze[-_]flags[-_]after[-_]init$/.test(a))) return undefined;
+  if (argv.some((a) => /^--?freeze[-_]flags[-_]after[-_]init(?:=(?!false$|0$).*)?$/.test(a))) return undefined;
   try {
     v8.setFlagsFromString('--expose-gc');
     const gc: unknown = vm.runInNewContext('gc');
