@@ -186,6 +186,16 @@ describe('QUIET_GC_MS: a full collection once the gateway is quiet after a burst
     gw = await startGateway(baseEnv(upstreamUrl, { QUIET_GC_MS: quietMs }));
   };
   const collections = async () => (await gw!.obs.metrics.quietCollections.get()).values[0]?.value ?? 0;
+  /** A raw connection that sends these GETs at once (pipelined); resolves once the upstream holds /static/hold. */
+  const pipelined = async (...paths: string[]) => {
+    const s = net.connect(Number(new URL(gw!.url).port), '127.0.0.1');
+    s.on('error', () => {});
+    s.resume();
+    await new Promise((r) => s.once('connect', r));
+    s.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''));
+    while (held.length === 0) await sleep(10);
+    return s;
+  };
   const get = (path: string) => fetch(`${gw!.url}${path}`).then(async (r) => ({ status: r.status, text: await r.text() }));
 
   it('after a request, once quiet: one collection, the garbage freed, counted in /metrics; none again without new activity', async () => {
@@ -224,12 +234,7 @@ describe('QUIET_GC_MS: a full collection once the gateway is quiet after a burst
   it('pipelined requests queued behind an unfinished answer, then the client leaves: its connection holds nothing off', async () => {
     await start('200');
     const heap = await ballast(16);
-    const s = net.connect(Number(new URL(gw!.url).port), '127.0.0.1');
-    s.on('error', () => {});
-    s.resume();
-    await new Promise((r) => s.once('connect', r));
-    s.write('GET /static/hold HTTP/1.1\r\nHost: x\r\n\r\nGET /static/a.js HTTP/1.1\r\nHost: x\r\n\r\nGET /static/b.js HTTP/1.1\r\nHost: x\r\n\r\n');
-    while (held.length === 0) await sleep(10);
+    const s = await pipelined('/static/hold', '/static/a.js', '/static/b.js');
     await sleep(500);
     expect(await collections(), 'in flight').to.equal(0);
     // Node never ends the two queued answers: counted per request, they would stay in flight for good
@@ -242,12 +247,7 @@ describe('QUIET_GC_MS: a full collection once the gateway is quiet after a burst
   it('an answer pipelined behind a finished one is still in flight: no collection while it is held', async () => {
     await start('200');
     const heap = await ballast(16);
-    const s = net.connect(Number(new URL(gw!.url).port), '127.0.0.1');
-    s.on('error', () => {});
-    s.resume();
-    await new Promise((r) => s.once('connect', r));
-    s.write('GET /static/app.js HTTP/1.1\r\nHost: x\r\n\r\nGET /static/hold HTTP/1.1\r\nHost: x\r\n\r\n');
-    while (held.length === 0) await sleep(10);
+    const s = await pipelined('/static/app.js', '/static/hold');
     await sleep(1_000);
     expect(await collections(), 'the second answer was in flight').to.equal(0);
     held.shift()!.end('late');
