@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { evaluateTargets, type Results, type Row } from '../bench/report.js';
 import { SCENARIOS } from '../bench/scenarios.js';
-import { freePorts } from '../bench/proc.js';
+import { freePorts } from '../sandbox/ports.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 

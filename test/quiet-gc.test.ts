@@ -4,14 +4,13 @@
 // burst comes (issue 27: peak RSS). Never while a request is in flight; at most once per quiet period.
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import v8 from 'node:v8';
 import { expect } from 'chai';
-import { QUIET_GC_MIN_GROWTH_BYTES, QuietWatch, obtainGc, shouldCollect } from '../gateway/ops/quiet-gc.js';
+import { QUIET_GC_MIN_GROWTH_BYTES, QuietWatch, obtainGc, oldGenerationBytes, shouldCollect } from '../gateway/ops/quiet-gc.js';
 import { loadSettings } from '../config/settings.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+import { sleep } from './support/raw-http.js';
 
 const MB = 2 ** 20;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 describe('unit: when a quiet collection runs', () => {
   const state = { busy: 0, quietForMs: 1_000, grownBytes: QUIET_GC_MIN_GROWTH_BYTES };
@@ -125,29 +124,21 @@ describe('unit: the quiet watch, step by step (times in ms, heap sizes in MB)', 
   });
 });
 
-/** Bytes in V8's old spaces, as the gateway reads them. */
-function oldGeneration(): number {
-  return v8
-    .getHeapSpaceStatistics()
-    .filter((s) => s.space_name !== 'new_space' && s.space_name !== 'new_large_object_space')
-    .reduce((sum, s) => sum + s.space_used_size, 0);
-}
-
 /**
  * Old-generation growth the test holds: objects kept through young collections. Held, V8 cannot
  * collect it on its own before the gateway looks (which made these tests flaky); a test lets go
  * of it when it wants it to be garbage.
  */
 async function ballast(mb: number): Promise<{ kept?: object[][] }> {
-  const before = oldGeneration();
+  const before = oldGenerationBytes();
   const kept: object[][] = [];
-  for (let round = 0; round < 40 && oldGeneration() - before < mb * MB; round++) {
+  for (let round = 0; round < 40 && oldGenerationBytes() - before < mb * MB; round++) {
     kept.push(Array.from({ length: 20_000 }, (_, i) => ({ i, s: `record ${i} of round ${round}` })));
     // short-lived allocations, so that young collections run and promote what is kept
     for (let j = 0; j < 50; j++) void Array.from({ length: 2_000 }, () => ({ junk: true }));
     await sleep(0);
   }
-  expect(oldGeneration() - before, 'the test could not grow the old generation').to.be.at.least(mb * MB);
+  expect(oldGenerationBytes() - before, 'the test could not grow the old generation').to.be.at.least(mb * MB);
   return { kept };
 }
 
@@ -203,11 +194,11 @@ describe('QUIET_GC_MS: a full collection once the gateway is quiet after a burst
     const held16 = await ballast(16);
     // garbage only now: marked live by any collection V8 had under way, so only a new one frees it
     held16.kept = undefined;
-    const grown = oldGeneration();
+    const grown = oldGenerationBytes();
     expect((await get('/static/app.js')).status).to.equal(200);
     await sleep(700);
     expect(await collections()).to.equal(1);
-    expect(grown - oldGeneration(), 'old generation bytes freed').to.be.at.least(8 * MB);
+    expect(grown - oldGenerationBytes(), 'old generation bytes freed').to.be.at.least(8 * MB);
     const more = await ballast(16);
     await sleep(700);
     expect(more.kept).to.have.length.above(0);

@@ -2,7 +2,7 @@
 // on the client side normalizes what is sent, a small HTTP/1.x response parser for pipelined
 // answers, and the seed data in which every foreign record carries a recognizable marker.
 import net from 'node:net';
-import { freePort } from '../../bench/proc.js';
+import { freePort } from '../../sandbox/ports.js';
 import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
