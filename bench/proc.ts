@@ -2,7 +2,7 @@
 // remembered, and stopped by its own pid (and its descendants' pids, which are read from /proc
 // before the signal) at the end, on an error, or on Ctrl-C.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Child {
@@ -28,8 +28,10 @@ export interface SpawnOptions<T> {
 export async function spawnChild<T>(name: string, command: string, args: string[], options: SpawnOptions<T>): Promise<{ child: Child; info: T }> {
   // stdout and stderr go straight to a file, never through a pipe this process must drain: a
   // child that logs every request must not be slowed (or blocked: stdout to a pipe is
-  // synchronous on Linux) by the bench. Readiness is read back from that file.
+  // synchronous on Linux) by the bench. Readiness is read back from that file, from where it
+  // ended before this child started: an earlier child's lines (the same log name) are not this one's.
   const fd = openSync(options.logFile, 'a');
+  const start = fstatSync(fd).size;
   const proc = spawn(command, args, { env: options.env ?? process.env, stdio: ['pipe', fd, fd] });
   closeSync(fd);
   proc.stdin!.on('error', () => {});
@@ -45,7 +47,7 @@ export async function spawnChild<T>(name: string, command: string, args: string[
   const info = await new Promise<T>((resolve, reject) => {
     const timeoutMs = options.timeoutMs ?? 20_000;
     const deadline = Date.now() + timeoutMs;
-    let offset = 0;
+    let offset = start;
     let partial = '';
     const poll = setInterval(() => {
       let text = '';

@@ -11,6 +11,7 @@ import { expect } from 'chai';
 import { evaluateTargets, type Results, type Row } from '../bench/report.js';
 import { SCENARIOS } from '../bench/scenarios.js';
 import { freePorts } from '../sandbox/ports.js';
+import { spawnChild } from '../bench/proc.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -275,5 +276,21 @@ describe('bench and tests: free ports for programs that must know theirs before 
       await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('bench: a child is ready by what it writes, not by what its log file held before', () => {
+  it('a second child logging to the same file is read from where the file ended', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-log-'));
+    const log = join(dir, 'peer.log');
+    const say = (n: number) => ['-e', `console.log(JSON.stringify({ port: ${n} })); setTimeout(() => {}, 5000)`];
+    const ready = (line: string) => (/^\{"port":(\d+)\}$/.exec(line) ? Number(JSON.parse(line).port) : undefined);
+    const first = await spawnChild('first', process.execPath, say(1111), { ready, logFile: log });
+    await first.child.stop();
+    const second = await spawnChild('second', process.execPath, say(2222), { ready, logFile: log });
+    await second.child.stop();
+    rmSync(dir, { recursive: true, force: true });
+    expect(first.info).to.equal(1111);
+    expect(second.info).to.equal(2222);
   });
 });
