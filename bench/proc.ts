@@ -197,19 +197,21 @@ export { freePort, freePorts } from '../sandbox/ports.js';
 
 export const logPath = (dir: string, name: string) => join(dir, `${name.replace(/[^a-z0-9-]+/gi, '-')}.log`);
 
-/** CPU time (user + system) of a set of processes so far, in ms, from /proc/<pid>/stat (10 ms ticks). */
-export function cpuMs(pids: number[]): number {
-  let ticks = 0;
+/** CPU time of a set of processes so far, in ms, user and system apart, from /proc/<pid>/stat (10 ms ticks). */
+export function cpuTimes(pids: number[]): { user: number; system: number } {
+  let user = 0;
+  let system = 0;
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+      user += Number(fields[11]); // utime, field 14 of stat
+      system += Number(fields[12]); // stime, field 15
     } catch {
       /* exited */
     }
   }
-  return ticks * (1000 / CLK_TCK);
+  return { user: user * (1000 / CLK_TCK), system: system * (1000 / CLK_TCK) };
 }
 
 const CLK_TCK = (() => {

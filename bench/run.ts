@@ -41,7 +41,7 @@ import {
   type Peer,
 } from './peers.js';
 import { BENCH_API_KEY } from './upstream.js';
-import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuMs, statusKb } from './proc.js';
+import { watchRss, stopAll as stopChildren, killAllSync, sleep, freePorts, cpuTimes, statusKb } from './proc.js';
 import { gatewaySessionCookie } from './sign-in.js';
 import { evaluateTargets, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
@@ -373,16 +373,16 @@ async function main(): Promise<void> {
     cpuPerUnit = true,
   ) {
     const targets = peerFilter ? all.filter((t) => peerFilter.some((f) => t.name.startsWith(f))) : all;
-    const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null; markCompacts: number | null }>>();
+    const samples = new Map<Target, Array<Measured & { rss: number | null; cpu: number | null; user: number | null; markCompacts: number | null }>>();
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < targets.length; i++) {
         const t = targets[(i + r) % targets.length]!;
         const rss = t.peer ? watchRss(() => t.peer!.pids()) : undefined;
-        let cpu0 = t.peer ? cpuMs(t.peer.pids()) : 0;
+        let cpu0 = t.peer ? cpuTimes(t.peer.pids()) : { user: 0, system: 0 };
         let gc0 = t.peer ? markCompacts(gcDir, t.peer.pids()) : 0;
         const measuring = () => {
           if (!t.peer) return;
-          cpu0 = cpuMs(t.peer.pids());
+          cpu0 = cpuTimes(t.peer.pids());
           gc0 = markCompacts(gcDir, t.peer.pids());
         };
         let m: Measured;
@@ -392,15 +392,17 @@ async function main(): Promise<void> {
           m = { rate: 0, p50: NaN, p99: NaN, errors: 1, count: 0, units: 0, note: (e as Error).message };
         }
         if (m.count === 0 && m.errors === 0) m = { ...m, errors: 1, note: m.note ?? 'no successful response' };
+        const cpu1 = t.peer ? cpuTimes(t.peer.pids()) : undefined;
         const sample = {
           ...m,
           rss: rss ? rss.stop() : null,
-          cpu: t.peer ? cpuMs(t.peer.pids()) - cpu0 : null,
+          cpu: cpu1 ? cpu1.user + cpu1.system - cpu0.user - cpu0.system : null,
+          user: cpu1 ? cpu1.user - cpu0.user : null,
           markCompacts: t.peer?.countsGc ? markCompacts(gcDir, t.peer.pids()) - gc0 : null,
         };
         samples.set(t, [...(samples.get(t) ?? []), sample]);
         say(
-          `  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit`}${sample.markCompacts === null ? '' : `  full GCs ${sample.markCompacts}`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`,
+          `  ${scenario.padEnd(15)} ${t.name.padEnd(24)} ${m.rate.toFixed(1).padStart(9)} ${unit}  p50 ${fmt(m.p50)}  p99 ${fmt(m.p99)}  rss ${sample.rss?.toFixed(0) ?? '-'} MB  cpu ${sample.cpu === null ? '-' : `${((sample.cpu * 1000) / Math.max(1, m.units)).toFixed(0)} us/unit (user ${((sample.user! * 1000) / Math.max(1, m.units)).toFixed(0)})`}${sample.markCompacts === null ? '' : `  full GCs ${sample.markCompacts}`}${m.errors ? `  errors ${m.errors}` : ''}${m.note ? `  (${m.note})` : ''}`,
         );
         await sleep(smoke ? 50 : 300); // let the previous peer's sockets settle
       }
@@ -409,6 +411,7 @@ async function main(): Promise<void> {
       const list = samples.get(t) ?? [];
       const units = list.reduce((a, x) => a + x.units, 0);
       const cpu = list.every((x) => x.cpu !== null) ? list.reduce((a, x) => a + x.cpu!, 0) : null;
+      const user = list.every((x) => x.user !== null) ? list.reduce((a, x) => a + x.user!, 0) : null;
       const notes = [...new Set(list.map((x) => x.note).filter(Boolean))];
       rows.push({
         scenario,
@@ -419,6 +422,7 @@ async function main(): Promise<void> {
         p99Ms: median(list.map((x) => x.p99)),
         peakRssMB: list.some((x) => x.rss !== null) ? Math.max(...list.map((x) => x.rss ?? 0)) : null,
         cpuUsPerUnit: cpu !== null && cpuPerUnit && units > 0 ? (cpu * 1000) / units : null,
+        userUsPerUnit: user !== null && cpuPerUnit && units > 0 ? (user * 1000) / units : null,
         markCompacts: list.every((x) => x.markCompacts !== null) ? list.reduce((a, x) => a + x.markCompacts!, 0) : null,
         errors: list.reduce((a, x) => a + x.errors, 0),
         count: list.reduce((a, x) => a + x.count, 0),

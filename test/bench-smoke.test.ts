@@ -105,6 +105,15 @@ describe('bench: the harness (smoke mode)', function () {
     for (const r of results.rows) if (r.peer !== 'direct' || r.peakRssMB !== null) expect(r.peakRssMB, `${r.scenario} / ${r.peer}`).to.be.greaterThan(0);
   });
 
+  it('split the CPU of each peer it measured into user and system time (user at most the whole)', () => {
+    const measured = results.rows.filter((r) => r.cpuUsPerUnit != null);
+    expect(measured.length).to.be.greaterThan(10);
+    for (const r of measured) {
+      expect(r.userUsPerUnit, `${r.scenario} / ${r.peer}`).to.be.a('number').and.at.least(0);
+      expect(r.userUsPerUnit!, `${r.scenario} / ${r.peer}`).to.be.at.most(r.cpuUsPerUnit!);
+    }
+  });
+
   it('counted the mark-compacts of every node peer (a number, nginx none) and judged streaming by them', () => {
     for (const r of results.rows) {
       if (r.peer.startsWith('nginx') || r.peer.startsWith('oauth2-proxy')) expect(r.markCompacts ?? null, `${r.scenario} / ${r.peer}`).to.equal(null);
@@ -205,6 +214,28 @@ describe('bench: the streaming full-GC target', () => {
     const t = judged(134, 3);
     expect(t.met).to.equal(false);
     expect(t.measured).to.equal('files page passed through 134 (floor 3), upload 0 (floor 0), download 1 (floor 0)');
+  });
+});
+
+describe('bench: the event-stream target against nginx', () => {
+  const row = (peer: string, p99Ms: number): Row => ({
+    scenario: 'sse',
+    peer,
+    unit: 'events/s',
+    rate: 1,
+    p50Ms: 0.5,
+    p99Ms,
+    peakRssMB: 1,
+    errors: 0,
+    count: 1,
+  });
+  const judged = (rows: Row[]) => evaluateTargets(rows, { wsConnections: 1, smoke: true }).find((t) => t.id === 'sse p99 vs nginx')!;
+
+  it('is judged on the gateway against nginx alone, and shows the node floor and oauth2-proxy beside them', () => {
+    const t = judged([row('gateway', 2.03), row('nginx', 1.64), row('bare http-proxy-3', 2.09), row('oauth2-proxy', 2.19)]);
+    expect(t.met).to.equal(false);
+    expect(t.measured).to.equal('1.24x (2.03 vs 1.64 ms; bare http-proxy-3 2.09; oauth2-proxy 2.19)');
+    expect(judged([row('gateway', 1.9), row('nginx', 1.64)])).to.include({ met: true, measured: '1.16x (1.90 vs 1.64 ms)' });
   });
 });
 
