@@ -151,8 +151,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   };
   const ends: Pick<SharedState, 'end' | 'isEnded' | 'firstUse'> = {
     end(by, until) {
-      shared.end(by, until);
+      const written = shared.end(by, until);
       changed('id' in by ? by.id : undefined);
+      return written;
     },
     isEnded: (s, now) => shared.isEnded(s, now),
     firstUse: (jti, until) => shared.firstUse(jti, until),

@@ -29,8 +29,8 @@ export function backChannelLogout(
     const until = now + o.absoluteSeconds;
     const sid = typeof token.sid === 'string' && token.sid ? token.sid : undefined;
     // By realm session when named; else every session of the subject begun before the token.
-    if (sid) shared.end({ sid }, until);
-    else shared.end({ sub: String(token.sub), before: token.iat }, until);
+    if (sid) await shared.end({ sid }, until);
+    else await shared.end({ sub: String(token.sub), before: token.iat }, until);
     obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
   }
 

@@ -296,7 +296,8 @@ export { SharedStateUnavailable };
 
 /** Where ended sessions are recorded and looked up (gateway/auth/shared-state.ts). */
 export interface EndedSessions {
-  end(by: { id: string }, untilEpoch: number): void;
+  /** settles once every instance can know it (SharedState.end) */
+  end(by: { id: string }, untilEpoch: number): Promise<void>;
   /** undefined: cannot be known now */
   isEnded(session: { id: string; sid?: string | null; sub: string; iat: number }, now?: number): boolean | undefined;
 }
@@ -320,8 +321,8 @@ export class SessionStore {
   }
 
   /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused, on every instance. */
-  revoke(id: string, seconds = this.options.absoluteSeconds): void {
-    this.ended.end({ id }, epoch() + Math.max(1, seconds));
+  revoke(id: string, seconds = this.options.absoluteSeconds): Promise<void> {
+    return this.ended.end({ id }, epoch() + Math.max(1, seconds));
   }
 
   /**
@@ -415,7 +416,9 @@ export class SessionStore {
         if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
       } else if (r.kind === 'ended') {
         if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
-          this.revoke(data.id, entry.header.exp - now);
+          // taken here at once; the other instances learn it as Redis publishes it (this request's
+          // answer does not wait: it is the one clearing the cookie)
+          void this.revoke(data.id, entry.header.exp - now);
           this.hooks.ended(data, r.reason);
         }
         this.entries.delete(found.value);

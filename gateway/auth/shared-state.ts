@@ -46,8 +46,13 @@ export interface RateLimit {
 }
 
 export interface SharedState {
-  /** Take effect here at once and, with Redis, on every instance (queued while Redis is down). */
-  end(by: EndedBy, untilEpoch: number): void;
+  /**
+   * Take effect here at once and, with Redis, on every instance (queued while Redis is down). The
+   * promise settles once every instance can know it: written to Redis and published (or queued,
+   * Redis being down: every instance then refuses cookie sessions until it is back). A sign-out
+   * answers only then, so that the next request, at any instance, finds the session ended.
+   */
+  end(by: EndedBy, untilEpoch: number): Promise<void>;
   /** true: ended; false: live; undefined: cannot be known now (fail closed). */
   isEnded(session: SessionFacts, now?: number): boolean | undefined;
   keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
@@ -70,6 +75,8 @@ export interface SharedState {
 
 const epochNow = () => Math.floor(Date.now() / 1000);
 const SWEEP_MS = 60_000;
+/** How long a sign-out waits for Redis to take its ended session before answering anyway. */
+const END_WAIT_MS = 2_000;
 /** Ended entries written while Redis was down, kept for the reconnection. */
 const MAX_PENDING = 100_000;
 
@@ -152,7 +159,7 @@ export function processState(obs: Observability): SharedState {
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
   return {
-    end: (by, until) => ended.add(EndedMirror.member(by), until),
+    end: async (by, until) => ended.add(EndedMirror.member(by), until),
     isEnded: (s, now = epochNow()) => ended.has(s, now),
     keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
     idToken: async (id) => idTokens.get(id),
@@ -311,7 +318,7 @@ export async function redisState(url: string, obs: Observability, options: { key
   }, SWEEP_MS).unref();
 
   return {
-    end(by, until) {
+    async end(by, until) {
       const member = EndedMirror.member(by);
       ended.add(member, until);
       const queue = () => {
@@ -319,11 +326,15 @@ export async function redisState(url: string, obs: Observability, options: { key
         pending.push([member, until]);
       };
       if (!synced) return queue();
-      publish(member, until).catch((err: Error) => {
+      const written = publish(member, until).catch((err: Error) => {
         obs.log.warn({ redis: where, reason: err.message }, 'ended session not written to Redis yet: written on reconnection');
         queue();
         setSynced(false, err.message);
       });
+      // A Redis that neither answers nor fails does not hold a sign-out up for long.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([written, new Promise<void>((resolve) => (timer = setTimeout(resolve, END_WAIT_MS)))]);
+      clearTimeout(timer);
     },
     isEnded(s, now = epochNow()) {
       if (ended.has(s, now)) return true;

@@ -39,7 +39,8 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
     let idToken: string | undefined;
     if (isSessionData(data)) {
       idToken = await shared.idToken(data.id);
-      store.revoke(data.id);
+      // answered once every instance can know it: the next request, wherever it goes, is refused
+      await store.revoke(data.id);
       obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }
