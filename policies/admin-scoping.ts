@@ -227,8 +227,11 @@ function fillLookup(
 /** Most objects one body may name (a batch of files): each costs an upstream lookup. */
 export const MAX_BODY_OBJECTS = 500;
 
-/** One object a body names: a lookup to ask as the caller, or a vector collection that must be the caller's own. */
-export type BodyObject = { lookup: string; permission: Permission } | { ownCollection: string };
+/**
+ * One object a body names: a lookup to ask as the caller (`absentIsNone`: a 404 names no stored
+ * object, nothing to check), or a vector collection that must be the caller's own.
+ */
+export type BodyObject = { lookup: string; permission: Permission; absentIsNone?: true } | { ownCollection: string };
 
 export type BodyObjects = { ok: true; lookups: BodyObject[] } | { ok: false; why: string };
 
@@ -274,13 +277,14 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
   const lookups = new Map<string, BodyObject>();
   const add = (ref: BodyRef, id: unknown): string | undefined => {
     if (id === undefined || id === null || id === '') return ref.required ? `no ${ref.at} in the body` : undefined;
+    if (ref.never !== undefined || ref.lookup === undefined) return `${ref.at}: ${ref.never ?? 'not checked here'}`;
     if (typeof id !== 'string') return `${ref.at} is not an id`;
     // in the lookup's path a slash or dot segment would name another route (Starlette decodes %2F)
     const query = ref.lookup.indexOf('?');
     const inPath = query === -1 || ref.lookup.indexOf('{=}') < query;
     if (inPath && (/[/\\]/.test(id) || id === '.' || id === '..')) return `${ref.at} is not an id`;
     const lookup = ref.lookup.replace('{=}', encodeURIComponent(id));
-    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
+    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission, ...(ref.stored ? { absentIsNone: true as const } : {}) });
     return undefined;
   };
   /** A vector collection's name, as filter_accessible_collections reads it. */
@@ -297,6 +301,14 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
     const values = valuesAt(body, ref.at);
     if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
     if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
+    if (ref.collectionName) {
+      for (const name of values) {
+        if (name === undefined || name === null || name === '') continue;
+        const why = addCollection(ref, name);
+        if (why) return { ok: false, why };
+      }
+      continue;
+    }
     if (ref.collections) {
       for (const v of values) {
         if (v === undefined || v === null) continue;
@@ -377,6 +389,8 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
     case 'refused':
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: ${row.why}` };
     case 'admin-config':
+      // configuration, but the body may name what opens other users' content (a parent group, a stored model)
+      if (row.body) return { action: 'require-access', permission, inBody: row.body, detail: ADMIN_SCOPED, rule };
       return row.redact ? { action: 'redact-fields', fields: row.redact, rule } : { action: 'pass', rule };
     default:
       // own, admin-config, gateway; export, chat and files were decided above

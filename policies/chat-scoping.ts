@@ -35,6 +35,8 @@ const CHAT_ROUTE_WORDS = new Set([
   'shared',
   'share',
   'tags',
+  'read',
+  'config',
 ]);
 
 /** What an admin's request on a chat needs before it is forwarded. */

@@ -58,9 +58,22 @@ export interface RouteRow {
 export interface BodyRef {
   /** where the id is: field names joined by '.', `[]` for each element of an array ('file_id', '[].file_id', 'meta.skillIds[]') */
   at: string;
-  /** the GET that returns the object, `{=}` where the id goes */
-  lookup: string;
+  /** the GET that returns the object, `{=}` where the id goes (none with `never`) */
+  lookup?: string;
   permission: Permission;
+  /**
+   * A stored object of this kind is checked; an id the lookup answers 404 names none (a model the
+   * connections serve, Ollama's or OpenAI's, is no user's): nothing to check. A stored model reached
+   * by id is the one Open WebUI finds by that same id (Models.get_model_by_id).
+   */
+  stored?: true;
+  /** the field must hold nothing (absent, null or ''): what it would name is refused, and why */
+  never?: string;
+  /**
+   * `at` holds one vector collection's name that the request writes into (absent, null or '' is
+   * none: Open WebUI names a new one itself), checked as `collections` entries are.
+   */
+  collectionName?: true;
   /** the request names its object here: absent, null or '' is refused */
   required?: boolean;
   /**
@@ -177,6 +190,15 @@ const CAL_EVENT = '/api/v1/calendars/events/{event_id}';
 //                its meta.knowledge[] and meta.skillIds[] GATEWAY, like a stored model's;
 //                messages[].files urls: files by id, as A7 lets admins read them; /api/chat/completed
 //                and /actions: no retrieval, chat_id only
+//   generations  `model` on the chat and task completions and Ollama's and OpenAI's own generation
+//                routes: GATEWAY (a stored model brings its owner's system prompt, and its knowledge
+//                to a chat; check_model_access skips role admin in routers/openai.py, ollama.py and
+//                utils/chat.py, and main.py's chat route too while BYPASS_ADMIN_ACCESS_CONTROL is on)
+//   groups.py    POST /groups/create parent_group_id: GATEWAY, refused (members of a child group
+//                inherit the parent's grants, and the trusted-header sign-in syncs groups by name:
+//                the admin's own group made under a tenant's opens that tenant's shares)
+//   retrieval.py /process/text, /url, /web, /youtube collection_name: GATEWAY (written over, overwrite
+//                defaulting to true, and filter_accessible_collections lets role admin name any)
 const BODY_FILE = '/api/v1/files/{=}';
 const BODY_FOLDER = '/api/v1/folders/{=}';
 const BODY_KNOWLEDGE = '/api/v1/knowledge/{=}';
@@ -200,7 +222,17 @@ const forTheModel = (at: string): BodyRef[] => [
   { at, type: 'folder', lookup: BODY_FOLDER, permission: 'read' },
   { at, type: 'chat', lookup: '/api/v1/chats/{=}', permission: 'read', always: true },
 ];
+/**
+ * The model a generation runs (`model`): a stored model (a workspace model) brings its owner's system
+ * prompt and, in a chat, reads its knowledge for the answer (utils/chat.py, routers/openai.py and
+ * ollama.py apply `params`; check_model_access lets role admin use any model, whatever the bypass).
+ * A model the connections serve is nobody's (the lookup answers 404): nothing to check.
+ */
+const MODEL_USED: BodyRef = { at: 'model', lookup: '/api/v1/models/model?id={=}', permission: 'read', stored: true };
+/** a generation outside the chat routes (Ollama's and OpenAI's own APIs): configuration, but its model is checked */
+const generation = (p: string) => row('POST', p, 'admin-config', { body: [MODEL_USED] });
 const COMPLETION_BODY: BodyRef[] = [
+  MODEL_USED,
   ...forTheModel('files[]'),
   { at: 'folder_id', lookup: BODY_FOLDER, permission: 'read' },
   // a "direct" model the client describes itself (main.py chat_completion, _set_direct_model:
@@ -209,6 +241,8 @@ const COMPLETION_BODY: BodyRef[] = [
   ...forTheModel('model_item.info.meta.knowledge[]'),
   { at: 'model_item.info.meta.skillIds[]', lookup: BODY_SKILL, permission: 'read' },
 ];
+/** a vector collection a retrieval route writes into: the caller's own memories or searches, a file or knowledge base they may write */
+const COLLECTION_WRITTEN: BodyRef[] = [{ at: 'collection_name', collectionName: true, lookup: BODY_KNOWLEDGE, permission: 'write' }];
 /** a channel message's attachments: a model mentioned in the thread answers from them, as the sender */
 const MESSAGE_BODY: BodyRef[] = forTheModel('data.files[]');
 const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];
@@ -238,8 +272,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/messages'),
   own('POST', '/api/message/count_tokens'),
   own('POST', '/api/v1/messages/count_tokens'),
+  // admin-only in Open WebUI; an id is unguessable once nobody lists them (the chat's own stop route is a chat row)
   own('POST', '/api/tasks/stop/{task_id}'),
-  own('GET', '/api/tasks'),
+  refused('GET', '/api/tasks', 'lists every user\u2019s running generations, for stopping any of them (a chat\u2019s own are listed by /api/tasks/chat/{id})'),
   chat('GET', '/api/tasks/chat/{chat_id:path}'),
   chat('POST', '/api/tasks/chat/{chat_id:path}/stop'),
   own('GET', '/api/config'),
@@ -281,16 +316,19 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
     '/ollama/api/copy',
     '/ollama/api/embed',
     '/ollama/api/embeddings',
+    '/ollama/v1/embeddings',
+    '/ollama/models/download',
+    '/ollama/models/upload',
+  ].flatMap((p) => [cfg('POST', p), cfg('POST', `${p}/{url_idx}`)]),
+  // generations: the model they run may be a user's stored model (MODEL_USED)
+  ...[
     '/ollama/api/generate',
     '/ollama/api/chat',
     '/ollama/v1/completions',
     '/ollama/v1/chat/completions',
-    '/ollama/v1/embeddings',
     '/ollama/v1/messages',
     '/ollama/v1/responses',
-    '/ollama/models/download',
-    '/ollama/models/upload',
-  ].flatMap((p) => [cfg('POST', p), cfg('POST', `${p}/{url_idx}`)]),
+  ].flatMap((p) => [generation(p), generation(`${p}/{url_idx}`)]),
   ...['/ollama/api/push', '/ollama/api/delete'].flatMap((p) => [cfg('DELETE', p), cfg('DELETE', `${p}/{url_idx}`)]),
 
   // ---- routers/openai.py (/openai)
@@ -307,8 +345,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('POST', '/openai/models/{url_idx}/unload'),
   cfg('GET', '/openai/models/{url_idx}/sse'),
   cfg('POST', '/openai/audio/speech'),
-  cfg('POST', '/openai/chat/completions'),
-  cfg('POST', '/openai/responses'),
+  generation('/openai/chat/completions'),
+  generation('/openai/responses'),
   cfg('GET,POST,PUT,DELETE', '/openai/{path:path}'),
 
   // ---- routers/pipelines.py (/api/v1/pipelines): pipelines are code on a pipelines server
@@ -324,7 +362,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // ---- routers/tasks.py (/api/v1/tasks)
   cfg('GET', '/api/v1/tasks/config'),
   refused('POST', '/api/v1/tasks/config/update', 'the task model receives every user\u2019s chats (set it in the deployment instead)'),
-  ...['title', 'follow_up', 'tags', 'image_prompt', 'queries', 'auto', 'emoji', 'moa'].map((t) => own('POST', `/api/v1/tasks/${t}/completions`)),
+  ...['title', 'follow_up', 'tags', 'image_prompt', 'queries', 'auto', 'emoji', 'moa'].map((t) =>
+    ownNaming('POST', `/api/v1/tasks/${t}/completions`, [MODEL_USED]),
+  ),
 
   // ---- routers/images.py, routers/audio.py
   cfg('GET', '/api/v1/images/config'),
@@ -348,10 +388,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/retrieval/config/update', PROMPT_ROUTE),
   refused('POST', '/api/v1/retrieval/process/file', 'names a file by body, any user\u2019s for an admin'),
   refused('POST', '/api/v1/retrieval/process/files/batch', 'names files by body, any user\u2019s for an admin'),
-  own('POST', '/api/v1/retrieval/process/text'),
-  own('POST', '/api/v1/retrieval/process/url'),
-  own('POST', '/api/v1/retrieval/process/web'),
-  own('POST', '/api/v1/retrieval/process/youtube'),
+  // collection_name: replaced (overwrite defaults to true) and filter_accessible_collections lets role admin name any
+  ...['text', 'url', 'web', 'youtube'].map((k) => ownNaming('POST', `/api/v1/retrieval/process/${k}`, COLLECTION_WRITTEN)),
   own('POST', '/api/v1/retrieval/process/web/search'),
   refused('POST', '/api/v1/retrieval/query/doc', 'queries any collection by name: user-memory-<id>, file-<id>'),
   refused('POST', '/api/v1/retrieval/query/collection', 'queries any collection by name: user-memory-<id>, file-<id>'),
@@ -503,7 +541,12 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   chat('GET', '/api/v1/chats/list/user/{user_id}'),
   own('POST', '/api/v1/chats/new'),
   own('POST', '/api/v1/chats/import'),
-  cfg('GET,POST', '/api/v1/chats/config'),
+  cfg('GET', '/api/v1/chats/config'),
+  refused(
+    'POST',
+    '/api/v1/chats/config',
+    'the context compaction model and its prompt receive every user\u2019s chats, and its summary is written into them (set it in the deployment instead)',
+  ),
   own('GET', '/api/v1/chats/search'),
   own('GET', '/api/v1/chats/folder/{folder_id}'),
   own('GET', '/api/v1/chats/folder/{folder_id}/list'),
@@ -701,7 +744,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/groups.py: membership comes from the realm
   cfg('GET', '/api/v1/groups/'),
-  cfg('POST', '/api/v1/groups/create'),
+  // a parent group: the new group's members (the admin, once the realm's groups header names it) inherit the parent's shares
+  row('POST', '/api/v1/groups/create', 'admin-config', { body: [{ at: 'parent_group_id', permission: 'write', never: GROUPS }] }),
   cfg('GET', '/api/v1/groups/id/{id}'),
   cfg('GET', '/api/v1/groups/id/{id}/info'),
   cfg('GET', '/api/v1/groups/id/{id}/export'),
@@ -710,7 +754,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/groups/id/{id}/users/add', GROUPS),
   refused('POST', '/api/v1/groups/id/{id}/users/remove', GROUPS),
   refused('DELETE', '/api/v1/groups/id/{id}/delete', GROUPS),
-  cfg('GET', '/api/v1/groups/id/{id}/preview'),
+  // the names of the models, knowledge bases and tools shared with the group: other users' (as on /users/{user_id}/preview)
+  row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { redact: ['models', 'knowledge', 'tools'] }),
   cfg('GET', '/api/v1/groups/id/{id}/members'),
 
   // ---- routers/files.py: the contract's rows (A1, A2, A7)

@@ -1,6 +1,6 @@
 // The policy table of the contract, row by row, for both switch values (pure decisions).
 import { expect } from 'chai';
-import { decide, EXPORT_DISABLED, type PolicySettings } from '../policies/admin-scoping.js';
+import { decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../policies/file-scoping.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
@@ -151,5 +151,85 @@ describe('admin-scoping: the object checked is the object Open WebUI acts on', (
       const inBody = (d as Extract<typeof d, { action: 'require-access' }>).inBody ?? [];
       expect(inBody[0], route).to.deep.equal({ at: 'id', lookup: '/api/v1/models/model?id={=}', permission: 'write', required: true });
     }
+  });
+});
+
+describe('admin-scoping: what a body names that opens other users\u2019 content (the review of 2026-11-26)', () => {
+  const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+  const on = { bypassAdminAccessControl: true, enableAdminExport: true };
+  const admin = { admin: true };
+  const user = { admin: false };
+  const MODEL_USED = { at: 'model', lookup: '/api/v1/models/model?id={=}', permission: 'read', stored: true };
+  const inBodyOf = (d: ReturnType<typeof decide>) => (d as Extract<typeof d, { action: 'require-access' }>).inBody ?? [];
+
+  it('every generation checks the model it runs: the chat and task completions, OpenAI\u2019s and Ollama\u2019s own APIs', () => {
+    for (const path of [
+      '/api/chat/completions',
+      '/api/v1/chat/completions',
+      '/api/v1/tasks/title/completions',
+      '/api/v1/tasks/moa/completions',
+      '/openai/chat/completions',
+      '/openai/responses',
+      '/ollama/api/chat',
+      '/ollama/api/generate/0',
+      '/ollama/v1/chat/completions',
+      '/ollama/v1/completions/1',
+    ]) {
+      const d = decide({ method: 'POST', path }, off, admin);
+      expect(inBodyOf(d), path).to.deep.include(MODEL_USED);
+      // plain users: Open WebUI checks their model access itself; the gateway's bypass on: as Open WebUI answers
+      expect(decide({ method: 'POST', path }, off, user).action, path).to.equal('pass');
+      if (!path.startsWith('/api/') || path.includes('/tasks/')) expect(decide({ method: 'POST', path }, on, admin).action, path).to.equal('pass');
+    }
+    // embeddings and model management are not generations
+    expect(decide({ method: 'POST', path: '/ollama/api/embed' }, off, admin).action).to.equal('pass');
+  });
+
+  it('the model is a stored object when the upstream has it; an id it answers 404 for is a connection\u2019s model, nothing to check', () => {
+    const named = objectsNamedInBody({ model: 'alice secret/1', messages: [] }, [MODEL_USED as never]);
+    expect(named).to.deep.equal({ ok: true, lookups: [{ lookup: '/api/v1/models/model?id=alice%20secret%2F1', permission: 'read', absentIsNone: true }] });
+    expect(objectsNamedInBody({ model: ['a'] }, [MODEL_USED as never]).ok).to.equal(false);
+    expect(objectsNamedInBody({ messages: [] }, [MODEL_USED as never])).to.deep.equal({ ok: true, lookups: [] });
+  });
+
+  it('a group made under another group (its members inherit the parent\u2019s shares) is refused; a group of its own is created', () => {
+    const d = decide({ method: 'POST', path: '/api/v1/groups/create' }, off, admin);
+    expect(d.action).to.equal('require-access');
+    const refs = inBodyOf(d);
+    for (const parent of ['acme-id', 7, {}]) expect(objectsNamedInBody({ name: 'ops', parent_group_id: parent }, refs).ok, String(parent)).to.equal(false);
+    for (const none of [undefined, null, '']) expect(objectsNamedInBody({ name: 'ops', parent_group_id: none }, refs)).to.deep.equal({ ok: true, lookups: [] });
+    expect(decide({ method: 'POST', path: '/api/v1/groups/create' }, on, admin).action).to.equal('pass');
+  });
+
+  it('retrieval writes into the collection the body names: the caller\u2019s own memory, a file or knowledge base they may write; none named is a new one', () => {
+    for (const kind of ['text', 'url', 'web', 'youtube']) {
+      const refs = inBodyOf(decide({ method: 'POST', path: `/api/v1/retrieval/process/${kind}` }, off, admin));
+      expect(objectsNamedInBody({ url: 'https://example.test', collection_name: 'user-memory-alice' }, refs), kind).to.deep.equal({
+        ok: true,
+        lookups: [{ ownCollection: 'user-memory-alice' }],
+      });
+      expect(objectsNamedInBody({ collection_name: 'file-f1' }, refs)).to.deep.equal({
+        ok: true,
+        lookups: [{ lookup: '/api/v1/files/f1', permission: 'write' }],
+      });
+      expect(objectsNamedInBody({ collection_name: 'kb1' }, refs)).to.deep.equal({
+        ok: true,
+        lookups: [{ lookup: '/api/v1/knowledge/kb1', permission: 'write' }],
+      });
+      for (const none of [undefined, null, '']) expect(objectsNamedInBody({ url: 'u', collection_name: none }, refs)).to.deep.equal({ ok: true, lookups: [] });
+      expect(objectsNamedInBody({ collection_name: 3 }, refs).ok).to.equal(false);
+    }
+  });
+
+  it('refused for admins: the list of every user\u2019s running generations, and the context compaction settings; the group preview loses what others shared', () => {
+    expect(decide({ method: 'GET', path: '/api/tasks' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'POST', path: '/api/v1/chats/config' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'GET', path: '/api/v1/chats/config' }, off, admin).action).to.equal('pass');
+    // route words of routers/chats.py, not chat ids: the admin's own chats marked read
+    expect(decide({ method: 'POST', path: '/api/v1/chats/read' }, off, admin).action).to.equal('pass');
+    expect(decide({ method: 'GET', path: '/api/v1/groups/id/g1/preview' }, off, admin)).to.deep.include({
+      action: 'redact-fields',
+      fields: ['models', 'knowledge', 'tools'],
+    });
   });
 });

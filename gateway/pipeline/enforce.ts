@@ -222,7 +222,9 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
       const answers = await Promise.all(
         batch.map((o) =>
-          'ownCollection' in o ? { ok: isCallersOwnCollection(o.ownCollection, who.userId) } : objectViews.mayAccess(o.lookup, o.permission, who, headers),
+          'ownCollection' in o
+            ? { ok: isCallersOwnCollection(o.ownCollection, who.userId) }
+            : objectViews.mayAccess(o.lookup, o.permission, who, headers, o.absentIsNone === true),
         ),
       );
       const denied = answers.findIndex((a) => !a.ok);

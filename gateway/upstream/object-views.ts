@@ -43,9 +43,11 @@ export class ObjectViews {
   }
 
   /** May the caller reach the object the upstream returns at `lookup`? Throws UpstreamError when it cannot be asked. */
-  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; owner?: string }> {
-    // An answer that is not an object is a refusal, as an object that is not there.
+  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers, absentIsNone = false): Promise<{ ok: boolean; owner?: string }> {
+    // An answer that is not an object is a refusal, as an object that is not there, unless the
+    // lookup's 404 means "no stored object of this kind" (a model the connections serve).
     const up = await callJson(this.upstream, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
+    if (absentIsNone && up?.status === 404) return { ok: true };
     if (up?.json === undefined) return { ok: false };
     const object = up.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;

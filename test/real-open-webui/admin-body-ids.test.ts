@@ -193,3 +193,140 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
     expect(asked()).to.include('ADMIN-OWN-NOTE');
   });
 });
+
+describe('what an admin\u2019s request names beyond its path, on the real Open WebUI 0.12.4 (the review of 2026-11-26; its flags all false, gateway bypass false)', function () {
+  this.timeout(120_000);
+  let w: RealWorld;
+  let admin: Jar;
+  let superuser: Jar;
+  let adminId: string;
+  let aliceId: string;
+  let adminToken: string;
+
+  const direct = (method: string, path: string, body?: unknown): Promise<Answer> => callOpenWebUI(w.owui.url, adminToken, method, path, body);
+  const via = (jar: Jar, method: string, path: string, body?: unknown) =>
+    browse(jar, path, {
+      method,
+      headers: method === 'GET' ? {} : { origin: w.url, 'content-type': 'application/json' },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+  const ok = async <T>(p: Promise<Answer>, what: string): Promise<T> => {
+    const r = await p;
+    expect(r.status, `${what}: ${r.text}`).to.equal(200);
+    return r.json<T>();
+  };
+  /** never forwarded: the status, and an audit line naming the rule (and `names`, when given) */
+  const refused = async (r: Answer, method: string, path: string, status = 403, names?: string) => {
+    expect(r.status, `${method} ${path}: ${r.text}`).to.equal(status);
+    const line = () =>
+      w.obs.lines.find(
+        (l) =>
+          (l.event === 'admin-access-denied' || l.event === 'admin-chat-access-denied' || l.event === 'policy-denied') &&
+          l.path === path &&
+          l.method === method &&
+          (l.callerId === adminId || l.callerId === undefined),
+      );
+    for (let i = 0; i < 40 && !line(); i++) await sleep(25);
+    expect(line(), `audit line of ${method} ${path}`).to.not.equal(undefined);
+    expect(String(line()!.rule)).to.match(/route table|ENABLE_ADMIN_CHAT_ACCESS/);
+    if (names) expect(String(line()!.rule)).to.include(names);
+  };
+  const asked = () => JSON.stringify(w.model!.completions);
+
+  before(async function () {
+    this.timeout(300_000);
+    w = await startRealWorld({ flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false }, model: true });
+    admin = (await signIn(w.url, 'sysadmin')).jar;
+    superuser = (await signIn(w.url, 'superuser')).jar;
+    const alice = (await signIn(w.url, 'alice')).jar;
+    adminId = (await ok<{ id: string }>(via(admin, 'GET', '/api/v1/auths/'), 'me')).id;
+    aliceId = (await ok<{ id: string }>(via(alice, 'GET', '/api/v1/auths/'), 'alice')).id;
+    const r = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' },
+      body: JSON.stringify({ email: '', password: '' }),
+    });
+    adminToken = ((await r.json()) as { token: string }).token;
+    // the connection's model, registered by the admin for everyone (with BYPASS_ADMIN_ACCESS_CONTROL false
+    // even an admin chats only with a registered model, and a model built on it needs it readable)
+    const everyone = [{ principal_type: 'user', principal_id: '*', permission: 'read' }];
+    await ok(
+      via(admin, 'POST', '/api/v1/models/create', { id: w.model!.model, name: 'Tiny', base_model_id: null, meta: {}, params: {}, access_grants: everyone }),
+      'model',
+    );
+  });
+  after(async () => {
+    await w?.close();
+  });
+
+  it('another user\u2019s private model: its system prompt reaches the model straight at Open WebUI, never through the gateway, by any generation route; the admin\u2019s own models work', async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const model = (id: string, system: string) => ({ id, name: id, base_model_id: w.model!.model, meta: {}, params: { system }, access_grants: [] });
+    const theirs = `su-private-${tag}`;
+    await ok(via(superuser, 'POST', '/api/v1/models/create', model(theirs, 'SU-SYSTEM-SECRET')), 'the other admin\u2019s private model');
+    const chat = (m: string) => ({ model: m, stream: false, messages: [{ role: 'user', content: 'Hello' }] });
+    // Open WebUI serves generations from its list of models, built when it is listed
+    await ok(direct('GET', '/api/models?refresh=true'), 'the models, listed');
+
+    // its owner uses it; straight at Open WebUI, its OpenAI route lets any admin use it too (check_model_access
+    // skips role admin there; the main chat route checks admins only while BYPASS_ADMIN_ACCESS_CONTROL is false)
+    await ok(via(superuser, 'POST', '/api/chat/completions', chat(theirs)), 'its owner');
+    w.model!.completions.length = 0;
+    const open = await direct('POST', '/openai/chat/completions', chat(theirs));
+    expect(open.status, open.text).to.equal(200);
+    expect(asked(), 'the model was given the other user\u2019s system prompt').to.include('SU-SYSTEM-SECRET');
+    w.model!.completions.length = 0;
+
+    const lookup = `/api/v1/models/model?id=${theirs}`;
+    await refused(await via(admin, 'POST', '/api/chat/completions', chat(theirs)), 'POST', '/api/chat/completions', 401, lookup);
+    await refused(await via(admin, 'POST', '/api/v1/tasks/title/completions', chat(theirs)), 'POST', '/api/v1/tasks/title/completions', 403, lookup);
+    await refused(await via(admin, 'POST', '/openai/chat/completions', chat(theirs)), 'POST', '/openai/chat/completions', 403, lookup);
+    expect(asked()).to.not.include('SU-SYSTEM-SECRET');
+
+    // the connection's model, and a model of the admin's own with its own system prompt
+    await ok(via(admin, 'POST', '/api/chat/completions', chat(w.model!.model)), 'the connection\u2019s model');
+    const mine = `sys-own-${tag}`;
+    await ok(via(admin, 'POST', '/api/v1/models/create', model(mine, 'ADMIN-OWN-SYSTEM')), 'the admin\u2019s own model');
+    await ok(direct('GET', '/api/models?refresh=true'), 'the models, listed again');
+    await ok(via(admin, 'POST', '/api/chat/completions', chat(mine)), 'the admin\u2019s own model');
+    expect(asked()).to.include('ADMIN-OWN-SYSTEM');
+  });
+
+  it('a group made under another group: open straight at Open WebUI, refused through the gateway; a group of its own is made, and a group\u2019s preview keeps what others shared with it to Open WebUI', async () => {
+    const tenant = (await ok<{ id: string }>(via(admin, 'POST', '/api/v1/groups/create', { name: 'tenant-x', description: 'a tenant' }), 'a group')).id;
+    const probe = await ok<{ parent_group_id: string | null }>(
+      direct('POST', '/api/v1/groups/create', { name: 'probe', description: '', parent_group_id: tenant }),
+      'the door',
+    );
+    expect(probe.parent_group_id).to.equal(tenant);
+    await refused(
+      await via(admin, 'POST', '/api/v1/groups/create', { name: 'ops', description: '', parent_group_id: tenant }),
+      'POST',
+      '/api/v1/groups/create',
+    );
+    const names = (await ok<Array<{ name: string }>>(via(admin, 'GET', '/api/v1/groups/'), 'groups')).map((g) => g.name);
+    expect(names).to.include('tenant-x').and.not.include('ops');
+    await ok(via(admin, 'POST', '/api/v1/groups/create', { name: 'ops', description: '', parent_group_id: null }), 'a group of its own');
+
+    const preview = `/api/v1/groups/id/${tenant}/preview`;
+    expect(await ok<Record<string, unknown>>(direct('GET', preview), 'the preview, straight')).to.include.keys('models', 'knowledge', 'tools');
+    const seen = await ok<Record<string, unknown>>(via(admin, 'GET', preview), 'the preview, through the gateway');
+    expect(seen).to.include.keys('group', 'permissions');
+    expect(seen).to.not.have.any.keys('models', 'knowledge', 'tools');
+  });
+
+  it('refused: another user\u2019s memory named as the collection to write, the list of every user\u2019s running generations, the context compaction settings', async () => {
+    await refused(
+      await via(admin, 'POST', '/api/v1/retrieval/process/text', { name: 'x', content: 'planted', collection_name: `user-memory-${aliceId}` }),
+      'POST',
+      '/api/v1/retrieval/process/text',
+      403,
+      `user-memory-${aliceId}`,
+    );
+    expect((await direct('GET', '/api/tasks')).status, 'the door').to.equal(200);
+    await refused(await via(admin, 'GET', '/api/tasks'), 'GET', '/api/tasks');
+    const config = await ok<Record<string, unknown>>(via(admin, 'GET', '/api/v1/chats/config'), 'the chat settings, read');
+    await refused(await via(admin, 'POST', '/api/v1/chats/config', config), 'POST', '/api/v1/chats/config');
+    await ok(via(admin, 'POST', '/api/v1/chats/read'), 'the admin\u2019s own chats marked read');
+  });
+});
