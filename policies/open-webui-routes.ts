@@ -721,7 +721,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('POST', '/api/v1/skills/id/{id}/clone', SKILL),
   own('POST', '/api/v1/skills/load/url'),
   own('POST', '/api/v1/skills/import/preview'),
-  own('POST', '/api/v1/skills/import'),
+  // multipart: a decision `replace` names the skill it writes over, any user's while Open WebUI's own
+  // BYPASS_ADMIN_ACCESS_CONTROL is on (authorized_skill); the gateway reads JSON bodies only
+  refused('POST', '/api/v1/skills/import', 'its multipart decisions may replace any user\u2019s skill by id (skills are made with /skills/create)'),
 
   // ---- routers/memories.py: the caller's own memories only
   own('GET', '/api/v1/memories/'),

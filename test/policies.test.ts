@@ -224,6 +224,9 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
   it('refused for admins: the list of every user\u2019s running generations, and the context compaction settings; the group preview loses what others shared', () => {
     expect(decide({ method: 'GET', path: '/api/tasks' }, off, admin)).to.include({ action: 'deny', status: 403 });
     expect(decide({ method: 'POST', path: '/api/v1/chats/config' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    // a skill import's multipart decisions may replace any user's skill (Open WebUI's own bypass on)
+    expect(decide({ method: 'POST', path: '/api/v1/skills/import' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'POST', path: '/api/v1/skills/import' }, off, user).action).to.equal('pass');
     expect(decide({ method: 'GET', path: '/api/v1/chats/config' }, off, admin).action).to.equal('pass');
     // route words of routers/chats.py, not chat ids: the admin's own chats marked read
     expect(decide({ method: 'POST', path: '/api/v1/chats/read' }, off, admin).action).to.equal('pass');
