@@ -64,7 +64,7 @@ export type Decision =
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
   | { action: 'filter-listing'; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
-  | { action: 'redact-fields'; fields: readonly string[]; rule: string }
+  | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
   | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
@@ -123,6 +123,15 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   // The route table (policies/open-webui-routes.ts) is read for admins only: plain users' requests
   // are judged by the rows above and below alone.
   const route = caller.admin ? matchRoute(method, request.path) : undefined;
+
+  // A generation whose model the gateway cannot see to check (MODEL_USED): refused for admins.
+  if (route?.row.hiddenModel && !settings.bypassAdminAccessControl)
+    return {
+      action: 'deny',
+      status: 403,
+      detail: ADMIN_SCOPED,
+      rule: `route table: ${route.row.methods.join(',')} ${route.row.path}: ${route.row.hiddenModel}`,
+    };
 
   // ENABLE_ADMIN_CHAT_ACCESS is fixed false: no browsing other users' chats.
   if (under('api', 'v1', 'chats', 'list', 'user') && s.length >= 6) {
@@ -227,11 +236,8 @@ function fillLookup(
 /** Most objects one body may name (a batch of files): each costs an upstream lookup. */
 export const MAX_BODY_OBJECTS = 500;
 
-/**
- * One object a body names: a lookup to ask as the caller (`absentIsNone`: a 404 names no stored
- * object, nothing to check), or a vector collection that must be the caller's own.
- */
-export type BodyObject = { lookup: string; permission: Permission; absentIsNone?: true } | { ownCollection: string };
+/** One object a body names: a lookup to ask as the caller, or a vector collection that must be the caller's own. */
+export type BodyObject = { lookup: string; permission: Permission } | { ownCollection: string };
 
 export type BodyObjects = { ok: true; lookups: BodyObject[] } | { ok: false; why: string };
 
@@ -284,7 +290,7 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
     const inPath = query === -1 || ref.lookup.indexOf('{=}') < query;
     if (inPath && (/[/\\]/.test(id) || id === '.' || id === '..')) return `${ref.at} is not an id`;
     const lookup = ref.lookup.replace('{=}', encodeURIComponent(id));
-    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission, ...(ref.stored ? { absentIsNone: true as const } : {}) });
+    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
     return undefined;
   };
   /** A vector collection's name, as filter_accessible_collections reads it. */
@@ -301,6 +307,20 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
     const values = valuesAt(body, ref.at);
     if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
     if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
+    if (ref.modelMentions) {
+      for (const text of values) {
+        if (text === undefined || text === null) continue;
+        if (typeof text !== 'string') return { ok: false, why: `${ref.at} is not text` };
+        // extract_mentions: <@T:id> or <@T:id|label>; a model is type M
+        for (const m of text.matchAll(/<@([A-Z]):([^|>]+)(?:\|[^>]+)?>/g)) {
+          if (m[1] !== 'M') continue;
+          const why = add(ref, m[2]);
+          if (why) return { ok: false, why };
+          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
+        }
+      }
+      continue;
+    }
     if (ref.collectionName) {
       for (const name of values) {
         if (name === undefined || name === null || name === '') continue;
@@ -391,7 +411,9 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
     case 'admin-config':
       // configuration, but the body may name what opens other users' content (a parent group, a stored model)
       if (row.body) return { action: 'require-access', permission, inBody: row.body, detail: ADMIN_SCOPED, rule };
-      return row.redact ? { action: 'redact-fields', fields: row.redact, rule } : { action: 'pass', rule };
+      return row.redact || row.emptied
+        ? { action: 'redact-fields', fields: row.redact ?? [], ...(row.emptied ? { emptied: row.emptied } : {}), rule }
+        : { action: 'pass', rule };
     default:
       // own, admin-config, gateway; export, chat and files were decided above
       return { action: 'pass', rule };

@@ -44,8 +44,16 @@ export interface RouteRow {
   body?: readonly BodyRef[];
   /** refused: why (also the audit line's rule) */
   why?: string;
+  /**
+   * Refused for admins while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false, whatever the class says
+   * (the chat rows are judged for both switch values): a generation whose model the request does
+   * not show in a form the gateway can check, and why.
+   */
+  hiddenModel?: string;
   /** admin-config: fields removed from the answer (each user's own settings and info) */
   redact?: readonly string[];
+  /** admin-config: lists (`{items, total}`) emptied in the answer: what others shared, kept in the shape the front-end reads */
+  emptied?: readonly string[];
 }
 
 /**
@@ -61,14 +69,13 @@ export interface BodyRef {
   /** the GET that returns the object, `{=}` where the id goes (none with `never`) */
   lookup?: string;
   permission: Permission;
-  /**
-   * A stored object of this kind is checked; an id the lookup answers 404 names none (a model the
-   * connections serve, Ollama's or OpenAI's, is no user's): nothing to check. A stored model reached
-   * by id is the one Open WebUI finds by that same id (Models.get_model_by_id).
-   */
-  stored?: true;
   /** the field must hold nothing (absent, null or ''): what it would name is refused, and why */
   never?: string;
+  /**
+   * `at` holds text whose mentions `<@M:id|label>` name models (utils/channels.py extract_mentions):
+   * a channel message mentioning a model has it answer in the thread, as the sender
+   */
+  modelMentions?: true;
   /**
    * `at` holds one vector collection's name that the request writes into (absent, null or '' is
    * none: Open WebUI names a new one itself), checked as `collections` entries are.
@@ -225,10 +232,14 @@ const forTheModel = (at: string): BodyRef[] => [
 /**
  * The model a generation runs (`model`): a stored model (a workspace model) brings its owner's system
  * prompt and, in a chat, reads its knowledge for the answer (utils/chat.py, routers/openai.py and
- * ollama.py apply `params`; check_model_access lets role admin use any model, whatever the bypass).
- * A model the connections serve is nobody's (the lookup answers 404): nothing to check.
+ * ollama.py apply `params`; check_model_access lets role admin use any model there, whatever the
+ * bypass). It must be a model the admin owns or holds a grant on. One Open WebUI has no entry for
+ * (404) is refused too: an arena model picks among every model, another user's included, and an
+ * Ollama name resolves to the entry of its `:latest` alias; with BYPASS_ADMIN_ACCESS_CONTROL false
+ * Open WebUI itself lets an admin chat only with a registered model (check_model_access).
  */
-const MODEL_USED: BodyRef = { at: 'model', lookup: '/api/v1/models/model?id={=}', permission: 'read', stored: true };
+const MODEL_LOOKUP = '/api/v1/models/model?id={=}';
+const MODEL_USED: BodyRef = { at: 'model', lookup: MODEL_LOOKUP, permission: 'read' };
 /** a generation outside the chat routes (Ollama's and OpenAI's own APIs): configuration, but its model is checked */
 const generation = (p: string) => row('POST', p, 'admin-config', { body: [MODEL_USED] });
 const COMPLETION_BODY: BodyRef[] = [
@@ -244,8 +255,12 @@ const COMPLETION_BODY: BodyRef[] = [
 /** a vector collection a retrieval route writes into: the caller's own memories or searches, a file or knowledge base they may write */
 const COLLECTION_WRITTEN: BodyRef[] = [{ at: 'collection_name', collectionName: true, lookup: BODY_KNOWLEDGE, permission: 'write' }];
 /** a channel message's attachments: a model mentioned in the thread answers from them, as the sender */
-const MESSAGE_BODY: BodyRef[] = forTheModel('data.files[]');
-const AUTOMATION_BODY: BodyRef[] = [{ at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' }];
+const MESSAGE_BODY: BodyRef[] = [...forTheModel('data.files[]'), { at: 'content', modelMentions: true, lookup: MODEL_LOOKUP, permission: 'read' }];
+const AUTOMATION_BODY: BodyRef[] = [
+  { at: 'data.target.channel_id', lookup: BODY_CHANNEL, permission: 'write' },
+  // the model the automation runs its prompt with (automations.py)
+  { at: 'data.model_id', lookup: MODEL_LOOKUP, permission: 'read' },
+];
 
 const CODE = 'runs code of the admin inside Open WebUI, with access to every user\u2019s data (ENABLE_PLUGINS=false turns plugin loading off)';
 const PROMPT_ROUTE = 'routes every user\u2019s prompts or documents to an address the admin sets (set it in the deployment instead)';
@@ -267,9 +282,12 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('POST', '/api/v1/chat/completions', 'chat', { body: COMPLETION_BODY }),
   chat('POST', '/api/chat/completed'),
   chat('POST', '/api/chat/actions/{action_id}'),
-  chat('POST', '/api/v1/chats/{id}/messages/{message_id}/resolve'),
-  own('POST', '/api/message'),
-  own('POST', '/api/v1/messages'),
+  row('POST', '/api/v1/chats/{id}/messages/{message_id}/resolve', 'chat', {
+    hiddenModel: 'goes on with the model a stored message of the chat names, which the admin may have written there',
+  }),
+  // Anthropic's messages API on chat_completion: the same `model`
+  ownNaming('POST', '/api/message', [MODEL_USED]),
+  ownNaming('POST', '/api/v1/messages', [MODEL_USED]),
   own('POST', '/api/message/count_tokens'),
   own('POST', '/api/v1/messages/count_tokens'),
   // admin-only in Open WebUI; an id is unguessable once nobody lists them (the chat's own stop route is a chat row)
@@ -485,7 +503,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // what a user can reach: the ids and NAMES of every knowledge base, model and tool they own or
   // hold a grant on, private ones of other users included (seen on the real 0.12.4): the admin
   // keeps the user and their groups only
-  row('GET', '/api/v1/users/{user_id}/preview', 'admin-config', { redact: ['models', 'knowledge', 'tools'] }),
+  row('GET', '/api/v1/users/{user_id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
 
   // ---- routers/apps.py (/api/v1/apps): external apps, installed and managed by admins, global
   cfg('GET', '/api/v1/apps'),
@@ -587,7 +605,13 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
     'GET /{id}/tags',
     'POST /{id}/tags',
     'DELETE /{id}/tags',
-  ].map((r) => chat(r.split(' ')[0]!, `/api/v1/chats${r.split(' ')[1]!}`)),
+  ].map((r) =>
+    r === 'POST /{id}/compact'
+      ? row('POST', '/api/v1/chats/{id}/compact', 'chat', {
+          hiddenModel: 'the model that summarises comes in the body of a chat row, which the gateway does not read',
+        })
+      : chat(r.split(' ')[0]!, `/api/v1/chats${r.split(' ')[1]!}`),
+  ),
 
   // ---- routers/notes.py (/api/v1/notes)
   // the caller's own and shared notes whatever the role (get_notes_by_user_id); pins are the caller's
@@ -757,7 +781,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/groups/id/{id}/users/remove', GROUPS),
   refused('DELETE', '/api/v1/groups/id/{id}/delete', GROUPS),
   // the names of the models, knowledge bases and tools shared with the group: other users' (as on /users/{user_id}/preview)
-  row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { redact: ['models', 'knowledge', 'tools'] }),
+  row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
   cfg('GET', '/api/v1/groups/id/{id}/members'),
 
   // ---- routers/files.py: the contract's rows (A1, A2, A7)

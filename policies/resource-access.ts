@@ -100,11 +100,13 @@ export function parseGroupIds(body: unknown): Set<string> | undefined {
 }
 
 /** Remove `fields` from a record, an array of records, or the `users`/`items` array of an answer. Undefined: not such a shape. */
-export function redactFields(body: unknown, fields: readonly string[]): unknown {
+export function redactFields(body: unknown, fields: readonly string[], emptied: readonly string[] = []): unknown {
   const strip = (v: unknown): unknown => {
     if (!isObj(v)) return v;
     const out: Obj = { ...v };
     for (const f of fields) delete out[f];
+    // kept in the shape the front-end reads (`.items`, `.total`), empty
+    for (const f of emptied) if (f in out) out[f] = { items: [], total: 0 };
     return out;
   };
   if (Array.isArray(body)) return body.map(strip);

@@ -433,6 +433,20 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
       .map(({ user_id: _owner, access_grants: _g, ...m }) => m);
     sendJson(ctx, 200, { data });
   });
+  // routers/models.py get_model_by_id (0.12.4): a model with a DB entry (`info` here), to its owner, a
+  // holder of a grant, or an admin with the bypass on (else 401); base models and arena models have
+  // no entry (404)
+  route('GET', '/api/v1/models/model', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const id = kit.query(ctx, 'id') ?? '';
+    const m = ws.objects.model.get(id);
+    if (!m || m.arena || !m.info) throw fail(404, NOT_FOUND);
+    const info = m.info as { user_id?: string; access_grants?: Grant[] };
+    const entry = { ...m, user_id: info.user_id ?? '', access_grants: info.access_grants ?? [] };
+    const may = (user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, entry);
+    if (!may) throw fail(401, FORBIDDEN);
+    sendJson(ctx, 200, { id: m.id, name: m.name, user_id: entry.user_id, access_grants: entry.access_grants, base_model_id: null, params: {}, meta: {} });
+  });
   for (const kind of ['prompt', 'tool', 'skill'] as const) {
     const base = `/api/v1/${kind}s`;
     route('GET', `${base}/`, async (ctx) => {

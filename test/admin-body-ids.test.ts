@@ -35,6 +35,8 @@ function seed(): Workspace {
   put('folder', { id: 'fo-admin', user_id: 'u-admin', name: 'mine', parent_id: null, access_grants: [] });
   put('knowledge', { id: 'k-admin', user_id: 'u-admin', name: 'own kb', content: '', access_grants: [] });
   put('knowledge', { id: 'k-bob', user_id: 'u-bob', name: 'globex kb', content: SECRET, access_grants: [] });
+  // the model the completions run: registered, the admin's (a model an admin may not read is refused)
+  put('model', { id: 'gpt-test', user_id: '', name: 'gpt-test', info: { user_id: 'u-admin', access_grants: [] } });
   return ws;
 }
 

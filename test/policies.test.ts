@@ -159,7 +159,7 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
   const on = { bypassAdminAccessControl: true, enableAdminExport: true };
   const admin = { admin: true };
   const user = { admin: false };
-  const MODEL_USED = { at: 'model', lookup: '/api/v1/models/model?id={=}', permission: 'read', stored: true };
+  const MODEL_USED = { at: 'model', lookup: '/api/v1/models/model?id={=}', permission: 'read' };
   const inBodyOf = (d: ReturnType<typeof decide>) => (d as Extract<typeof d, { action: 'require-access' }>).inBody ?? [];
 
   it('every generation checks the model it runs: the chat and task completions, OpenAI\u2019s and Ollama\u2019s own APIs', () => {
@@ -185,11 +185,35 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
     expect(decide({ method: 'POST', path: '/ollama/api/embed' }, off, admin).action).to.equal('pass');
   });
 
-  it('the model is a stored object when the upstream has it; an id it answers 404 for is a connection\u2019s model, nothing to check', () => {
+  it('the model is looked up as the admin, by the id Open WebUI reads (an arena model or one it has no entry for answers 404: refused)', () => {
     const named = objectsNamedInBody({ model: 'alice secret/1', messages: [] }, [MODEL_USED as never]);
-    expect(named).to.deep.equal({ ok: true, lookups: [{ lookup: '/api/v1/models/model?id=alice%20secret%2F1', permission: 'read', absentIsNone: true }] });
+    expect(named).to.deep.equal({ ok: true, lookups: [{ lookup: '/api/v1/models/model?id=alice%20secret%2F1', permission: 'read' }] });
     expect(objectsNamedInBody({ model: ['a'] }, [MODEL_USED as never]).ok).to.equal(false);
     expect(objectsNamedInBody({ messages: [] }, [MODEL_USED as never])).to.deep.equal({ ok: true, lookups: [] });
+  });
+
+  it('the other ways a model is run: Anthropic\u2019s messages API, an automation\u2019s model, a model mentioned in a channel message; refused where the gateway cannot see it', () => {
+    for (const path of ['/api/message', '/api/v1/messages']) expect(inBodyOf(decide({ method: 'POST', path }, off, admin)), path).to.deep.include(MODEL_USED);
+    const automation = inBodyOf(decide({ method: 'POST', path: '/api/v1/automations/create' }, off, admin));
+    expect(objectsNamedInBody({ data: { model_id: 'm1', target: { channel_id: null } } }, automation)).to.deep.equal({
+      ok: true,
+      lookups: [{ lookup: '/api/v1/models/model?id=m1', permission: 'read' }],
+    });
+    const message = inBodyOf(decide({ method: 'POST', path: '/api/v1/channels/ch1/messages/post' }, off, admin));
+    expect(objectsNamedInBody({ content: 'hi <@M:their-model|Helper> and <@U:u1|Bob> <@M:m2>' }, message)).to.deep.equal({
+      ok: true,
+      lookups: [
+        { lookup: '/api/v1/models/model?id=their-model', permission: 'read' },
+        { lookup: '/api/v1/models/model?id=m2', permission: 'read' },
+      ],
+    });
+    expect(objectsNamedInBody({ content: 42 }, message).ok).to.equal(false);
+    for (const path of ['/api/v1/chats/c1/compact', '/api/v1/chats/c1/messages/m1/resolve']) {
+      expect(decide({ method: 'POST', path }, off, admin), path).to.include({ action: 'deny', status: 403 });
+      // with the bypass on, still the admin's own chat only (ENABLE_ADMIN_CHAT_ACCESS fixed false)
+      expect(decide({ method: 'POST', path }, on, admin).action, path).to.equal('require-own-chat');
+      expect(decide({ method: 'POST', path }, off, user).action, path).to.equal('pass');
+    }
   });
 
   it('a group made under another group (its members inherit the parent\u2019s shares) is refused; a group of its own is created', () => {
@@ -232,7 +256,8 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
     expect(decide({ method: 'POST', path: '/api/v1/chats/read' }, off, admin).action).to.equal('pass');
     expect(decide({ method: 'GET', path: '/api/v1/groups/id/g1/preview' }, off, admin)).to.deep.include({
       action: 'redact-fields',
-      fields: ['models', 'knowledge', 'tools'],
+      fields: [],
+      emptied: ['models', 'knowledge', 'tools'],
     });
   });
 });

@@ -6,6 +6,14 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import { once } from 'node:events';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
+import { emptyWorkspace } from '../sandbox/open-webui-workspace.js';
+
+/** A workspace holding one registered model (an admin's completion runs only a model the admin may read). */
+function withModel(id: string, owner: string) {
+  const ws = emptyWorkspace();
+  ws.objects.model.set(id, { id, user_id: '', name: id, info: { user_id: owner, access_grants: [] }, created_at: 0, updated_at: 0 });
+  return ws;
+}
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { rawExchange } from './support/raw-http.js';
 
@@ -41,6 +49,7 @@ describe('proxy pass-through', function () {
       ],
       files: [file('f-admin', 'u-admin'), file('f-bob', 'u-bob'), file('f-huge', 'u-admin', { synthetic_size: 512 * 1024 * 1024 })],
       chats: [],
+      workspace: withModel('m', 'u-admin'),
     });
     adminKey = upstream.apiKeyFor('u-admin');
     gw = await startGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true' }));

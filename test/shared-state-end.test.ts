@@ -57,4 +57,13 @@ describe('an ended session, as every instance learns it (REDIS_URL)', function (
     expect(a.isEnded(session('session-2'))).to.equal(true);
     expect(await endedAtB('session-2', 3_000)).to.equal(true);
   });
+  it('a Redis that answers nothing holds a sign-out\u2019s ID token lookup and a logout token\u2019s replay check 2 s at most (the token counts as new)', async () => {
+    await admin.call('CLIENT', 'PAUSE', '3500', 'ALL');
+    const started = Date.now();
+    const [token, first] = await Promise.all([a.idToken('session-3'), a.firstUse('jti-3', epoch() + 60)]);
+    expect(Date.now() - started).to.be.within(1_800, 3_000);
+    expect(token).to.equal(undefined);
+    expect(first).to.equal(true);
+    await new Promise((r) => setTimeout(r, 1_800)); // the pause ends before the next file's Redis use
+  });
 });

@@ -47,10 +47,11 @@ export interface RateLimit {
 
 export interface SharedState {
   /**
-   * Take effect here at once and, with Redis, on every instance (queued while Redis is down). The
-   * promise settles once every instance can know it: written to Redis and published (or queued,
-   * Redis being down: every instance then refuses cookie sessions until it is back). A sign-out
-   * answers only then, so that the next request, at any instance, finds the session ended.
+   * Take effect here at once and, with Redis, on every instance. The promise settles once Redis has
+   * taken and published it (2 s at most), so that a sign-out answering after it leaves the session
+   * ended at every instance for the next request. Redis unreachable from this instance: queued,
+   * written when it is back; this instance refuses cookie sessions meanwhile, but instances that
+   * still reach Redis learn of this end only then.
    */
   end(by: EndedBy, untilEpoch: number): Promise<void>;
   /** true: ended; false: live; undefined: cannot be known now (fail closed). */
@@ -75,8 +76,22 @@ export interface SharedState {
 
 const epochNow = () => Math.floor(Date.now() / 1000);
 const SWEEP_MS = 60_000;
-/** How long a sign-out waits for Redis to take its ended session before answering anyway. */
-const END_WAIT_MS = 2_000;
+/**
+ * How long a sign-out or a logout waits for Redis (to take its ended session, to give back an ID
+ * token, to say whether a logout token was seen) before going on without it: a Redis that neither
+ * answers nor fails (no command timeout is set) holds nobody's sign-out up for longer.
+ */
+const REDIS_WAIT_MS = 2_000;
+
+/** `p`'s value, or `fallback` once `ms` have passed first. */
+async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 /** Ended entries written while Redis was down, kept for the reconnection. */
 const MAX_PENDING = 100_000;
 
@@ -331,10 +346,7 @@ export async function redisState(url: string, obs: Observability, options: { key
         queue();
         setSynced(false, err.message);
       });
-      // A Redis that neither answers nor fails does not hold a sign-out up for long.
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([written, new Promise<void>((resolve) => (timer = setTimeout(resolve, END_WAIT_MS)))]);
-      clearTimeout(timer);
+      await within(written, REDIS_WAIT_MS, undefined);
     },
     isEnded(s, now = epochNow()) {
       if (ended.has(s, now)) return true;
@@ -351,7 +363,7 @@ export async function redisState(url: string, obs: Observability, options: { key
       const local = idTokens.get(id);
       if (local) return local;
       try {
-        return (await client.get(`${prefix}idt:${id}`)) ?? undefined;
+        return (await within(client.get(`${prefix}idt:${id}`), REDIS_WAIT_MS, null)) ?? undefined;
       } catch {
         return undefined;
       }
@@ -360,7 +372,8 @@ export async function redisState(url: string, obs: Observability, options: { key
       // A replayed logout token can only end sessions begun before its `iat`: harmless, so when
       // Redis cannot say, the token counts as new.
       try {
-        return (await client.set(`${prefix}jti:${jti}`, '1', 'EX', Math.max(1, until - epochNow()), 'NX')) === 'OK';
+        const set = client.set(`${prefix}jti:${jti}`, '1', 'EX', Math.max(1, until - epochNow()), 'NX');
+        return (await within(set, REDIS_WAIT_MS, 'OK')) === 'OK';
       } catch {
         return true;
       }

@@ -38,9 +38,11 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
     if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
     let idToken: string | undefined;
     if (isSessionData(data)) {
+      // ended here at once; answered once every instance can know it (the next request, wherever
+      // it goes, is refused)
+      const ended = store.revoke(data.id);
       idToken = await shared.idToken(data.id);
-      // answered once every instance can know it: the next request, wherever it goes, is refused
-      await store.revoke(data.id);
+      await ended;
       obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }

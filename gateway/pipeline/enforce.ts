@@ -175,7 +175,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       }
       case 'redact-fields': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-        return objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, trusted), decision.fields);
+        return objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, trusted), decision.fields, decision.emptied);
       }
       case 'guard-socketio-post': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
@@ -222,9 +222,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
       const batch = named.lookups.slice(i, i + BODY_LOOKUPS_AT_ONCE);
       const answers = await Promise.all(
         batch.map((o) =>
-          'ownCollection' in o
-            ? { ok: isCallersOwnCollection(o.ownCollection, who.userId) }
-            : objectViews.mayAccess(o.lookup, o.permission, who, headers, o.absentIsNone === true),
+          'ownCollection' in o ? { ok: isCallersOwnCollection(o.ownCollection, who.userId) } : objectViews.mayAccess(o.lookup, o.permission, who, headers),
         ),
       );
       const denied = answers.findIndex((a) => !a.ok);

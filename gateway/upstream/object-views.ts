@@ -43,11 +43,9 @@ export class ObjectViews {
   }
 
   /** May the caller reach the object the upstream returns at `lookup`? Throws UpstreamError when it cannot be asked. */
-  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers, absentIsNone = false): Promise<{ ok: boolean; owner?: string }> {
-    // An answer that is not an object is a refusal, as an object that is not there, unless the
-    // lookup's 404 means "no stored object of this kind" (a model the connections serve).
+  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; owner?: string }> {
+    // An answer that is not an object is a refusal, as an object that is not there.
     const up = await callJson(this.upstream, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
-    if (absentIsNone && up?.status === 404) return { ok: true };
     if (up?.json === undefined) return { ok: false };
     const object = up.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;
@@ -72,11 +70,11 @@ export class ObjectViews {
   }
 
   /** Answer with `fields` removed from the upstream's records. */
-  async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[]): Promise<void> {
+  async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[], emptied?: readonly string[]): Promise<void> {
     try {
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up.status, up.body);
-      const body = redactFields(up.json, fields);
+      const body = redactFields(up.json, fields, emptied);
       if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
       sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
     } catch (err) {

@@ -155,6 +155,8 @@ describe('unit: objects named in an admin\u2019s request body', () => {
     };
     const closed = objectsNamedInBody(body, completion(off));
     expect(closed.ok && closed.lookups.map(show)).to.have.members([
+      // the model it runs (a workspace model brings its owner's system prompt and knowledge)
+      'read /api/v1/models/model?id=m',
       'read /api/v1/files/f1',
       'read /api/v1/knowledge/k1',
       'read /api/v1/notes/n1',
@@ -207,7 +209,8 @@ describe('unit: objects named in an admin\u2019s request body', () => {
       return n.ok ? undefined : n.why;
     };
     const path = '/api/v1/chat/completions';
-    const body = (entry: unknown) => ({ model: 'm', messages: [], files: [entry] });
+    // no model named: only the collections are looked up here
+    const body = (entry: unknown) => ({ messages: [], files: [entry] });
     expect(lookupsOf('POST', path, body({ type: 'text', collection_name: 'file-f1' }))).to.deep.equal(['read /api/v1/files/f1']);
     expect(lookupsOf('POST', path, body({ type: 'web_search', collection_name: 'web-search-u1-abc' }))).to.deep.equal(['own web-search-u1-abc']);
     expect(lookupsOf('POST', path, body({ collection_names: ['user-memory-u1', 'k1'] }))).to.deep.equal(['own user-memory-u1', 'read /api/v1/knowledge/k1']);
