@@ -375,7 +375,7 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
-  const permission: Permission = row.class === 'by-id-read' ? 'read' : 'write';
+  const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':
       return { action: 'filter-listing', rule };

@@ -38,6 +38,8 @@ export interface RouteRow {
   /** Open WebUI's path template: `{name}` one segment, `{name:path}` the rest (one or more) */
   path: string;
   class: RouteClassName;
+  /** by-id classes: the permission the lookup's object must give (default: read for by-id-read, write for by-id-write) */
+  permission?: Permission;
   /** by-id classes: the GET that returns the object, `{name}` from the path, `{?name}` from the query, `{=name}` from the JSON body */
   lookup?: string;
   /** objects the JSON body names besides the route's own, each checked like it (see BodyRef) */
@@ -111,6 +113,9 @@ const cfg = (m: string, p: string) => row(m, p, 'admin-config');
 const list = (m: string, p: string) => row(m, p, 'listing');
 const read = (m: string, p: string, lookup: string) => row(m, p, 'by-id-read', { lookup });
 const write = (m: string, p: string, lookup: string, body?: readonly BodyRef[]) => row(m, p, 'by-id-write', { lookup, ...(body ? { body } : {}) });
+/** what Open WebUI leaves to the object's owner (or its author) alone, admins aside: a grant or a membership is not enough */
+const ownerOnly = (m: string, p: string, lookup: string, body?: readonly BodyRef[]) =>
+  row(m, p, 'by-id-write', { lookup, permission: 'owner', ...(body ? { body } : {}) });
 /** a route Open WebUI scopes to the caller, but whose body names other objects (checked as BodyRef) */
 const ownNaming = (m: string, p: string, body: readonly BodyRef[]) => row(m, p, 'own', { body });
 const refused = (m: string, p: string, why: string) => row(m, p, 'refused', { why });
@@ -120,6 +125,7 @@ const chat = (m: string, p: string) => row(m, p, 'chat');
 const NOTE = '/api/v1/notes/{id}';
 const FOLDER = '/api/v1/folders/{id}';
 const CHANNEL = '/api/v1/channels/{id}';
+const CHANNEL_MESSAGE = '/api/v1/channels/{id}/messages/{message_id}';
 const KNOWLEDGE = '/api/v1/knowledge/{id}';
 const PROMPT = '/api/v1/prompts/id/{prompt_id}';
 const TOOL = '/api/v1/tools/id/{id}';
@@ -522,11 +528,11 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('GET', '/api/v1/channels/{id}/members', CHANNEL),
   read('POST', '/api/v1/channels/{id}/members/mute', CHANNEL),
   read('POST', '/api/v1/channels/{id}/members/active', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/update/members/add', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/update/members/remove', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/update', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/access/update', CHANNEL),
-  write('DELETE', '/api/v1/channels/{id}/delete', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/update/members/add', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/update/members/remove', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/update', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/access/update', CHANNEL),
+  ownerOnly('DELETE', '/api/v1/channels/{id}/delete', CHANNEL),
   read('GET', '/api/v1/channels/{channel_id}/apps', '/api/v1/channels/{channel_id}'),
   write('POST', '/api/v1/channels/{channel_id}/apps', '/api/v1/channels/{channel_id}'),
   write('DELETE', '/api/v1/channels/{channel_id}/apps/{app_id}', '/api/v1/channels/{channel_id}'),
@@ -539,13 +545,14 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/add', CHANNEL),
   read('POST', '/api/v1/channels/{id}/messages/{message_id}/reactions/remove', CHANNEL),
   write('POST', '/api/v1/channels/{id}/messages/{message_id}/pin', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL, MESSAGE_BODY),
-  write('DELETE', '/api/v1/channels/{id}/messages/{message_id}/delete', CHANNEL),
+  // only its author edits or deletes a message (`message.user_id != user.id`, admins aside)
+  ownerOnly('POST', '/api/v1/channels/{id}/messages/{message_id}/update', CHANNEL_MESSAGE, MESSAGE_BODY),
+  ownerOnly('DELETE', '/api/v1/channels/{id}/messages/{message_id}/delete', CHANNEL_MESSAGE),
   own('GET', '/api/v1/channels/webhooks/{webhook_id}/profile/image'),
-  write('GET', '/api/v1/channels/{id}/webhooks', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/webhooks/create', CHANNEL),
-  write('POST', '/api/v1/channels/{id}/webhooks/{webhook_id}/update', CHANNEL),
-  write('DELETE', '/api/v1/channels/{id}/webhooks/{webhook_id}/delete', CHANNEL),
+  ownerOnly('GET', '/api/v1/channels/{id}/webhooks', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/webhooks/create', CHANNEL),
+  ownerOnly('POST', '/api/v1/channels/{id}/webhooks/{webhook_id}/update', CHANNEL),
+  ownerOnly('DELETE', '/api/v1/channels/{id}/webhooks/{webhook_id}/delete', CHANNEL),
   own('POST', '/api/v1/channels/webhooks/{webhook_id}/{token}'),
 
   // ---- routers/chats.py (/api/v1/chats): policies/chat-scoping.ts
@@ -642,8 +649,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/models/import', 'overwrites models named by body, any user\u2019s'),
   refused('POST', '/api/v1/models/sync', 'overwrites every user\u2019s models'),
   read('GET', '/api/v1/models/model', MODEL),
-  read('GET', '/api/v1/models/model/history', MODEL),
-  read('GET', '/api/v1/models/model/history/{history_id}', MODEL),
+  // the history keeps each version's params (the system prompt) that GET /models/model strips for readers: write, as for users
+  write('GET', '/api/v1/models/model/history', MODEL),
+  write('GET', '/api/v1/models/model/history/{history_id}', MODEL),
   write('DELETE', '/api/v1/models/model/history/{history_id}', MODEL),
   write('POST', '/api/v1/models/model/update/version', MODEL),
   read('GET', '/api/v1/models/model/profile/image', MODEL),
@@ -713,15 +721,16 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('GET', '/api/v1/tools/id/{id}/specs', TOOL),
   write('POST', '/api/v1/tools/id/{id}/access/update', TOOL),
   write('DELETE', '/api/v1/tools/id/{id}/delete', TOOL),
-  read('GET', '/api/v1/tools/id/{id}/valves', TOOL),
+  // the tool's valves hold its secrets (API keys); Open WebUI gives them to writers only
+  write('GET', '/api/v1/tools/id/{id}/valves', TOOL),
   read('GET', '/api/v1/tools/id/{id}/valves/spec', TOOL),
   write('POST', '/api/v1/tools/id/{id}/valves/update', TOOL),
   read('GET', '/api/v1/tools/id/{id}/valves/user', TOOL),
   read('GET', '/api/v1/tools/id/{id}/valves/user/spec', TOOL),
   read('POST', '/api/v1/tools/id/{id}/valves/user/update', TOOL),
-  read('GET', '/api/v1/tools/id/{id}/history', TOOL),
-  read('GET', '/api/v1/tools/id/{id}/history/diff', TOOL),
-  read('GET', '/api/v1/tools/id/{id}/history/{history_id}', TOOL),
+  write('GET', '/api/v1/tools/id/{id}/history', TOOL),
+  write('GET', '/api/v1/tools/id/{id}/history/diff', TOOL),
+  write('GET', '/api/v1/tools/id/{id}/history/{history_id}', TOOL),
   write('DELETE', '/api/v1/tools/id/{id}/history/{history_id}', TOOL),
 
   // ---- routers/skills.py
@@ -766,7 +775,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/folders/{id}/update/expanded', FOLDER),
   write('POST', '/api/v1/folders/{id}/access/update', FOLDER),
   read('POST', '/api/v1/folders/{id}/read', FOLDER),
-  write('DELETE', '/api/v1/folders/{id}', FOLDER),
+  // only the owner deletes a folder, and with it their chats in it (folders.py delete_folder_by_id)
+  ownerOnly('DELETE', '/api/v1/folders/{id}', FOLDER),
 
   // ---- routers/groups.py: membership comes from the realm
   cfg('GET', '/api/v1/groups/'),
@@ -888,8 +898,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   read('POST', '/api/v1/calendars/events/{event_id}/rsvp', CAL_EVENT),
   read('GET', '/api/v1/calendars/{calendar_id}', CALENDAR),
   write('POST', '/api/v1/calendars/{calendar_id}/update', CALENDAR),
-  write('POST', '/api/v1/calendars/{calendar_id}/access/update', CALENDAR),
-  write('DELETE', '/api/v1/calendars/{calendar_id}/delete', CALENDAR),
+  ownerOnly('POST', '/api/v1/calendars/{calendar_id}/access/update', CALENDAR),
+  ownerOnly('DELETE', '/api/v1/calendars/{calendar_id}/delete', CALENDAR),
   write('POST', '/api/v1/calendars/{calendar_id}/default', CALENDAR),
 
   // ---- routers/scim.py (/api/v1/scim/v2, when ENABLE_SCIM): bearer SCIM_TOKEN, provisioning

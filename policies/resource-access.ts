@@ -8,7 +8,8 @@
 // as `user_ids`. An object with neither owner nor grants is reachable by nobody here (fail closed):
 // the arena model without grants and base models without a workspace entry are hidden (A4, A5).
 
-export type Permission = 'read' | 'write';
+/** `owner`: what Open WebUI leaves to the object's owner alone (a grant or a channel's membership is not enough). */
+export type Permission = 'read' | 'write' | 'owner';
 
 export interface Principal {
   /** the caller's upstream user id */
@@ -53,6 +54,7 @@ function grants(grant: unknown, who: Principal, permission: Permission): boolean
 export function mayReach(item: unknown, who: Principal, permission: Permission): boolean {
   if (!isObj(item) || !who.userId) return false;
   if (ownerOf(item) === who.userId) return true;
+  if (permission === 'owner') return false;
   if (grantsOf(item).some((g) => grants(g, who, permission))) return true;
   // members of a direct or group channel (ChannelFullResponse.user_ids)
   return Array.isArray(item.user_ids) && item.user_ids.includes(who.userId);

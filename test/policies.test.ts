@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../policies/file-scoping.js';
+import { mayReach } from '../policies/resource-access.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: true };
@@ -259,5 +260,55 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
       fields: [],
       emptied: ['models', 'knowledge', 'tools'],
     });
+  });
+});
+
+describe('admin-scoping: what Open WebUI leaves to an object\u2019s owner (the review of 2026-11-26, by-id rows)', () => {
+  const off = { bypassAdminAccessControl: false, enableAdminExport: false };
+  const admin = { admin: true };
+  const who = { userId: 'u-admin', groupIds: new Set(['g1']) };
+  const permissionOf = (method: string, path: string, search = '') =>
+    (decide({ method, path, search }, off, admin) as Extract<ReturnType<typeof decide>, { action: 'require-access' }>).permission;
+
+  it('an owner-only action needs the owner: a write grant or a channel\u2019s membership is not enough', () => {
+    const granted = { user_id: 'u-alice', access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'write' }] };
+    const memberOf = { user_id: 'u-alice', type: 'group', user_ids: ['u-alice', 'u-admin'] };
+    expect(mayReach(granted, who, 'write')).to.equal(true);
+    expect(mayReach(granted, who, 'owner')).to.equal(false);
+    expect(mayReach(memberOf, who, 'write')).to.equal(true);
+    expect(mayReach(memberOf, who, 'owner')).to.equal(false);
+    expect(mayReach({ user_id: 'u-admin' }, who, 'owner')).to.equal(true);
+    for (const [method, path] of [
+      ['DELETE', '/api/v1/folders/f1'],
+      ['POST', '/api/v1/channels/c1/update'],
+      ['POST', '/api/v1/channels/c1/update/members/add'],
+      ['POST', '/api/v1/channels/c1/access/update'],
+      ['DELETE', '/api/v1/channels/c1/delete'],
+      ['GET', '/api/v1/channels/c1/webhooks'],
+      ['POST', '/api/v1/calendars/cal1/access/update'],
+      ['DELETE', '/api/v1/calendars/cal1/delete'],
+    ] as const)
+      expect(permissionOf(method, path), `${method} ${path}`).to.equal('owner');
+  });
+
+  it('another member\u2019s channel message is edited or deleted by its author only: the message is what is looked up', () => {
+    for (const [method, path] of [
+      ['POST', '/api/v1/channels/c1/messages/m1/update'],
+      ['DELETE', '/api/v1/channels/c1/messages/m1/delete'],
+    ] as const)
+      expect(decide({ method, path }, off, admin), path).to.deep.include({
+        action: 'require-access',
+        lookup: '/api/v1/channels/c1/messages/m1',
+        permission: 'owner',
+      });
+  });
+
+  it('a tool\u2019s valves (its secrets) and the history of tools and models (a model\u2019s system prompt) need write, as Open WebUI asks of users', () => {
+    expect(permissionOf('GET', '/api/v1/tools/id/t1/valves')).to.equal('write');
+    expect(permissionOf('GET', '/api/v1/tools/id/t1/valves/spec')).to.equal('read');
+    for (const path of ['/api/v1/tools/id/t1/history', '/api/v1/tools/id/t1/history/diff', '/api/v1/tools/id/t1/history/h1'])
+      expect(permissionOf('GET', path), path).to.equal('write');
+    expect(permissionOf('GET', '/api/v1/models/model/history', '?id=m1')).to.equal('write');
+    expect(permissionOf('GET', '/api/v1/models/model/history/h1', '?id=m1')).to.equal('write');
   });
 });

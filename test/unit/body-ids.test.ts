@@ -183,7 +183,8 @@ describe('unit: objects named in an admin\u2019s request body', () => {
         },
       }),
     ).to.deep.equal(['read /api/v1/knowledge/k-bob']);
-    expect(access('POST', '/api/v1/channels/ch-own/messages/m1/update')).to.include({ lookup: '/api/v1/channels/ch-own', permission: 'write' });
+    // the message itself, its author only (a member's write on the channel is not authorship)
+    expect(access('POST', '/api/v1/channels/ch-own/messages/m1/update')).to.include({ lookup: '/api/v1/channels/ch-own/messages/m1', permission: 'owner' });
     expect(lookupsOf('POST', '/api/v1/channels/ch-own/messages/m1/update', { content: 'x' })).to.deep.equal([]);
   });
 
