@@ -438,6 +438,38 @@ for (const { title, flags } of FLAG_SETS) {
       );
     });
 
+    it('folders: shared with the admin for writing, another user\u2019s folder is still only its owner\u2019s to delete (Open WebUI alone deletes it and the chats in it); through the gateway it stays', async () => {
+      const writable = [{ principal_type: 'user', principal_id: ids.admin, permission: 'write' }];
+      const folderWithChat = async (name: string) => {
+        const folder = (await ok<{ id: string }>(via(alice, 'POST', '/api/v1/folders/', { name }), name)).id;
+        await ok(via(alice, 'POST', `/api/v1/folders/${folder}/access/update`, { access_grants: writable }), `${name} shared for writing`);
+        const chat = (
+          await ok<{ id: string }>(
+            via(alice, 'POST', '/api/v1/chats/new', {
+              chat: { title: `${name} chat`, models: [], messages: [], history: { messages: {}, currentId: null } },
+              folder_id: folder,
+            }),
+            `${name} chat`,
+          )
+        ).id;
+        return { folder, chat };
+      };
+      /** alice's chat, as alice reads it: 200 while it exists */
+      const aliceReads = async (chat: string) => (await via(alice, 'GET', `/api/v1/chats/${chat}`)).status;
+      // the door: straight at Open WebUI the admin deletes the folder, and alice's chat in it with it
+      const probe = await folderWithChat('Alice shared probe');
+      expect(await aliceReads(probe.chat)).to.equal(200);
+      expect((await direct('DELETE', `/api/v1/folders/${probe.folder}`)).status, 'the door').to.equal(200);
+      expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.not.equal(200);
+
+      const kept = await folderWithChat('Alice shared folder');
+      // the write grant works for what it is for: the admin reads the folder through the gateway
+      await ok(via(admin, 'GET', `/api/v1/folders/${kept.folder}`), 'the shared folder, read');
+      await refused(await via(admin, 'DELETE', `/api/v1/folders/${kept.folder}`), 'DELETE', `/api/v1/folders/${kept.folder}`);
+      await ok(via(alice, 'GET', `/api/v1/folders/${kept.folder}`), 'alice\u2019s folder, still there');
+      expect(await aliceReads(kept.chat), 'alice\u2019s chat in the folder').to.equal(200);
+    });
+
     it('accounts: Open WebUI alone lets the admin change another user\u2019s email and password; the gateway only the admin\u2019s own account', async () => {
       const carol = await ok<{ email: string; name: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol');
       const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, {
