@@ -31,7 +31,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';

@@ -12,15 +12,16 @@ import { localeOf } from '../policies/routes.js';
 import { createUpstream, type Upstream } from './upstream/proxy.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js';
 import { createLoginRouting, type LoginRouting, type LoginRoutingOptions } from './login/routes.js';
-import { createObservability, type Observability } from './ops/observability.js';
-import { createOperations, type Operations } from './ops/operations.js';
+import { createObservability, type Observability } from './observability/observability.js';
+import { createOperations, type Operations } from './operations/operations.js';
 import { WebSocketTracker } from './http/websockets.js';
 import { createHttpServer } from './http/server.js';
 import { answerFailure } from './http/respond.js';
 import { createSharedState, type SharedState } from './auth/shared-state.js';
 import { authenticateAnswer } from './auth/session.js';
-import { PAGE_HEADERS, pageLocale, renderProblem } from './login/pages.js';
-import { createPipeline } from './pipeline/handle.js';
+import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
+import { pageLocale } from './pages/locale.js';
+import { Pipeline } from './pipeline/handle.js';
 
 export interface GatewayOptions {
   obs?: Observability;
@@ -111,7 +112,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
   });
   authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
-  const pipeline = createPipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
+  const pipeline = new Pipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
   const listen = (port = settings.listen.port, host = settings.listen.host) => front.listen(port, host);

@@ -1,9 +1,9 @@
-// The gateway's caches (gateway/cache.ts): TtlCache behind sessions, bearer tokens, Cookie headers
+// The gateway's caches (gateway/cache/cache.ts): TtlCache behind sessions, bearer tokens, Cookie headers
 // and the shared state's local copies (bounded, a time-to-live per entry when given, least recently
 // used out first); LoadingCache behind the identity provider catalog, the realm's discovery and the
 // readiness probes (single flight, stale on error); SingleFlight behind a session's token refresh.
 import { expect } from 'chai';
-import { LoadingCache, SingleFlight, TtlCache } from '../gateway/cache.js';
+import { LoadingCache, SingleFlight, TtlCache } from '../gateway/cache/cache.js';
 
 describe('TtlCache', () => {
   it('answers until the time-to-live runs out, and then no more', () => {

@@ -45,8 +45,8 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/HTTP\/1\.1 |STATUS_CODES/, ['gateway/http/respond.ts'])).to.deep.equal([]);
   });
 
-  it('caches are built on gateway/cache.ts only (one store, one set of eviction rules)', () => {
-    expect(offenders(/from 'lru-cache'|from 'node-cache'/, ['gateway/cache.ts'])).to.deep.equal([]);
+  it('caches are built on gateway/cache/cache.ts only (one store, one set of eviction rules)', () => {
+    expect(offenders(/from 'lru-cache'|from 'node-cache'/, ['gateway/cache/cache.ts'])).to.deep.equal([]);
   });
 
   it('cookies are read and written with the `cookie` package; the one byte-keeping filter of a Cookie header is in http/request-headers.ts', () => {
@@ -69,9 +69,9 @@ describe('layout: one obvious place for each thing', () => {
     ).to.deep.equal([]);
   });
 
-  it('HTML pages are escape-by-default templates (gateway/login/pages.ts, eta): no escaping placed by hand', () => {
+  it('HTML pages are escape-by-default templates (gateway/pages/templates.ts, eta): no escaping placed by hand', () => {
     expect(offenders(/(?<!function )escapeHtml\(/, [])).to.deep.equal([]);
-    expect(offenders(/new Eta\(/, ['gateway/login/pages.ts'])).to.deep.equal([]);
+    expect(offenders(/new Eta\(/, ['gateway/pages/templates.ts'])).to.deep.equal([]);
   });
 
   it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in main.ts)', () => {
@@ -121,7 +121,7 @@ describe('layout: what depends on what', () => {
       state.set(f, 'done');
     };
     for (const f of production) walk(f, []);
-    expect(importsOf('gateway/ops/operations.ts')).to.not.include('gateway/app.ts');
+    expect(importsOf('gateway/operations/operations.ts')).to.not.include('gateway/app.ts');
     expect(cycles).to.deep.equal([]);
   });
 });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import request from 'supertest';
-import { ANONYMOUS_AUDIT_PER_MINUTE, AnonymousAuditLimiter } from '../gateway/ops/observability.js';
+import { ANONYMOUS_AUDIT_PER_MINUTE, AnonymousAuditLimiter } from '../gateway/observability/observability.js';
 import { Router } from 'express';
 import { loadSettings, type Env, type Settings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';

@@ -16,9 +16,10 @@ import {
   splitGuardPath,
   type IdentityProvider,
 } from '../policies/login-routing.js';
-import { clientKey } from '../gateway/login/client-key.js';
+import { clientKey } from '../gateway/http/client-key.js';
 import { tokenUrlFor } from '../gateway/auth/realm.js';
-import { escapeHtml, pageLocale, startHref } from '../gateway/login/pages.js';
+import { escapeHtml } from '../gateway/pages/templates.js';
+import { pageLocale, startHref } from '../gateway/pages/locale.js';
 import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
 import { demoIdentityProviders, demoTenantAliases } from '../sandbox/demo-realm.js';
 import { baseEnv } from './support/gateway-harness.js';

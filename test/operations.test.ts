@@ -19,7 +19,7 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings, type Env } from '../config/settings.js';
-import { type Operations, type Readiness } from '../gateway/ops/operations.js';
+import { type Operations, type Readiness } from '../gateway/operations/operations.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
 import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
 import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/http/websockets.js';

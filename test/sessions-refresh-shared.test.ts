@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { redisState, type SharedState } from '../gateway/auth/shared-state.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';

@@ -2,7 +2,7 @@
 // state used without REDIS_URL. With Redis: sessions-shared.test.ts.
 import { expect } from 'chai';
 import { EndedMirror, processState, redactedRedisUrl } from '../gateway/auth/shared-state.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 
 describe('shared state', () => {
   const now = 1_000_000;
@@ -68,7 +68,7 @@ describe('shared state: what one instance without REDIS_URL loads', function () 
     const script = `
       import { createRequire } from 'node:module';
       const { createSharedState } = await import('./gateway/auth/shared-state.ts');
-      const { createObservability } = await import('./gateway/ops/observability.ts');
+      const { createObservability } = await import('./gateway/observability/observability.ts');
       const state = await createSharedState(undefined, createObservability({ level: 'silent' }));
       const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /node_modules\\/(ioredis|rate-limiter-flexible)\\//.test(k)).map((k) => k.split('node_modules/')[1].split('/')[0]);
       const before = [...new Set(loaded())];

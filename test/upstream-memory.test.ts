@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createUpstream } from '../gateway/upstream/proxy.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 

@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { ACCEPT, HANDSHAKE } from './support/websocket-wire.js';

@@ -10,7 +10,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { HANDSHAKE, frame } from './support/websocket-wire.js';

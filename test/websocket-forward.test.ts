@@ -9,7 +9,7 @@ import http, { type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createUpstream } from '../gateway/upstream/proxy.js';
-import { createObservability } from '../gateway/ops/observability.js';
+import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { ACCEPT, HANDSHAKE, frame } from './support/websocket-wire.js';

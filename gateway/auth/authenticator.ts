@@ -32,10 +32,10 @@ import { Router } from 'express';
 import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { processState, type SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S, realmClient, trimSlash } from './realm.js';
-import { LoadingCache, TtlCache } from '../cache.js';
+import { LoadingCache, TtlCache } from '../cache/cache.js';
 import {
   epoch,
   readSessionCookie,

@@ -4,7 +4,7 @@
 // only the settings it reads.
 import express, { type Router } from 'express';
 import type { JWTPayload } from 'jose';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import type { SharedState } from './shared-state.js';
 import { CLOCK_TOLERANCE_S } from './realm.js';
 import { epoch } from './session.js';

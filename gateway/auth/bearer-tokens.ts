@@ -5,8 +5,8 @@
 import type { JWTPayload } from 'jose';
 import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
-import type { Observability } from '../ops/observability.js';
-import { TtlCache } from '../cache.js';
+import type { Observability } from '../observability/observability.js';
+import { TtlCache } from '../cache/cache.js';
 import { CLOCK_TOLERANCE_S, JWKS_MAX_AGE_MS, trimSlash } from './realm.js';
 import { epoch, type SessionUser } from './session.js';
 import { defaultTenant, userFromClaims } from './claims.js';

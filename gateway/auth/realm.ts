@@ -8,7 +8,7 @@
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { isAccessToken } from '../../policies/tokens.js';
-import { LoadingCache } from '../cache.js';
+import { LoadingCache } from '../cache/cache.js';
 
 /** `<kc>/admin/realms/<realm>` gives `<kc>/realms/<realm>/protocol/openid-connect/token`. */
 export function tokenUrlFor(adminUrl: string): string {

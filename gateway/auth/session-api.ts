@@ -7,7 +7,7 @@
 // Mounted by gateway/auth/authenticator.ts on its router; it receives only what it reads.
 import express, { type Router } from 'express';
 import type { Settings } from '../../config/settings.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { applySessionCookies, authenticateAnswer, readSessionCookie, type SessionCookies, type SessionStore, type SessionUser } from './session.js';
 import type { Authenticator, Identity } from './authenticator.js';
 import { tenantSwitch } from '../../policies/tenancy.js';

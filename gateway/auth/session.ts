@@ -22,7 +22,7 @@ import { hkdfSync } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { SingleFlight, TtlCache } from '../cache.js';
+import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
 import { withoutCookies } from '../http/request-headers.js';
 

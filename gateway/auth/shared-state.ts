@@ -21,9 +21,9 @@
 // ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { SharedStateUnavailable } from './session.js';
-import { SingleFlight, TtlCache } from '../cache.js';
+import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { randomUUID } from 'node:crypto';
 
 export { SharedStateUnavailable };

@@ -3,10 +3,12 @@
 // so (503, not 500), a replayed callback of a signed-in browser sent home, JSON for API clients.
 // Mounted last on gateway/auth/authenticator.ts's router; it receives only what it reads.
 import type { Request, Response, NextFunction } from 'express';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import type { Authenticator } from './authenticator.js';
-import { callbackError, PAGE_HEADERS, pageLocale, renderCatalogDown, renderProblem, renderSignInError } from '../login/pages.js';
-import { clientKey } from '../login/client-key.js';
+import { PAGE_HEADERS, renderCatalogDown, renderProblem, renderSignInError } from '../pages/templates.js';
+import { pageLocale } from '../pages/locale.js';
+import { callbackError } from '../pages/oauth-errors.js';
+import { clientKey } from '../http/client-key.js';
 
 /** The sign-in module's own routes (the rest of /auth/ is login routing's). */
 export const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;

@@ -19,7 +19,7 @@ import * as oidc from 'openid-client';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { CompactEncrypt, compactDecrypt, decodeJwt, errors as joseErrors } from 'jose';
 import type { Settings } from '../../config/settings.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import { activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { safeReturnTo } from '../../policies/login-routing.js';

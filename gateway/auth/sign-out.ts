@@ -3,8 +3,8 @@
 // refresh token, clear the chat front-end's cookies and send the browser through the realm's
 // logout. Moved out of authenticator.ts as it was; given only the settings it reads.
 import type { Router, Request, Response, NextFunction } from 'express';
-import type { Observability } from '../ops/observability.js';
-import { loginPath, pageLocale } from '../login/pages.js';
+import type { Observability } from '../observability/observability.js';
+import { loginPath, pageLocale } from '../pages/locale.js';
 import type { SharedState } from './shared-state.js';
 import type { RealmClient } from './realm.js';
 import { isSessionData, readSessionCookie, type SessionData, type SessionStore } from './session.js';

@@ -5,10 +5,11 @@
 // becomes an answer, for the data plane, the proxy, upgrades and the control routes alike.
 import http, { type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { classify, localeOf } from '../../policies/routes.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
-import { PAGE_HEADERS, pageLocale, renderSessionCheckDown } from '../login/pages.js';
+import { PAGE_HEADERS, renderSessionCheckDown } from '../pages/templates.js';
+import { pageLocale } from '../pages/locale.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
 export const UPSTREAM_DOWN = 'The chat front-end is not reachable';

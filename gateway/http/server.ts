@@ -6,11 +6,25 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Settings } from '../../config/settings.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
-import type { Observability } from '../ops/observability.js';
-import { createQuietGc } from '../ops/quiet-gc.js';
-import type { Found, Pipeline } from '../pipeline/handle.js';
+import type { Observability } from '../observability/observability.js';
+import { createQuietGc } from './quiet-gc.js';
 import { answerFailure, finishSocket, rawJsonAnswer } from './respond.js';
 import type { WebSocketTracker } from './websockets.js';
+
+/**
+ * What the handler found out about a request, for its metrics and log line: kept in an object of the
+ * gateway's own (a property added to Node's response object would give it a new shape, which
+ * slows all of Node's code that reads responses).
+ */
+export interface Found {
+  routeClass: RouteClass | undefined;
+}
+
+/** What the server hands each request and upgrade to (gateway/pipeline/handle.ts). */
+export interface RequestHandler {
+  handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void>;
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void>;
+}
 
 export interface HttpServer {
   server: http.Server;
@@ -22,7 +36,7 @@ export interface HttpServer {
 export function createHttpServer(o: {
   server: Settings['server'];
   obs: Observability;
-  pipeline: Pipeline;
+  pipeline: RequestHandler;
   websockets: WebSocketTracker;
   idleTimeoutMs: number;
 }): HttpServer {

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import type { ProviderCatalog } from './catalog.js';
 import type { TenantLookup } from './tenant-lookup.js';
-import { clientKey } from './client-key.js';
+import { clientKey } from '../http/client-key.js';
 import { sendJson as sendGatewayJson, sendJsonBody as sendGatewayJsonBody } from '../http/respond.js';
 import {
   DIRECT_LOGIN_ALIAS,

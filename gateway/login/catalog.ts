@@ -5,8 +5,8 @@
 // the last good answer is served at once and the source retried in the background (readiness
 // says `stale`). gateway/login/api.ts, page-routes.ts and tenant-lookup.ts read it (put together in routes.ts).
 import { readFile, stat } from 'node:fs/promises';
-import type { Observability } from '../ops/observability.js';
-import { LoadingCache } from '../cache.js';
+import type { Observability } from '../observability/observability.js';
+import { LoadingCache } from '../cache/cache.js';
 import * as oidc from 'openid-client';
 import { tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';

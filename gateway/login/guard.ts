@@ -7,9 +7,9 @@
 // locale kept (links 8).
 import type { IncomingMessage } from 'node:http';
 import type { TenantLookup } from './tenant-lookup.js';
-import { clientKey } from './client-key.js';
+import { clientKey } from '../http/client-key.js';
 import { guardLoginLocale, loggedOutRedirect, splitGuardPath } from '../../policies/login-routing.js';
-import { loginPath, pageLocale, speaksLocale, startHref } from './pages.js';
+import { loginPath, pageLocale, speaksLocale, startHref } from '../pages/locale.js';
 
 /** A Location for the 302 of a logged-out page visit. */
 export type Guard = (path: string, req: IncomingMessage) => Promise<string>;

@@ -1,4 +1,4 @@
-// The login pages' routes (spec area B; the HTML itself is gateway/login/pages.ts):
+// The login pages' routes (spec area B; the HTML itself is gateway/pages/templates.ts):
 //
 //   /auth/login, /{locale}/auth/login                one button per provider (B1) or the welcome page (B3)
 //   /auth/login/{alias}, /{locale}/auth/login/{alias} one button (links 1)
@@ -20,7 +20,6 @@ import {
 import { isIdSyntax, isLocaleSegment, plausibleAlias } from '../../policies/syntax.js';
 import {
   PAGE_HEADERS,
-  pageLocale,
   renderCatalogDown,
   renderLinkUnavailable,
   renderProviderList,
@@ -30,9 +29,9 @@ import {
   renderSignInError,
   renderProblem,
   renderTenantNotMember,
-  callbackError,
-  type PageLocale,
-} from './pages.js';
+} from '../pages/templates.js';
+import { pageLocale, type PageLocale } from '../pages/locale.js';
+import { callbackError } from '../pages/oauth-errors.js';
 
 /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
 export type SignedIn = (

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router } from 'express';
 import type { Settings } from '../../config/settings.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { processState, type SharedState } from '../auth/shared-state.js';
 import { FileSource, KeycloakAdminSource, NoSource, ProviderCatalog, type CatalogSource } from './catalog.js';
 import { listNeedsCatalog } from '../../policies/login-routing.js';

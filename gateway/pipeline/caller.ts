@@ -10,7 +10,7 @@ import type { Identity } from '../auth/authenticator.js';
 import { identityHeaders, setUpstreamCredential, upstreamApiKey, type OutgoingCredentials, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';
-import type { Metrics } from '../ops/observability.js';
+import type { Metrics } from '../observability/observability.js';
 
 export interface Caller {
   /** the verified gateway identity (its realm email is the account's); absent for an upstream API key */
@@ -27,6 +27,8 @@ function credentialed(out: OutgoingCredentials, account: UpstreamAccount, caller
   setUpstreamCredential(out, { authorization: `Bearer ${account.token}` });
   return caller;
 }
+
+export type Callers = ReturnType<typeof createCallers>;
 
 export function createCallers(names: TrustedHeaderNames, upstream: Upstream, metrics: Metrics) {
   const accounts = new UpstreamAccounts(upstream, names, metrics);

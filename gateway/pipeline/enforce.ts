@@ -15,12 +15,14 @@ import { ObjectViews } from '../upstream/object-views.js';
 import { AccountEmailAnswer, callJson } from '../upstream/json.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
 import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import type { Caller } from './caller.js';
 import type { RequestContext } from './context.js';
 
 /** Objects of one body asked of the upstream at a time (a batch of files names many). */
 const BODY_LOOKUPS_AT_ONCE = 8;
+
+export type Enforcer = ReturnType<typeof createEnforcer>;
 
 export function createEnforcer(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
   const { obs, upstream, trusted } = parts;

@@ -30,10 +30,11 @@ import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
-import { createCallers, type Caller } from './caller.js';
-import { createEnforcer } from './enforce.js';
+import { createCallers, type Caller, type Callers } from './caller.js';
+import { createEnforcer, type Enforcer } from './enforce.js';
 import {
   publicOriginOf,
+  type PublicOrigin,
   upstreamHeaders,
   validHost,
   isWebSocketUpgrade,
@@ -46,22 +47,14 @@ import { applySessionCookies } from '../auth/session.js';
 import { RequestContext } from './context.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
 import { WebSocketGuard } from '../http/socketio-guard.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
+import type { Found, RequestHandler } from '../http/server.js';
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
-
-/**
- * What `handle` found out about a request, for its metrics and log line: kept in an object of the
- * gateway's own (a property added to Node's response object would give it a new shape, which
- * slows all of Node's code that reads responses).
- */
-export interface Found {
-  routeClass: RouteClass | undefined;
-}
 
 export interface PipelineParts {
   settings: Settings;
@@ -74,12 +67,35 @@ export interface PipelineParts {
   websockets: WebSocketTracker;
 }
 
-export function createPipeline(parts: PipelineParts) {
-  const { settings, obs, upstream, authenticator, loginRouting, control, websockets } = parts;
-  const callers = createCallers(settings.trustedHeaders, upstream, obs.metrics);
-  const trusted = trustedHeaderSet(settings.trustedHeaders);
-  const enforce = createEnforcer({ obs, upstream, trusted });
-  const publicOrigin = publicOriginOf(settings.publicUrl);
+/** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
+export class Pipeline implements RequestHandler {
+  private readonly settings: Settings;
+  private readonly obs: Observability;
+  private readonly upstream: Upstream;
+  private readonly authenticator: Authenticator;
+  private readonly loginRouting: LoginRouting;
+  private readonly control: express.Express;
+  private readonly websockets: WebSocketTracker;
+  private readonly callers: Callers;
+  private readonly trusted: ReadonlySet<string>;
+  private readonly enforce: Enforcer;
+  private readonly publicOrigin: PublicOrigin;
+
+  constructor(parts: PipelineParts) {
+    ({
+      settings: this.settings,
+      obs: this.obs,
+      upstream: this.upstream,
+      authenticator: this.authenticator,
+      loginRouting: this.loginRouting,
+      control: this.control,
+      websockets: this.websockets,
+    } = parts);
+    this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs.metrics);
+    this.trusted = trustedHeaderSet(this.settings.trustedHeaders);
+    this.enforce = createEnforcer({ obs: this.obs, upstream: this.upstream, trusted: this.trusted });
+    this.publicOrigin = publicOriginOf(this.settings.publicUrl);
+  }
 
   /**
    * Steps 4 and 5: identity, trusted headers, in the request's context. Undefined: the request was
@@ -87,22 +103,22 @@ export function createPipeline(parts: PipelineParts) {
    * synchronous returns a known session once took saved nothing measurable (bench/README.md,
    * "Issue 26 item 7").
    */
-  async function identify(
+  private async identify(
     ctx: RequestContext,
     req: IncomingMessage,
     res: ServerResponse,
     cls: RouteClass,
     apiKey: string | undefined,
   ): Promise<Caller | null | undefined> {
-    const identity = await authenticator.authenticate(req, ctx);
+    const identity = await this.authenticator.authenticate(req, ctx);
     ctx.identity = identity;
     // The session cookies step 4 renewed or cleared go on the answer here, once, before any
     // answer is written (a proxied one merges them with the upstream's: gateway/upstream/proxy.ts).
     applySessionCookies(res, ctx);
     // `return await`: a promise returned from an async function costs two more microtasks
-    if (identity) return await callers.forward(ctx, identity);
+    if (identity) return await this.callers.forward(ctx, identity);
     if (apiKey) {
-      const caller = await callers.forwardApiKey(ctx, apiKey);
+      const caller = await this.callers.forwardApiKey(ctx, apiKey);
       if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return caller;
     }
@@ -115,14 +131,14 @@ export function createPipeline(parts: PipelineParts) {
       sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return undefined;
     }
-    const location = await loginRouting.guard(ctx.path, req);
+    const location = await this.loginRouting.guard(ctx.path, req);
     res.writeHead(302, { location, 'cache-control': 'private, no-store', 'content-length': '0' });
     res.end();
     return undefined;
   }
 
   /** A request's steps, in order. A step that fails, at once or later, rejects the promise. */
-  async function handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     // 1. canonical target; what cannot be judged is refused
@@ -152,34 +168,43 @@ export function createPipeline(parts: PipelineParts) {
     if (cls === 'control') {
       // The provider list (anonymous, cached, asked by every login page) is answered by its route's
       // own code without going through Express, which cost more than the answer (bench/README.md).
-      if (loginRouting.providerList && (method === 'GET' || method === 'HEAD') && (path === '/api/v1/auth-providers/' || path === '/api/v1/auth-providers')) {
-        return loginRouting.providerList(res);
+      if (
+        this.loginRouting.providerList &&
+        (method === 'GET' || method === 'HEAD') &&
+        (path === '/api/v1/auth-providers/' || path === '/api/v1/auth-providers')
+      ) {
+        return this.loginRouting.providerList(res);
       }
-      control(req as express.Request, res as express.Response);
+      this.control(req as express.Request, res as express.Response);
       return;
     }
     const expectContinue = req.headers.expect !== undefined && /100-continue/i.test(String(req.headers.expect));
-    const apiKey = settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
+    const apiKey = this.settings.allowUpstreamApiKeys ? upstreamApiKey(req.headers) : undefined;
     // 3. the request's context; what the client may not send upstream is left out when the
     // upstream headers are assembled (before step 7), the client's own headers stay as they came
     const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
     // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
-    const caller = await identify(ctx, req, res, cls, apiKey);
-    if (caller !== undefined) await judge(ctx, req, res, caller);
+    const caller = await this.identify(ctx, req, res, cls, apiKey);
+    if (caller !== undefined) await this.judge(ctx, req, res, caller);
   }
 
   /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
-  function judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
+  private judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
     ctx.caller = caller;
-    ctx.headers = upstreamHeaders(req.headers, ctx, { clientIp: req.socket.remoteAddress, publicOrigin, requestId: ctx.requestId, trusted });
+    ctx.headers = upstreamHeaders(req.headers, ctx, {
+      clientIp: req.socket.remoteAddress,
+      publicOrigin: this.publicOrigin,
+      requestId: ctx.requestId,
+      trusted: this.trusted,
+    });
     // 6. the policy
-    const decision = decide({ method: ctx.method, path: ctx.path, search: ctx.search }, settings.policy, { admin: caller?.admin ?? false });
+    const decision = decide({ method: ctx.method, path: ctx.path, search: ctx.search }, this.settings.policy, { admin: caller?.admin ?? false });
     ctx.decision = decision;
     // 7. carry it out
-    return enforce(ctx, decision, req, res);
+    return this.enforce(ctx, decision, req, res);
   }
 
-  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
+  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
     const refuse = (status: number, reason: string) => {
       if (socket.writable) socket.end(rawJsonAnswer(status, reason));
       socket.destroy();
@@ -198,21 +223,21 @@ export function createPipeline(parts: PipelineParts) {
     socket.on('close', markGone);
     // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
     const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
-    const opened = authenticator.authenticateSocket
-      ? await authenticator.authenticateSocket(req, ctx)
-      : await authenticator.authenticate(req, ctx).then((identity) => identity && { identity, key: undefined, verdict: undefined });
+    const opened = this.authenticator.authenticateSocket
+      ? await this.authenticator.authenticateSocket(req, ctx)
+      : await this.authenticator.authenticate(req, ctx).then((identity) => identity && { identity, key: undefined, verdict: undefined });
     if (!opened) return refuse(401, NOT_AUTHENTICATED);
     const { identity } = opened;
     ctx.identity = identity;
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
-    if (!websocketOrigin(identity.via, origin, settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
-    const caller = await callers.forward(ctx, identity);
+    if (!websocketOrigin(identity.via, origin, this.settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
+    const caller = await this.callers.forward(ctx, identity);
     ctx.caller = caller;
     req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, {
       clientIp: req.socket.remoteAddress,
-      publicOrigin,
+      publicOrigin: this.publicOrigin,
       requestId: ctx.requestId,
-      trusted,
+      trusted: this.trusted,
       upgrade: true,
     });
     // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
@@ -220,42 +245,43 @@ export function createPipeline(parts: PipelineParts) {
     if (gone || socket.destroyed) return;
     // Not needed any more, and it would keep this whole scope for as long as the socket is open.
     socket.off('close', markGone);
-    obs.metrics.openWebSockets.inc();
+    this.obs.metrics.openWebSockets.inc();
     // 'on', not 'once': 'close' comes once, and a once-wrapper is three more objects per open socket.
-    socket.on('close', () => obs.metrics.openWebSockets.dec());
+    socket.on('close', () => this.obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
     const verdict = opened.verdict;
-    websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
+    this.websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
     // A session that ended while this upgrade was under way is caught at once, not at the next check.
-    if (verdict) websockets.recheck(opened.key);
+    if (verdict) this.websockets.recheck(opened.key);
     if (caller.admin) {
       // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
       // are dropped, and while the bypass is off note events on notes they may not reach. No
       // permessage-deflate, so every frame can be read.
-      const headers = rewriteHeaders(ctx.headers, trusted);
-      const judge = enforce.socketJudge(caller, headers);
-      const report = enforce.dropReport(caller, canonical.target.path, 'websocket');
-      upstream.forwardUpgrade(req, socket, head, {
+      const headers = rewriteHeaders(ctx.headers, this.trusted);
+      const socketJudge = this.enforce.socketJudge(caller, headers);
+      const report = this.enforce.dropReport(caller, canonical.target.path, 'websocket');
+      this.upstream.forwardUpgrade(req, socket, head, {
         make: (send, fail, flow) =>
           new WebSocketGuard(
-            judge,
+            socketJudge,
             report,
             send,
             (why) => {
-              obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
+              this.obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
               fail();
             },
-            !settings.policy.bypassAdminAccessControl,
+            !this.settings.policy.bypassAdminAccessControl,
             flow,
           ),
-        mayForward: () => websockets.mayForward(socket),
+        mayForward: () => this.websockets.mayForward(socket),
       });
       return;
     }
-    upstream.forwardUpgrade(req, socket, head);
+    this.upstream.forwardUpgrade(req, socket, head);
   }
 
-  return { handle, upgrade, clear: () => enforce.clear() };
+  /** Forget what was cached about the upstream's objects (tests, and a policy change at runtime). */
+  clear(): void {
+    this.enforce.clear();
+  }
 }
-
-export type Pipeline = ReturnType<typeof createPipeline>;

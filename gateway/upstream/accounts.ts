@@ -10,8 +10,8 @@ import { UpstreamError } from './proxy.js';
 import { AccountAnswer, callJson, SignInAnswer } from './json.js';
 import type { TrustedHeaderNames, ToldIdentity } from '../http/request-headers.js';
 import { setIdentityHeaders } from '../http/request-headers.js';
-import type { Metrics } from '../ops/observability.js';
-import { TtlCache } from '../cache.js';
+import type { Metrics } from '../observability/observability.js';
+import { TtlCache } from '../cache/cache.js';
 
 export interface UpstreamAccount {
   userId: string;

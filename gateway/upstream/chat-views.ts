@@ -3,7 +3,7 @@
 // shows nothing the caller could not ask for; its answer never reaches the client. An answer that
 // cannot be read fails closed: the request is refused, never forwarded on a guess.
 import { chatAccessAllowed, parseChatRecord, type ChatAccess, type ChatRecord } from '../../policies/chat-scoping.js';
-import { TtlCache } from '../cache.js';
+import { TtlCache } from '../cache/cache.js';
 import type { Upstream } from './proxy.js';
 import { callJson, ChatAnswer, UpstreamJsonError } from './json.js';
 

@@ -17,7 +17,7 @@ import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredF
 import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
 import { callJson, errorDetail, FileArrayAnswer, FileCountAnswer, FileListAnswer, FileOwnerAnswer } from './json.js';
 import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
 const REWRITE_KEEP = new Set([

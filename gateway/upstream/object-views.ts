@@ -10,11 +10,11 @@
 // is not a list the gateway understands fails closed (502).
 import type { ServerResponse } from 'node:http';
 import { filterList, mayReach, parseGroupIds, redactFields, type Permission, type Principal } from '../../policies/resource-access.js';
-import { TtlCache } from '../cache.js';
+import { TtlCache } from '../cache/cache.js';
 import { UpstreamError, type Upstream } from './proxy.js';
 import { callJson, errorDetail, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
 import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProxyServer } from 'http-proxy-3';
-import type { Observability } from '../ops/observability.js';
+import type { Observability } from '../observability/observability.js';
 import { answerFailure, finishSocket, PERSONAL_CACHE_CONTROL, rawResponseHead, UPSTREAM_DOWN, UPSTREAM_TIMEOUT, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
 

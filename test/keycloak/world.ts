@@ -15,7 +15,7 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
-import type { Observability } from '../../gateway/ops/observability.js';
+import type { Observability } from '../../gateway/observability/observability.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'kc-suite-gateway-secret';

@@ -110,7 +110,7 @@ import { join } from 'node:path';
 import { demoAccounts, demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
-import type { Observability } from '../../gateway/ops/observability.js';
+import type { Observability } from '../../gateway/observability/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui.js';

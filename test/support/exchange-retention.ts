@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createUpstream } from '../../gateway/upstream/proxy.js';
-import { createObservability } from '../../gateway/ops/observability.js';
+import { createObservability } from '../../gateway/observability/observability.js';
 
 const count = Number(process.argv[2] ?? 300);
 const gc = (globalThis as { gc?: (o: { type: 'minor' | 'major'; execution: 'sync' }) => void }).gc;

@@ -4,9 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
-import { createObservability, type Observability } from '../../gateway/ops/observability.js';
+import { createObservability, type Observability } from '../../gateway/observability/observability.js';
 import { createHttpServer } from '../../gateway/http/server.js';
-import type { Pipeline } from '../../gateway/pipeline/handle.js';
+import type { RequestHandler } from '../../gateway/http/server.js';
 import type { WebSocketTracker } from '../../gateway/http/websockets.js';
 
 export interface LogLine {
@@ -86,7 +86,7 @@ export async function gatewayProcess(
  * the server itself does (sockets, timeouts, the listen queue), without the rest of the gateway.
  */
 export function serverOnly(handle: (req: IncomingMessage, res: ServerResponse) => void): ReturnType<typeof createHttpServer> {
-  const pipeline = { handle: async (req: IncomingMessage, res: ServerResponse) => handle(req, res), upgrade: async () => {} } as unknown as Pipeline;
+  const pipeline = { handle: async (req: IncomingMessage, res: ServerResponse) => handle(req, res), upgrade: async () => {} } satisfies RequestHandler;
   return createHttpServer({
     server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 60_000, shutdownGraceMs: 100, quietGcMs: 0, workers: 1 },
     obs: createObservability({ level: 'silent' }),

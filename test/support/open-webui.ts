@@ -11,7 +11,7 @@ import { demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-real
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { loadSettings, type Env, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
-import type { Observability } from '../../gateway/ops/observability.js';
+import type { Observability } from '../../gateway/observability/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from './cookie-jar.js';
 import { freePort } from './raw-http.js';

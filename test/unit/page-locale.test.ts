@@ -1,6 +1,6 @@
-// gateway/login/pages.ts pageLocale(): the path prefix decides; without one, Accept-Language (negotiator).
+// gateway/pages/locale.ts pageLocale(): the path prefix decides; without one, Accept-Language (negotiator).
 import { expect } from 'chai';
-import { pageLocale } from '../../gateway/login/pages.js';
+import { pageLocale } from '../../gateway/pages/locale.js';
 
 const lang = (header: string | undefined) => pageLocale(undefined, header).lang;
 

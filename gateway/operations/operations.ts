@@ -18,10 +18,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Settings } from '../../config/settings.js';
-import type { Observability } from './observability.js';
+import type { Observability } from '../observability/observability.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { callJson, ConfigAnswer } from '../upstream/json.js';
-import { LoadingCache } from '../cache.js';
+import { LoadingCache } from '../cache/cache.js';
 
 export interface Check {
   ok: boolean;

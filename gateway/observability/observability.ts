@@ -79,7 +79,7 @@ export interface Metrics {
   /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
   sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
-  /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/ops/quiet-gc.ts) */
+  /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;
 }
 
