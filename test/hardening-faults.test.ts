@@ -12,7 +12,7 @@ import { Router } from 'express';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from './support/keycloak-admin.js';
-import type { Authenticator } from '../gateway/auth/authenticator.js';
+import type { Authenticator } from '../gateway/auth/identity.js';
 import { connectionsOf, deadPort, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;

@@ -109,19 +109,59 @@ describe('layout: what depends on what', () => {
     expect(offenders(/['"]cross-site['"]/, ['policies/origins.ts'])).to.deep.equal([]);
   });
 
-  it('operations depends on probes, not on the gateway that wires it: no import cycle', () => {
-    // Depth-first search over the run-time import graph of the production modules.
+  /** Every relative module a file names, types included (`import type` ties two modules as much as a value does). */
+  const namedBy = (file: string): string[] =>
+    [...code(file).matchAll(/^\s*(?:import|export)\s[^;]*?\bfrom\s+'(\.{1,2}\/[^']+)'|\bimport\s*\(\s*'(\.{1,2}\/[^']+)'/gms)]
+      .map((m) => join(dirname(file), (m[1] ?? m[2])!).replace(/\.js$/, '.ts'))
+      .filter((d) => production.includes(d));
+
+  it('no import circle anywhere in gateway/, policies/ and config/, types included', () => {
     const state = new Map<string, 'open' | 'done'>();
     const cycles: string[] = [];
     const walk = (f: string, stack: string[]): void => {
       if (state.get(f) === 'done') return;
       if (state.get(f) === 'open') return void cycles.push([...stack.slice(stack.indexOf(f)), f].join(' -> '));
       state.set(f, 'open');
-      for (const d of importsOf(f).filter((d) => production.includes(d))) walk(d, [...stack, f]);
+      for (const d of namedBy(f)) walk(d, [...stack, f]);
       state.set(f, 'done');
     };
     for (const f of production) walk(f, []);
-    expect(importsOf('gateway/operations/operations.ts')).to.not.include('gateway/app.ts');
     expect(cycles).to.deep.equal([]);
+  });
+
+  /**
+   * The folders from the bottom up: a module names modules of its own folder or of a folder in an
+   * EARLIER layer, never one beside or above it. Folders of one layer know nothing of each other.
+   * The gateway's root files (app.ts, main.ts, lifecycle.ts, check-config.ts) put the rest together.
+   */
+  const LAYERS: readonly (readonly string[])[] = [
+    ['policies'],
+    ['config'],
+    ['gateway/observability', 'gateway/cache', 'gateway/pages'],
+    ['gateway/http'],
+    ['gateway/upstream'],
+    ['gateway/auth'],
+    ['gateway/login'],
+    ['gateway/pipeline'],
+    ['gateway/operations'],
+    ['gateway'],
+  ];
+  const layerOf = (file: string): number => LAYERS.findIndex((folders) => folders.includes(dirname(file)));
+
+  it('every production folder has its place in the layers', () => {
+    expect(production.filter((f) => layerOf(f) < 0)).to.deep.equal([]);
+  });
+
+  it('imports point one way: down the layers, never beside or up', () => {
+    const wrong = production.flatMap((f) =>
+      namedBy(f)
+        .filter((d) => dirname(d) !== dirname(f) && layerOf(d) >= layerOf(f))
+        .map((d) => `${f} -> ${d}`),
+    );
+    expect(wrong).to.deep.equal([]);
+  });
+
+  it('operations depends on probes, not on the gateway that wires it', () => {
+    expect(importsOf('gateway/operations/operations.ts')).to.not.include('gateway/app.ts');
   });
 });

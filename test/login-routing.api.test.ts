@@ -12,7 +12,7 @@ import { Router } from 'express';
 import { loadSettings, type Env, type Settings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { createLoginRouting, type LoginRoutingImpl, type LoginRoutingOptions } from '../gateway/login/routes.js';
-import type { Authenticator } from '../gateway/auth/authenticator.js';
+import type { Authenticator } from '../gateway/auth/identity.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakAdminOptions } from './support/keycloak-admin.js';
 import { demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from '../sandbox/demo-realm.js';
 import { baseEnv, capturingObservability, type LogLine } from './support/gateway-harness.js';

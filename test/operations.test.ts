@@ -21,7 +21,7 @@ import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings, type Env } from '../config/settings.js';
 import { type Operations, type Readiness } from '../gateway/operations/operations.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
-import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
+import type { Authenticator, Identity } from '../gateway/auth/identity.js';
 import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/http/websockets.js';
 import { freePort } from './support/raw-http.js';
 

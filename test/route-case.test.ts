@@ -9,7 +9,7 @@ import { Router } from 'express';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
-import type { Authenticator, Identity } from '../gateway/auth/authenticator.js';
+import type { Authenticator, Identity } from '../gateway/auth/identity.js';
 
 const admin: Identity = {
   sub: 'a',

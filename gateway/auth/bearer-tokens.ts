@@ -10,7 +10,7 @@ import { TtlCache } from '../cache/cache.js';
 import { CLOCK_TOLERANCE_S, JWKS_MAX_AGE_MS, trimSlash } from './realm.js';
 import { epoch, type SessionUser } from './session.js';
 import { defaultTenant, userFromClaims } from './claims.js';
-import type { Identity } from './authenticator.js';
+import type { Identity } from './identity.js';
 
 /** Three base64url parts: a JWS in compact form. */
 export const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;

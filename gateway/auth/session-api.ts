@@ -9,7 +9,7 @@ import express, { type Router } from 'express';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
 import { applySessionCookies, authenticateAnswer, readSessionCookie, type SessionCookies, type SessionStore, type SessionUser } from './session.js';
-import type { Authenticator, Identity } from './authenticator.js';
+import type { Authenticator, Identity } from './identity.js';
 import { tenantSwitch } from '../../policies/tenancy.js';
 import { stateChangeOrigin } from '../../policies/origins.js';
 import { NOT_AUTHENTICATED } from '../http/respond.js';

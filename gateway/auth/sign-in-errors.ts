@@ -4,7 +4,7 @@
 // Mounted last on gateway/auth/authenticator.ts's router; it receives only what it reads.
 import type { Request, Response, NextFunction } from 'express';
 import type { Observability } from '../observability/observability.js';
-import type { Authenticator } from './authenticator.js';
+import type { Authenticator } from './identity.js';
 import { PAGE_HEADERS, renderCatalogDown, renderProblem, renderSignInError } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 import { callbackError } from '../pages/oauth-errors.js';

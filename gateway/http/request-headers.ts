@@ -3,7 +3,6 @@
 // the proxy, never in a `proxyReq` listener (that event does not fire for
 // `Expect: 100-continue`; reference/proxy-pitfalls.md).
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Identity } from '../auth/authenticator.js';
 
 export interface TrustedHeaderNames {
   email: string;
@@ -15,7 +14,12 @@ export interface TrustedHeaderNames {
 }
 
 /** What the chat front-end is told about the caller (a verified gateway identity). */
-export type ToldIdentity = Pick<Identity, 'email' | 'name' | 'admin' | 'groups'>;
+export interface ToldIdentity {
+  email: string;
+  name: string;
+  admin: boolean;
+  groups: readonly string[];
+}
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones only a proxy in front of us could set.
 // X-Forwarded-* and Forwarded are dropped: the gateway is the edge and sets its own.

@@ -6,7 +6,7 @@
 //     brought along: the gateway checked the identity, not the client's token;
 //   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the
 //     upstream says whose it is, and exactly that key is forwarded.
-import type { Identity } from '../auth/authenticator.js';
+import type { Identity } from '../auth/identity.js';
 import { identityHeaders, setUpstreamCredential, upstreamApiKey, type OutgoingCredentials, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';

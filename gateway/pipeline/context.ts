@@ -13,7 +13,7 @@
 // added later), so the steps that read it stay monomorphic.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision } from '../../policies/admin-scoping.js';
-import type { Identity } from '../auth/authenticator.js';
+import type { Identity } from '../auth/identity.js';
 import type { AuthScope } from '../auth/session.js';
 import type { OutgoingCredentials } from '../http/request-headers.js';
 import type { Caller } from './caller.js';

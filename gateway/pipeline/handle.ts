@@ -45,7 +45,7 @@ import {
 } from '../http/request-headers.js';
 import { applySessionCookies } from '../auth/session.js';
 import { RequestContext } from './context.js';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Authenticator } from '../auth/identity.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../observability/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
