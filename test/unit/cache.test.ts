@@ -3,7 +3,7 @@
 // used out first); LoadingCache behind the identity provider catalog, the realm's discovery and the
 // readiness probes (single flight, stale on error); SingleFlight behind a session's token refresh.
 import { expect } from 'chai';
-import { LoadingCache, SingleFlight, TtlCache } from '../gateway/cache/cache.js';
+import { LoadingCache, SingleFlight, TtlCache } from '../../gateway/cache/cache.js';
 
 describe('TtlCache', () => {
   it('answers until the time-to-live runs out, and then no more', () => {

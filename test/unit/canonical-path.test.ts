@@ -1,7 +1,7 @@
 // The canonical form is the only path the policy judges and the only path forwarded.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { canonicalize, decodeTarget } from '../gateway/http/canonical-path.js';
+import { canonicalize, decodeTarget } from '../../gateway/http/canonical-path.js';
 
 const ok = (raw: string) => {
   const r = canonicalize(raw);

@@ -1,9 +1,9 @@
 // What the chat front-end is told about a caller's groups (gateway/http/request-headers.ts).
 import { expect } from 'chai';
-import { identityHeaders } from '../gateway/http/request-headers.js';
-import { noGroupsName } from '../config/settings.js';
-import { redactSettings } from '../config/redact.js';
-import { loadSettings } from '../config/settings.js';
+import { identityHeaders } from '../../gateway/http/request-headers.js';
+import { noGroupsName } from '../../config/settings.js';
+import { redactSettings } from '../../config/redact.js';
+import { loadSettings } from '../../config/settings.js';
 
 const names = {
   email: 'X-Forwarded-Email',
@@ -41,7 +41,7 @@ describe('the groups header', () => {
 
 describe('the upstream credential replaces every token cookie the client sent', () => {
   it('Open WebUI reads `token =JWT` (names trimmed) as its token: removed in any spacing, other cookies kept', async () => {
-    const { setUpstreamCredential } = await import('../gateway/http/request-headers.js');
+    const { setUpstreamCredential } = await import('../../gateway/http/request-headers.js');
     for (const spelled of ['token=JWT', 'token =JWT', 'token\t=JWT', ' token = JWT']) {
       const out = { authorization: undefined, apiKey: undefined, cookie: `a=1; ${spelled}; b=2`, told: [] };
       setUpstreamCredential(out, { 'x-api-key': 'sk-own' });

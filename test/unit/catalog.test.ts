@@ -2,7 +2,7 @@
 // openid-client: what Keycloak receives (client_credentials, the client in HTTP Basic only) and
 // what each failure is called where readiness shows it. The catalog fails closed on every one.
 import { expect } from 'chai';
-import { KeycloakAdminSource } from '../gateway/login/catalog.js';
+import { KeycloakAdminSource } from '../../gateway/login/catalog.js';
 
 const ADMIN = 'http://kc.invalid/admin/realms/platform';
 const TOKEN = 'http://kc.invalid/realms/platform/protocol/openid-connect/token';

@@ -1,8 +1,8 @@
 // The policy table of the contract, row by row, for both switch values (pure decisions).
 import { expect } from 'chai';
-import { decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../policies/admin-scoping.js';
-import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../policies/file-scoping.js';
-import { mayReach } from '../policies/resource-access.js';
+import { decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../../policies/admin-scoping.js';
+import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../../policies/file-scoping.js';
+import { mayReach } from '../../policies/resource-access.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: true };

@@ -4,8 +4,8 @@
 // records, duplicate and escaped keys, and malformed or hostile JSON, which must fail closed.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { FileFilterError, FileStreamFilter, type FileAnswerShape } from '../gateway/upstream/file-stream-filter.js';
-import { keepOwn, parseFileArray, parseFileList } from '../policies/file-scoping.js';
+import { FileFilterError, FileStreamFilter, type FileAnswerShape } from '../../gateway/upstream/file-stream-filter.js';
+import { keepOwn, parseFileArray, parseFileList } from '../../policies/file-scoping.js';
 
 const CALLER = 'alice';
 
