@@ -9,7 +9,7 @@ import type http from 'node:http';
 import express from 'express';
 import type { Settings } from '../config/settings.js';
 import { localeOf } from '../policies/routes.js';
-import { createUpstream, type Upstream } from './upstream/proxy.js';
+import { Upstream } from './upstream/proxy.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import type { Authenticator } from './auth/identity.js';
 import { createLoginRouting, type LoginRouting, type LoginRoutingOptions } from './login/routes.js';
@@ -62,7 +62,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // Never below UPSTREAM_TIMEOUT_MS: waiting for the upstream's headers is silence on both sockets,
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
   const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
-  const upstream = createUpstream({ ...settings.upstream, idleTimeoutMs }, obs);
+  const upstream = new Upstream({ ...settings.upstream, idleTimeoutMs }, obs);
   const sharedState = options.sharedState ?? (await createSharedState(settings.redisUrl, obs));
   if (!settings.redisUrl && settings.server.workers > 1) {
     obs.log.warn(

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createUpstream } from '../gateway/upstream/proxy.js';
+import { Upstream } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +50,7 @@ describe('upstream proxy: memory per exchange', function () {
     const origin = http.createServer((_req, res) => void held.push(res)); // never answers
     const listen = (server: http.Server) =>
       new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
-    const upstream = createUpstream(
+    const upstream = new Upstream(
       { url: await listen(origin), timeoutMs: 60_000, maxSockets: 64, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 120_000 },
       createObservability({ level: 'silent' }),
     );

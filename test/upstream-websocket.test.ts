@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
+import { Upstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
@@ -35,7 +35,7 @@ describe('upstream: an open WebSocket keeps nothing of its handshake', function 
       const echo = new WebSocketServer({ port: 0, host: '127.0.0.1' });
       await new Promise((r) => echo.once('listening', r));
       echo.on('connection', (ws) => ws.on('message', (m) => ws.send(m)));
-      const upstream = createUpstream(
+      const upstream = new Upstream(
         { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
         createObservability({ level: 'silent' }),
       );
@@ -85,7 +85,7 @@ async function handshake(
   upstreamUrl: string,
   o: { timeoutMs?: number; guard?: Guarding; fin?: boolean; waitMs?: number } = {},
 ): Promise<{ answer: string; elapsedMs: number }> {
-  const upstream = createUpstream(
+  const upstream = new Upstream(
     { url: upstreamUrl, timeoutMs: o.timeoutMs ?? 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
     createObservability({ level: 'silent' }),
   );
@@ -215,7 +215,7 @@ describe('upstream: a session that ends while its WebSocket handshake is under w
       const echo = new WebSocketServer({ port: 0, host: '127.0.0.1', verifyClient: (_info, done) => void setTimeout(() => done(true), 300) });
       await new Promise((r) => echo.once('listening', r));
       echo.on('connection', (ws) => ws.on('message', (m) => upstreamGot.push(String(m))));
-      const upstream = createUpstream(
+      const upstream = new Upstream(
         { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
         createObservability({ level: 'silent' }),
       );

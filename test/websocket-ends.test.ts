@@ -9,7 +9,7 @@ import http, { type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createUpstream, type Guarding } from '../gateway/upstream/proxy.js';
+import { Upstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
@@ -20,7 +20,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The gateway side: a front server that tracks each upgraded socket and forwards it. */
 async function front(upstreamUrl: string, guard?: Guarding) {
-  const upstream = createUpstream({ url: upstreamUrl, timeoutMs: 2_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
+  const upstream = new Upstream({ url: upstreamUrl, timeoutMs: 2_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
   const tracker = new WebSocketTracker();
   const sockets: Duplex[] = [];
   const server = http.createServer();
@@ -141,7 +141,7 @@ describe('WebSocket ends: an admin socket whose session ended', function () {
     const echo = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((r) => echo.once('listening', r));
     echo.on('connection', (ws) => ws.on('message', (m) => upstreamGot.push({ text: String(m), at: Date.now() })));
-    const upstream = createUpstream(
+    const upstream = new Upstream(
       { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
       createObservability({ level: 'silent' }),
     );

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import http, { type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createUpstream } from '../gateway/upstream/proxy.js';
+import { Upstream } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
@@ -53,7 +53,7 @@ async function rawUpstream(delayMs: number) {
 }
 
 async function gateway(upstreamUrl: string, judgeMs: number) {
-  const upstream = createUpstream({ url: upstreamUrl, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
+  const upstream = new Upstream({ url: upstreamUrl, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 }, createObservability({ level: 'silent' }));
   // the real guard; a note join is judged by asking Open WebUI (here: judgeMs, allowed)
   const guard = realGuard(() => sleep(judgeMs).then(() => true));
   const sockets: Duplex[] = [];
@@ -140,7 +140,7 @@ describe('a plain WebSocket held back by back-pressure, its session ended', func
       });
     });
     await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
-    const upstream = createUpstream(
+    const upstream = new Upstream(
       { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
       createObservability({ level: 'silent' }),
     );

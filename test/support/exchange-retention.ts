@@ -1,12 +1,12 @@
 // Run by test/upstream-memory.test.ts in a child process with --expose-gc, --trace-gc-nvp and a
 // young generation large enough to hold the whole run: proxies `count` small requests through
-// createUpstream() (gateway/upstream/proxy.ts) after a warm-up, then runs two young-generation GCs
+// new Upstream() (gateway/upstream/proxy.ts) after a warm-up, then runs two young-generation GCs
 // between two marker lines. V8's own trace of those GCs says how many bytes they promoted to the
 // old generation. A finished exchange must be garbage for the young generation: what survives two
 // of its GCs is promoted and waits for a full GC.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createUpstream } from '../../gateway/upstream/proxy.js';
+import { Upstream } from '../../gateway/upstream/proxy.js';
 import { createObservability } from '../../gateway/observability/observability.js';
 
 const count = Number(process.argv[2] ?? 300);
@@ -19,7 +19,7 @@ const origin = http.createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end('{"ok":true}');
 });
-const upstream = createUpstream(
+const upstream = new Upstream(
   { url: await listen(origin), timeoutMs: 5_000, maxSockets: 8, rewriteMaxBytes: 1 << 20, idleTimeoutMs: 60_000 },
   createObservability({ level: 'silent' }),
 );

@@ -1,0 +1,107 @@
+// The gateway's own requests to the chat front-end (sign-in, rewritten routes, owner lookups, drift
+// checks): buffered up to a bound and decoded, unlike client traffic, which is streamed.
+import http, { type IncomingHttpHeaders } from 'node:http';
+import zlib from 'node:zlib';
+import { UPSTREAM_DOWN, UPSTREAM_TIMEOUT, UpstreamError } from '../http/respond.js';
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** decoded (gzip, deflate, br undone) */
+  body: Buffer;
+}
+
+/** Reads an upstream body chunk by chunk instead of having it buffered; throws to refuse it. */
+export interface BodySink {
+  write(chunk: Buffer): void;
+}
+
+/** Where the gateway's own requests go, over which pool, within which bounds. */
+export interface CallTarget {
+  target: URL;
+  agent: http.Agent;
+  timeoutMs: number;
+  rewriteMaxBytes: number;
+}
+
+/**
+ * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
+ * Throws UpstreamError (502/504 material) on every failure.
+ */
+export function callUpstream(
+  to: CallTarget,
+  method: string,
+  path: string,
+  headers: Record<string, string | string[] | undefined>,
+  body?: string | Buffer,
+  sinkFor?: (status: number) => BodySink | undefined,
+): Promise<UpstreamResponse> {
+  return new Promise((resolve, reject) => {
+    const outgoing: Record<string, string | string[]> = { host: to.target.host };
+    for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;
+    outgoing['accept-encoding'] = 'identity';
+    if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
+    const req = http.request({
+      protocol: to.target.protocol,
+      hostname: to.target.hostname,
+      port: to.target.port,
+      method,
+      path,
+      headers: outgoing,
+      agent: to.agent,
+    });
+    const timer = setTimeout(() => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT)), to.timeoutMs);
+    const fail = (err: Error & { code?: string }) => {
+      clearTimeout(timer);
+      if (err instanceof UpstreamError) return reject(err);
+      reject(new UpstreamError(err.code === 'ECONNREFUSED' ? 'unreachable' : 'reset', `${UPSTREAM_DOWN}: ${err.message}`));
+    };
+    req.on('error', fail);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const decoded = decoder(res.headers['content-encoding']);
+      if (!decoded) {
+        res.resume();
+        return fail(new UpstreamError('bad-body', `unsupported content-encoding ${String(res.headers['content-encoding'])}`));
+      }
+      const stream = decoded === 'identity' ? res : res.pipe(decoded);
+      // A sink reads the decoded body as it arrives (the streamed file filter); the answer then
+      // carries an empty body. A sink that throws has refused the body: the rest is read and
+      // dropped, and the call fails when the body ends (a body that stalls stays a timeout).
+      const sink = sinkFor?.(res.statusCode ?? 502);
+      let refused: UpstreamError | undefined;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > to.rewriteMaxBytes) {
+          req.destroy(new UpstreamError('too-large', `upstream body larger than ${to.rewriteMaxBytes} bytes`));
+          return;
+        }
+        if (!sink) return void chunks.push(chunk);
+        if (refused) return;
+        try {
+          sink.write(chunk);
+        } catch (err) {
+          refused = new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
+        }
+      });
+      stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));
+      stream.on('end', () => {
+        clearTimeout(timer);
+        if (refused) return reject(refused);
+        resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
+      });
+      res.on('aborted', () => fail(new UpstreamError('reset', 'upstream closed mid-body')));
+    });
+    req.end(body);
+  });
+}
+
+function decoder(encoding: string | undefined): 'identity' | NodeJS.ReadWriteStream | undefined {
+  const e = (encoding ?? 'identity').trim().toLowerCase();
+  if (e === 'identity' || e === '') return 'identity';
+  if (e === 'gzip' || e === 'x-gzip') return zlib.createGunzip();
+  if (e === 'deflate') return zlib.createInflate();
+  if (e === 'br') return zlib.createBrotliDecompress();
+  return undefined;
+}
