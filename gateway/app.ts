@@ -18,7 +18,9 @@ import { createOperations, type Operations } from './operations/operations.js';
 import { WebSocketTracker } from './http/websockets.js';
 import { createHttpServer } from './http/server.js';
 import { answerFailure } from './http/respond.js';
-import { createSharedState, type SharedState } from './auth/shared-state.js';
+import type { SharedState } from './state/shared-state.js';
+import { processState } from './state/process-state.js';
+import { redisState } from './state/redis-state.js';
 import { authenticateAnswer } from './auth/session.js';
 import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
 import { pageLocale } from './pages/locale.js';
@@ -63,7 +65,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
   const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
   const upstream = new Upstream({ ...settings.upstream, idleTimeoutMs }, obs);
-  const sharedState = options.sharedState ?? (await createSharedState(settings.redisUrl, obs));
+  const sharedState = options.sharedState ?? (settings.redisUrl ? await redisState(settings.redisUrl, obs) : processState(obs));
   if (!settings.redisUrl && settings.server.workers > 1) {
     obs.log.warn(
       { workers: settings.server.workers },

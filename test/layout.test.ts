@@ -139,7 +139,7 @@ describe('layout: what depends on what', () => {
     ['config'],
     ['gateway/observability', 'gateway/cache', 'gateway/pages'],
     ['gateway/http'],
-    ['gateway/upstream'],
+    ['gateway/upstream', 'gateway/state'],
     ['gateway/auth'],
     ['gateway/login'],
     ['gateway/pipeline'],

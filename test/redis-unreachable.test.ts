@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { redisState } from '../gateway/auth/shared-state.js';
+import { redisState } from '../gateway/state/redis-state.js';
 import { SESSION_CHECK_UNAVAILABLE } from '../gateway/http/respond.js';
 import { capturingObservability, gatewayProcess } from './support/gateway-harness.js';
 import { CLIENT_ID, CLIENT_SECRET, signIn, worldEnv, browse } from './support/cookie-jar.js';

@@ -3,7 +3,8 @@
 // Redis made slow to take writes with CLIENT PAUSE.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { redisState, type SharedState } from '../gateway/auth/shared-state.js';
+import { redisState } from '../gateway/state/redis-state.js';
+import type { SharedState } from '../gateway/state/shared-state.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 

@@ -1,7 +1,9 @@
 // The ended-sessions mirror every instance keeps (gateway/auth/shared-state.ts), and the per-process
 // state used without REDIS_URL. With Redis: sessions-shared.test.ts.
 import { expect } from 'chai';
-import { EndedMirror, processState, redactedRedisUrl } from '../gateway/auth/shared-state.js';
+import { EndedMirror } from '../gateway/state/ended-mirror.js';
+import { processState } from '../gateway/state/process-state.js';
+import { redactedRedisUrl } from '../gateway/state/redis-state.js';
 import { createObservability } from '../gateway/observability/observability.js';
 
 describe('shared state', () => {
@@ -67,9 +69,11 @@ describe('shared state: what one instance without REDIS_URL loads', function () 
     const { spawnSync } = await import('node:child_process');
     const script = `
       import { createRequire } from 'node:module';
-      const { createSharedState } = await import('./gateway/auth/shared-state.ts');
+      // both stores' modules, as the gateway loads them; the one in this process is used
+      const { processState } = await import('./gateway/state/process-state.ts');
+      await import('./gateway/state/redis-state.ts');
       const { createObservability } = await import('./gateway/observability/observability.ts');
-      const state = await createSharedState(undefined, createObservability({ level: 'silent' }));
+      const state = processState(createObservability({ level: 'silent' }));
       const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /node_modules\\/(ioredis|rate-limiter-flexible)\\//.test(k)).map((k) => k.split('node_modules/')[1].split('/')[0]);
       const before = [...new Set(loaded())];
       const limit = state.rateLimit('t', 1, 60);

@@ -33,7 +33,8 @@ import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
 import type { Observability } from '../observability/observability.js';
-import { processState, type SharedState } from './shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
+import { processState } from '../state/process-state.js';
 import { CLOCK_TOLERANCE_S, realmClient, trimSlash } from './realm.js';
 import { LoadingCache, TtlCache } from '../cache/cache.js';
 import {

@@ -5,7 +5,7 @@
 import express, { type Router } from 'express';
 import type { JWTPayload } from 'jose';
 import type { Observability } from '../observability/observability.js';
-import type { SharedState } from './shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
 import { CLOCK_TOLERANCE_S } from './realm.js';
 import { epoch } from './session.js';
 

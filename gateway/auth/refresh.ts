@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { decodeJwt, errors as joseErrors } from 'jose';
 import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
-import type { SharedState } from './shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
 import { HTTP_TIMEOUT_MS, type RealmClient } from './realm.js';
 import { epoch, isSessionData, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';

@@ -292,8 +292,6 @@ export interface SessionHooks {
   changed?(data: SessionData): void;
 }
 
-export { SharedStateUnavailable };
-
 /** Where ended sessions are recorded and looked up (gateway/auth/shared-state.ts). */
 export interface EndedSessions {
   /** settles once every instance can know it (SharedState.end) */

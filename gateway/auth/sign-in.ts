@@ -24,7 +24,7 @@ import { isChatAdmin } from '../../policies/admin-scoping.js';
 import { activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
-import type { SharedState } from './shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
 import { epoch, readSessionCookie, type SessionData, type SessionStore, type SessionUser } from './session.js';
 import { UPSTREAM_SESSION_COOKIE } from './sign-out.js';

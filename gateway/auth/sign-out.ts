@@ -5,7 +5,7 @@
 import type { Router, Request, Response, NextFunction } from 'express';
 import type { Observability } from '../observability/observability.js';
 import { loginPath, pageLocale } from '../pages/locale.js';
-import type { SharedState } from './shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
 import { isSessionData, readSessionCookie, type SessionData, type SessionStore } from './session.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';

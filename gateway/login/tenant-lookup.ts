@@ -9,7 +9,7 @@
 // be probed) is met by an optional per-client rate limit: see README "Login routing".
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
-import type { SharedState } from '../auth/shared-state.js';
+import type { SharedState } from '../state/shared-state.js';
 import type { ProviderCatalog } from './catalog.js';
 import { tenantOutcome, type IdentityProvider, type TenantOutcome, type TenantResolution } from '../../policies/login-routing.js';
 

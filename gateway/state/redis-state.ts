@@ -1,10 +1,5 @@
-// The state every gateway instance must agree on, in one place: sessions that have ended (logout,
-// the chat front-end's sign-out, back-channel logout, a refused refresh), the ID token a session
-// keeps for one-click logout, logout tokens already used, and the tenant-lookup rate limit.
-//
-// Without REDIS_URL it lives in this process (one instance; the sandbox). With REDIS_URL it lives in
-// Redis, and every instance keeps a mirror of the ended sessions, so the check made on every
-// request is a map lookup, not a round trip:
+// The shared state in Redis (REDIS_URL): every instance keeps a mirror of the ended sessions, so the
+// check made on every request is a map lookup, not a round trip:
 //   - ZSET `<prefix>ended`: members `id:<gateway session id>`, `sid:<realm session id>` or
 //     `sub:<epoch s>:<subject>` (every session of the subject begun at or before then); the score is
 //     when the entry may go (no session it names can live longer). No count cap.
@@ -20,61 +15,14 @@
 // insurance limiter), logout (queued and written on reconnection).
 // ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Observability } from '../observability/observability.js';
-import { SharedStateUnavailable } from './session.js';
-import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { randomUUID } from 'node:crypto';
+import type { Observability } from '../observability/observability.js';
+import { SharedStateUnavailable } from '../http/respond.js';
+import { SingleFlight, TtlCache } from '../cache/cache.js';
+import { epochNow, type SharedState } from './shared-state.js';
+import { EndedMirror } from './ended-mirror.js';
+import { limiterOf } from './rate-limit.js';
 
-export { SharedStateUnavailable };
-
-/** What a session is ended by: its own id, the realm session (`sid`), or its subject before a time. */
-export type EndedBy = { id: string } | { sid: string } | { sub: string; before: number };
-
-/** What a session's check needs to know about it. */
-export interface SessionFacts {
-  id: string;
-  sid?: string | null;
-  sub: string;
-  /** login time, epoch seconds */
-  iat: number;
-}
-
-export interface RateLimit {
-  /** Count one event for `key`; over the limit, how many seconds until it may come back. */
-  take(key: string): Promise<{ ok: true } | { ok: false; retryAfter: number }>;
-}
-
-export interface SharedState {
-  /**
-   * Take effect here at once and, with Redis, on every instance. The promise settles once Redis has
-   * taken and published it (2 s at most), so that a sign-out answering after it leaves the session
-   * ended at every instance for the next request. Redis unreachable from this instance: queued,
-   * written when it is back; this instance refuses cookie sessions meanwhile, but instances that
-   * still reach Redis learn of this end only then.
-   */
-  end(by: EndedBy, untilEpoch: number): Promise<void>;
-  /** true: ended; false: live; undefined: cannot be known now (fail closed). */
-  isEnded(session: SessionFacts, now?: number): boolean | undefined;
-  keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
-  idToken(sessionId: string): Promise<string | undefined>;
-  /** false when this logout token id was seen before (replay). */
-  firstUse(jti: string, untilEpoch: number): Promise<boolean>;
-  rateLimit(name: string, points: number, windowSeconds: number): RateLimit;
-  /**
-   * Run `work` once for `key` among every instance and share its answer for `keepSeconds`: the
-   * first caller runs it, the others (here or on other instances) wait for its answer. `work`
-   * answering undefined shares nothing (the others then get undefined too, and may try again).
-   * Without Redis, once in this process. With Redis: a lock `<prefix>sf-lock:<key>` (SET NX PX)
-   * and the answer `<prefix>sf:<key>`; a waiter gives up (undefined) when the holder's lock goes
-   * without an answer or after `waitMs`. Redis unreachable: throws SharedStateUnavailable.
-   */
-  singleFlight(key: string, keepSeconds: number, waitMs: number, work: () => Promise<string | undefined>): Promise<string | undefined>;
-  ready(): { ok: boolean; detail: string };
-  close(): Promise<void>;
-}
-
-const epochNow = () => Math.floor(Date.now() / 1000);
 const SWEEP_MS = 60_000;
 /**
  * How long a sign-out or a logout waits for Redis (to take its ended session, to give back an ID
@@ -94,112 +42,6 @@ async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
 }
 /** Ended entries written while Redis was down, kept for the reconnection. */
 const MAX_PENDING = 100_000;
-
-/** The ended sessions this instance knows of, by member; swept of what can no longer matter. */
-export class EndedMirror {
-  private readonly members = new Map<string, number>();
-  /** per subject: every session begun at or before `before` has ended */
-  private readonly subjects = new Map<string, { before: number; until: number }>();
-
-  static member(by: EndedBy): string {
-    if ('id' in by) return `id:${by.id}`;
-    if ('sid' in by) return `sid:${by.sid}`;
-    return `sub:${Math.floor(by.before)}:${by.sub}`;
-  }
-
-  add(member: string, until: number): void {
-    if (member.startsWith('sub:')) {
-      const colon = member.indexOf(':', 4);
-      const before = Number(member.slice(4, colon));
-      const sub = member.slice(colon + 1);
-      if (colon < 0 || !Number.isFinite(before)) return;
-      const had = this.subjects.get(sub);
-      this.subjects.set(sub, { before: Math.max(before, had?.before ?? 0), until: Math.max(until, had?.until ?? 0) });
-      return;
-    }
-    this.members.set(member, Math.max(until, this.members.get(member) ?? 0));
-  }
-
-  has(s: SessionFacts, now: number): boolean {
-    const live = (until: number | undefined) => until !== undefined && until > now;
-    if (live(this.members.get(`id:${s.id}`))) return true;
-    if (s.sid && live(this.members.get(`sid:${s.sid}`))) return true;
-    const subject = this.subjects.get(s.sub);
-    return !!subject && subject.until > now && s.iat <= subject.before;
-  }
-
-  /** Every entry as a member and its `until` (to write them back to a Redis that lost them). */
-  *entries(): Generator<[string, number]> {
-    yield* this.members;
-    for (const [sub, v] of this.subjects) yield [`sub:${v.before}:${sub}`, v.until];
-  }
-
-  sweep(now: number): void {
-    for (const [k, until] of this.members) if (until <= now) this.members.delete(k);
-    for (const [k, v] of this.subjects) if (v.until <= now) this.subjects.delete(k);
-  }
-
-  get size(): number {
-    return this.members.size + this.subjects.size;
-  }
-}
-
-type RateLimiters = typeof import('rate-limiter-flexible');
-
-/** A limit whose library is loaded on first use; `make` builds the limiter from it. */
-function limiterOf(make: (lib: RateLimiters) => RateLimiterAbstract): RateLimit {
-  let limiter: Promise<{ lib: RateLimiters; limiter: RateLimiterAbstract }> | undefined;
-  return {
-    async take(key) {
-      limiter ??= import('rate-limiter-flexible').then((lib) => ({ lib, limiter: make(lib) }));
-      const { lib, limiter: l } = await limiter;
-      try {
-        await l.consume(key);
-        return { ok: true };
-      } catch (res) {
-        const ms = res instanceof lib.RateLimiterRes ? res.msBeforeNext : 1000;
-        return { ok: false, retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
-      }
-    },
-  };
-}
-
-/** One process, no Redis: the mirror is the truth. */
-export function processState(obs: Observability): SharedState {
-  const ended = new EndedMirror();
-  const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
-  const usedJtis = new TtlCache<string, true>(20_000, 3600_000);
-  const flights = new SingleFlight<string | undefined>();
-  const answers = new TtlCache<string, string>(20_000, 3600_000);
-  const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
-  obs.metrics.sharedStateUp.set(1);
-  return {
-    end: async (by, until) => ended.add(EndedMirror.member(by), until),
-    isEnded: (s, now = epochNow()) => ended.has(s, now),
-    keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
-    idToken: async (id) => idTokens.get(id),
-    async firstUse(jti, until) {
-      if (usedJtis.get(jti)) return false;
-      usedJtis.set(jti, true, Math.max(1, until - epochNow()) * 1000);
-      return true;
-    },
-    rateLimit: (name, points, windowSeconds) => limiterOf((lib) => new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds })),
-    async singleFlight(key, keepSeconds, _waitMs, work) {
-      const answered = answers.get(key);
-      if (answered !== undefined) return answered;
-      return flights.run(key, () =>
-        work().then((value) => {
-          if (value !== undefined) answers.set(key, value, keepSeconds * 1000);
-          return value;
-        }),
-      );
-    },
-    ready: () => ({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' }),
-    async close() {
-      clearInterval(sweep);
-    },
-  };
-}
 
 /** `redis://user:secret@host:port/db` as it may be logged: no credentials. */
 export function redactedRedisUrl(url: string): string {
@@ -444,8 +286,4 @@ export async function redisState(url: string, obs: Observability, options: { key
       subscriber.disconnect();
     },
   };
-}
-
-export async function createSharedState(redisUrl: string | undefined, obs: Observability): Promise<SharedState> {
-  return redisUrl ? redisState(redisUrl, obs) : processState(obs);
 }

@@ -1,0 +1,58 @@
+// The state every gateway instance must agree on, in one place: sessions that have ended (logout,
+// the chat front-end's sign-out, back-channel logout, a refused refresh), the ID token a session
+// keeps for one-click logout, logout tokens already used, single flights and the tenant-lookup
+// rate limit. Two stores keep it: this process (gateway/state/process-state.ts: one instance, the
+// sandbox) and Redis (gateway/state/redis-state.ts: every instance); both pass one contract suite
+// (test/shared-state-contract.test.ts).
+//
+// Fail closed: while a store cannot say whether a session ended, "has this session ended?" answers
+// "unknown" and the data plane answers cookie sessions 503.
+
+/** What a session is ended by: its own id, the realm session (`sid`), or its subject before a time. */
+export type EndedBy = { id: string } | { sid: string } | { sub: string; before: number };
+
+/** What a session's check needs to know about it. */
+export interface SessionFacts {
+  id: string;
+  sid?: string | null;
+  sub: string;
+  /** login time, epoch seconds */
+  iat: number;
+}
+
+export interface RateLimit {
+  /** Count one event for `key`; over the limit, how many seconds until it may come back. */
+  take(key: string): Promise<{ ok: true } | { ok: false; retryAfter: number }>;
+}
+
+export interface SharedState {
+  /**
+   * Take effect here at once and, with Redis, on every instance. The promise settles once Redis has
+   * taken and published it (2 s at most), so that a sign-out answering after it leaves the session
+   * ended at every instance for the next request. Redis unreachable from this instance: queued,
+   * written when it is back; this instance refuses cookie sessions meanwhile, but instances that
+   * still reach Redis learn of this end only then.
+   */
+  end(by: EndedBy, untilEpoch: number): Promise<void>;
+  /** true: ended; false: live; undefined: cannot be known now (fail closed). */
+  isEnded(session: SessionFacts, now?: number): boolean | undefined;
+  keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
+  idToken(sessionId: string): Promise<string | undefined>;
+  /** false when this logout token id was seen before (replay). */
+  firstUse(jti: string, untilEpoch: number): Promise<boolean>;
+  rateLimit(name: string, points: number, windowSeconds: number): RateLimit;
+  /**
+   * Run `work` once for `key` among every instance and share its answer for `keepSeconds`: the
+   * first caller runs it, the others (here or on other instances) wait for its answer. `work`
+   * answering undefined shares nothing (the others then get undefined too, and may try again).
+   * Without Redis, once in this process. With Redis: a lock `<prefix>sf-lock:<key>` (SET NX PX)
+   * and the answer `<prefix>sf:<key>`; a waiter gives up (undefined) when the holder's lock goes
+   * without an answer or after `waitMs`. Redis unreachable: throws SharedStateUnavailable.
+   */
+  singleFlight(key: string, keepSeconds: number, waitMs: number, work: () => Promise<string | undefined>): Promise<string | undefined>;
+  ready(): { ok: boolean; detail: string };
+  close(): Promise<void>;
+}
+
+/** Seconds since the epoch. */
+export const epochNow = () => Math.floor(Date.now() / 1000);

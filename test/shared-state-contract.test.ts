@@ -1,0 +1,129 @@
+// One contract, two stores: the shared state kept in this process and in a real Redis
+// (gateway/state/) answer every question the gateway asks them the same way.
+import { expect } from 'chai';
+import { createObservability } from '../gateway/observability/observability.js';
+import { processState } from '../gateway/state/process-state.js';
+import { redisState } from '../gateway/state/redis-state.js';
+import type { SharedState } from '../gateway/state/shared-state.js';
+import { startRedis, type TestRedis } from './support/redis.js';
+
+const now = () => Math.floor(Date.now() / 1000);
+const quiet = () => createObservability({ level: 'silent' });
+
+interface Store {
+  name: string;
+  open(): Promise<SharedState>;
+  done(): Promise<void>;
+}
+
+let redis: TestRedis | undefined;
+let prefixes = 0;
+
+const STORES: Store[] = [
+  { name: 'in this process', open: async () => processState(quiet()), done: async () => {} },
+  {
+    name: 'in Redis',
+    async open() {
+      redis ??= await startRedis();
+      const state = await redisState(redis.url, quiet(), { keyPrefix: `contract-${++prefixes}:` });
+      const deadline = Date.now() + 5_000;
+      while (!state.ready().ok) {
+        if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return state;
+    },
+    async done() {
+      await redis?.stop();
+      redis = undefined;
+    },
+  },
+];
+
+for (const store of STORES) {
+  describe(`shared state contract: ${store.name}`, function () {
+    this.timeout(20_000);
+    let state: SharedState;
+    beforeEach(async () => (state = await store.open()));
+    afterEach(async () => state.close());
+    after(() => store.done());
+
+    it('is ready, and says where its state lives', () => {
+      const r = state.ready();
+      expect(r.ok).to.equal(true);
+      expect(r.detail).to.be.a('string').and.not.equal('');
+    });
+
+    it('a session is live until it is ended, by its own id, its realm session, or its subject before a time', async () => {
+      const t = now();
+      const a = { id: 'a', sid: 'realm-a', sub: 'alice', iat: t - 100 };
+      const b = { id: 'b', sid: 'realm-b', sub: 'bob', iat: t - 100 };
+      const c = { id: 'c', sid: null, sub: 'carol', iat: t - 100 };
+      const laterCarol = { id: 'c2', sub: 'carol', iat: t + 10 };
+      for (const s of [a, b, c, laterCarol]) expect(state.isEnded(s), s.id).to.equal(false);
+      await state.end({ id: 'a' }, t + 600);
+      await state.end({ sid: 'realm-b' }, t + 600);
+      await state.end({ sub: 'carol', before: t }, t + 600);
+      expect(state.isEnded(a)).to.equal(true);
+      expect(state.isEnded(b)).to.equal(true);
+      expect(state.isEnded(c)).to.equal(true);
+      expect(state.isEnded(laterCarol), 'a session begun after the subject was ended').to.equal(false);
+      expect(state.isEnded({ id: 'other', sub: 'alice', iat: t - 100 }), 'another session of the same subject').to.equal(false);
+    });
+
+    it('an end counts until its time, not after', async () => {
+      const t = now();
+      await state.end({ id: 'short' }, t + 5);
+      const s = { id: 'short', sub: 'dana', iat: t - 10 };
+      expect(state.isEnded(s, t + 4)).to.equal(true);
+      expect(state.isEnded(s, t + 6)).to.equal(false);
+    });
+
+    it('keeps a session\u2019s ID token for one-click logout, and knows none it was not given', async () => {
+      state.keepIdToken('s1', 'id-token-1', now() + 600);
+      expect(await state.idToken('s1')).to.equal('id-token-1');
+      expect(await state.idToken('nobody')).to.equal(undefined);
+    });
+
+    it('a logout token id is new once, then a replay', async () => {
+      expect(await state.firstUse('jti-1', now() + 600)).to.equal(true);
+      expect(await state.firstUse('jti-1', now() + 600)).to.equal(false);
+      expect(await state.firstUse('jti-2', now() + 600)).to.equal(true);
+    });
+
+    it('a rate limit lets `points` through per window, then says when to come back', async () => {
+      const limit = state.rateLimit(`t-${prefixes}`, 2, 60);
+      expect(await limit.take('k')).to.deep.equal({ ok: true });
+      expect(await limit.take('k')).to.deep.equal({ ok: true });
+      const third = await limit.take('k');
+      expect(third.ok).to.equal(false);
+      expect(third.ok === false && third.retryAfter).to.be.within(1, 60);
+      expect(await limit.take('another key')).to.deep.equal({ ok: true });
+    });
+
+    it('a single flight runs its work once for concurrent callers and shares the answer', async () => {
+      let runs = 0;
+      const work = async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, 50));
+        return 'answer';
+      };
+      const answers = await Promise.all([1, 2, 3].map(() => state.singleFlight('flight-1', 60, 2_000, work)));
+      expect(answers).to.deep.equal(['answer', 'answer', 'answer']);
+      expect(runs).to.equal(1);
+      expect(await state.singleFlight('flight-1', 60, 2_000, work), 'kept for keepSeconds').to.equal('answer');
+      expect(runs).to.equal(1);
+    });
+
+    it('a single flight whose work answers nothing shares nothing: the next caller runs it again', async () => {
+      let runs = 0;
+      const nothing = async () => {
+        runs++;
+        return undefined;
+      };
+      expect(await state.singleFlight('flight-2', 60, 2_000, nothing)).to.equal(undefined);
+      expect(await state.singleFlight('flight-2', 60, 2_000, async () => (runs++, 'now'))).to.equal('now');
+      expect(runs).to.equal(2);
+    });
+  });
+}
