@@ -1,4 +1,4 @@
-// The ended-sessions mirror every instance keeps (gateway/auth/shared-state.ts), and the per-process
+// The ended-sessions mirror every instance keeps (gateway/state/ended-mirror.ts), and the per-process
 // state used without REDIS_URL. With Redis: sessions-shared.test.ts.
 import { expect } from 'chai';
 import { EndedMirror } from '../gateway/state/ended-mirror.js';

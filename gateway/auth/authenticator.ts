@@ -7,7 +7,7 @@
 //     the user's identity computed once at login, the realm's session id (`sid`), the refresh
 //     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
 //     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
-//     shared state (gateway/auth/shared-state.ts) for `id_token_hint`: logout then ends the realm
+//     shared state (gateway/state/shared-state.ts) for `id_token_hint`: logout then ends the realm
 //     session without Keycloak's confirmation page.
 //   logout, three ways, one effect (`endSession`): /auth/logout, the chat front-end's own sign-out
 //     (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before; answered here, never forwarded), and the realm's back-channel

@@ -292,7 +292,7 @@ export interface SessionHooks {
   changed?(data: SessionData): void;
 }
 
-/** Where ended sessions are recorded and looked up (gateway/auth/shared-state.ts). */
+/** Where ended sessions are recorded and looked up (gateway/state/shared-state.ts). */
 export interface EndedSessions {
   /** settles once every instance can know it (SharedState.end) */
   end(by: { id: string }, untilEpoch: number): Promise<void>;
