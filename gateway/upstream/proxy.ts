@@ -349,7 +349,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
       // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
       // listeners lead back to the request, its own key) kept every exchange alive through the
       // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
-      // generation, a mark-compact every 2 s under load (bench/README.md, "Fifth pass"). An
+      // generation, a mark-compact every 2 s under load (docs/design/hot-path.md, "The exchange's state ends with its answer"). An
       // answer cut short (the client left first) also stops its upstream timer, which would hold
       // the exchange until UPSTREAM_TIMEOUT_MS: http-proxy-3 has already aborted that request.
       res.once('close', () => {
@@ -371,7 +371,7 @@ export function createUpstream(options: UpstreamOptions, obs: Observability) {
      * The gateway makes the upstream connection itself (not http-proxy-3's `ws()`): once the sockets
      * are joined, nothing of the handshake stays reachable from them. http-proxy-3's listeners kept
      * the client's request, the upstream request and its options alive for the socket's whole life
-     * (bench/README.md, "Ninth pass").
+     * (docs/design/websocket-join.md, "Joined by the gateway").
      */
     forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, guarding?: Guarding): void {
       const headers: Record<string, string | string[]> = {};
