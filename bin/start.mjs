@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const fail = (message) => {
-  process.stderr.write(`${message}\nThe gateway did not start. See README.md, "Development" (dependencies, npm run build).\n`);
+  process.stderr.write(`${message}\nThe gateway did not start. See docs/development.md, "Dependencies and the build".\n`);
   process.exit(2);
 };
 

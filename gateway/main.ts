@@ -12,7 +12,7 @@ function settingsOrExit(): Settings {
     return loadSettings();
   } catch (err) {
     if (err instanceof SettingsError) {
-      process.stderr.write(`${err.message}\nThe gateway did not start. See README.md, "Settings".\n`);
+      process.stderr.write(`${err.message}\nThe gateway did not start. See docs/operating/settings.md, "The variables".\n`);
       process.exit(2);
     }
     throw err;

@@ -21,7 +21,7 @@ export const SIGNOUT_PATH = '/api/v1/auths/signout';
 /** The first path segment when it is a locale prefix (`/de/...`), else undefined. */
 export function localeOf(path: string): string | undefined {
   // The first segment read in place: classify() runs on every request, and a split allocated an
-  // array of every segment for it (bench/README.md, "Sixth pass").
+  // array of every segment for it (docs/design/hot-path.md, "The route class from the first segment").
   const end = path.indexOf('/', 1);
   const first = end === -1 ? path.slice(1) : path.slice(1, end);
   return isLocaleSegment(first) ? first : undefined;

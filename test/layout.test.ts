@@ -1,4 +1,4 @@
-// The layout keeps its promises (README "Development", issue "One request pipeline"): every
+// The layout keeps its promises (README "The code", docs/development.md "The layout rules"): every
 // production module is on the README's map, and the things the gateway does in one place stay in
 // that one place. A test fails when a change adds a second copy or an unmapped file.
 import { expect } from 'chai';
@@ -23,7 +23,11 @@ const offenders = (pattern: RegExp, home: string[]) => {
 describe('layout: one obvious place for each thing', () => {
   it('every production module is on the README\u2019s map of the code', () => {
     const readme = text('README.md');
-    const map = readme.slice(readme.indexOf('## Development'));
+    // the map is the section "## The code", up to the next section
+    const start = readme.indexOf('\n## The code\n');
+    expect(start, 'README.md has a section "## The code"').to.be.greaterThan(-1);
+    const end = readme.indexOf('\n## ', start + 1);
+    const map = readme.slice(start, end === -1 ? undefined : end);
     const missing = production.filter((f) => {
       const [top, ...rest] = f.split('/');
       const name = rest.at(-1)!;

@@ -169,7 +169,7 @@ export class Upstream {
     // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
     // listeners lead back to the request, its own key) kept every exchange alive through the
     // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
-    // generation, a mark-compact every 2 s under load (bench/README.md, "Fifth pass"). An
+    // generation, a mark-compact every 2 s under load (docs/design/hot-path.md, "The exchange's state ends with its answer"). An
     // answer cut short (the client left first) also stops its upstream timer, which would hold
     // the exchange until UPSTREAM_TIMEOUT_MS: http-proxy-3 has already aborted that request.
     res.once('close', () => {

@@ -46,7 +46,7 @@ export interface Guarding {
  * The gateway makes the upstream connection itself (not http-proxy-3's `ws()`): once the sockets
  * are joined, nothing of the handshake stays reachable from them. http-proxy-3's listeners kept
  * the client's request, the upstream request and its options alive for the socket's whole life
- * (bench/README.md, "Ninth pass").
+ * (docs/design/websocket-join.md, "Joined by the gateway").
  */
 export function forwardUpgrade(to: UpgradeTarget, req: IncomingMessage, socket: Duplex, head: Buffer, guarding?: Guarding): void {
   const headers: Record<string, string | string[]> = {};
