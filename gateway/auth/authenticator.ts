@@ -16,10 +16,10 @@
 //   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
 //     issuer's JWKS; otherwise the session cookie is decrypted (cached by value), checked against
 //     the ended sessions, and refreshed at the token endpoint shortly before the access token
-//     expires (TOKEN_REFRESH_MARGIN_SECONDS), also renewing the user's roles, groups and tenants. A
-//     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
-//     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
-//     SharedStateUnavailable: the request gets a 503, never a pass.
+//     expires (TOKEN_REFRESH_MARGIN_SECONDS, at most half the token's lifetime), also renewing the
+//     user's roles, groups and tenants. A refused refresh (4xx) ends the session; an unreachable
+//     realm does not, but an expired access token is then not honoured. Ended sessions that cannot
+//     be checked (Redis down) throw SharedStateUnavailable: the request gets a 503, never a pass.
 //   in their own modules, given only what they read: realm bearer JWTs in
 //     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in

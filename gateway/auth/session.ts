@@ -16,10 +16,10 @@
 // touch, refresh, tenant switch). Any other `v` is refused: the browser is signed out, as with a
 // cookie of another key. A format change bumps `v` here and keeps reading the one before.
 // `SessionStore` is the data plane's side: decrypted sessions cached by cookie value, the access
-// token refreshed (one request per session at a time) shortly before it expires, ended sessions
+// token refreshed (one refresh per session state at a time) shortly before it expires, ended sessions
 // remembered so that a copy of their cookie is refused too.
-import { hkdfSync } from 'node:crypto';
-import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
+import { createHash, hkdfSync } from 'node:crypto';
+import { CompactEncrypt, compactDecrypt, decodeJwt, decodeProtectedHeader } from 'jose';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { SingleFlight, TtlCache } from '../cache.js';
@@ -57,6 +57,52 @@ export interface SessionData {
   sid?: string | null;
   /** when the realm gave `user` (sign-in or refresh), epoch seconds: the newest facts of a user win (policies/session-ends.ts) */
   facts_at?: number;
+  /** the access token's lifetime as the realm gave it, seconds: the refresh margin is at most half of it */
+  token_lifetime?: number;
+  /**
+   * the access token's hash (OIDC's `at_hash` for SHA-256: the left half, base64url): every refresh
+   * brings a new access token, so it names this state of the session and no other
+   */
+  at_hash?: string;
+}
+
+/** What a session keeps of the tokens the realm just gave (sign-in or refresh). */
+export function tokenState(
+  tokens: { access_token: string; expires_in?: number },
+  now = epoch(),
+): Pick<SessionData, 'expires_at' | 'token_lifetime' | 'at_hash'> {
+  let claims: { exp?: number; iat?: number } = {};
+  try {
+    claims = decodeJwt(tokens.access_token);
+  } catch {
+    // an opaque access token: its answer's expires_in is all there is
+  }
+  const lifetime =
+    typeof tokens.expires_in === 'number' ? tokens.expires_in : claims.exp !== undefined && claims.iat !== undefined ? claims.exp - claims.iat : undefined;
+  const expiresAt = typeof tokens.expires_in === 'number' ? now + tokens.expires_in : (claims.exp ?? now);
+  const atHash = createHash('sha256').update(tokens.access_token).digest().subarray(0, 16).toString('base64url');
+  return { expires_at: expiresAt, ...(lifetime !== undefined && lifetime >= 0 ? { token_lifetime: lifetime } : {}), at_hash: atHash };
+}
+
+/**
+ * The name of the state a refresh replaces (single flights here and among instances): the
+ * session, its access token's expiry, its refresh token and, once kept, its access token. A realm
+ * that does not rotate refresh tokens gives the same expiry and refresh token to two refreshes in
+ * one second; the access token tells them apart. (A cookie written before the hash was kept is
+ * named as before: its refresh is shared with instances that do not keep it yet.)
+ */
+export function refreshStateName(data: SessionData): string {
+  const rt = data.refresh_token ? createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22) : '-';
+  return `${data.id}:${data.expires_at}:${rt}${data.at_hash ? `:${data.at_hash}` : ''}`;
+}
+
+/**
+ * How long before its access token expires a session is refreshed: TOKEN_REFRESH_MARGIN_SECONDS,
+ * at most half the token's lifetime, so that tokens shorter than the margin are not refreshed on
+ * every request (a session written before the lifetime was kept: the margin as set).
+ */
+export function refreshMargin(data: SessionData, marginSeconds: number): number {
+  return data.token_lifetime === undefined ? marginSeconds : Math.min(marginSeconds, Math.floor(data.token_lifetime / 2));
 }
 
 export interface SessionHeader {
@@ -85,6 +131,8 @@ export function isSessionData(x: unknown): x is SessionData {
     (s.active_tenant === null || typeof s.active_tenant === 'string') &&
     (s.sid === undefined || s.sid === null || typeof s.sid === 'string') &&
     (s.facts_at === undefined || typeof s.facts_at === 'number') &&
+    (s.token_lifetime === undefined || typeof s.token_lifetime === 'number') &&
+    (s.at_hash === undefined || typeof s.at_hash === 'string') &&
     !!s.user &&
     typeof s.user.sub === 'string' &&
     typeof s.user.email === 'string' &&
@@ -304,7 +352,7 @@ export interface EndedSessions {
 
 export class SessionStore {
   private readonly entries = new TtlCache<string, SessionEntry>(20_000, 5 * 60_000);
-  /** one refresh per session at a time in this process (the shared state makes it one among instances) */
+  /** one refresh per session state at a time in this process (the shared state makes it one among instances) */
   private readonly refreshing = new SingleFlight<RefreshResult>();
 
   constructor(
@@ -351,7 +399,7 @@ export class SessionStore {
     if (ended) return this.cleared(found, jar);
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
-    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
+    if (data.expires_at - now <= refreshMargin(data, this.options.refreshMarginSeconds) && (data.refresh_token || data.expires_at <= now))
       return await this.refreshed(entry, found, now, jar);
     if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.renewed(found, await this.touched(entry, now), jar);
     return this.renewed(found, entry, jar);
@@ -413,7 +461,7 @@ export class SessionStore {
         current = current.next!;
         this.entries.set(current.value, current);
         this.hooks.changed?.(current.data);
-        if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
+        if (!r.shared || current.data.expires_at - epoch() > refreshMargin(current.data, this.options.refreshMarginSeconds)) break;
       } else if (r.kind === 'ended') {
         if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
           // taken here at once; the other instances learn it as Redis publishes it (this request's
@@ -472,7 +520,7 @@ export class SessionStore {
   }
 
   private refreshOnce(data: SessionData): Promise<RefreshResult> {
-    return this.refreshing.run(data.id, () => this.hooks.refresh(data));
+    return this.refreshing.run(refreshStateName(data), () => this.hooks.refresh(data));
   }
 
   clear(): void {
