@@ -33,7 +33,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
    * nothing. A shared outcome is taken only when it is newer than the state it replaces.
    */
   async function refresh(data: SessionData): Promise<RefreshResult> {
-    if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
+    if (!data.refresh_token) return { kind: 'ended', reason: 'the access token expired and the session has no refresh token', end: 'no_refresh_token' };
     const key = `refresh:${refreshStateName(data)}`;
     const first = await once(key, data);
     if (first.kind !== 'behind') return first;
@@ -69,7 +69,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
         return { kind: 'behind', digest: createHash('sha256').update(outcome).digest('base64url').slice(0, 22) };
       }
     }
-    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
+    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6), shared: true };
     return { kind: 'unavailable', reason: 'the refresh begun by another instance gave no answer' };
   }
 
@@ -87,7 +87,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     }
     try {
       const user = await userOfTokens(tokens.id_token, tokens.access_token);
-      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
+      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject', end: 'refresh_rejected' };
       if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
       const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
       const { token_lifetime: _, ...before } = data;
@@ -99,7 +99,7 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
       const e = err as Error;
       const transient = e instanceof joseErrors.JWKSTimeout || ['TypeError', 'AbortError', 'TimeoutError'].includes(e.name);
-      return { kind: transient ? 'unavailable' : 'ended', reason: e.message };
+      return transient ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
     }
   }
 
@@ -133,10 +133,11 @@ function refused(err: unknown): RefreshResult {
   if (status !== undefined && (status >= 500 || status === 429)) return { kind: 'unavailable', reason: `token endpoint answered ${status}` };
   if (status !== undefined) {
     const error = err instanceof ResponseBodyError ? err.error : '';
-    return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim() };
+    return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim(), end: 'refresh_refused' };
   }
   const e = err as Error & { code?: unknown };
   // fetch's own failures (a TypeError without a code: refused connection, reset) and timeouts
   const unreachable = (e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError';
-  return { kind: unreachable ? 'unavailable' : 'ended', reason: e.message };
+  // otherwise an answer that is not a token response (no tokens, an ID token whose claims do not hold)
+  return unreachable ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
 }
