@@ -172,8 +172,22 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86400, absoluteSeconds: 7 * 86400 });
       const { data, header } = (await codec.decrypt(value))!;
       const s = data as SessionData & Record<string, unknown>;
-      // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out)
-      expect(Object.keys(s).sort()).to.deep.equal(['active_tenant', 'expires_at', 'facts_at', 'id', 'refresh_token', 'sid', 'user', 'v']);
+      // `sid`: the realm's session id, by which a back-channel logout names the session (the ID token itself stays out);
+      // `at_hash`: the access token's hash (which refresh replaces which state), not the token
+      expect(Object.keys(s).sort()).to.deep.equal([
+        'active_tenant',
+        'at_hash',
+        'expires_at',
+        'facts_at',
+        'id',
+        'refresh_token',
+        'sid',
+        'token_lifetime',
+        'user',
+        'v',
+      ]);
+      expect(s.at_hash).to.match(/^[A-Za-z0-9_-]{22}$/);
+      expect(s.token_lifetime).to.equal(300);
       expect(s.user).to.deep.equal({
         sub: account('sysadmin').sub,
         email: 'sysadmin@platform.example',

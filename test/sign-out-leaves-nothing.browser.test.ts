@@ -38,7 +38,8 @@ describe('signing out leaves nothing behind, in headless Chromium (issue 28, ite
 
   before(async () => {
     browser = await launchChromium();
-    w = await startWorld({ env: { TOKEN_REFRESH_MARGIN_SECONDS: '299' }, accessTokenTtl: 300 });
+    // 4-second access tokens: refreshed once 2 s old (the margin is at most half their lifetime).
+    w = await startWorld({ env: { TOKEN_REFRESH_MARGIN_SECONDS: '2' }, accessTokenTtl: 4 });
   });
   afterEach(async () => {
     await tab?.close();
@@ -89,7 +90,7 @@ describe('signing out leaves nothing behind, in headless Chromium (issue 28, ite
     await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
     w.idp.failRefresh = true;
     try {
-      await page.waitForTimeout(1_500); // the access token is now inside the refresh margin
+      await page.waitForTimeout(2_100); // the access token is now inside the refresh margin
       await page.goto(`${w.url}/`);
       await page.waitForURL((u) => u.pathname === '/auth/login');
       const shown = await visible(page);

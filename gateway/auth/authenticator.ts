@@ -16,10 +16,11 @@
 //   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
 //     issuer's JWKS; otherwise the session cookie is decrypted (cached by value), checked against
 //     the ended sessions, and refreshed at the token endpoint shortly before the access token
-//     expires (TOKEN_REFRESH_MARGIN_SECONDS), also renewing the user's roles, groups and tenants. A
-//     refused refresh (4xx) ends the session; an unreachable realm does not, but an expired access
-//     token is then not honoured. Ended sessions that cannot be checked (Redis down) throw
-//     SharedStateUnavailable: the request gets a 503, never a pass.
+//     expires (TOKEN_REFRESH_MARGIN_SECONDS, at most half the token's lifetime), also renewing the
+//     user's roles, groups and tenants. A refused refresh (4xx) ends the session; an unreachable
+//     realm does not, but an expired access token is then not honoured. Ended sessions that cannot
+//     be checked (Redis down) throw SharedStateUnavailable: the request gets a 503, never a pass.
+//     Every end is told once, with its reason (gateway/auth/session.ts `tellSessionEnd`).
 //   in their own modules, given only what they read: realm bearer JWTs in
 //     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
@@ -48,6 +49,7 @@ import {
   type SessionData,
   type SessionEntry,
   type SessionUser,
+  tellSessionEnd,
 } from './session.js';
 import { isLocaleSegment } from '../../policies/syntax.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
@@ -123,7 +125,9 @@ export async function createAuthenticator(settings: Settings, obs: Observability
     o,
     {
       refresh,
-      ended: (data, reason) => obs.audit.info({ event: 'session-ended', sub: data.user.sub, email: data.user.email, reason }, 'session ended'),
+      ended: (data, reason, detail) =>
+        tellSessionEnd(obs, reason, { event: 'session-ended', sub: data.user.sub, email: data.user.email, detail }, 'session ended'),
+      endApplied: (data, detail) => obs.log.debug({ sub: data.user.sub, detail }, "session ended by another instance's refresh (told there)"),
       unavailable: (data, reason) => obs.log.warn({ reason, sub: data.user.sub }, 'token refresh unavailable'),
       lookup: (hit) => obs.metrics.cache.tally('session', hit ? 'hit' : 'miss'),
       changed: (data) => changed(data.id),

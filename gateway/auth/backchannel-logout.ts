@@ -7,7 +7,7 @@ import type { JWTPayload } from 'jose';
 import type { Observability } from '../observability/observability.js';
 import type { SharedState } from '../state/shared-state.js';
 import { CLOCK_TOLERANCE_S } from './realm.js';
-import { epoch } from './session.js';
+import { epoch, tellSessionEnd } from './session.js';
 
 export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
 /** A logout token older than this is refused (its jti is remembered as long). */
@@ -17,7 +17,7 @@ const LOGOUT_TOKEN_MAX_AGE_S = 600;
 export function backChannelLogout(
   o: { absoluteSeconds: number },
   shared: Pick<SharedState, 'firstUse' | 'end'>,
-  obs: Pick<Observability, 'audit'>,
+  obs: Pick<Observability, 'audit' | 'metrics'>,
 ): (token: JWTPayload) => Promise<void> {
   /** A verified logout token (realm.ts checked signature, iss, aud, events, nonce, sid/sub). */
   async function endByLogoutToken(token: JWTPayload): Promise<void> {
@@ -31,7 +31,12 @@ export function backChannelLogout(
     // By realm session when named; else every session of the subject begun before the token.
     if (sid) await shared.end({ sid }, until);
     else await shared.end({ sub: String(token.sub), before: token.iat }, until);
-    obs.audit.info({ event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null }, 'sessions ended by the identity provider');
+    tellSessionEnd(
+      obs,
+      'backchannel_logout',
+      { event: 'backchannel-logout', sub: token.sub ?? null, sid: sid ?? null },
+      'sessions ended by the identity provider',
+    );
   }
 
   return endByLogoutToken;

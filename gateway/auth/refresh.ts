@@ -2,11 +2,11 @@
 // flight): new tokens, the user they name (roles, groups, tenants renewed), or the reason the
 // session ends. Moved out of authenticator.ts as it was; given only the settings it reads.
 import { createHash } from 'node:crypto';
-import { decodeJwt, errors as joseErrors } from 'jose';
+import { errors as joseErrors } from 'jose';
 import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
 import type { SharedState } from '../state/shared-state.js';
 import { HTTP_TIMEOUT_MS, type RealmClient } from './realm.js';
-import { epoch, isSessionData, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
+import { epoch, isSessionData, refreshStateName, tokenState, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
 
 /** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
@@ -25,17 +25,29 @@ export interface RefreshParts {
 export function createRefresh({ o, codec, shared, realm, userOfTokens }: RefreshParts): (data: SessionData) => Promise<RefreshResult> {
   /**
    * A session's refresh, once among every instance (shared state's single flight, keyed by the
-   * session and its refresh token): with Keycloak's "Revoke Refresh Token" a refresh token can be
-   * used once, so two instances (or a request arriving after the refresh with the old cookie)
-   * refreshing the same token would end the session. The outcome is shared encrypted with the
-   * session key, as long as the cookie cache keeps an old cookie (5 minutes): a renewed session
-   * (`ok`) or a refused one (`ended`); an unreachable realm shares nothing.
+   * state it replaces: gateway/auth/session.ts `refreshStateName`): with Keycloak's "Revoke Refresh
+   * Token" a refresh token can be used once, so two instances (or a request arriving after the
+   * refresh with the old cookie) refreshing the same token would end the session. The outcome is
+   * shared encrypted with the session key, as long as the cookie cache keeps an old cookie (5
+   * minutes): a renewed session (`ok`) or a refused one (`ended`); an unreachable realm shares
+   * nothing. A shared outcome is taken only when it is newer than the state it replaces.
    */
   async function refresh(data: SessionData): Promise<RefreshResult> {
-    if (!data.refresh_token) return { kind: 'ended', reason: 'no refresh token' };
-    // The session's state being refreshed: its id, refresh token and access token expiry (an
-    // identity provider that does not rotate refresh tokens hands the same one back every time).
-    const key = `refresh:${data.id}:${data.expires_at}:${createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22)}`;
+    if (!data.refresh_token) return { kind: 'ended', reason: 'the access token expired and the session has no refresh token', end: 'no_refresh_token' };
+    const key = `refresh:${refreshStateName(data)}`;
+    const first = await once(key, data);
+    if (first.kind !== 'behind') return first;
+    // What was shared under this name is not newer than the session (a state named the same as an
+    // earlier one, as a cookie written before the access token's hash was kept may be): not taken.
+    // Refreshed anew, under a name made of that outcome, so that every instance meeting it still
+    // makes one refresh between them.
+    const second = await once(`${key}:over:${first.digest}`, data);
+    if (second.kind !== 'behind') return second;
+    return { kind: 'unavailable', reason: 'the refresh outcome shared for this session is not newer than the session' };
+  }
+
+  /** One refresh of `data` under `key`, or the outcome another made: `behind` when that outcome is not newer than `data`. */
+  async function once(key: string, data: SessionData): Promise<RefreshResult | { kind: 'behind'; digest: string }> {
     let mine: RefreshResult | undefined;
     let outcome: string | undefined;
     try {
@@ -52,9 +64,12 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     if (mine) return mine;
     if (outcome?.startsWith('ok:')) {
       const renewed = (await codec.decrypt(outcome.slice(3)))?.data;
-      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) return { kind: 'ok', data: renewed, shared: true };
+      if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) {
+        if (newer(renewed, data)) return { kind: 'ok', data: renewed, shared: true };
+        return { kind: 'behind', digest: createHash('sha256').update(outcome).digest('base64url').slice(0, 22) };
+      }
     }
-    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6) };
+    if (outcome?.startsWith('ended:')) return { kind: 'ended', reason: outcome.slice(6), shared: true };
     return { kind: 'unavailable', reason: 'the refresh begun by another instance gave no answer' };
   }
 
@@ -72,23 +87,33 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     }
     try {
       const user = await userOfTokens(tokens.id_token, tokens.access_token);
-      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject' };
+      if (user.sub !== data.user.sub) return { kind: 'ended', reason: 'refresh named another subject', end: 'refresh_rejected' };
       if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
-      const expiresAt = typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : (decodeJwt(tokens.access_token).exp ?? epoch());
       const active = activeTenantAtRefresh(user.tenants, data.active_tenant).active;
+      const { token_lifetime: _, ...before } = data;
       return {
         kind: 'ok',
-        data: { ...data, user, active_tenant: active, refresh_token: tokens.refresh_token ?? data.refresh_token, expires_at: expiresAt, facts_at: epoch() },
+        data: { ...before, user, active_tenant: active, refresh_token: tokens.refresh_token ?? data.refresh_token, ...tokenState(tokens), facts_at: epoch() },
       };
     } catch (err) {
       // The JWKS (new signing key) could not be fetched: ask again later; anything else is final.
       const e = err as Error;
       const transient = e instanceof joseErrors.JWKSTimeout || ['TypeError', 'AbortError', 'TimeoutError'].includes(e.name);
-      return { kind: transient ? 'unavailable' : 'ended', reason: e.message };
+      return transient ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
     }
   }
 
   return refresh;
+}
+
+/**
+ * Is a shared outcome newer than the state it would replace? Its access token expires later; or in
+ * the same second, being another access token: the refresh of this very state (its name carries
+ * the access token's hash) made within the second that state was given.
+ */
+function newer(renewed: SessionData, current: SessionData): boolean {
+  if (renewed.expires_at !== current.expires_at) return renewed.expires_at > current.expires_at;
+  return renewed.at_hash !== undefined && current.at_hash !== undefined && renewed.at_hash !== current.at_hash;
 }
 
 /** HTTP status of the token endpoint's answer carried by an openid-client error, if any. */
@@ -108,10 +133,11 @@ function refused(err: unknown): RefreshResult {
   if (status !== undefined && (status >= 500 || status === 429)) return { kind: 'unavailable', reason: `token endpoint answered ${status}` };
   if (status !== undefined) {
     const error = err instanceof ResponseBodyError ? err.error : '';
-    return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim() };
+    return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim(), end: 'refresh_refused' };
   }
   const e = err as Error & { code?: unknown };
   // fetch's own failures (a TypeError without a code: refused connection, reset) and timeouts
   const unreachable = (e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError';
-  return { kind: unreachable ? 'unavailable' : 'ended', reason: e.message };
+  // otherwise an answer that is not a token response (no tokens, an ID token whose claims do not hold)
+  return unreachable ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
 }

@@ -16,15 +16,16 @@
 // touch, refresh, tenant switch). Any other `v` is refused: the browser is signed out, as with a
 // cookie of another key. A format change bumps `v` here and keeps reading the one before.
 // `SessionStore` is the data plane's side: decrypted sessions cached by cookie value, the access
-// token refreshed (one request per session at a time) shortly before it expires, ended sessions
+// token refreshed (one refresh per session state at a time) shortly before it expires, ended sessions
 // remembered so that a copy of their cookie is refused too.
-import { hkdfSync } from 'node:crypto';
-import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
+import { createHash, hkdfSync } from 'node:crypto';
+import { CompactEncrypt, compactDecrypt, decodeJwt, decodeProtectedHeader } from 'jose';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { CLEAR_SITE_DATA, SharedStateUnavailable } from '../http/respond.js';
 import { withoutCookies } from '../http/request-headers.js';
+import type { Observability } from '../observability/observability.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -57,6 +58,52 @@ export interface SessionData {
   sid?: string | null;
   /** when the realm gave `user` (sign-in or refresh), epoch seconds: the newest facts of a user win (policies/session-ends.ts) */
   facts_at?: number;
+  /** the access token's lifetime as the realm gave it, seconds: the refresh margin is at most half of it */
+  token_lifetime?: number;
+  /**
+   * the access token's hash (OIDC's `at_hash` for SHA-256: the left half, base64url): every refresh
+   * brings a new access token, so it names this state of the session and no other
+   */
+  at_hash?: string;
+}
+
+/** What a session keeps of the tokens the realm just gave (sign-in or refresh). */
+export function tokenState(
+  tokens: { access_token: string; expires_in?: number },
+  now = epoch(),
+): Pick<SessionData, 'expires_at' | 'token_lifetime' | 'at_hash'> {
+  let claims: { exp?: number; iat?: number } = {};
+  try {
+    claims = decodeJwt(tokens.access_token);
+  } catch {
+    // an opaque access token: its answer's expires_in is all there is
+  }
+  const lifetime =
+    typeof tokens.expires_in === 'number' ? tokens.expires_in : claims.exp !== undefined && claims.iat !== undefined ? claims.exp - claims.iat : undefined;
+  const expiresAt = typeof tokens.expires_in === 'number' ? now + tokens.expires_in : (claims.exp ?? now);
+  const atHash = createHash('sha256').update(tokens.access_token).digest().subarray(0, 16).toString('base64url');
+  return { expires_at: expiresAt, ...(lifetime !== undefined && lifetime >= 0 ? { token_lifetime: lifetime } : {}), at_hash: atHash };
+}
+
+/**
+ * The name of the state a refresh replaces (single flights here and among instances): the
+ * session, its access token's expiry, its refresh token and, once kept, its access token. A realm
+ * that does not rotate refresh tokens gives the same expiry and refresh token to two refreshes in
+ * one second; the access token tells them apart. (A cookie written before the hash was kept is
+ * named as before: its refresh is shared with instances that do not keep it yet.)
+ */
+export function refreshStateName(data: SessionData): string {
+  const rt = data.refresh_token ? createHash('sha256').update(data.refresh_token).digest('base64url').slice(0, 22) : '-';
+  return `${data.id}:${data.expires_at}:${rt}${data.at_hash ? `:${data.at_hash}` : ''}`;
+}
+
+/**
+ * How long before its access token expires a session is refreshed: TOKEN_REFRESH_MARGIN_SECONDS,
+ * at most half the token's lifetime, so that tokens shorter than the margin are not refreshed on
+ * every request (a session written before the lifetime was kept: the margin as set).
+ */
+export function refreshMargin(data: SessionData, marginSeconds: number): number {
+  return data.token_lifetime === undefined ? marginSeconds : Math.min(marginSeconds, Math.floor(data.token_lifetime / 2));
 }
 
 export interface SessionHeader {
@@ -85,6 +132,8 @@ export function isSessionData(x: unknown): x is SessionData {
     (s.active_tenant === null || typeof s.active_tenant === 'string') &&
     (s.sid === undefined || s.sid === null || typeof s.sid === 'string') &&
     (s.facts_at === undefined || typeof s.facts_at === 'number') &&
+    (s.token_lifetime === undefined || typeof s.token_lifetime === 'number') &&
+    (s.at_hash === undefined || typeof s.at_hash === 'string') &&
     !!s.user &&
     typeof s.user.sub === 'string' &&
     typeof s.user.email === 'string' &&
@@ -269,8 +318,54 @@ export async function authenticateAnswer<I>(
   return identity;
 }
 
-/** `shared`: the outcome of a refresh made earlier (another instance, another request), not just now. */
-export type RefreshResult = { kind: 'ok'; data: SessionData; shared?: boolean } | { kind: 'ended'; reason: string } | { kind: 'unavailable'; reason: string };
+// ---- the end of a session ---------------------------------------------------------------------
+// Every end of a session is told once, where it was decided: one audit line carrying its
+// `reason`, at the level the reason calls for (a user's own sign-out is routine: info; a session
+// the gateway or the realm cut short is what an operator looks for: warn), and one count in
+// gateway_sessions_ended_total{reason}. An instance that only learns of an end decided elsewhere
+// (the ended-session list in Redis, the shared outcome of another instance's refresh) applies it
+// without telling it again, so the lines and counts of every instance add up to the ends.
+
+/** Why a session ended, as logged and counted; the level each is logged at. */
+export const SESSION_END_REASONS = {
+  /** the user signed out (the gateway's /auth/logout or the chat front-end's sign-out) */
+  sign_out: 'info',
+  /** the realm's back-channel logout token (the user or an administrator ended the realm session) */
+  backchannel_logout: 'info',
+  /** the cookie's idle or absolute lifetime had passed when a request brought it */
+  lifetime_reached: 'info',
+  /** the access token expired and the realm gave no refresh token to renew it */
+  no_refresh_token: 'info',
+  /** the realm refused the refresh (4xx: the user disabled, the realm session ended or timed out, a spent refresh token) */
+  refresh_refused: 'warn',
+  /** the realm answered the refresh, but not with tokens the gateway accepts (another subject, a signature or claim that does not hold) */
+  refresh_rejected: 'warn',
+  /** the refresh gave tokens that had already expired: the request is refused (the session itself is kept) */
+  refresh_outcome_expired: 'warn',
+} as const;
+
+export type SessionEndReason = keyof typeof SESSION_END_REASONS;
+
+/** One audit line for a session's end (its fields, `reason` added) and one count. */
+export function tellSessionEnd(
+  obs: Pick<Observability, 'audit' | 'metrics'>,
+  reason: SessionEndReason,
+  fields: { event: string } & Record<string, unknown>,
+  msg: string,
+): void {
+  obs.metrics.sessionsEnded.inc({ reason });
+  obs.audit[SESSION_END_REASONS[reason]]({ ...fields, reason }, msg);
+}
+
+/**
+ * `shared`: the outcome of a refresh made earlier or elsewhere (another instance, another request),
+ * not just now by this one. `end`: why the session ends, for a refresh made here (a shared end was
+ * told where its refresh was made).
+ */
+export type RefreshResult =
+  | { kind: 'ok'; data: SessionData; shared?: boolean }
+  | { kind: 'ended'; reason: string; end?: SessionEndReason; shared?: boolean }
+  | { kind: 'unavailable'; reason: string };
 
 export interface SessionEntry {
   value: string;
@@ -285,7 +380,10 @@ export interface SessionEntry {
 export interface SessionHooks {
   /** Ask the identity provider for new tokens; the result is the renewed session data. */
   refresh(data: SessionData): Promise<RefreshResult>;
-  ended(data: SessionData, reason: string): void;
+  /** the session ended here (told once: `tellSessionEnd`); `detail` says what happened */
+  ended(data: SessionData, reason: SessionEndReason, detail: string): void;
+  /** an end decided by another instance's refresh, applied here (told where it was decided) */
+  endApplied?(data: SessionData, detail: string): void;
   unavailable(data: SessionData, reason: string): void;
   lookup?(hit: boolean): void;
   /** the session's data changed here (refreshed, tenant switch): told once the new state is in place */
@@ -302,8 +400,10 @@ export interface EndedSessions {
 
 export class SessionStore {
   private readonly entries = new TtlCache<string, SessionEntry>(20_000, 5 * 60_000);
-  /** one refresh per session at a time in this process (the shared state makes it one among instances) */
+  /** one refresh per session state at a time in this process (the shared state makes it one among instances) */
   private readonly refreshing = new SingleFlight<RefreshResult>();
+  /** ends told here that requests could meet again (a refresh outcome already expired, a lifetime reached): told once */
+  private readonly told = new TtlCache<string, true>(20_000, 5 * 60_000);
 
   constructor(
     readonly codec: SessionCodec,
@@ -342,14 +442,18 @@ export class SessionStore {
     // the session as it now stands
     const now = epoch();
     for (let i = 0; entry.next && i < 16; i++) entry = entry.next;
-    if (!this.codec.alive(entry.header, now)) return this.cleared(found, jar);
-    const ended = this.ended.isEnded({ id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat }, now);
+    const facts = { id: entry.data.id, sid: entry.data.sid, sub: entry.data.user.sub, iat: entry.header.iat };
+    if (!this.codec.alive(entry.header, now)) {
+      if (this.ended.isEnded(facts, now) === false) this.tell(entry.data, 'lifetime_reached', 'the session cookie outlived its idle or absolute lifetime');
+      return this.cleared(found, jar);
+    }
+    const ended = this.ended.isEnded(facts, now);
     // Fail closed: a session whose end may have been missed is not honoured (and not cleared).
     if (ended === undefined) throw new SharedStateUnavailable('Redis is not reachable');
     if (ended) return this.cleared(found, jar);
     const { data } = entry;
     // Without a refresh token the session lasts as long as its access token.
-    if (data.expires_at - now <= this.options.refreshMarginSeconds && (data.refresh_token || data.expires_at <= now))
+    if (data.expires_at - now <= refreshMargin(data, this.options.refreshMarginSeconds) && (data.refresh_token || data.expires_at <= now))
       return await this.refreshed(entry, found, now, jar);
     if (now - entry.header.uat > this.options.rollingSeconds / 2) return this.renewed(found, await this.touched(entry, now), jar);
     return this.renewed(found, entry, jar);
@@ -411,13 +515,14 @@ export class SessionStore {
         current = current.next!;
         this.entries.set(current.value, current);
         this.hooks.changed?.(current.data);
-        if (!r.shared || current.data.expires_at - epoch() > this.options.refreshMarginSeconds) break;
+        if (!r.shared || current.data.expires_at - epoch() > refreshMargin(current.data, this.options.refreshMarginSeconds)) break;
       } else if (r.kind === 'ended') {
         if (!this.ended.isEnded({ id: data.id, sub: data.user.sub, iat: entry.header.iat }, now)) {
           // taken here at once; the other instances learn it as Redis publishes it (this request's
           // answer does not wait: it is the one clearing the cookie)
           void this.revoke(data.id, entry.header.exp - now);
-          this.hooks.ended(data, r.reason);
+          if (r.shared) this.hooks.endApplied?.(data, r.reason);
+          else this.hooks.ended(data, r.end ?? 'refresh_refused', r.reason);
         }
         this.entries.delete(found.value);
         return this.cleared(found, jar);
@@ -428,9 +533,25 @@ export class SessionStore {
         break;
       }
     }
-    // Never an expired access token, whatever was shared.
-    if (current !== entry && current.data.expires_at <= epoch()) return undefined;
+    // Never an expired access token, whatever was shared. The session is not ended for it (a
+    // newer cookie of it may be live), but the user is refused: told once.
+    if (current !== entry && current.data.expires_at <= epoch()) {
+      this.tell(
+        current.data,
+        'refresh_outcome_expired',
+        `the refreshed access token expired at ${current.data.expires_at}, ${epoch() - current.data.expires_at} s ago`,
+      );
+      return undefined;
+    }
     return this.renewed(found, current, jar);
+  }
+
+  /** An end that requests could meet again, told once (per session and reason, for as long as the cookie cache keeps an entry). */
+  private tell(data: SessionData, reason: SessionEndReason, detail: string): void {
+    const key = `${data.id}\u0000${reason}`;
+    if (this.told.get(key)) return;
+    this.told.set(key, true);
+    this.hooks.ended(data, reason, detail);
   }
 
   /**
@@ -470,7 +591,7 @@ export class SessionStore {
   }
 
   private refreshOnce(data: SessionData): Promise<RefreshResult> {
-    return this.refreshing.run(data.id, () => this.hooks.refresh(data));
+    return this.refreshing.run(refreshStateName(data), () => this.hooks.refresh(data));
   }
 
   clear(): void {

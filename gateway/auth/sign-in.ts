@@ -26,7 +26,7 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
-import { epoch, readSessionCookie, type SessionData, type SessionStore, type SessionUser } from './session.js';
+import { epoch, readSessionCookie, tokenState, type SessionData, type SessionStore, type SessionUser } from './session.js';
 import { UPSTREAM_SESSION_COOKIE } from './sign-out.js';
 
 /** The sign-in transaction's cookie (the name express-openid-connect used: the data plane already strips it). */
@@ -176,7 +176,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
         user,
         active_tenant: active,
         refresh_token: tokens.refresh_token ?? null,
-        expires_at: typeof tokens.expires_in === 'number' ? epoch() + tokens.expires_in : epoch(),
+        ...tokenState(tokens),
         sid: realmSessionId(tokens.id_token),
         facts_at: epoch(),
       };

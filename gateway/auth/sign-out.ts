@@ -7,7 +7,7 @@ import type { Observability } from '../observability/observability.js';
 import { loginPath, pageLocale } from '../pages/locale.js';
 import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
-import { isSessionData, readSessionCookie, type SessionData, type SessionStore } from './session.js';
+import { isSessionData, readSessionCookie, tellSessionEnd, type SessionData, type SessionStore } from './session.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { signOutRequest } from '../../policies/origins.js';
 import { CLEAR_SITE_DATA } from '../http/respond.js';
@@ -21,7 +21,7 @@ export interface SignOutParts {
   settings: { publicUrl: string; allowedOrigins: readonly string[] };
   store: SessionStore;
   shared: Pick<SharedState, 'idToken'>;
-  obs: Pick<Observability, 'audit' | 'log'>;
+  obs: Pick<Observability, 'audit' | 'log' | 'metrics'>;
   realm: Pick<RealmClient, 'endSessionUrl' | 'revoke'>;
 }
 
@@ -43,7 +43,7 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
       const ended = store.revoke(data.id);
       idToken = await shared.idToken(data.id);
       await ended;
-      obs.audit.info({ event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
+      tellSessionEnd(obs, 'sign_out', { event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
       if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
     }
     for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });

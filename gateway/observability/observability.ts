@@ -79,6 +79,8 @@ export interface Metrics {
   /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
   sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
+  /** sessions ended, once each, where the end was decided (gateway/auth/session.ts `SESSION_END_REASONS` names the reasons) */
+  sessionsEnded: Counter<'reason'>;
   /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;
 }
@@ -206,6 +208,12 @@ export function createObservability(options: { level: string; auditFile?: string
     sessionChecksUnavailable: new Counter({
       name: 'gateway_session_checks_unavailable_total',
       help: 'Cookie-session requests answered 503 because the shared session state could not be checked',
+      registers: [registry],
+    }),
+    sessionsEnded: new Counter({
+      name: 'gateway_sessions_ended_total',
+      help: 'Sessions ended, by reason (sign-out, back-channel logout, a refused refresh, ...), counted once where the end was decided',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     quietCollections: new Counter({

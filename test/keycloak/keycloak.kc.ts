@@ -7,6 +7,7 @@ import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
 import { noGroupsName } from '../../config/settings.js';
+import { SessionCodec, type SessionData } from '../../gateway/auth/session.js';
 
 /** The groups header of a user in no realm group: the group no one has (Open WebUI ignores an empty header). */
 const NO_GROUP = noGroupsName(SESSION_SECRET);
@@ -394,6 +395,75 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         for (const g of [w.a, w.b]) await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
       } finally {
         await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: true });
+      }
+    });
+  });
+
+  describe('access tokens shorter than the refresh margin (a 5 s lifespan; refresh tokens as Keycloak leaves them, not revoked)', () => {
+    const LIFESPAN_S = 5;
+    let realmBefore: Record<string, unknown>;
+    const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 604_800 });
+    const sessionIn = async (context: BrowserContext) => {
+      const value = (await context.cookies(w.a.url)).find((c) => c.name === 'appSession')!.value;
+      return (await codec.decrypt(value))!.data as SessionData;
+    };
+    const refreshEvents = async (username: string) =>
+      (await w.kc.admin<Array<{ type: string }>>('GET', `/admin/realms/${REALM}/events?user=${await w.userId(username)}&max=1000`)).body.filter((e) =>
+        e.type.startsWith('REFRESH_TOKEN'),
+      );
+
+    before(async () => {
+      realmBefore = (await w.kc.admin<Record<string, unknown>>('GET', `/admin/realms/${REALM}`)).body;
+      // At or under the gateway's margin (TOKEN_REFRESH_MARGIN_SECONDS=5 here, as 29 s is under the default 30).
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: false,
+        accessTokenLifespan: LIFESPAN_S,
+        eventsEnabled: true,
+        enabledEventTypes: ['REFRESH_TOKEN', 'REFRESH_TOKEN_ERROR'],
+      });
+    });
+    after(async () => {
+      await w.kc.admin('PUT', `/admin/realms/${REALM}`, {
+        revokeRefreshToken: realmBefore.revokeRefreshToken,
+        accessTokenLifespan: realmBefore.accessTokenLifespan,
+        eventsEnabled: false,
+      });
+    });
+
+    it('a person signed in with Chromium, requests at both instances, the page loaded again past the token’s expiry: still signed in, one refresh', async () => {
+      const earlier = (await refreshEvents('alice')).map((e) => e.type);
+      const { page, context, close, errors } = await browserSignIn('alice', 'alice-pass');
+      try {
+        await page.waitForSelector('#who');
+        const signedIn = await sessionIn(context);
+        expect(signedIn.expires_at - Math.floor(Date.now() / 1000), 'Keycloak issued the short lifespan').to.be.at.most(LIFESPAN_S);
+        // The chat front-end's requests right after sign-in, at both instances.
+        const cookie = await cookieHeader(context, w.a.url);
+        const early = await Promise.all([w.a, w.b, w.a, w.b].map((g) => fetch(`${g.url}/api/v1/auths/`, { headers: { cookie } }).then((r) => r.status)));
+        expect(early).to.deep.equal([200, 200, 200, 200]);
+        expect(
+          (await refreshEvents('alice')).map((e) => e.type),
+          'refreshes right after sign-in',
+        ).to.deep.equal(earlier);
+
+        await new Promise((r) => setTimeout(r, Math.max(0, (signedIn.expires_at + 1) * 1000 + 100 - Date.now())));
+        await page.reload();
+        await page.waitForSelector('#who');
+        expect(await page.textContent('#who')).to.contain('alice@acme.example');
+        const renewed = await sessionIn(context);
+        expect(renewed.id, 'the same session, not a new sign-in').to.equal(signedIn.id);
+        expect(renewed.expires_at).to.be.greaterThan(signedIn.expires_at);
+        const now = await cookieHeader(context, w.a.url);
+        for (const g of [w.a, w.b]) {
+          expect((await fetch(`${g.url}/api/v1/auths/`, { headers: { cookie: now } })).status).to.equal(200);
+          expect((await sessionAt(g.url, now)).authenticated).to.equal(true);
+        }
+        // Keycloak lists the newest event first.
+        expect((await refreshEvents('alice')).map((e) => e.type)).to.deep.equal(['REFRESH_TOKEN', ...earlier]);
+        expect([...w.a.obs.lines, ...w.b.obs.lines].filter((l) => l.event === 'session-ended' && l.email === 'alice@acme.example')).to.deep.equal([]);
+        expect(errors).to.deep.equal([]);
+      } finally {
+        await close();
       }
     });
   });
