@@ -21,7 +21,7 @@ import { answerFailure } from './http/respond.js';
 import type { SharedState } from './state/shared-state.js';
 import { processState } from './state/process-state.js';
 import { redisState } from './state/redis-state.js';
-import { authenticateAnswer } from './auth/session.js';
+import { authenticateAnswer } from './auth/session-cookie.js';
 import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
 import { pageLocale } from './pages/locale.js';
 import { Pipeline } from './pipeline/handle.js';

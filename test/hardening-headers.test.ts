@@ -12,7 +12,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
-import { SessionCodec } from '../gateway/auth/session.js';
+import { SessionCodec } from '../gateway/auth/session-cookie.js';
 import { CompactEncrypt } from 'jose';
 import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';

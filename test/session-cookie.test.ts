@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';
-import { readSessionCookie, SessionCodec, SessionStore, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session.js';
+import { readSessionCookie, SessionCodec, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session-cookie.js';
+import { SessionStore } from '../gateway/auth/session-store.js';
 import { SESSION_SECRET, startWorld, type World } from './support/cookie-jar.js';
 import { oldLayoutCookie, sessionKey as key } from './support/old-session-cookie.js';
 

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { logoutThroughIdp } from '../sandbox/idp.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
-import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
+import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';

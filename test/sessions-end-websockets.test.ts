@@ -12,7 +12,7 @@ import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, SESSION_
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
-import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
+import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };

@@ -19,7 +19,7 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js'
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
-import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
+import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';
 import { freePort } from './support/raw-http.js';
 import { browse, gatewayClient, signIn, worldEnv, SESSION_SECRET, type Jar } from './support/cookie-jar.js';

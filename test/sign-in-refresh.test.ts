@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { changeableDemoAccounts, browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
-import { SessionCodec, type SessionData } from '../gateway/auth/session.js';
+import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 
 const TTL = 4;
 const MARGIN = 2;

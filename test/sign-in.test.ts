@@ -5,7 +5,7 @@ import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from '..
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
-import { readSessionCookie, SessionCodec, type SessionData } from '../gateway/auth/session.js';
+import { readSessionCookie, SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { returnToAfterSignIn as safeReturnTo } from '../gateway/auth/authenticator.js';
 import { oldLayoutChunks, oldLayoutCookie } from './support/old-session-cookie.js';
 

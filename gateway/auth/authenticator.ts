@@ -1,9 +1,9 @@
 // Who a request comes from, as the gateway verified it: an OIDC session (the gateway's session
-// cookie, gateway/auth/session.ts; code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This
+// cookie, gateway/auth/session-cookie.ts; code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This
 // file defines the seam the data plane depends on and implements it.
 //
 //   control routes (Express): the code flow (/auth/start, /auth/callback) in gateway/auth/sign-in.ts,
-//     with openid-client (gateway/auth/realm.ts). The session (gateway/auth/session.ts) holds
+//     with openid-client (gateway/auth/realm.ts). The session (gateway/auth/session-cookie.ts, kept by gateway/auth/session-store.ts) holds
 //     the user's identity computed once at login, the realm's session id (`sid`), the refresh
 //     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
 //     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
@@ -20,7 +20,7 @@
 //     user's roles, groups and tenants. A refused refresh (4xx) ends the session; an unreachable
 //     realm does not, but an expired access token is then not honoured. Ended sessions that cannot
 //     be checked (Redis down) throw SharedStateUnavailable: the request gets a 503, never a pass.
-//     Every end is told once, with its reason (gateway/auth/session.ts `tellSessionEnd`).
+//     Every end is told once, with its reason (gateway/auth/session-end.ts `tellSessionEnd`).
 //   in their own modules, given only what they read: realm bearer JWTs in
 //     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
 //     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
@@ -44,13 +44,12 @@ import {
   scopeOf,
   SessionCodec,
   type AuthScope,
-  SessionStore,
   withoutGatewayCookies,
   type SessionData,
-  type SessionEntry,
   type SessionUser,
-  tellSessionEnd,
-} from './session.js';
+} from './session-cookie.js';
+import { SessionStore, type SessionEntry } from './session-store.js';
+import { tellSessionEnd } from './session-end.js';
 import { isLocaleSegment } from '../../policies/syntax.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
 import { userFromClaims } from './claims.js';

@@ -7,7 +7,8 @@ import type { JWTPayload } from 'jose';
 import type { Observability } from '../observability/observability.js';
 import type { SharedState } from '../state/shared-state.js';
 import { CLOCK_TOLERANCE_S } from './realm.js';
-import { epoch, tellSessionEnd } from './session.js';
+import { epoch } from './session-cookie.js';
+import { tellSessionEnd } from './session-end.js';
 
 export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
 /** A logout token older than this is refused (its jti is remembered as long). */

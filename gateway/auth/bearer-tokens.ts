@@ -8,7 +8,7 @@ import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
 import { TtlCache } from '../cache/cache.js';
 import { CLOCK_TOLERANCE_S, JWKS_MAX_AGE_MS, trimSlash } from './realm.js';
-import { epoch, type SessionUser } from './session.js';
+import { epoch, type SessionUser } from './session-cookie.js';
 import { defaultTenant, userFromClaims } from './claims.js';
 import type { Identity } from './identity.js';
 

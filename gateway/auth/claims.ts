@@ -6,7 +6,7 @@ import type { Settings } from '../../config/settings.js';
 
 /** Where the roles, groups and tenants are (OAUTH_ROLES_CLAIM, OAUTH_GROUPS_CLAIM, OAUTH_TENANTS_CLAIM). */
 export type ClaimNames = Pick<Settings['oidc'], 'rolesClaim' | 'groupsClaim' | 'tenantsClaim'>;
-import type { SessionUser } from './session.js';
+import type { SessionUser } from './session-cookie.js';
 import { firstTenant } from '../../policies/tenancy.js';
 
 /** A claim by name, or by dotted path (`realm_access.roles`); a literal dotted name wins. */

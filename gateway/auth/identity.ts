@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Router } from 'express';
 import type { SocketVerdict } from '../../policies/session-ends.js';
-import type { AuthScope, SessionUser } from './session.js';
+import type { AuthScope, SessionUser } from './session-cookie.js';
 
 /** A verified identity: the user as signed in (or as a realm JWT says) and what follows from it. */
 export interface Identity extends SessionUser {

@@ -6,7 +6,9 @@ import { errors as joseErrors } from 'jose';
 import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
 import type { SharedState } from '../state/shared-state.js';
 import { HTTP_TIMEOUT_MS, type RealmClient } from './realm.js';
-import { epoch, isSessionData, refreshStateName, tokenState, type RefreshResult, type SessionCodec, type SessionData, type SessionUser } from './session.js';
+import { epoch, isSessionData, type SessionCodec, type SessionData, type SessionUser } from './session-cookie.js';
+import { refreshStateName, tokenState } from './token-state.js';
+import { type RefreshResult } from './session-store.js';
 import { activeTenantAtRefresh } from '../../policies/tenancy.js';
 
 /** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
@@ -25,7 +27,7 @@ export interface RefreshParts {
 export function createRefresh({ o, codec, shared, realm, userOfTokens }: RefreshParts): (data: SessionData) => Promise<RefreshResult> {
   /**
    * A session's refresh, once among every instance (shared state's single flight, keyed by the
-   * state it replaces: gateway/auth/session.ts `refreshStateName`): with Keycloak's "Revoke Refresh
+   * state it replaces: gateway/auth/token-state.ts `refreshStateName`): with Keycloak's "Revoke Refresh
    * Token" a refresh token can be used once, so two instances (or a request arriving after the
    * refresh with the old cookie) refreshing the same token would end the session. The outcome is
    * shared encrypted with the session key, as long as the cookie cache keeps an old cookie (5

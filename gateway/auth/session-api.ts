@@ -8,7 +8,8 @@
 import express, { type Router } from 'express';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
-import { applySessionCookies, authenticateAnswer, readSessionCookie, type SessionCookies, type SessionStore, type SessionUser } from './session.js';
+import { applySessionCookies, authenticateAnswer, readSessionCookie, type SessionCookies, type SessionUser } from './session-cookie.js';
+import { type SessionStore } from './session-store.js';
 import type { Authenticator, Identity } from './identity.js';
 import { tenantSwitch } from '../../policies/tenancy.js';
 import { stateChangeOrigin } from '../../policies/origins.js';

@@ -26,7 +26,9 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
-import { epoch, readSessionCookie, tokenState, type SessionData, type SessionStore, type SessionUser } from './session.js';
+import { epoch, readSessionCookie, type SessionData, type SessionUser } from './session-cookie.js';
+import { tokenState } from './token-state.js';
+import { type SessionStore } from './session-store.js';
 import { UPSTREAM_SESSION_COOKIE } from './sign-out.js';
 
 /** The sign-in transaction's cookie (the name express-openid-connect used: the data plane already strips it). */

@@ -230,7 +230,7 @@ function withoutUpstreamToken(cookie: string | undefined): string | undefined {
 /**
  * A Cookie header without the cookies whose (trimmed) names match `drop`, every other pair passed
  * on byte for byte. Written here rather than with the `cookie` package: parsing and re-serializing
- * would decode and re-encode the values the chat front-end reads (gateway/auth/session.ts parses
+ * would decode and re-encode the values the chat front-end reads (gateway/auth/session-cookie.ts parses
  * the gateway's own cookies with it).
  */
 export function withoutCookies(cookie: string, drop: RegExp): string {

@@ -79,7 +79,7 @@ export interface Metrics {
   /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
   sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
-  /** sessions ended, once each, where the end was decided (gateway/auth/session.ts `SESSION_END_REASONS` names the reasons) */
+  /** sessions ended, once each, where the end was decided (gateway/auth/session-end.ts `SESSION_END_REASONS` names the reasons) */
   sessionsEnded: Counter<'reason'>;
   /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;

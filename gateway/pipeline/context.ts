@@ -14,7 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision } from '../../policies/admin-scoping.js';
 import type { Identity } from '../auth/identity.js';
-import type { AuthScope } from '../auth/session.js';
+import type { AuthScope } from '../auth/session-cookie.js';
 import type { OutgoingCredentials } from '../http/request-headers.js';
 import type { Caller } from './caller.js';
 

@@ -43,7 +43,7 @@ import {
   upstreamApiKey,
   withoutUpstreamCredentials,
 } from '../http/request-headers.js';
-import { applySessionCookies } from '../auth/session.js';
+import { applySessionCookies } from '../auth/session-cookie.js';
 import { RequestContext } from './context.js';
 import type { Authenticator } from '../auth/identity.js';
 import type { LoginRouting } from '../login/routes.js';

@@ -7,7 +7,7 @@ import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
 import { noGroupsName } from '../../config/settings.js';
-import { SessionCodec, type SessionData } from '../../gateway/auth/session.js';
+import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
 
 /** The groups header of a user in no realm group: the group no one has (Open WebUI ignores an empty header). */
 const NO_GROUP = noGroupsName(SESSION_SECRET);

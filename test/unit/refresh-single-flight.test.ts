@@ -5,7 +5,8 @@
 // refresh token alone no longer tell two states apart.
 import { expect } from 'chai';
 import { createRefresh } from '../../gateway/auth/refresh.js';
-import { epoch, SessionCodec, type RefreshResult, type SessionData } from '../../gateway/auth/session.js';
+import { epoch, SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
+import { type RefreshResult } from '../../gateway/auth/session-store.js';
 import { processState } from '../../gateway/state/process-state.js';
 import { createObservability } from '../../gateway/observability/observability.js';
 import type { RealmClient } from '../../gateway/auth/realm.js';
