@@ -78,7 +78,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     (await createLoginRouting(settings, obs, {
       ...options.loginRoutingOptions,
       shared: sharedState,
-      signedIn: async (req, res) => authenticateAnswer(authenticator.authenticate, req, res),
+      signedIn: async (req, res) => authenticateAnswer((r, scope) => authenticator.authenticate(r, scope), req, res),
     }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
   const ops = createOperations(
