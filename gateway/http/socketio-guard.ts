@@ -3,8 +3,9 @@
 // CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false) and join any chat's room, its live tokens
 // (`events:chat` type `join`; judged always, ENABLE_ADMIN_CHAT_ACCESS is fixed false). Both
 // transports are read:
-//   - WebSocket: the client's frames are parsed (RFC 6455: masked, possibly fragmented), each
-//     Engine.IO message packet (`4...`) is a Socket.IO packet (`2` event, `5` binary event with
+//   - WebSocket: the client's frames are read as RFC 6455 has a server read them
+//     (gateway/http/websocket-reader.ts: a frame the protocol forbids closes the connection, 1002),
+//     each Engine.IO message packet (`4...`) is a Socket.IO packet (`2` event, `5` binary event with
 //     attachments that follow as binary messages); an event the rule drops is not sent on, nor are
 //     its attachments. Frames that pass are sent on byte for byte, in order. The upgrade is made
 //     without permessage-deflate so every payload can be read.
@@ -14,9 +15,12 @@
 // `socketEventNeed`; whether the admin may reach the note is asked of the upstream, as for
 // GET /api/v1/notes/{id}. Plain users never come here: their sockets stay a byte pipe.
 import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed } from '../../policies/open-webui-routes.js';
+import { ClientFrameReader, type ClientFrame } from './websocket-reader.js';
 
 /** Largest client message the guard assembles; past it the connection is closed. */
 export const MAX_GUARDED_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Most frames of one client message (each is held until the message is whole; as `ws` servers allow). */
+export const MAX_GUARDED_FRAGMENTS = 16 * 1024;
 /** Bytes of an admin's frames that may wait for judgements before the client is no longer read. */
 export const MAX_QUEUED_BYTES = 1024 * 1024;
 
@@ -150,24 +154,18 @@ export async function guardPollingBody(body: string, judge: SocketJudge, report:
   return kept.length ? kept.join('\x1e') : undefined;
 }
 
-interface Frame {
-  raw: Buffer;
-  fin: boolean;
-  opcode: number;
-  payload: Buffer;
-}
-
 /**
- * The client-to-upstream direction of an admin's WebSocket. `write` takes the client's bytes;
- * `send` receives what goes on to the upstream, in order; `fail` is called on a protocol error or
- * an oversized message (the connection is then closed by the caller).
+ * The client-to-upstream direction of an admin's WebSocket. `write` takes the client's bytes
+ * (read by gateway/http/websocket-reader.ts); `send` receives what goes on to the upstream, whole
+ * frames in order, except that a control frame (ping, pong, Close) sent between the frames of a
+ * fragmented message goes on before that message, which waits until it is whole and judged.
+ * `fail` is called once, with the Close code for the client, when the client breaks the protocol
+ * or sends too much; nothing more goes on after it, not even messages still being judged (the
+ * caller closes the connection).
  */
 export class WebSocketGuard {
-  private buf: Buffer = Buffer.alloc(0);
+  private readonly reader: ClientFrameReader;
   private chain: Promise<void> = Promise.resolve();
-  /** frames of a fragmented data message, until its FIN */
-  private fragments: Frame[] = [];
-  private fragmentBytes = 0;
   private skipAttachments = 0;
   private failed = false;
   /** bytes of frames waiting in the chain (behind a judgement that asks Open WebUI) */
@@ -178,22 +176,24 @@ export class WebSocketGuard {
     private readonly judge: SocketJudge,
     private readonly report: DropReport,
     private readonly send: (bytes: Buffer) => void,
-    private readonly fail: (why: string) => void,
+    private readonly fail: (code: number, why: string) => void,
     /** note events are judged while the bypass is off; chat joins always */
     private readonly judgeNotes: boolean,
     /** the client's reading: paused while more than MAX_QUEUED_BYTES wait, resumed at half */
     private readonly flow?: { pause(): void; resume(): void },
-  ) {}
+  ) {
+    this.reader = new ClientFrameReader(
+      {
+        message: (frames, text) => this.enqueue(frames, text),
+        control: (frame) => this.enqueue([frame], undefined),
+        refuse: (code, why) => this.abort(code, why),
+      },
+      { maxMessageBytes: MAX_GUARDED_MESSAGE_BYTES, maxFragments: MAX_GUARDED_FRAGMENTS },
+    );
+  }
 
   write(chunk: Buffer): void {
-    if (this.failed) return;
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    for (;;) {
-      const frame = this.nextFrame();
-      if (!frame) return;
-      this.onFrame(frame);
-      if (this.failed) return;
-    }
+    if (!this.failed) this.reader.write(chunk);
   }
 
   /** `done` once every frame written so far has been judged and sent on (or dropped). */
@@ -201,59 +201,14 @@ export class WebSocketGuard {
     this.chain = this.chain.then(done, done);
   }
 
-  private nextFrame(): Frame | undefined {
-    const b = this.buf;
-    if (b.length < 2) return undefined;
-    const masked = (b[1]! & 0x80) !== 0;
-    let len = b[1]! & 0x7f;
-    let off = 2;
-    if (len === 126) {
-      if (b.length < 4) return undefined;
-      len = b.readUInt16BE(2);
-      off = 4;
-    } else if (len === 127) {
-      if (b.length < 10) return undefined;
-      const big = b.readBigUInt64BE(2);
-      if (big > BigInt(MAX_GUARDED_MESSAGE_BYTES)) return (this.abort('frame too large'), undefined);
-      len = Number(big);
-      off = 10;
-    }
-    if (len > MAX_GUARDED_MESSAGE_BYTES) return (this.abort('frame too large'), undefined);
-    const maskOff = off;
-    if (masked) off += 4;
-    if (b.length < off + len) return undefined;
-    const raw = b.subarray(0, off + len);
-    this.buf = b.subarray(off + len);
-    const payload = Buffer.from(raw.subarray(off));
-    if (masked) for (let i = 0; i < payload.length; i++) payload[i]! ^= raw[maskOff + (i & 3)]!;
-    // RSV bits: no extension was negotiated, so a set bit is a payload the gateway cannot read
-    if ((raw[0]! & 0x70) !== 0) return (this.abort('compressed or extended frame'), undefined);
-    return { raw: Buffer.from(raw), fin: (raw[0]! & 0x80) !== 0, opcode: raw[0]! & 0x0f, payload };
-  }
-
-  private abort(why: string): void {
+  private abort(code: number, why: string): void {
     if (this.failed) return;
     this.failed = true;
-    this.fail(why);
-  }
-
-  private onFrame(f: Frame): void {
-    if (f.opcode >= 0x8) return this.enqueue([f], undefined); // control frames: in order, never judged
-    if (f.opcode !== 0 && this.fragments.length) return this.abort('new message inside a fragmented one');
-    if (f.opcode === 0 && !this.fragments.length) return this.abort('continuation without a message');
-    this.fragments.push(f);
-    this.fragmentBytes += f.payload.length;
-    if (this.fragmentBytes > MAX_GUARDED_MESSAGE_BYTES) return this.abort('message too large');
-    if (!f.fin) return;
-    const frames = this.fragments;
-    this.fragments = [];
-    this.fragmentBytes = 0;
-    const opcode = frames[0]!.opcode;
-    this.enqueue(frames, opcode === 1 ? Buffer.concat(frames.map((x) => x.payload)).toString('utf8') : null);
+    this.fail(code, why);
   }
 
   /** `text`: a text message to judge; null: a binary message (an attachment); undefined: a control frame. */
-  private enqueue(frames: Frame[], text: string | null | undefined): void {
+  private enqueue(frames: ClientFrame[], text: string | null | undefined): void {
     // Frames behind a judgement wait in memory: a client writing faster than Open WebUI answers
     // the lookups is paused instead of being buffered without bound.
     const bytes = frames.reduce((n, f) => n + f.raw.length, 0);
@@ -276,7 +231,7 @@ export class WebSocketGuard {
   }
 
   /** One message (or control frame) in its turn: judged, then sent on or dropped. */
-  private async pass(frames: Frame[], text: string | null | undefined): Promise<void> {
+  private async pass(frames: ClientFrame[], text: string | null | undefined): Promise<void> {
     if (this.failed) return;
     let pass = true;
     if (text === null) {

@@ -49,6 +49,7 @@ import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
 import { WebSocketGuard } from '../http/socketio-guard.js';
+import { REFUSAL_RULES } from '../http/websocket-reader.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
@@ -241,9 +242,20 @@ export function createPipeline(parts: PipelineParts) {
             judge,
             report,
             send,
-            (why) => {
-              obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
-              fail();
+            (code, why) => {
+              obs.audit.warn(
+                {
+                  event: 'admin-socket-closed',
+                  rule: REFUSAL_RULES[code] ?? 'RFC 6455',
+                  code,
+                  caller: caller.label,
+                  transport: 'websocket',
+                  path: canonical.target.path,
+                },
+                why,
+              );
+              websockets.close(socket, code, why);
+              fail(code, why);
             },
             !settings.policy.bypassAdminAccessControl,
             flow,
