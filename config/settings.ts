@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ID_SYNTAX } from '../policies/syntax.js';
 import { redactUrl, redactValue } from './redact.js';
+import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -55,8 +56,11 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** A URL refused for a reason of its own, said instead of the setting's usual message. */
+class UrlProblem extends Error {}
+
 /** An absolute URL of one of `schemes`; `check` refuses what else the setting must not hold. */
-const urlSetting = (schemes: string[], message: (v: string) => string, check: (u: URL) => string) =>
+const urlSetting = (schemes: string[], message: (v: string) => string, check: (u: URL, raw: string) => string) =>
   z
     .string()
     .optional()
@@ -65,9 +69,9 @@ const urlSetting = (schemes: string[], message: (v: string) => string, check: (u
       try {
         const u = new URL(v.trim());
         if (!schemes.includes(u.protocol)) throw new Error('scheme');
-        return check(u);
-      } catch {
-        ctx.addIssue({ code: 'custom', message: message(v) });
+        return check(u, v.trim());
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof UrlProblem ? err.message : message(v) });
         return z.NEVER;
       }
     });
@@ -82,25 +86,16 @@ const httpUrl = urlSetting(
 );
 
 /**
- * A password holding `#`, `@`, `/`, `?` or `%` breaks the URL (`#` starts a fragment, a second `@`
- * moves the host): say how to write it, without echoing it.
+ * redis:// or rediss:// (TLS), credentials allowed (redacted wherever settings are shown, never
+ * echoed), but only as ioredis will read them (config/redis-url.ts).
  */
-export function redisPasswordHint(value: string): string {
-  const rest = value.trim().replace(/^rediss?:\/\//i, '');
-  const at = rest.lastIndexOf('@');
-  const userinfo = at >= 0 ? rest.slice(0, at) : (rest.split(/[/?]/)[0] ?? '');
-  const chars = ['#', '@', '/', '?'].filter((c) => (c === '#' ? rest.includes('#') : userinfo.includes(c)));
-  if (!chars.length) return '';
-  const codes: Record<string, string> = { '#': '%23', '@': '%40', '/': '%2F', '?': '%3F' };
-  return `; a ${chars.map((c) => `'${c}'`).join(' or ')} in the password must be percent-encoded (${chars.map((c) => `${c} as ${codes[c]}`).join(', ')})`;
-}
-
-/** redis:// or rediss:// (TLS), credentials allowed (redacted wherever settings are shown, never echoed). */
 const redisUrl = urlSetting(
   ['redis:', 'rediss:'],
   (v) => `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)${redisPasswordHint(v)}`,
-  (u) => {
+  (u, raw) => {
     if (!u.hostname) throw new Error('host');
+    const problem = redisCredentialsProblem(raw);
+    if (problem) throw new UrlProblem(problem);
     return u.href;
   },
 );

@@ -25,6 +25,8 @@ import type { Observability } from '../ops/observability.js';
 import { SharedStateUnavailable } from './session.js';
 import { SingleFlight, TtlCache } from '../cache.js';
 import { randomUUID } from 'node:crypto';
+import { urlWithoutCredentials } from '../../config/redact.js';
+import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis-url.js';
 
 export { SharedStateUnavailable };
 
@@ -201,22 +203,22 @@ export function processState(obs: Observability): SharedState {
   };
 }
 
-/** `redis://user:secret@host:port/db` as it may be logged: no credentials. */
+/**
+ * `redis://user:secret@host:port/db` as it may be logged: `redis://host:port/db`. Everything
+ * between `//` and the last '@' goes, however a URL parser would split it (config/redact.ts).
+ */
 export function redactedRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'redis://(invalid)';
-  }
+  return urlWithoutCredentials(url);
 }
 
 /** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
 const REDIS_DOWN_LOG_MS = 60_000;
 
 export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string; downLogEveryMs?: number } = {}): Promise<SharedState> {
+  // A password ioredis would read only in part would send the rest to a host of that name, and
+  // into every log line and error naming the connection: refused before any is made.
+  const problem = URL.canParse(url) ? redisCredentialsProblem(url) : `not a redis:// URL${redisPasswordHint(url)}`;
+  if (problem) throw new Error(`REDIS_URL: ${problem}`);
   const { Redis } = await import('ioredis');
   const prefix = options.keyPrefix ?? 'chat-gateway:';
   const endedKey = `${prefix}ended`;
