@@ -1,4 +1,4 @@
-// The admin WebSocket reader (gateway/http/websocket-reader.ts, used by the Socket.IO guard) proved
+// The admin WebSocket reader (gateway/http/socketio-guard.ts, ClientFrameReader) proved
 // against an independent one: the `ws` package's own Receiver, as a `ws` server reads its clients.
 // Random frame sequences (valid and invalid, fragmented messages with control frames between their
 // frames, masked or not, every payload length encoding, split at random points) go to both, which
@@ -7,8 +7,14 @@
 // message costs it grows with the message, not with the number of reads it arrived in.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ClientFrameReader, unmaskedPayload, type ReaderLimits } from '../gateway/http/websocket-reader.js';
-import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES, WebSocketGuard } from '../gateway/http/socketio-guard.js';
+import {
+  ClientFrameReader,
+  MAX_GUARDED_FRAGMENTS,
+  MAX_GUARDED_MESSAGE_BYTES,
+  unmaskedPayload,
+  WebSocketGuard,
+  type ReaderLimits,
+} from '../gateway/http/socketio-guard.js';
 import { Receiver } from './support/websocket-wire.js';
 
 // Small limits, the same for both readers, so that random sequences reach them. The guard's own are

@@ -26,7 +26,7 @@ import { SharedStateUnavailable } from './session.js';
 import { SingleFlight, TtlCache } from '../cache.js';
 import { randomUUID } from 'node:crypto';
 import { urlWithoutCredentials } from '../../config/redact.js';
-import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis-url.js';
+import { redisCredentialsProblem, redisPasswordHint } from '../../config/settings.js';
 
 export { SharedStateUnavailable };
 

@@ -48,8 +48,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../ops/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
-import { WebSocketGuard } from '../http/socketio-guard.js';
-import { REFUSAL_RULES } from '../http/websocket-reader.js';
+import { REFUSAL_RULES, WebSocketGuard } from '../http/socketio-guard.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
