@@ -2,8 +2,7 @@
 // the gateway does not read but an operator plainly meant for it (a misspelt switch is silently
 // ignored, and its default applies), a Redis password that needs percent-encoding, and tenant
 // links to aliases the provider catalog does not know. Warnings never stop startup.
-import { KNOWN_VARIABLES, type Env } from './settings.js';
-import { redisPasswordHint } from './settings.js';
+import { KNOWN_VARIABLES, redisCredentialsProblem, redisPasswordHint, type Env } from './settings.js';
 
 /** Prefixes of the gateway's variables: an unknown name with one of them is most likely a typo. */
 const GATEWAY_PREFIXES: readonly string[] = [
@@ -94,8 +93,10 @@ export function configWarnings(env: Env): string[] {
     const near = nearestVariable(name);
     warnings.push(`${name}: not a setting of the gateway, ignored${near ? `; did you mean ${near}?` : ''}`);
   }
+  // A URL read as written, with a raw '@' in its password: taken, but other tools may split it elsewhere.
+  // One that is not read as written is refused by the settings, which say so.
   const redis = env.REDIS_URL?.trim();
-  if (redis) {
+  if (redis && URL.canParse(redis) && !redisCredentialsProblem(redis)) {
     const hint = redisPasswordHint(redis);
     if (hint) warnings.push(`REDIS_URL: the URL is read, but its password may not be what you meant${hint}`);
   }

@@ -13,20 +13,43 @@ const URL_VARIABLES: readonly string[] = ['REDIS_URL', 'DATABASE_URL'];
 
 /**
  * A URL as it may be shown: `redis://user:secret@host:6379/0` gives `redis://[redacted]@host:6379/0`.
- * A value that is not a URL is shown only up to its scheme (it may hold a password the parser did
- * not find, e.g. one with an unencoded `#`).
+ * Everything between the scheme's `//` and the last '@' is taken out, however a URL parser would
+ * split it: a password may hold '@', '#', '/' or '?' written raw, and a parser then reads part of
+ * it as the host, a path or a fragment (the last '@' may also be one of a query: more is hidden
+ * then, never less). The values of a query are taken out too (ioredis reads `?password=`), and a
+ * fragment. A value without an '@' that is no URL is shown only up to its scheme.
  */
 export function redactUrl(value: string): string {
-  try {
-    const u = new URL(value);
-    if (!u.username && !u.password) return value;
-    u.username = '';
-    u.password = '';
-    return u.href.replace(/^([a-z][a-z0-9+.-]*:\/\/)/i, `$1${REDACTED}@`);
-  } catch {
-    const scheme = /^([a-z][a-z0-9+.-]*:\/\/)/i.exec(value.trim())?.[1];
-    return scheme ? `${scheme}${REDACTED}` : REDACTED;
-  }
+  const v = value.trim();
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v)?.[0] ?? '';
+  const at = v.lastIndexOf('@');
+  if (at < scheme.length && !URL.canParse(v)) return scheme ? `${scheme}${REDACTED}` : REDACTED;
+  const rest = at >= scheme.length ? v.slice(at) : v.slice(scheme.length);
+  return `${scheme}${at >= scheme.length ? REDACTED : ''}${redactQuery(rest)}`;
+}
+
+/** As redactUrl, without the mark where the credentials were: `redis://host:6379/0` (how log lines name a server). */
+export function urlWithoutCredentials(value: string): string {
+  const shown = redactUrl(value);
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(shown)?.[0] ?? '';
+  return shown.startsWith(`${scheme}${REDACTED}@`) ? scheme + shown.slice(scheme.length + REDACTED.length + 1) : shown;
+}
+
+/** `?a=1&b=2&c#f` as `?a=[redacted]&b=[redacted]&[redacted]#[redacted]`: the names of pairs only. */
+function redactQuery(rest: string): string {
+  const hash = rest.indexOf('#');
+  const beforeHash = hash < 0 ? rest : rest.slice(0, hash);
+  const q = beforeHash.indexOf('?');
+  const head = q < 0 ? beforeHash : beforeHash.slice(0, q);
+  const query =
+    q < 0
+      ? ''
+      : `?${beforeHash
+          .slice(q + 1)
+          .split('&')
+          .map((pair) => (pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=${REDACTED}` : pair && REDACTED))
+          .join('&')}`;
+  return `${head}${query}${hash < 0 ? '' : `#${REDACTED}`}`;
 }
 
 /** One variable's value as it may be shown. */

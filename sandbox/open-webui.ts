@@ -1531,7 +1531,9 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     }
     return undefined;
   };
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  // Open WebUI 0.12.4 runs uvicorn with ws_per_message_deflate on (env.py UVICORN_WS_PER_MESSAGE_DEFLATE,
+  // default True): a client that offers permessage-deflate gets it.
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     record(req, true);
     sockets.add(socket);

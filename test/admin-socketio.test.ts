@@ -5,6 +5,7 @@
 // gateway, the stand-in (which answers a note join with the note's state, as 0.12.4 does).
 import { expect } from 'chai';
 import WebSocket from 'ws';
+import { clientFrame, rawWebSocket } from './support/websocket-wire.js';
 import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { emptyWorkspace, grant } from '../sandbox/open-webui-workspace.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
@@ -39,6 +40,13 @@ async function connect(w: World, token: string): Promise<Client> {
     ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
   });
   return { received, send: (d) => ws.send(d), close: () => ws.close() };
+}
+
+/** An admin's socket spoken byte by byte, as a bearer-token client. */
+async function rawAdmin(w: World, token: string) {
+  const s = await rawWebSocket(w.url, { Authorization: `Bearer ${token}` });
+  expect(s.head).to.match(/^HTTP\/1\.1 101 /);
+  return s;
 }
 
 const event = (name: string, data: unknown) => `42${JSON.stringify([name, data])}`;
@@ -170,6 +178,70 @@ for (const bypass of [false, true]) {
       const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && /token/.test(String(l.rule)));
       expect(dropped.map((l) => l.socketEvent)).to.have.members(['connect', 'user-join', 'user-join']);
       admin.close();
+    });
+
+    it('WebSocket: an admin\u2019s socket is never compressed (Open WebUI would negotiate permessage-deflate), so every frame can be read; a plain user\u2019s is', async () => {
+      const offer = { 'Sec-WebSocket-Extensions': 'permessage-deflate; client_max_window_bits' };
+      const straight = await rawWebSocket(w.upstream.url, offer);
+      expect(straight.head).to.match(/^sec-websocket-extensions: permessage-deflate/im);
+      straight.destroy();
+      const admin = await rawWebSocket(w.url, { ...offer, Authorization: `Bearer ${await w.idp.accessTokenFor('sysadmin', CLIENT_ID)}` });
+      expect(admin.head).to.match(/^HTTP\/1\.1 101 /);
+      expect(admin.head).to.not.match(/sec-websocket-extensions/i);
+      // the stand-in's hello names the headers it got: no offer reached it
+      await waitFor(() => admin.received.length > 0);
+      expect(admin.received[0]).to.not.match(/sec-websocket-extensions/i);
+      admin.destroy();
+      const alice = await rawWebSocket(w.url, { ...offer, Authorization: `Bearer ${await w.idp.accessTokenFor('alice', CLIENT_ID)}` });
+      expect(alice.head).to.match(/^sec-websocket-extensions: permessage-deflate/im);
+      alice.destroy();
+    });
+
+    describe('WebSocket: a frame RFC 6455 forbids closes the admin\u2019s socket with 1002, audited; nothing after it reaches Open WebUI', () => {
+      const text = (t: string) => Buffer.from(t);
+      const forbidden: Array<[string, Buffer]> = [
+        ['a reserved data opcode (3)', clientFrame(3, text(event('heartbeat', {})))],
+        ['a reserved control opcode (0xB)', clientFrame(0xb, Buffer.alloc(0))],
+        ['an unmasked frame', clientFrame(1, text(event('heartbeat', {})), { masked: false })],
+        ['a ping of 126 bytes', clientFrame(9, Buffer.alloc(126, 1))],
+        ['a fragmented ping', clientFrame(9, text('hi'), { fin: false })],
+        ['RSV1 set, permessage-deflate not negotiated', clientFrame(1, text(event('heartbeat', {})), { rsv: 4 })],
+        ['RSV2 set', clientFrame(1, text(event('heartbeat', {})), { rsv: 2 })],
+      ];
+      for (const [what, bad] of forbidden) {
+        it(what, async () => {
+          const admin = await rawAdmin(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+          await waitFor(() => admin.received.length > 0); // the stand-in's hello
+          const first = event('user-list', { n: 1 });
+          admin.send(clientFrame(1, text(first)));
+          // the stand-in echoes what reaches it
+          expect(await waitFor(() => admin.received.includes(first))).to.equal(true);
+          const after = event('user-list', { n: 2 });
+          admin.send(Buffer.concat([bad, clientFrame(1, text(after))]));
+          expect(await waitFor(() => admin.state.ended)).to.equal(true);
+          expect(admin.state.close, `${admin.state.error ?? ''} ${admin.received.join(' | ')}`).to.equal(1002);
+          expect(admin.received).to.not.include(after);
+          const audit = w.obs.lines.filter((l) => l.event === 'admin-socket-closed');
+          expect(audit.at(-1)).to.include({ code: 1002, transport: 'websocket', caller: account('sysadmin').email });
+          admin.destroy();
+        });
+      }
+
+      it('a binary event dropped, then a reserved-opcode frame, then a binary message: that message is not taken for the dropped event\u2019s attachment and sent on', async () => {
+        const admin = await rawAdmin(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+        await waitFor(() => admin.received.length > 0);
+        const own = await upstreamToken(w, 'sysadmin');
+        // dropped with either switch: a chat join of bob's, with one attachment
+        const join = `451-${JSON.stringify(['events:chat', { chat_id: 'c-bob', data: { type: 'join' } }, { auth: { token: own } }])}`;
+        admin.send(clientFrame(1, text(join)));
+        admin.send(clientFrame(3, Buffer.from([1])));
+        admin.send(clientFrame(2, Buffer.from([0xab, 0xcd])));
+        await waitFor(() => admin.state.ended);
+        // Open WebUI echoes a binary message that reaches it
+        expect(admin.received.filter((m) => m.startsWith('<binary'))).to.deep.equal([]);
+        expect(admin.state.close).to.equal(1002);
+        admin.destroy();
+      });
     });
 
     it('WebSocket: a plain user\u2019s socket is a byte pipe (Open WebUI keeps them to their own notes)', async () => {

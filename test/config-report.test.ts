@@ -9,7 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadSettings } from '../config/settings.js';
 import { redactSettings } from '../config/redact.js';
-import { baseEnv, gatewayProcess } from './support/gateway-harness.js';
+import { baseEnv, capturingObservability, gatewayProcess } from './support/gateway-harness.js';
+import { redisState } from '../gateway/state/redis-state.js';
 import { freePort } from './support/raw-http.js';
 import { startSandbox } from '../sandbox/main.js';
 
@@ -218,6 +219,105 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
       for (const s of [sandbox.settings.oidc.clientSecret, ...sandbox.settings.oidc.sessionSecrets]) expect(sandbox.banner).to.not.include(s);
     } finally {
       await sandbox.close();
+    }
+  });
+});
+
+describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, \u2018?\u2019, \u2018:\u2019 or percent-escapes: printed nowhere, and refused where Redis would not be given it as written', function () {
+  this.timeout(180_000);
+  // Every part of a password is a `qz?` token, so any piece of it that is printed is found.
+  const cases: Array<{ url: string; read: boolean; why: string }> = [
+    { url: 'redis://gateway:qz1@qz2@127.0.0.1:9/0', read: true, why: "a raw '@': read as written" },
+    { url: 'redis://admin:qz3@qz4#qz5@127.0.0.1:9/0', read: false, why: "'@' and '#': read as host qz4" },
+    { url: 'redis://gateway:qz6#qz7@127.0.0.1:9/0', read: false, why: "'#' alone: no URL at all" },
+    { url: 'redis://gateway:qz8/qz9@127.0.0.1:9/0', read: false, why: "'/': no URL at all" },
+    { url: 'redis://gateway:qza?qzb@127.0.0.1:9/0', read: false, why: "'?': no URL at all" },
+    { url: 'redis://gateway:12/qzc@127.0.0.1:9/0', read: false, why: "'/' after digits: port 12, the rest a path" },
+    { url: 'redis://gateway:qzd@qze?qzf@127.0.0.1:9/0', read: false, why: "'@' then '?': host qze, the rest a query" },
+    { url: 'redis://gateway:qzg:qzh@127.0.0.1:9/0', read: true, why: "a raw ':': read as written" },
+    { url: 'redis://gateway:qzi%23qzj%40qzk%2Fqzl%3Fqzm%3Aqzn%25@127.0.0.1:9/0', read: true, why: 'every one percent-encoded' },
+    { url: 'redis://gateway:qzo%zzqzp@127.0.0.1:9/0', read: false, why: "a '%' not followed by two hex digits" },
+    { url: 'redis://127.0.0.1:9/0?password=qzq', read: true, why: 'a password in the query, which ioredis reads' },
+  ];
+  const needles = (url: string) => url.match(/qz[0-9a-z]/g) ?? [];
+  const clean = (what: string, url: string, text: string) => {
+    for (const n of needles(url)) expect(text.includes(n), `${what} for ${url} prints ${n}:\n${text.slice(0, 3000)}`).to.equal(false);
+  };
+
+  it('check-config: the ones read as written are OK and redacted; the others refused, naming REDIS_URL and saying to percent-encode', async () => {
+    for (const { url, read, why } of cases) {
+      const r = await checkConfig({ ...production, REDIS_URL: url });
+      expect(r.code, `${why}: ${r.out}`).to.equal(read ? 0 : 2);
+      if (!read) expect(r.out, why).to.match(/REDIS_URL: [^\n]*percent-encode/);
+      clean('check-config', url, r.out);
+    }
+  });
+
+  it('the gateway process: its startup lines and its Redis warnings, or the reason it does not start', async () => {
+    for (const { url, read, why } of cases) {
+      const env = { ...baseEnv('http://127.0.0.1:9'), HOST: '127.0.0.1', PORT: '0', DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'debug', REDIS_URL: url };
+      if (!read) {
+        const err = await gatewayProcess(env).then(
+          (gw) => (gw.child.kill('SIGKILL'), expect.fail(`${why}: started`)),
+          (e: Error) => e.message,
+        );
+        expect(err, why).to.match(/REDIS_URL: [^\n]*percent-encode/);
+        clean('the refusal at startup', url, err);
+        continue;
+      }
+      const gw = await gatewayProcess(env);
+      try {
+        // Redis at nothing: its warning comes once the connect timeout passed
+        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await new Promise((r) => setTimeout(r, 100));
+        expect(gw.output(), why).to.include('effective settings').and.include('shared-state-unreachable');
+        clean('the gateway log', url, gw.output());
+        const ready = await fetch(`http://127.0.0.1:${gw.port}/readyz`);
+        clean('/readyz', url, await ready.text());
+      } finally {
+        gw.child.kill('SIGKILL');
+      }
+    }
+  });
+
+  it('the shared state itself (every warning naming the URL, its readiness detail), also given a URL the settings would refuse', async () => {
+    await Promise.all(
+      cases.map(async ({ url, read, why }) => {
+        const obs = capturingObservability();
+        const started = redisState(url, obs, { downLogEveryMs: 400 });
+        if (!read) {
+          const err = await started.then(
+            (s) => (void s.close(), expect.fail(`${why}: connected`)),
+            (e: Error) => e.message,
+          );
+          expect(err, why).to.match(/^REDIS_URL: .*percent-encode/);
+          return clean('the refusal', url, err);
+        }
+        const state = await started;
+        try {
+          await new Promise((r) => setTimeout(r, 3_300));
+          expect(obs.lines.some((l) => l.event === 'shared-state-unreachable')).to.equal(true);
+          clean('the shared state log', url, JSON.stringify(obs.lines));
+          clean('readiness', url, state.ready().detail);
+        } finally {
+          await state.close();
+        }
+      }),
+    );
+  });
+
+  it('the sandbox banner', async () => {
+    for (const [url, shown] of [
+      [cases[0]!.url, 'Redis redis://[redacted]@127.0.0.1:9/0'],
+      [cases.at(-1)!.url, 'Redis redis://127.0.0.1:9/0?password=[redacted]'],
+    ] as const) {
+      const env = { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false', PORT: '0', LOG_LEVEL: 'silent', REDIS_URL: url };
+      const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
+      try {
+        expect(sandbox.banner).to.include(shown);
+        clean('the sandbox banner', url, sandbox.banner);
+      } finally {
+        await sandbox.close();
+      }
     }
   });
 });

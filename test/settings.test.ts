@@ -84,6 +84,23 @@ describe('settings: REDIS_URL', () => {
   });
 });
 
+describe('settings: REDIS_URL whose password holds a raw \u2018#\u2019, \u2018?\u2019 or \u2018/\u2019', () => {
+  it('is refused naming REDIS_URL and saying to percent-encode, and shown with everything before the last \u2018@\u2019 taken out', () => {
+    const url = 'redis://admin:p@ss#word@redis:6379';
+    const found = problems({ ...complete, REDIS_URL: url }).join('\n');
+    expect(found).to.match(/^REDIS_URL: .*percent-encode/m);
+    expect(found).to.not.match(/ss#word|word@/);
+    expect(describeSettings({ ...complete, REDIS_URL: url }).REDIS_URL).to.equal('redis://[redacted]@redis:6379');
+    // a digit port and a path: the rest of the password would be the database
+    expect(problems({ ...complete, REDIS_URL: 'redis://admin:12/secret@redis:6379' }).join('\n')).to.match(/^REDIS_URL: /m);
+    expect(describeSettings({ ...complete, REDIS_URL: 'redis://admin:12/secret@redis:6379' }).REDIS_URL).to.equal('redis://[redacted]@redis:6379');
+    // read as written: taken
+    expect(loadSettings({ ...complete, REDIS_URL: 'redis://u:p@ss:w%23rd@redis:6379' }, { stageFiles: false }).redisUrl).to.equal(
+      'redis://u:p%40ss%3Aw%23rd@redis:6379',
+    );
+  });
+});
+
 describe('settings', () => {
   it('both stage files keep the two policy switches private', () => {
     for (const file of ['config/dev.env', 'config/prod.env']) {

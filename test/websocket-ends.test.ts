@@ -13,7 +13,7 @@ import { Upstream, type Guarding } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
-import { HANDSHAKE, frame } from './support/websocket-wire.js';
+import { HANDSHAKE, clientFrame, frame, rawWebSocket } from './support/websocket-wire.js';
 import { realGuard } from './support/websocket-guard.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -219,6 +219,61 @@ describe('WebSocket ends: an admin socket is read only as fast as its messages a
       ws.terminate();
     } finally {
       await gw.close();
+      await new Promise((r) => echo.close(r));
+    }
+  });
+});
+
+describe('WebSocket ends: an admin socket whose client breaks the protocol', function () {
+  this.timeout(20_000);
+
+  it('the upstream is told goodbye with a Close frame (1002), not cut; the client gets 1002 from the gateway and nothing it sends after reaches the upstream', async () => {
+    const upstreamGot: string[] = [];
+    let upstreamClose: number | undefined;
+    const echo = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((r) => echo.once('listening', r));
+    echo.on('connection', (ws) => {
+      ws.on('message', (m) => upstreamGot.push(String(m)));
+      ws.on('close', (code) => (upstreamClose = code));
+    });
+    const upstream = new Upstream(
+      { url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}`, timeoutMs: 5_000, maxSockets: 10, rewriteMaxBytes: 1 << 20 },
+      createObservability({ level: 'silent' }),
+    );
+    const tracker = new WebSocketTracker();
+    const server = http.createServer();
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      tracker.track(socket);
+      // as gateway/pipeline/handle.ts wires it: the tracker closes the client, the proxy the upstream
+      const guard = realGuard(async () => true);
+      upstream.forwardUpgrade(req, socket, head, {
+        ...guard,
+        make: (send, fail, flow) =>
+          guard.make(
+            send,
+            (code, why) => {
+              tracker.close(socket, code, why);
+              fail(code, why);
+            },
+            flow,
+          ),
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const s = await rawWebSocket(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      s.send(frame('42["usage",{"n":1}]'));
+      for (let t = 0; t < 2_000 && !upstreamGot.length; t += 10) await sleep(10);
+      s.send(Buffer.concat([clientFrame(5, Buffer.from('x')), frame('42["usage",{"n":2}]')]));
+      for (let t = 0; t < 3_000 && !(s.state.ended && upstreamClose !== undefined); t += 10) await sleep(10);
+      expect(s.state.close, 'the client').to.equal(1002);
+      expect(upstreamClose, 'the upstream').to.equal(1002);
+      expect(upstreamGot).to.deep.equal(['42["usage",{"n":1}]']);
+    } finally {
+      tracker.destroyAll();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
       await new Promise((r) => echo.close(r));
     }
   });

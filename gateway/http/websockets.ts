@@ -1,6 +1,7 @@
-// Proxied WebSockets: at shutdown, and when the session behind one ends. Node's `server.close()`
-// waits for upgraded sockets and `closeAllConnections()` does not reach them, so the gateway
-// tracks them itself.
+// Proxied WebSockets: at shutdown, when the session behind one ends, and when the gateway refuses
+// an admin's frames (gateway/http/socketio-guard.ts: Close 1002 or 1007-1009, `close`). Node's
+// `server.close()` waits for upgraded sockets and `closeAllConnections()` does not reach them, so
+// the gateway tracks them itself.
 //
 // Closing cleanly means the browser gets a Close frame (1001 "going away") and then the end of
 // the stream, so socket.io reconnects at once (to another instance) instead of waiting for a
@@ -17,13 +18,14 @@
 // session ended or changed gets a Close frame 1008 (policy violation) with the reason, its client's
 // bytes stop going upstream at once, and it is cut if the client does not go within a second. The
 // frames themselves are never judged for this: no per-frame cost.
+import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { SocketVerdict } from '../../policies/session-ends.js';
 
 const GOING_AWAY = 1001;
 /** RFC 6455 7.4.1: the session behind the socket ended or changed. */
 const POLICY_VIOLATION = 1008;
-/** How long a socket closed for its session may wait for the frame under way, then its client's goodbye. */
+/** How long a socket closed for its session (or its client's frames) may wait for the frame under way, then its client's goodbye. */
 const SESSION_CLOSE_WAIT_MS = 1_000;
 
 /** The session an open WebSocket was upgraded with. */
@@ -110,6 +112,18 @@ export function closeFrame(code = GOING_AWAY, reason = 'server shutting down'): 
   frame[1] = 2 + text.length;
   frame.writeUInt16BE(code, 2);
   text.copy(frame, 4);
+  return frame;
+}
+
+/** A Close frame as a client sends it (masked, RFC 6455 5.3): what the gateway tells the upstream for a client it cut. */
+export function clientCloseFrame(code: number): Buffer {
+  const mask = randomBytes(4);
+  const frame = Buffer.alloc(8);
+  frame[0] = 0x88;
+  frame[1] = 0x80 | 2;
+  mask.copy(frame, 2);
+  frame[6] = (code >> 8) ^ mask[0]!;
+  frame[7] = (code & 0xff) ^ mask[1]!;
   return frame;
 }
 
@@ -209,7 +223,7 @@ export class WebSocketTracker {
         const ok = write(bytes, undefined, done);
         // Its session ended while the upgrade was under way: the Close frame follows the 101, so the
         // upstream side is closed by the proxy's own handlers (cut earlier, they were not set yet).
-        if (t.open && t.closing && t.code === POLICY_VIOLATION && t.frames.atBoundary) this.finish(t);
+        if (t.open && t.closing && t.code !== GOING_AWAY && t.frames.atBoundary) this.finish(t);
         return ok;
       }
       if (!t.open || !t.closing) {
@@ -226,12 +240,22 @@ export class WebSocketTracker {
   }
 
   /**
-   * May the client's bytes still go upstream? Not once its session ended or changed (what a guard
-   * still holds is dropped); while the gateway shuts down they do (the client's Close frame).
+   * May the client's bytes still go upstream? Not once its session ended or changed, or the
+   * gateway refused its frames (what a guard still holds is dropped); while the gateway shuts down
+   * they do (the client's Close frame).
    */
   mayForward(socket: Duplex): boolean {
     const t = this.tracked.get(socket);
-    return !t || !(t.closing && t.code === POLICY_VIOLATION);
+    return !t || !(t.closing && t.code !== GOING_AWAY);
+  }
+
+  /**
+   * Close one socket now with `code` (an admin's frames the gateway refused, gateway/http/socketio-guard.ts):
+   * nothing more of its client goes upstream; a Close frame at the next frame boundary, then the end.
+   */
+  close(socket: Duplex, code: number, reason: string): void {
+    const t = this.tracked.get(socket);
+    if (t && !t.closing && !t.closed) this.closeWith(t, code, reason);
   }
 
   /**
@@ -274,10 +298,14 @@ export class WebSocketTracker {
 
   /** Its session ended or changed: nothing more of the client goes upstream; a Close frame 1008, then the end. */
   private closeForSession(t: Tracked, s: SocketSession, reason: string): void {
-    t.closing = true;
-    t.code = POLICY_VIOLATION;
-    t.reason = reason;
     this.options.closedForSession?.(s.label, reason);
+    this.closeWith(t, POLICY_VIOLATION, reason);
+  }
+
+  private closeWith(t: Tracked, code: number, reason: string): void {
+    t.closing = true;
+    t.code = code;
+    t.reason = reason;
     // Stop reading the client: its frames would reach the upstream under the old identity (the
     // proxy forwards them from its 'data' listener, gateway/upstream/proxy.ts forward()).
     t.socket.removeAllListeners('data');

@@ -49,7 +49,7 @@ import type { Authenticator } from '../auth/identity.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../observability/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
-import { WebSocketGuard } from '../http/socketio-guard.js';
+import { REFUSAL_RULES, WebSocketGuard } from '../http/socketio-guard.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 import type { Found, RequestHandler } from '../http/server.js';
 
@@ -266,9 +266,20 @@ export class Pipeline implements RequestHandler {
             socketJudge,
             report,
             send,
-            (why) => {
-              this.obs.log.warn({ why, caller: caller.label }, 'admin WebSocket closed: a frame the gateway cannot read');
-              fail();
+            (code, why) => {
+              this.obs.audit.warn(
+                {
+                  event: 'admin-socket-closed',
+                  rule: REFUSAL_RULES[code] ?? 'RFC 6455',
+                  code,
+                  caller: caller.label,
+                  transport: 'websocket',
+                  path: canonical.target.path,
+                },
+                why,
+              );
+              this.websockets.close(socket, code, why);
+              fail(code, why);
             },
             !this.settings.policy.bypassAdminAccessControl,
             flow,

@@ -22,6 +22,8 @@ import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { epochNow, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
+import { urlWithoutCredentials } from '../../config/redact.js';
+import { redisCredentialsProblem, redisPasswordHint } from '../../config/settings.js';
 
 const SWEEP_MS = 60_000;
 /**
@@ -44,21 +46,22 @@ async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
 const MAX_PENDING = 100_000;
 
 /** `redis://user:secret@host:port/db` as it may be logged: no credentials. */
+/**
+ * `redis://user:secret@host:port/db` as it may be logged: `redis://host:port/db`. Everything
+ * between `//` and the last '@' goes, however a URL parser would split it (config/redact.ts).
+ */
 export function redactedRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'redis://(invalid)';
-  }
+  return urlWithoutCredentials(url);
 }
 
 /** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
 const REDIS_DOWN_LOG_MS = 60_000;
 
 export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string; downLogEveryMs?: number } = {}): Promise<SharedState> {
+  // A password ioredis would read only in part would send the rest to a host of that name, and
+  // into every log line and error naming the connection: refused before any is made.
+  const problem = URL.canParse(url) ? redisCredentialsProblem(url) : `not a redis:// URL${redisPasswordHint(url)}`;
+  if (problem) throw new Error(`REDIS_URL: ${problem}`);
   const { Redis } = await import('ioredis');
   const prefix = options.keyPrefix ?? 'chat-gateway:';
   const endedKey = `${prefix}ended`;

@@ -5,6 +5,10 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Observability } from '../observability/observability.js';
 import { answerFailure, finishSocket, rawResponseHead, UpstreamError } from '../http/respond.js';
+import { clientCloseFrame } from '../http/websockets.js';
+
+/** How long an upstream told goodbye for a client whose frames were refused may take to close. */
+const GUARD_CLOSE_WAIT_MS = 1_000;
 
 /** An answer to stream must have a status a client can read (RFC 9110 15: 100 to 599). */
 export const validStatus = (status: number | undefined) => status !== undefined && status >= 100 && status <= 599;
@@ -17,12 +21,13 @@ export interface UpgradeTarget {
 }
 
 /**
- * An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream;
- * `flow` pauses the client while what waits for a judgement is too much to hold.
+ * An admin's Socket.IO guard: reads the client's bytes, calls `send` with what may go upstream
+ * (whole frames); `fail` when it refuses the client's frames (`code` for the client's Close
+ * frame); `flow` pauses the client while what waits for a judgement is too much to hold.
  */
 export type GuardFactory = (
   send: (b: Buffer) => void,
-  fail: () => void,
+  fail: (code: number, why: string) => void,
   flow: { pause(): void; resume(): void },
 ) => {
   write(b: Buffer): void;
@@ -176,7 +181,15 @@ function joinSockets(
         flow();
         upstream.once('drain', () => ((upstreamFull = false), flow()));
       },
-      close,
+      (code) => {
+        // The client broke the protocol: it is read no more (its Close frame is the caller's to
+        // send, gateway/http/websockets.ts). The upstream got whole frames only, so it is told
+        // goodbye with a Close frame of its own, and cut if it does not go in time.
+        client.removeAllListeners('data');
+        client.pause();
+        upstream.end(clientCloseFrame(code));
+        setTimeout(() => upstream.destroy(), GUARD_CLOSE_WAIT_MS).unref();
+      },
       { pause: () => ((guardFull = true), flow()), resume: () => ((guardFull = false), flow()) },
     );
     if (clientHead.length) guard.write(clientHead);

@@ -67,7 +67,12 @@ export async function gatewayProcess(
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}:\n${output}`)));
+    // a gateway that stops at its settings: all it said ('close' comes after its output), nothing left polling
+    child.once('close', (code) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${output}`));
+    });
     const poll = setInterval(() => {
       const line = output.split('\n').find((l) => l.includes('gateway listening'));
       const port = line ? /"url":"http:\/\/[^"]*:(\d+)"/.exec(line)?.[1] : undefined;

@@ -10,7 +10,7 @@ export function realGuard(judge: () => Promise<boolean>, mayForward: () => boole
         judge,
         () => {},
         send,
-        () => fail(),
+        (code, why) => fail(code, why),
         true,
         flow,
       ),
