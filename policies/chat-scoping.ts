@@ -1,20 +1,25 @@
 // ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to.
 // Pure: the route facts and the caller -> what the gateway must establish before forwarding.
 //
-// Open WebUI (routers/chats.py) lets an admin reach another user's chat through more routes than
-// the list: some fall back to "any chat by id" when its own flag is true (its default), others
-// allow any admin whatever the flag. The gateway therefore asks, for an admin and a route that
-// names a chat, who owns that chat before anything is forwarded (the upstream is asked as the
-// caller, read-only), and lets the request through only for the admin's own chat:
+// Open WebUI 0.12.4 (routers/chats.py) lets an admin reach, change and delete another user's chat
+// exactly when its own ENABLE_ADMIN_CHAT_ACCESS is true (its default): reads and the share routes
+// fall back to "any chat by id", messages, grants and deletion skip the owner check. The gateway
+// therefore asks, for an admin and a route that names a chat, who owns that chat before anything
+// is forwarded (the upstream is asked as the caller, read-only), and lets the request through only
+// for the admin's own chat, whatever the upstream's flag and CHATUI_BYPASS_ADMIN_ACCESS_CONTROL:
 //
 //   route (admin caller)                               needs
 //   GET    /api/v1/chats/{id}                           own chat
+//   DELETE /api/v1/chats/{id}                           own chat
 //   *      /api/v1/chats/{id}/...   (any sub-route)     own chat (pin, archive, messages, event, ...)
-//   GET    /api/v1/chats/share/{id}                     reached by its share id, or own chat
-//   POST   /api/v1/chats/{id}/clone/shared             reached by its share id, or own chat
+//   GET    /api/v1/chats/share/{id}                     shared with the caller by its share id, or own chat
+//   POST   /api/v1/chats/{id}/clone/shared             shared with the caller by its share id, or own chat
 //   *      /api/v1/chats/shared/{id}/access[/update]    own chat
 //   GET    /api/v1/chats/stats/export/{id}              own chat
-//   DELETE /api/v1/chats/{id}                           passes (as files, rule A7), audited
+//
+// A share id reaches a chat shared with the caller: its owner's grants name the caller (or their
+// group, or everyone). With the upstream's flag true it answers any admin for any share, so the
+// gateway then reads the grants itself (shareGrantsAllow).
 //
 // Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
 
@@ -43,10 +48,8 @@ const CHAT_ROUTE_WORDS = new Set([
 export type ChatAccess =
   /** the chat named by id must be the caller's own */
   | { need: 'own-chat'; chatId: string }
-  /** the id must be a share id, or the id of the caller's own chat */
-  | { need: 'share-or-own'; id: string }
-  /** deleting any chat passes (Open WebUI lets admins), with an audit event when it is not theirs */
-  | { need: 'audit-delete'; chatId: string };
+  /** the id must be the share id of a chat shared with the caller, or the id of the caller's own chat */
+  | { need: 'share-or-own'; id: string };
 
 /**
  * For an admin: what a request under /api/v1/chats/ needs. `segments` are the canonical path's
@@ -64,7 +67,6 @@ export function chatAccess(method: string, segments: readonly string[]): ChatAcc
   if (CHAT_ROUTE_WORDS.has(first)) return undefined;
   // /api/v1/chats/{id}[/...]
   const chatId = rest[0]!;
-  if (rest.length === 1 && method === 'DELETE') return { need: 'audit-delete', chatId };
   if (rest.length === 3 && rest[1]!.toLowerCase() === 'clone' && rest[2]!.toLowerCase() === 'shared') return { need: 'share-or-own', id: chatId };
   return { need: 'own-chat', chatId };
 }
@@ -86,12 +88,39 @@ export function parseChatRecord(body: unknown): ChatRecord | undefined {
 }
 
 /**
- * May the admin `callerId` go on, given the chat the upstream returned for `access`?
- * Own chat: its owner is the caller. Share route: the id was the chat's share id (a chat
- * reached by its share id is one shared with the caller), or the chat is the caller's own.
+ * May the admin `callerId` go on, given the chat the upstream returned for `access`? Own chat: its
+ * owner is the caller. Share route: the chat is the caller's own, or the id was the chat's share
+ * id; then the share must be one shared with the caller too (sharedByShareId, shareGrantsAllow).
  */
-export function chatAccessAllowed(access: Exclude<ChatAccess, { need: 'audit-delete' }>, chat: ChatRecord | undefined, callerId: string): boolean {
+export function chatAccessAllowed(access: ChatAccess, chat: ChatRecord | undefined, callerId: string): boolean {
   if (!chat || !callerId) return false;
   if (chat.user_id === callerId) return true;
-  return access.need === 'share-or-own' && typeof chat.share_id === 'string' && chat.share_id === access.id;
+  return sharedByShareId(access, chat, callerId);
+}
+
+/** Another user's chat reached by its share id: allowed only when shareGrantsAllow says the share is the caller's to read. */
+export function sharedByShareId(access: ChatAccess, chat: ChatRecord, callerId: string): boolean {
+  return access.need === 'share-or-own' && chat.user_id !== callerId && typeof chat.share_id === 'string' && chat.share_id === access.id;
+}
+
+/**
+ * Is another user's share the caller's to read, as Open WebUI decides it for anyone but an admin
+ * (routers/chats.py can_read_shared_chat, is_open_shared_chat; models/access_grants.py has_access:
+ * a `read` grant to the caller, to everyone (`user:*`, `anyone:*`) or to one of their groups)?
+ * `status` and `grants` are the upstream's answer to GET /api/v1/chats/shared/{chat_id}/access asked
+ * as the caller. It shows the grants to the owner, and to an admin only while its own
+ * ENABLE_ADMIN_CHAT_ACCESS is true (else 404): a 404 means the share route's answer already came
+ * from the grants, with no admin bypass. Anything else is a refusal.
+ */
+export function shareGrantsAllow(status: number, grants: unknown, who: { userId: string; groupIds: ReadonlySet<string> }): boolean {
+  if (status === 404) return true;
+  if (status !== 200 || !Array.isArray(grants) || !who.userId) return false;
+  return grants.some((g: unknown) => {
+    if (typeof g !== 'object' || g === null) return false;
+    const { principal_type: type, principal_id: id, permission } = g as Record<string, unknown>;
+    if (permission !== 'read') return false;
+    if (type === 'user') return id === who.userId || id === '*';
+    if (type === 'anyone') return id === '*';
+    return type === 'group' && typeof id === 'string' && who.groupIds.has(id);
+  });
 }

@@ -20,7 +20,9 @@
 //                settings where every user's prompts go): refused for admins
 //   export       the export switch (spec A6), for every caller and both bypass values
 //   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
-//   files        the contract's file rows (A1, A2, A7), both bypass values
+//   files        the contract's file rows (A1, A2, A7): reads and deletes by id pass audited, other
+//                per-file writes are the owner's and DELETE /files/all is refused while the bypass
+//                is off (policies/admin-scoping.ts adminFileRoute)
 //   admin-config admin configuration that exposes nobody's content: pass
 //   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
 // A route missing from the table is refused for admins while the bypass is off (fail closed) and
@@ -794,7 +796,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
   cfg('GET', '/api/v1/groups/id/{id}/members'),
 
-  // ---- routers/files.py: the contract's rows (A1, A2, A7)
+  // ---- routers/files.py: the contract's rows (A1, A2, A7; policies/admin-scoping.ts adminFileRoute)
   ...[
     'POST /',
     'GET /',

@@ -67,7 +67,7 @@ export interface StandInChat {
 /** An access grant on a shared chat (models/access_grants.py). */
 export interface StandInGrant {
   id: string;
-  principal_type: 'user' | 'group';
+  principal_type: 'user' | 'group' | 'anyone';
   principal_id: string;
   permission: 'read' | 'write';
 }
@@ -1221,7 +1221,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     file.hash = createHash('sha256').update(body['content']).digest('hex');
     file.updated_at = nowS();
     blobs.delete(file.id);
-    sendJson(ctx, 200, fileResponse(file));
+    // routers/files.py update_file_data_content_by_id answers the indexed text
+    sendJson(ctx, 200, { content: body['content'] });
   });
   route('POST', '/api/v1/files/{id}/rename', async (ctx, [id]) => {
     const { file } = await fileFor(ctx, id ?? '', 'write');
@@ -1283,20 +1284,24 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   // routers/chats.py, route for route: which lookups fall back to "any chat by id" for admins, and
   // under which flag. Chats are shared by a share id (SharedChats); access grants name the chat id.
   const chatByShareId = (shareId: string) => [...chats.values()].find((c) => c.share_id === shareId);
-  /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read') */
+  /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read'), or is_open_shared_chat (`anyone:*`) */
   const hasChatGrant = (user: StandInUser, chatId: string) =>
     (chatGrants.get(chatId) ?? []).some(
       (g) =>
-        (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
-        (g.principal_type === 'group' && user.groups.includes(g.principal_id)),
+        g.permission === 'read' &&
+        ((g.principal_type === 'anyone' && g.principal_id === '*') ||
+          (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
+          (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
     );
+  /** `user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`: the admin override of every chat route */
+  const adminChatAccess = (user: StandInUser) => user.role === 'admin' && flags.enableAdminChatAccess;
   const chatResponse = (c: StandInChat) => c;
   route('GET', '/api/v1/chats/stats/export/{chat_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     // ENABLE_COMMUNITY_SHARING is on in the stand-in: any verified user may export stats
     const chat = chats.get(id ?? '');
     if (!chat) throw new HttpError(404, NOT_FOUND);
-    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    if (chat.user_id !== user.id && !adminChatAccess(user)) throw new HttpError(401, ACCESS_PROHIBITED);
     sendJson(ctx, 200, {
       id: chat.id,
       user_id: chat.user_id,
@@ -1320,7 +1325,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   });
   route('POST', '/api/v1/chats/shared/{id}/access/update', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
     if (!chat) throw new HttpError(404, NOT_FOUND);
     const body = await readJsonObject(ctx);
     const grants = Array.isArray(body.access_grants) ? (body.access_grants as Array<Record<string, unknown>>) : [];
@@ -1328,7 +1333,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       chat.id,
       grants.map((g) => ({
         id: randomUUID(),
-        principal_type: g.principal_type === 'group' ? 'group' : 'user',
+        principal_type: g.principal_type === 'group' || g.principal_type === 'anyone' ? g.principal_type : 'user',
         principal_id: String(g.principal_id ?? ''),
         permission: g.permission === 'write' ? 'write' : 'read',
       })),
@@ -1337,7 +1342,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   });
   route('GET', '/api/v1/chats/shared/{id}/access', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
     if (!chat) throw new HttpError(404, NOT_FOUND);
     sendJson(ctx, 200, chatGrants.get(chat.id) ?? []);
   });
@@ -1347,7 +1352,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
     if (!chat) throw new HttpError(401, NOT_FOUND);
     const shared = chatByShareId(id ?? '');
-    if (shared && user.role !== 'admin' && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    if (shared && !adminChatAccess(user) && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
     const now = Math.floor(Date.now() / 1000);
     const clone: StandInChat = {
       ...structuredClone(chat),
@@ -1361,12 +1366,12 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     chats.set(clone.id, clone);
     sendJson(ctx, 200, chatResponse(clone));
   });
-  /** POST /{id}/messages/{message_id} and its /event: any admin, whatever the flag. */
+  /** POST /{id}/messages/{message_id} and its /event: the owner, or an admin while ENABLE_ADMIN_CHAT_ACCESS. */
   const chatForMessage = async (ctx: Ctx, id: string) => {
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id);
     if (!chat) throw new HttpError(401, ACCESS_PROHIBITED);
-    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    if (chat.user_id !== user.id && !adminChatAccess(user)) throw new HttpError(401, ACCESS_PROHIBITED);
     return chat;
   };
   route('POST', '/api/v1/chats/{id}/messages/{message_id}/event', async (ctx, [id]) => {
@@ -1394,8 +1399,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('DELETE', '/api/v1/chats/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id ?? '');
-    // admins delete any chat by id (chats.py delete_chat_by_id); users only their own
-    if (!chat || (user.role !== 'admin' && chat.user_id !== user.id)) throw new HttpError(404, NOT_FOUND);
+    // chats.py delete_chat_by_id: the owner, or an admin while ENABLE_ADMIN_CHAT_ACCESS
+    if (!chat || (chat.user_id !== user.id && !adminChatAccess(user))) throw new HttpError(404, NOT_FOUND);
     chats.delete(chat.id);
     chatGrants.delete(chat.id);
     sendJson(ctx, 200, true);
@@ -1404,7 +1409,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id ?? '');
     let allowed = !!chat && chat.user_id === user.id;
-    if (chat && !allowed) allowed = user.role === 'admin' && flags.enableAdminChatAccess ? true : hasChatGrant(user, chat.id);
+    if (chat && !allowed) allowed = adminChatAccess(user) ? true : hasChatGrant(user, chat.id);
     if (!chat || !allowed) throw new HttpError(401, NOT_FOUND);
     sendJson(ctx, 200, chatResponse(chat));
   });

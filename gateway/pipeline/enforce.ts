@@ -1,8 +1,8 @@
 // Step 7 of gateway/pipeline/handle.ts: carry out the policy's decision (policies/admin-scoping.ts)
 // against the upstream. `pass` streams the request on; `deny` answers without calling the
 // upstream; the file decisions answer from a view rebuilt of the caller's own files, or pass with
-// an audit line when an admin touches a file that is not theirs; the chat decisions ask the
-// upstream, as the caller, whose chat it is before anything is forwarded.
+// an audit line when an admin reads or deletes a file that is not theirs (rule A7); the chat
+// decisions ask the upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isCallersOwnCollection, objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
@@ -25,8 +25,8 @@ const BODY_LOOKUPS_AT_ONCE = 8;
 export function createEnforcer(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
   const { obs, upstream, trusted } = parts;
   const fileViews = new FileViews(upstream, obs);
-  const chatViews = new ChatViews(upstream);
   const objectViews = new ObjectViews(upstream, obs);
+  const chatViews = new ChatViews(upstream, (userId, headers) => objectViews.principal(userId, headers));
 
   /**
    * Stream the request on: `100 Continue` first when the client waits for it, with the headers
@@ -193,19 +193,6 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         delete upstreamHeaders['transfer-encoding'];
         upstreamHeaders['content-length'] = String(out.length);
         return proceed(ctx, req, res, false, out);
-      }
-      case 'audit-chat-delete': {
-        if (!caller) return proceed(ctx, req, res, expectContinue);
-        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(upstreamHeaders, trusted))]).catch(
-          () => ['', undefined],
-        );
-        if (owner !== me) {
-          obs.audit.warn(
-            { event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path },
-            'admin deleted a chat they do not own',
-          );
-        }
-        return proceed(ctx, req, res, expectContinue);
       }
     }
   }
