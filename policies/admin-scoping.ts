@@ -8,6 +8,7 @@
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
 import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
 import type { Permission } from './resource-access.js';
+import type { TagSource } from './tag-scoping.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -66,6 +67,12 @@ export type Decision =
   | { action: 'filter-listing'; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
+  /**
+   * Forward, then let only tag names of the admin's own chats and of objects they may read reach the
+   * client (policies/tag-scoping.ts): `models` and `prompts` lists of names, `chats-of-model` the
+   * analytics overview of `modelId`, its tags recounted over the admin's own chats.
+   */
+  | { action: 'scope-tags'; source: TagSource; modelId?: string; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
   | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
@@ -403,6 +410,18 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
+  if (row.tags === 'chats-of-model') {
+    // Starlette decodes the path before it hands the model id to the route
+    let modelId: string | undefined;
+    try {
+      modelId = decodeURIComponent(params.model_id ?? '');
+    } catch {
+      modelId = undefined;
+    }
+    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id to count tags of)` };
+    return { action: 'scope-tags', source: row.tags, modelId, rule };
+  }
+  if (row.tags) return { action: 'scope-tags', source: row.tags, rule };
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':

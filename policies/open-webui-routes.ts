@@ -30,6 +30,7 @@
 // as Open WebUI answers, except the export and chat classes.
 
 import type { Permission } from './resource-access.js';
+import type { TagSource } from './tag-scoping.js';
 
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
@@ -58,6 +59,11 @@ export interface RouteRow {
   redact?: readonly string[];
   /** admin-config: lists (`{items, total}`) emptied in the answer: what others shared, kept in the shape the front-end reads */
   emptied?: readonly string[];
+  /**
+   * The answer names tags users gave their chats or objects: only the tags of the admin's own chats
+   * and of objects they may read reach them (policies/tag-scoping.ts), whatever the class says.
+   */
+  tags?: TagSource;
 }
 
 /**
@@ -645,7 +651,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   list('GET', '/api/v1/models/all'),
   cfg('GET', '/api/v1/models/base/tags'),
   cfg('GET', '/api/v1/models/base'),
-  own('GET', '/api/v1/models/tags'),
+  // every workspace model's tags while Open WebUI's own bypass is on (get_all_tags)
+  row('GET', '/api/v1/models/tags', 'own', { tags: 'models' }),
   ownNaming('POST', '/api/v1/models/create', MODEL_BODY),
   list('GET', '/api/v1/models/export'),
   refused('POST', '/api/v1/models/import', 'overwrites models named by body, any user\u2019s'),
@@ -700,7 +707,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/prompts.py
   list('GET', '/api/v1/prompts/'),
-  own('GET', '/api/v1/prompts/tags'),
+  // every active prompt's tags while Open WebUI's own bypass is on (get_tags)
+  row('GET', '/api/v1/prompts/tags', 'own', { tags: 'prompts' }),
   list('GET', '/api/v1/prompts/list'),
   own('POST', '/api/v1/prompts/create'),
   read('GET', '/api/v1/prompts/id/{prompt_id}', PROMPT),
@@ -864,7 +872,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('GET', '/api/v1/analytics/daily'),
   cfg('GET', '/api/v1/analytics/tokens'),
   refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
-  cfg('GET', '/api/v1/analytics/models/{model_id:path}/overview'),
+  // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
+  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model' }),
 
   // ---- routers/utils.py
   own('GET', '/api/v1/utils/gravatar'),

@@ -447,6 +447,50 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     if (!may) throw fail(401, FORBIDDEN);
     sendJson(ctx, 200, { id: m.id, name: m.name, user_id: entry.user_id, access_grants: entry.access_grants, base_model_id: null, params: {}, meta: {} });
   });
+  /** a model's DB entry as models/models.py ModelModel answers it (the stand-in keeps owner and grants in `info`) */
+  const modelRecord = (m: WorkspaceObject) => {
+    const info = (m.info ?? {}) as { user_id?: string; access_grants?: Grant[] };
+    return {
+      id: m.id,
+      user_id: info.user_id ?? '',
+      base_model_id: typeof m.base_model_id === 'string' ? m.base_model_id : null,
+      name: m.name,
+      params: {},
+      meta: (m.meta as object | undefined) ?? {},
+      access_grants: info.access_grants ?? [],
+      is_active: true,
+      created_at: 0,
+      updated_at: 0,
+    };
+  };
+  /** the models with a DB entry (not the arena, not a connection's model without one) */
+  const modelEntries = () => [...ws.objects.model.values()].filter((m) => m.info && !m.arena).map(modelRecord);
+  route('GET', '/api/v1/models/all', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    sendJson(ctx, 200, modelEntries());
+  });
+  // routers/models.py get_model_tags: Models.get_all_tags of workspace models (a base model set), every
+  // one for an admin with the bypass on, else those the caller owns or holds a read grant on
+  route('GET', '/api/v1/models/tags', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const names = new Set<string>();
+    for (const m of modelEntries()) {
+      if (!m.base_model_id || !((user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, m))) continue;
+      for (const t of ((m.meta as { tags?: unknown[] }).tags ?? []) as unknown[]) {
+        const name = typeof t === 'object' && t !== null ? (t as { name?: unknown }).name : t;
+        if (typeof name === 'string' && name) names.add(name);
+      }
+    }
+    sendJson(ctx, 200, [...names].sort());
+  });
+  // routers/prompts.py get_prompt_tags: Prompts.get_tags (every active prompt) for an admin with the bypass on, else get_tags_by_user_id
+  route('GET', '/api/v1/prompts/tags', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const names = new Set<string>();
+    for (const p of listed(user, 'prompt'))
+      if (p.is_active !== false) for (const t of (p.tags ?? []) as unknown[]) if (typeof t === 'string' && t) names.add(t);
+    sendJson(ctx, 200, [...names].sort());
+  });
   for (const kind of ['prompt', 'tool', 'skill'] as const) {
     const base = `/api/v1/${kind}s`;
     route('GET', `${base}/`, async (ctx) => {

@@ -1414,6 +1414,30 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     sendJson(ctx, 200, chatResponse(chat));
   });
 
+  // routers/analytics.py get_model_overview (admin only): feedback counts per day (none here) and the
+  // top 10 tags of every user's chats that used the model (a message's model_id, else its model)
+  route('GET', '/api/v1/analytics/models/*/overview', async (ctx, [rawId]) => {
+    await authenticate(ctx, 'admin');
+    const modelId = decodeURIComponent(rawId ?? '');
+    const issues: ValidationIssue[] = [];
+    const days = intParam(ctx, 'days', 30, issues);
+    if (issues.length) throw unprocessable(issues);
+    const history: Array<{ date: string; won: number; lost: number }> = [];
+    for (let d = days; days > 0 && d >= 0; d--) history.push({ date: new Date(Date.now() - d * 86_400_000).toISOString().slice(0, 10), won: 0, lost: 0 });
+    const counts = new Map<string, number>();
+    for (const c of chats.values()) {
+      const body = (c.chat ?? {}) as { history?: { messages?: Record<string, Record<string, unknown>> }; messages?: Array<Record<string, unknown>> };
+      const messages = [...Object.values(body.history?.messages ?? {}), ...(body.messages ?? [])];
+      if (!messages.some((m) => (m.model_id || m.model) === modelId)) continue;
+      for (const t of ((c.meta as { tags?: unknown[] }).tags ?? []) as string[]) counts.set(t, (counts.get(t) ?? 0) + 1);
+    }
+    const tags = [...counts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 10)
+      .map(([tag, count]) => ({ tag, count }));
+    sendJson(ctx, 200, { history, tags });
+  });
+
   // completions and the model proxies
   route('POST', '/api/chat/completions', (ctx) => completions(ctx, false));
   route('POST', '/api/v1/chat/completions', (ctx) => completions(ctx, false));

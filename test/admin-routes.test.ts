@@ -5,7 +5,7 @@
 // and folder never reach them; their own content and content shared with them still work; an
 // admin cannot change another user's email or password; every refusal is audited with its rule.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../sandbox/open-webui.js';
 import { emptyWorkspace, grant, type Workspace } from '../sandbox/open-webui-workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 
@@ -66,11 +66,39 @@ function seed(): Workspace {
   put('feedback', { id: 'fb-admin', user_id: 'u-admin', type: 'rating', data: { rating: -1 }, snapshot: { chat: {} } });
   put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
   put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
-  put('model', { id: 'm-admin', user_id: '', name: 'own model', info: { user_id: 'u-admin', access_grants: [] } });
+  put('model', {
+    id: 'm-admin',
+    user_id: '',
+    name: 'own model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: 'admin-model-tag' }] },
+    info: { user_id: 'u-admin', access_grants: [] },
+  });
+  put('model', {
+    id: 'm-bob',
+    user_id: '',
+    name: 'bob private model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: `${SECRET}-model-tag` }] },
+    info: { user_id: 'u-bob', access_grants: [] },
+  });
+  put('prompt', { id: 'p-bob', user_id: 'u-bob', command: '/bob', name: 'bob prompt', content: SECRET, tags: [`${SECRET}-prompt-tag`], access_grants: [] });
+  put('prompt', { id: 'p-admin', user_id: 'u-admin', command: '/mine', name: 'own prompt', content: 'mine', tags: ['admin-prompt-tag'], access_grants: [] });
+  put('prompt', {
+    id: 'p-tenant-a',
+    user_id: 'u-alice',
+    command: '/acme',
+    name: 'acme prompt',
+    content: 'acme',
+    tags: ['acme-prompt-tag'],
+    access_grants: [grant('prompt', 'p-tenant-a', 'group:tenant-a')],
+  });
   put('model', {
     id: 'm-tenant-a',
     user_id: '',
     name: 'tenant-a model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: 'tenant-a-model-tag' }] },
     info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] },
   });
   put('model', {
@@ -84,7 +112,7 @@ function seed(): Workspace {
   return ws;
 }
 
-const chats = users.map((u) => ({
+const chats: StandInChat[] = users.map((u) => ({
   id: `c-${u.id}`,
   user_id: u.id,
   title: `chat of ${u.name}`,
@@ -97,6 +125,21 @@ const chats = users.map((u) => ({
   meta: {},
   folder_id: u.id === 'u-bob' ? 'fo-bob' : null,
 }));
+// chats that used the model m-tenant-a, filed under tags by their owners
+const taggedChat = (id: string, user_id: string, tags: string[]) => ({
+  ...chats[0]!,
+  id,
+  user_id,
+  title: id,
+  chat: { history: { messages: { q: { role: 'user', content: 'q' }, a: { role: 'assistant', model: 'm-tenant-a', content: 'a' } } } },
+  meta: { tags },
+  folder_id: null,
+});
+chats.push(
+  taggedChat('c-bob-tagged-1', 'u-bob', [`${SECRET}-divorce`, 'work']),
+  taggedChat('c-bob-tagged-2', 'u-bob', [`${SECRET}-divorce`, 'work']),
+  taggedChat('c-admin-tagged', 'u-admin', ['work', 'admin-chat-tag']),
+);
 
 describe('admin route table against the stand-in upstream (issue 24)', function () {
   let upstream: OpenWebUIStandIn;
@@ -283,6 +326,40 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
           const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
           if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
           expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
+        },
+      );
+
+      it(
+        bypass
+          ? 'tags: model, prompt and chat tags as Open WebUI answers'
+          : 'tags: only those of the admin\u2019s own chats and of models and prompts they may read; the overview keeps its history, counts own chats only',
+        async () => {
+          const models = JSON.parse(await text(await call('GET', '/api/v1/models/tags', adminKey))) as string[];
+          const prompts = JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', adminKey))) as string[];
+          const overviewRes = await call('GET', '/api/v1/analytics/models/m-tenant-a/overview?days=3', adminKey);
+          expect(overviewRes.status).to.equal(200);
+          const overview = JSON.parse(await text(overviewRes)) as { history: unknown[]; tags: Array<{ tag: string; count: number }> };
+          expect(overview.history).to.have.length(4);
+          if (bypass) {
+            expect(models).to.include(`${SECRET}-model-tag`);
+            expect(prompts).to.include(`${SECRET}-prompt-tag`);
+            expect(overview.tags).to.deep.include({ tag: 'work', count: 3 });
+            return;
+          }
+          expect(models).to.deep.equal(['admin-model-tag', 'tenant-a-model-tag']);
+          expect(prompts).to.deep.equal(['acme-prompt-tag', 'admin-prompt-tag']);
+          expect(overview.tags).to.have.deep.members([
+            { tag: 'work', count: 1 },
+            { tag: 'admin-chat-tag', count: 1 },
+          ]);
+          expect(JSON.stringify(overview)).to.not.include(SECRET);
+          expect(gw.obs.lines.filter((l) => l.event === 'admin-tags-filtered').map((l) => l.path)).to.include.members([
+            '/api/v1/models/tags',
+            '/api/v1/prompts/tags',
+            '/api/v1/analytics/models/m-tenant-a/overview',
+          ]);
+          // a plain user gets Open WebUI's own answer (their readable objects only)
+          expect(JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', aliceKey)))).to.deep.equal(['acme-prompt-tag']);
         },
       );
 

@@ -1,0 +1,115 @@
+// Carries out the scope-tags decision of policies/admin-scoping.ts (an admin, bypass off): the
+// answer of a route that names tags users gave their chats or objects reaches the admin with only
+// the tags of their own chats and of objects they may read (policies/tag-scoping.ts decides).
+//   - models, prompts: the upstream's list of names, kept where a model (GET /api/v1/models/all) or
+//     an active prompt (GET /api/v1/prompts/) the admin may read carries the name. Both lookups are
+//     asked as the caller; the intersection never shows a name the upstream did not list.
+//   - chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
+//     (GET /api/v1/chats/all, the caller's export as NDJSON, read as it arrives); `history` kept.
+// Rewritten answers: uncompressed fetch, `no-store`; an answer the gateway cannot read fails closed
+// (502), an upstream error passes on with its status and `detail` only.
+import type { ServerResponse } from 'node:http';
+import { keepTags, modelTagNames, OwnChatTags, overviewWithTags, promptTagNames, type TagSource } from '../../policies/tag-scoping.js';
+import type { Principal } from '../../policies/resource-access.js';
+import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
+import { callJson, errorDetail, ListOrRecordAnswer } from './json.js';
+import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import type { Observability } from '../ops/observability.js';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** Where the objects whose tags the admin may see are listed, as the caller. */
+const OBJECTS_OF: Record<Exclude<TagSource, 'chats-of-model'>, string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
+
+export class TagViews {
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly obs: Observability,
+  ) {}
+
+  /** Answer `pathAndQuery` with only the tags `who` may see; `audit` gets how many the upstream's answer lost. */
+  async serve(
+    res: ServerResponse,
+    source: TagSource,
+    pathAndQuery: string,
+    headers: Headers,
+    who: Principal,
+    modelId: string | undefined,
+    audit: (removed: number) => void,
+  ): Promise<void> {
+    try {
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      if (up.json === undefined) return passError(res, up.status, up.body);
+      let body: unknown;
+      let removed: number;
+      if (source === 'chats-of-model') {
+        const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
+        const out = overviewWithTags(up.json, counted.top());
+        if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
+        ({ body, removed } = out);
+      } else {
+        const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
+        if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
+        const allowed = source === 'models' ? modelTagNames(objects.json, who) : promptTagNames(objects.json, who);
+        if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
+        const kept = keepTags(up.json, allowed);
+        if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
+        [body, removed] = [kept.tags, kept.removed];
+      }
+      if (removed > 0) audit(removed);
+      sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
+      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
+      this.obs.log.error({ err: { message: e.message } }, 'tag route failed closed');
+      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+    }
+  }
+
+  /** The caller's own chats (their export, one JSON chat a line), counted as they arrive: no chat is kept. */
+  private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+    const counted = new OwnChatTags(callerId, modelId);
+    const lines = new LineSink((line) => counted.add(JSON.parse(line)));
+    const up = await this.upstream.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
+      status === 200 ? lines : undefined,
+    );
+    if (up.status !== 200) throw new UpstreamError('bad-body', `/api/v1/chats/all answered ${up.status}`);
+    lines.end();
+    return counted;
+  }
+}
+
+/** Splits a body into lines, each handed over whole (a line that is not JSON throws: the body is refused). */
+class LineSink implements BodySink {
+  private parts: Buffer[] = [];
+
+  constructor(private readonly line: (text: string) => void) {}
+
+  write(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      this.parts.push(chunk.subarray(start, nl));
+      this.flush();
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.parts.push(chunk.subarray(start));
+  }
+
+  /** The last line, when the body did not end with a newline. */
+  end(): void {
+    this.flush();
+  }
+
+  private flush(): void {
+    const text = Buffer.concat(this.parts).toString('utf8').trim();
+    this.parts = [];
+    if (text) this.line(text);
+  }
+}
+
+/** An upstream error answer carries no content: its status and `{detail}` go on. */
+function passError(res: ServerResponse, status: number, body: Buffer): void {
+  const told = errorDetail(body);
+  const detail = typeof told === 'string' ? told : 'Upstream error';
+  sendJson(res, status >= 400 && status < 600 ? status : 502, { detail });
+}
