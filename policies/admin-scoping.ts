@@ -421,6 +421,9 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
     if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id to count tags of)` };
     return { action: 'scope-tags', source: row.tags, modelId, rule };
   }
+  // the leaderboard's query weighs every user's ratings by how near their tags are to it
+  if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
+    return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
   if (row.tags) return { action: 'scope-tags', source: row.tags, rule };
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {

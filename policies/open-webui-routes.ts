@@ -849,7 +849,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('POST', '/api/v1/functions/id/{id}/update/version', CODE),
 
   // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat
-  cfg('GET', '/api/v1/evaluations/leaderboard'),
+  // each model's `top_tags`: the tags of every user's ratings of it
+  row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks' }),
   cfg('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history'),
   cfg('GET,POST', '/api/v1/evaluations/config'),
   cfg('GET', '/api/v1/evaluations/feedbacks/models'),

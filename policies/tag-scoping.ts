@@ -11,15 +11,30 @@
 //                                 `tags` counts the tags of every user's chats that used the model
 //                                 (routers/analytics.py get_model_overview): recounted over the
 //                                 admin's own chats only; `history` (feedback counts per day) kept
+//   GET /api/v1/evaluations/leaderboard
+//                                 each model's `top_tags` counts the tags of every user's ratings
+//                                 (routers/evaluations.py _get_top_tags): recounted over the admin's
+//                                 own ratings; ratings and won/lost counts kept. Its `query` weighs
+//                                 every user's ratings by how near their tags are to it: refused
 import { mayReach, type Principal } from './resource-access.js';
 
-export type TagSource = 'models' | 'prompts' | 'chats-of-model';
+export type TagSource = 'models' | 'prompts' | 'chats-of-model' | 'feedbacks';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** How many tags the overview answers (get_model_overview: the top 10 by count). */
 export const OVERVIEW_TAGS = 10;
+/** How many tags each leaderboard entry answers (_get_top_tags: the top 5 by count). */
+export const LEADERBOARD_TAGS = 5;
+
+/** `counts` as Open WebUI answers top tags: by count, most first, the first `limit`. */
+function topOf(counts: Map<string, number>, limit: number): Array<{ tag: string; count: number }> {
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, limit)
+    .map(([tag, count]) => ({ tag, count }));
+}
 
 /** A tag entry of a model's meta as get_all_tags reads it: `{name}` or a plain value. */
 function tagName(tag: unknown): string | undefined {
@@ -97,11 +112,50 @@ export class OwnChatTags {
 
   /** The top tags by count, as get_model_overview answers them. */
   top(): Array<{ tag: string; count: number }> {
-    return [...this.counts.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, OVERVIEW_TAGS)
-      .map(([tag, count]) => ({ tag, count }));
+    return topOf(this.counts, OVERVIEW_TAGS);
   }
+}
+
+/** Counts tags per rated model over the caller's own ratings (FeedbackResponse records of GET /api/v1/evaluations/feedbacks/user). */
+export class OwnFeedbackTags {
+  private readonly counts = new Map<string, Map<string, number>>();
+
+  constructor(private readonly callerId: string) {}
+
+  /** One rating; one that is not the caller's counts nothing. Not a record: false (the page is not what the gateway reads). */
+  add(feedback: unknown): boolean {
+    if (!isObj(feedback)) return false;
+    if (feedback.user_id !== this.callerId || !this.callerId || !isObj(feedback.data)) return true;
+    const { model_id: modelId, tags } = feedback.data;
+    if (typeof modelId !== 'string' || !modelId || !Array.isArray(tags)) return true;
+    const counts = this.counts.get(modelId) ?? new Map<string, number>();
+    for (const t of tags) if (typeof t === 'string' && t) counts.set(t, (counts.get(t) ?? 0) + 1);
+    this.counts.set(modelId, counts);
+    return true;
+  }
+
+  /** A model's top tags, as _get_top_tags answers them. */
+  top(modelId: string): Array<{ tag: string; count: number }> {
+    return topOf(this.counts.get(modelId) ?? new Map(), LEADERBOARD_TAGS);
+  }
+}
+
+/** The leaderboard with each entry's `top_tags` replaced by `top(model_id)`. Undefined: not a leaderboard. */
+export function leaderboardWithTags(
+  body: unknown,
+  top: (modelId: string) => Array<{ tag: string; count: number }>,
+): { body: Obj; removed: number } | undefined {
+  if (!isObj(body) || !Array.isArray(body.entries)) return undefined;
+  let removed = 0;
+  const entries: Obj[] = [];
+  for (const e of body.entries) {
+    if (!isObj(e) || typeof e.model_id !== 'string') return undefined;
+    const mine = top(e.model_id);
+    const names = new Set(mine.map((t) => t.tag));
+    removed += (Array.isArray(e.top_tags) ? e.top_tags : []).filter((t) => !(isObj(t) && typeof t.tag === 'string' && names.has(t.tag))).length;
+    entries.push({ ...e, top_tags: mine });
+  }
+  return { body: { ...body, entries }, removed };
 }
 
 /** The overview with its `tags` replaced (`history` kept as answered). Undefined: not an overview. */

@@ -374,6 +374,50 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
     const items = [...ws.objects.feedback.values()].map(withUser);
     sendJson(ctx, 200, { items, total: items.length });
   });
+  // the caller's own ratings, 30 a page, newest first (get_user_feedbacks)
+  route('GET', '/api/v1/evaluations/feedbacks/user', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
+    const own = [...ws.objects.feedback.values()].filter((f) => f.user_id === user.id).map(withUser);
+    sendJson(ctx, 200, { items: own.slice((page - 1) * 30, page * 30), total: own.length });
+  });
+  // get_leaderboard without a query: Elo over every user's ratings (_calculate_elo) and each model's
+  // top 5 tags of every user's ratings (_get_top_tags)
+  route('GET', '/api/v1/evaluations/leaderboard', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const stats = new Map<string, { rating: number; won: number; lost: number }>();
+    const tags = new Map<string, Map<string, number>>();
+    const of = (m: string) => stats.get(m) ?? (stats.set(m, { rating: 1000, won: 0, lost: 0 }), stats.get(m)!);
+    for (const f of ws.objects.feedback.values()) {
+      const data = (f.data ?? {}) as { model_id?: string; rating?: unknown; sibling_model_ids?: string[]; tags?: string[] };
+      if (data.model_id)
+        for (const t of data.tags ?? []) tags.set(data.model_id, (tags.get(data.model_id) ?? new Map()).set(t, (tags.get(data.model_id)?.get(t) ?? 0) + 1));
+      const rating = String(data.rating ?? '');
+      if (!data.model_id || (rating !== '1' && rating !== '-1')) continue;
+      for (const opponent of data.sibling_model_ids ?? []) {
+        const [w, o] = [of(data.model_id), of(opponent)];
+        const expected = 1 / (1 + 10 ** ((o.rating - w.rating) / 400));
+        w.rating += 32 * ((rating === '1' ? 1 : 0) - expected);
+        o.rating += 32 * ((rating === '1' ? 0 : 1) - (1 - expected));
+        if (rating === '1') [w.won, o.lost] = [w.won + 1, o.lost + 1];
+        else [w.lost, o.won] = [w.lost + 1, o.won + 1];
+      }
+    }
+    const entries = [...stats.entries()]
+      .map(([model_id, s]) => ({
+        model_id,
+        rating: Math.round(s.rating),
+        won: s.won,
+        lost: s.lost,
+        count: s.won + s.lost,
+        top_tags: [...(tags.get(model_id) ?? new Map<string, number>()).entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 5)
+          .map(([tag, count]) => ({ tag, count })),
+      }))
+      .sort((a, b) => b.rating - a.rating);
+    sendJson(ctx, 200, { entries });
+  });
   route('GET', '/api/v1/evaluations/feedback/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const o = get('feedback', id);

@@ -60,10 +60,16 @@ function seed(): Workspace {
     id: 'fb-bob',
     user_id: 'u-bob',
     type: 'rating',
-    data: { rating: 1 },
+    data: { rating: 1, model_id: 'm-tenant-a', sibling_model_ids: ['m-admin'], tags: [`${SECRET}-rating-tag`, 'shared-word'] },
     snapshot: { chat: { title: 'rated', chat: { messages: [{ content: SECRET }] } } },
   });
-  put('feedback', { id: 'fb-admin', user_id: 'u-admin', type: 'rating', data: { rating: -1 }, snapshot: { chat: {} } });
+  put('feedback', {
+    id: 'fb-admin',
+    user_id: 'u-admin',
+    type: 'rating',
+    data: { rating: -1, model_id: 'm-tenant-a', sibling_model_ids: ['m-admin'], tags: ['shared-word', 'admin-rating-tag'] },
+    snapshot: { chat: {} },
+  });
   put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
   put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
   put('model', {
@@ -331,8 +337,8 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
 
       it(
         bypass
-          ? 'tags: model, prompt and chat tags as Open WebUI answers'
-          : 'tags: only those of the admin\u2019s own chats and of models and prompts they may read; the overview keeps its history, counts own chats only',
+          ? 'tags: model, prompt, chat and rating tags as Open WebUI answers'
+          : 'tags: only those of the admin\u2019s own chats and ratings and of models and prompts they may read; the overview and leaderboard keep their counts',
         async () => {
           const models = JSON.parse(await text(await call('GET', '/api/v1/models/tags', adminKey))) as string[];
           const prompts = JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', adminKey))) as string[];
@@ -344,6 +350,7 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
             expect(models).to.include(`${SECRET}-model-tag`);
             expect(prompts).to.include(`${SECRET}-prompt-tag`);
             expect(overview.tags).to.deep.include({ tag: 'work', count: 3 });
+            expect(await text(await call('GET', '/api/v1/evaluations/leaderboard', adminKey))).to.include(`${SECRET}-rating-tag`);
             return;
           }
           expect(models).to.deep.equal(['admin-model-tag', 'tenant-a-model-tag']);
@@ -358,6 +365,22 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
             '/api/v1/prompts/tags',
             '/api/v1/analytics/models/m-tenant-a/overview',
           ]);
+          // the leaderboard: ratings as Open WebUI counts them, tags of the admin's own ratings only; its query is refused
+          const board = JSON.parse(await text(await call('GET', '/api/v1/evaluations/leaderboard', adminKey))) as {
+            entries: Array<{ model_id: string; won: number; lost: number; top_tags: Array<{ tag: string; count: number }> }>;
+          };
+          expect(board.entries.find((e) => e.model_id === 'm-tenant-a')).to.deep.include({
+            won: 1,
+            lost: 1,
+            top_tags: [
+              { tag: 'shared-word', count: 1 },
+              { tag: 'admin-rating-tag', count: 1 },
+            ],
+          });
+          expect(JSON.stringify(board)).to.not.include(SECRET);
+          const before = reached('GET', '/evaluations/leaderboard');
+          expect((await call('GET', '/api/v1/evaluations/leaderboard?query=divorce', adminKey)).status).to.equal(403);
+          expect(reached('GET', '/evaluations/leaderboard')).to.equal(before);
           // a plain user gets Open WebUI's own answer (their readable objects only)
           expect(JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', aliceKey)))).to.deep.equal(['acme-prompt-tag']);
         },

@@ -6,10 +6,21 @@
 //     asked as the caller; the intersection never shows a name the upstream did not list.
 //   - chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
 //     (GET /api/v1/chats/all, the caller's export as NDJSON, read as it arrives); `history` kept.
+//   - feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings (GET
+//     /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
 // Rewritten answers: uncompressed fetch, `no-store`; an answer the gateway cannot read fails closed
 // (502), an upstream error passes on with its status and `detail` only.
 import type { ServerResponse } from 'node:http';
-import { keepTags, modelTagNames, OwnChatTags, overviewWithTags, promptTagNames, type TagSource } from '../../policies/tag-scoping.js';
+import {
+  keepTags,
+  leaderboardWithTags,
+  modelTagNames,
+  OwnChatTags,
+  OwnFeedbackTags,
+  overviewWithTags,
+  promptTagNames,
+  type TagSource,
+} from '../../policies/tag-scoping.js';
 import type { Principal } from '../../policies/resource-access.js';
 import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
 import { callJson, errorDetail, ListOrRecordAnswer } from './json.js';
@@ -19,7 +30,10 @@ import type { Observability } from '../ops/observability.js';
 type Headers = Record<string, string | string[] | undefined>;
 
 /** Where the objects whose tags the admin may see are listed, as the caller. */
-const OBJECTS_OF: Record<Exclude<TagSource, 'chats-of-model'>, string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
+const OBJECTS_OF: Record<'models' | 'prompts', string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
+
+/** Pages of the caller's own ratings one leaderboard may walk (30 a page): past it the answer is a 502, not a guess. */
+export const MAX_FEEDBACK_PAGES = 40;
 
 export class TagViews {
   constructor(
@@ -47,6 +61,11 @@ export class TagViews {
         const out = overviewWithTags(up.json, counted.top());
         if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
         ({ body, removed } = out);
+      } else if (source === 'feedbacks') {
+        const counted = await this.ownFeedbackTags(headers, who.userId);
+        const out = leaderboardWithTags(up.json, (m) => counted.top(m));
+        if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
+        ({ body, removed } = out);
       } else {
         const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
         if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
@@ -64,6 +83,22 @@ export class TagViews {
       this.obs.log.error({ err: { message: e.message } }, 'tag route failed closed');
       sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
     }
+  }
+
+  /** The caller's own ratings, page by page until the total is reached. */
+  private async ownFeedbackTags(headers: Headers, callerId: string): Promise<OwnFeedbackTags> {
+    const counted = new OwnFeedbackTags(callerId);
+    let seen = 0;
+    for (let page = 1; page <= MAX_FEEDBACK_PAGES; page++) {
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', `/api/v1/evaluations/feedbacks/user?page=${page}`, headers);
+      const body = up.json as { items?: unknown; total?: unknown } | undefined;
+      if (!body || Array.isArray(body) || !Array.isArray(body.items) || typeof body.total !== 'number')
+        throw new UpstreamError('bad-body', `/api/v1/evaluations/feedbacks/user answered ${up.status} without {items, total}`);
+      for (const f of body.items) if (!counted.add(f)) throw new UpstreamError('bad-body', 'a rating that is not a record');
+      seen += body.items.length;
+      if (body.items.length === 0 || seen >= body.total) return counted;
+    }
+    throw new UpstreamError('too-large', `more than ${MAX_FEEDBACK_PAGES} pages of the caller's own ratings`);
   }
 
   /** The caller's own chats (their export, one JSON chat a line), counted as they arrive: no chat is kept. */

@@ -1,7 +1,7 @@
 // Tag names of other users' chats and objects never reach an admin while the bypass is off (pure).
 import { expect } from 'chai';
 import { decide, type PolicySettings } from '../../policies/admin-scoping.js';
-import { keepTags, modelTagNames, OwnChatTags, overviewWithTags, promptTagNames } from '../../policies/tag-scoping.js';
+import { keepTags, leaderboardWithTags, modelTagNames, OwnChatTags, OwnFeedbackTags, overviewWithTags, promptTagNames } from '../../policies/tag-scoping.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: false };
@@ -21,7 +21,15 @@ describe('tag scoping (pure)', () => {
     expect(decide({ method: 'GET', path: '/api/v1/analytics/models/openai/gpt%204/overview' }, off, { admin: true })).to.include({
       modelId: 'openai/gpt 4',
     });
-    for (const path of ['/api/v1/models/tags', '/api/v1/prompts/tags', '/api/v1/analytics/models/m/overview']) {
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard' }, off, { admin: true })).to.include({ action: 'scope-tags', source: 'feedbacks' });
+    // the leaderboard's query weighs every user's ratings by their tags: refused, however given
+    for (const search of ['?query=divorce', '?query=&query=divorce', '?query=%20x'])
+      expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search }, off, { admin: true }), search).to.include({
+        action: 'deny',
+        status: 403,
+      });
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search: '?query=' }, off, { admin: true }).action).to.equal('scope-tags');
+    for (const path of ['/api/v1/models/tags', '/api/v1/prompts/tags', '/api/v1/analytics/models/m/overview', '/api/v1/evaluations/leaderboard']) {
       expect(decide({ method: 'GET', path }, on, { admin: true }).action, path).to.equal('pass');
       expect(decide({ method: 'GET', path }, off, { admin: false }).action, path).to.equal('pass');
     }
@@ -96,5 +104,44 @@ describe('tag scoping (pure)', () => {
     });
     expect(overviewWithTags({ history: [] }, [])).to.equal(undefined);
     expect(overviewWithTags([], [])).to.equal(undefined);
+  });
+
+  it('the leaderboard\u2019s top tags are counted over the admin\u2019s own ratings; its ratings and counts are kept', () => {
+    const own = new OwnFeedbackTags('u-admin');
+    const rating = (user_id: string, model_id: string, tags: unknown) => ({ id: 'x', user_id, data: { rating: 1, model_id, tags } });
+    expect(own.add(rating('u-admin', 'm1', ['work', 'tax']))).to.equal(true);
+    own.add(rating('u-admin', 'm1', ['work']));
+    own.add(rating('u-admin', 'm2', ['other']));
+    own.add(rating('u-bob', 'm1', ['divorce', 'work']));
+    own.add(rating('u-admin', 'm1', 'not a list'));
+    expect(own.add('not a record')).to.equal(false);
+    expect(own.top('m1')).to.deep.equal([
+      { tag: 'work', count: 2 },
+      { tag: 'tax', count: 1 },
+    ]);
+    const board = {
+      entries: [
+        {
+          model_id: 'm1',
+          rating: 1016,
+          won: 3,
+          lost: 0,
+          count: 3,
+          top_tags: [
+            { tag: 'divorce', count: 9 },
+            { tag: 'work', count: 3 },
+          ],
+        },
+        { model_id: 'm3', rating: 984, won: 0, lost: 3, count: 3, top_tags: [{ tag: 'divorce', count: 3 }] },
+      ],
+    };
+    const out = leaderboardWithTags(board, (m) => own.top(m))!;
+    expect(out.removed).to.equal(2);
+    expect(out.body.entries).to.deep.equal([
+      { model_id: 'm1', rating: 1016, won: 3, lost: 0, count: 3, top_tags: own.top('m1') },
+      { model_id: 'm3', rating: 984, won: 0, lost: 3, count: 3, top_tags: [] },
+    ]);
+    expect(leaderboardWithTags({ entries: [{ rating: 1 }] }, () => [])).to.equal(undefined);
+    expect(leaderboardWithTags([], () => [])).to.equal(undefined);
   });
 });
