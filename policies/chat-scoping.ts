@@ -18,8 +18,8 @@
 //   GET    /api/v1/chats/stats/export/{id}              own chat
 //
 // A share id reaches a chat shared with the caller: its owner's grants name the caller (or their
-// group, or everyone). With the upstream's flag true it answers any admin for any share, so the
-// gateway then reads the grants itself (shareGrantsAllow).
+// group, or everyone). With the upstream's flag true it answers any admin for any share, so another
+// user's share is then refused (sharesFollowGrants).
 //
 // Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
 
@@ -90,7 +90,7 @@ export function parseChatRecord(body: unknown): ChatRecord | undefined {
 /**
  * May the admin `callerId` go on, given the chat the upstream returned for `access`? Own chat: its
  * owner is the caller. Share route: the chat is the caller's own, or the id was the chat's share
- * id; then the share must be one shared with the caller too (sharedByShareId, shareGrantsAllow).
+ * id; then the share must be one shared with the caller too (sharedByShareId, sharesFollowGrants).
  */
 export function chatAccessAllowed(access: ChatAccess, chat: ChatRecord | undefined, callerId: string): boolean {
   if (!chat || !callerId) return false;
@@ -98,29 +98,21 @@ export function chatAccessAllowed(access: ChatAccess, chat: ChatRecord | undefin
   return sharedByShareId(access, chat, callerId);
 }
 
-/** Another user's chat reached by its share id: allowed only when shareGrantsAllow says the share is the caller's to read. */
+/** Another user's chat reached by its share id: allowed only when the upstream held the share to its grants (sharesFollowGrants). */
 export function sharedByShareId(access: ChatAccess, chat: ChatRecord, callerId: string): boolean {
   return access.need === 'share-or-own' && chat.user_id !== callerId && typeof chat.share_id === 'string' && chat.share_id === access.id;
 }
 
 /**
- * Is another user's share the caller's to read, as Open WebUI decides it for anyone but an admin
- * (routers/chats.py can_read_shared_chat, is_open_shared_chat; models/access_grants.py has_access:
- * a `read` grant to the caller, to everyone (`user:*`, `anyone:*`) or to one of their groups)?
- * `status` and `grants` are the upstream's answer to GET /api/v1/chats/shared/{chat_id}/access asked
- * as the caller. It shows the grants to the owner, and to an admin only while its own
- * ENABLE_ADMIN_CHAT_ACCESS is true (else 404): a 404 means the share route's answer already came
- * from the grants, with no admin bypass. Anything else is a refusal.
+ * Does the upstream hold another user's share to its grants for this caller? Open WebUI 0.12.4 lets
+ * an admin read and clone any share while its own ENABLE_ADMIN_CHAT_ACCESS is true
+ * (can_read_shared_chat, clone_shared_chat_by_id), and the share's answer cannot tell a share granted
+ * to the caller from one that is not: a snapshot carries the share's id, not the chat's, so its grants
+ * cannot be asked for. `status` is the upstream's answer to the route that answers on exactly that
+ * flag, GET /api/v1/chats/list/user/{the caller's own id} (admins only): 401 while the flag is false
+ * (or while the upstream does not hold the caller for an admin), and then the share's answer came
+ * from its grants. Anything else: refused.
  */
-export function shareGrantsAllow(status: number, grants: unknown, who: { userId: string; groupIds: ReadonlySet<string> }): boolean {
-  if (status === 404) return true;
-  if (status !== 200 || !Array.isArray(grants) || !who.userId) return false;
-  return grants.some((g: unknown) => {
-    if (typeof g !== 'object' || g === null) return false;
-    const { principal_type: type, principal_id: id, permission } = g as Record<string, unknown>;
-    if (permission !== 'read') return false;
-    if (type === 'user') return id === who.userId || id === '*';
-    if (type === 'anyone') return id === '*';
-    return type === 'group' && typeof id === 'string' && who.groupIds.has(id);
-  });
+export function sharesFollowGrants(status: number): boolean {
+  return status === 401;
 }

@@ -1314,13 +1314,16 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   });
   route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    let chat = chatByShareId(id ?? '');
-    if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
-    if (!chat) throw new HttpError(401, NOT_FOUND);
-    if (user.role !== 'admin' || !flags.enableAdminChatAccess) {
-      const shared = chatByShareId(id ?? '');
-      if (shared && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    const shared = chatByShareId(id ?? '');
+    if (shared) {
+      if (shared.user_id !== user.id && !adminChatAccess(user) && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+      // get_chat_by_share_id: the snapshot, named by the share's id (not the chat's)
+      sendJson(ctx, 200, { ...chatResponse(shared), id: shared.share_id, share_id: shared.share_id });
+      return;
     }
+    // admins reach any chat by its chat id while ENABLE_ADMIN_CHAT_ACCESS
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : undefined;
+    if (!chat) throw new HttpError(401, NOT_FOUND);
     sendJson(ctx, 200, chatResponse(chat));
   });
   route('POST', '/api/v1/chats/shared/{id}/access/update', async (ctx, [id]) => {

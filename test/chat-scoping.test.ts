@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { ADMIN_CHAT_ACCESS_DISABLED } from '../policies/admin-scoping.js';
-import { chatAccess, chatAccessAllowed, sharedByShareId, shareGrantsAllow } from '../policies/chat-scoping.js';
+import { chatAccess, chatAccessAllowed, sharedByShareId, sharesFollowGrants } from '../policies/chat-scoping.js';
 import { FOREIGN_MARKER, seedChats, seedUsers } from './support/raw-http.js';
 
 const BOB_CHAT = 'c-u-bob';
@@ -44,24 +44,10 @@ describe('chat scoping rule (pure)', () => {
     ])
       expect(chatAccess('GET', seg(p)), p).to.equal(undefined);
   });
-  it('a share id reaches another user\u2019s chat only when its grants name the caller, their group or everyone; a 404 for the grants is the upstream\u2019s own check', () => {
-    const me = { userId: 'me', groupIds: new Set(['g1']) };
-    const g = (principal_type: string, principal_id: string, permission = 'read') => ({ id: 'x', principal_type, principal_id, permission });
-    expect(shareGrantsAllow(200, [g('user', 'me')], me)).to.equal(true);
-    expect(shareGrantsAllow(200, [g('user', '*')], me)).to.equal(true);
-    expect(shareGrantsAllow(200, [g('anyone', '*')], me)).to.equal(true);
-    expect(shareGrantsAllow(200, [g('group', 'g1')], me)).to.equal(true);
-    expect(shareGrantsAllow(200, [], me)).to.equal(false);
-    expect(shareGrantsAllow(200, [g('user', 'alice'), g('group', 'g2')], me)).to.equal(false);
-    // has_access asks for `read` exactly
-    expect(shareGrantsAllow(200, [g('user', 'me', 'write')], me)).to.equal(false);
-    expect(shareGrantsAllow(200, [g('anyone', 'me')], me)).to.equal(false);
-    expect(shareGrantsAllow(200, { grants: [g('user', 'me')] }, me)).to.equal(false);
-    expect(shareGrantsAllow(200, [g('user', '')], { userId: '', groupIds: new Set() })).to.equal(false);
-    // while the upstream's ENABLE_ADMIN_CHAT_ACCESS is false only the owner sees the grants: its share answer already checked them
-    expect(shareGrantsAllow(404, undefined, me)).to.equal(true);
-    for (const status of [401, 403, 500]) expect(shareGrantsAllow(status, undefined, me), String(status)).to.equal(false);
-    expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 'c', user_id: 'bob', share_id: 's' }, 'me')).to.equal(true);
+  it('another user\u2019s chat reached by its share id needs the upstream to hold shares to their grants (its own ENABLE_ADMIN_CHAT_ACCESS false: the admin route answers 401)', () => {
+    expect(sharesFollowGrants(401)).to.equal(true);
+    for (const status of [200, 403, 404, 500]) expect(sharesFollowGrants(status), String(status)).to.equal(false);
+    expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 's', user_id: 'bob', share_id: 's' }, 'me')).to.equal(true);
     expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 'c', user_id: 'me', share_id: 's' }, 'me')).to.equal(false);
     expect(sharedByShareId({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'bob', share_id: 'c' }, 'me')).to.equal(false);
   });
@@ -161,16 +147,27 @@ for (const upstreamFlag of [true, false]) {
       expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`)).status).to.not.equal(401);
     });
 
-    it('a chat shared with the admin keeps working by its share id: read and clone', async () => {
-      const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
-      expect(shared.status).to.equal(200);
-      expect((await shared.json()).id).to.equal(BOB_CHAT);
-      const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
-      expect(clone.status).to.equal(200);
-      const copy = await clone.json();
-      expect(copy.user_id).to.equal('u-admin');
-      expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
-    });
+    it(
+      upstreamFlag
+        ? 'a chat shared with the admin by its share id is refused too: the upstream answers any admin for any share, granted or not'
+        : 'a chat shared with the admin keeps working by its share id: read and clone',
+      async () => {
+        const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
+        const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
+        if (upstreamFlag) {
+          await expectRefused(shared, 'GET /chats/share/{share id}');
+          await expectRefused(clone, 'POST clone/shared by share id');
+          return;
+        }
+        expect(shared.status).to.equal(200);
+        // a snapshot: it carries the share's id
+        expect(await shared.json()).to.deep.include({ id: BOB_SHARE, share_id: BOB_SHARE, user_id: 'u-bob' });
+        expect(clone.status).to.equal(200);
+        const copy = await clone.json();
+        expect(copy.user_id).to.equal('u-admin');
+        expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+      },
+    );
 
     it('deleting another user\u2019s chat is refused and never reaches the upstream; the admin\u2019s own chat is deleted', async () => {
       await expectRefused(await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`), 'DELETE /chats/{id}');

@@ -27,7 +27,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const { obs, upstream, trusted } = parts;
   const fileViews = new FileViews(upstream, obs);
   const objectViews = new ObjectViews(upstream, obs);
-  const chatViews = new ChatViews(upstream, (userId, headers) => objectViews.principal(userId, headers));
+  const chatViews = new ChatViews(upstream);
   const tagViews = new TagViews(upstream, obs);
 
   /**
