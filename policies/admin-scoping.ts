@@ -9,6 +9,7 @@ import { chatAccess, type ChatAccess } from './chat-scoping.js';
 import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
 import type { Permission } from './resource-access.js';
 import type { TagSource } from './tag-scoping.js';
+import type { ModelIdShape } from './model-ids.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -68,11 +69,13 @@ export type Decision =
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
   /**
-   * Forward, then let only tag names of the admin's own chats and of objects they may read reach the
-   * client (policies/tag-scoping.ts): `models` and `prompts` lists of names, `chats-of-model` the
-   * analytics overview of `modelId`, its tags recounted over the admin's own chats.
+   * Forward, then let only the names users gave their chats and objects that the admin may see reach
+   * the client: `tags` of the admin's own chats and ratings and of objects they may read
+   * (policies/tag-scoping.ts: `models` and `prompts` lists of names, `chats-of-model` the analytics
+   * overview of `modelId`, `feedbacks` the leaderboard); `modelIds`, the ids of models they may see
+   * (policies/model-ids.ts).
    */
-  | { action: 'scope-tags'; source: TagSource; modelId?: string; rule: string }
+  | { action: 'scope-names'; tags?: TagSource; modelIds?: ModelIdShape; modelId?: string; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
   | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
@@ -410,7 +413,12 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
-  if (row.tags === 'chats-of-model') {
+  if (row.tags || row.modelIds) {
+    const names = { ...(row.tags ? { tags: row.tags } : {}), ...(row.modelIds ? { modelIds: row.modelIds } : {}) };
+    // the leaderboard's query weighs every user's ratings by how near their tags are to it
+    if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
+      return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
+    if (row.tags !== 'chats-of-model') return { action: 'scope-names', ...names, rule };
     // Starlette decodes the path before it hands the model id to the route
     let modelId: string | undefined;
     try {
@@ -419,12 +427,8 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
       modelId = undefined;
     }
     if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id to count tags of)` };
-    return { action: 'scope-tags', source: row.tags, modelId, rule };
+    return { action: 'scope-names', ...names, modelId, rule };
   }
-  // the leaderboard's query weighs every user's ratings by how near their tags are to it
-  if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
-    return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
-  if (row.tags) return { action: 'scope-tags', source: row.tags, rule };
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':

@@ -31,6 +31,7 @@
 
 import type { Permission } from './resource-access.js';
 import type { TagSource } from './tag-scoping.js';
+import type { ModelIdShape } from './model-ids.js';
 
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
@@ -64,6 +65,8 @@ export interface RouteRow {
    * and of objects they may read reach them (policies/tag-scoping.ts), whatever the class says.
    */
   tags?: TagSource;
+  /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/model-ids.ts). */
+  modelIds?: ModelIdShape;
 }
 
 /**
@@ -318,7 +321,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('GET', '/api/version'),
   own('GET', '/api/version/updates'),
   own('GET', '/api/changelog'),
-  own('GET', '/api/usage'),
+  // the ids of the models in use, every user's private ones included
+  row('GET', '/api/usage', 'own', { modelIds: 'usage' }),
   own('GET', '/oauth/clients/{client_id}/authorize'),
   own('GET', '/oauth/clients/{client_id}/callback'),
   // Open WebUI's own OAuth sign-in: refused for every caller (policies/admin-scoping.ts, accounts come from the realm)
@@ -848,12 +852,13 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('DELETE', '/api/v1/functions/id/{id}/history/{history_id}'),
   refused('POST', '/api/v1/functions/id/{id}/update/version', CODE),
 
-  // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat
+  // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat; the leaderboard names
+  // models by id and each one's tags
   // each model's `top_tags`: the tags of every user's ratings of it
-  row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks' }),
+  row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks', modelIds: 'entries' }),
   cfg('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history'),
   cfg('GET,POST', '/api/v1/evaluations/config'),
-  cfg('GET', '/api/v1/evaluations/feedbacks/models'),
+  row('GET', '/api/v1/evaluations/feedbacks/models', 'admin-config', { modelIds: 'ids' }),
   list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
   refused('DELETE', '/api/v1/evaluations/feedbacks/all', 'deletes every user\u2019s feedback'),
   list('GET', '/api/v1/evaluations/feedbacks/all/export'),
@@ -865,13 +870,15 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
   write('DELETE', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
 
-  // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused
-  cfg('GET', '/api/v1/analytics/models'),
+  // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused, model ids and
+  // tags are the admin's to see only where the models and chats are
+  // counts per model id: every user's models named, their private ones included (policies/model-ids.ts)
+  row('GET', '/api/v1/analytics/models', 'admin-config', { modelIds: 'models' }),
   cfg('GET', '/api/v1/analytics/users'),
   refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)'),
   cfg('GET', '/api/v1/analytics/summary'),
-  cfg('GET', '/api/v1/analytics/daily'),
-  cfg('GET', '/api/v1/analytics/tokens'),
+  row('GET', '/api/v1/analytics/daily', 'admin-config', { modelIds: 'daily' }),
+  row('GET', '/api/v1/analytics/tokens', 'admin-config', { modelIds: 'models' }),
   refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
   // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
   row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model' }),

@@ -418,6 +418,16 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
       .sort((a, b) => b.rating - a.rating);
     sendJson(ctx, 200, { entries });
   });
+  // Feedbacks.get_distinct_model_ids: the rated models of every user's ratings
+  route('GET', '/api/v1/evaluations/feedbacks/models', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const ids = new Set<string>();
+    for (const f of ws.objects.feedback.values()) {
+      const id = (f.data as { model_id?: unknown } | undefined)?.model_id;
+      if (typeof id === 'string' && id) ids.add(id);
+    }
+    sendJson(ctx, 200, [...ids]);
+  });
   route('GET', '/api/v1/evaluations/feedback/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const o = get('feedback', id);
@@ -509,6 +519,15 @@ export function installWorkspace<C>(kit: Kit<C>, ws: Workspace): void {
   };
   /** the models with a DB entry (not the arena, not a connection's model without one) */
   const modelEntries = () => [...ws.objects.model.values()].filter((m) => m.info && !m.arena).map(modelRecord);
+  // main.py /api/models/base (admin): the connections' models (utils/models.py get_all_base_models),
+  // here the models without a stored entry
+  route('GET', '/api/models/base', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const data = [...ws.objects.model.values()]
+      .filter((m) => !m.info && !m.arena)
+      .map((m) => ({ id: m.id, name: m.name, object: 'model', owned_by: 'openai' }));
+    sendJson(ctx, 200, { data });
+  });
   route('GET', '/api/v1/models/all', async (ctx) => {
     await authenticate(ctx, 'admin');
     sendJson(ctx, 200, modelEntries());

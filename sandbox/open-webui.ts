@@ -1417,6 +1417,45 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     sendJson(ctx, 200, chatResponse(chat));
   });
 
+  // routers/analytics.py counts per model over every user's messages (the chat_message rows: a
+  // message's model_id, else its model); tokens and days are not kept by the stand-in (zero, today)
+  const modelMessages = () => {
+    const out: Array<{ model: string; chat: string; user: string }> = [];
+    for (const c of chats.values()) {
+      const body = (c.chat ?? {}) as { history?: { messages?: Record<string, Record<string, unknown>> }; messages?: Array<Record<string, unknown>> };
+      for (const m of [...Object.values(body.history?.messages ?? {}), ...(body.messages ?? [])]) {
+        const model = m.model_id || m.model;
+        if (typeof model === 'string' && model) out.push({ model, chat: c.id, user: c.user_id });
+      }
+    }
+    return out;
+  };
+  const perModel = () => {
+    const counts = new Map<string, { count: number; users: Set<string>; chats: Set<string> }>();
+    for (const m of modelMessages()) {
+      const e = counts.get(m.model) ?? { count: 0, users: new Set<string>(), chats: new Set<string>() };
+      e.count++;
+      e.users.add(m.user);
+      e.chats.add(m.chat);
+      counts.set(m.model, e);
+    }
+    return [...counts.entries()].sort((a, b) => b[1].count - a[1].count);
+  };
+  route('GET', '/api/v1/analytics/models', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    sendJson(ctx, 200, { models: perModel().map(([model_id, e]) => ({ model_id, count: e.count, unique_users: e.users.size, unique_chats: e.chats.size })) });
+  });
+  route('GET', '/api/v1/analytics/tokens', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const models = perModel().map(([model_id, e]) => ({ model_id, input_tokens: 0, output_tokens: 0, total_tokens: 0, message_count: e.count }));
+    sendJson(ctx, 200, { models, total_input_tokens: 0, total_output_tokens: 0, total_tokens: 0 });
+  });
+  route('GET', '/api/v1/analytics/daily', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const models = Object.fromEntries(perModel().map(([id, e]) => [id, e.count]));
+    sendJson(ctx, 200, { data: [{ date: new Date().toISOString().slice(0, 10), models }] });
+  });
+
   // routers/analytics.py get_model_overview (admin only): feedback counts per day (none here) and the
   // top 10 tags of every user's chats that used the model (a message's model_id, else its model)
   route('GET', '/api/v1/analytics/models/*/overview', async (ctx, [rawId]) => {

@@ -141,6 +141,11 @@ const taggedChat = (id: string, user_id: string, tags: string[]) => ({
   meta: { tags },
   folder_id: null,
 });
+// and one that used bob's private model
+chats.push({
+  ...taggedChat('c-bob-private-model', 'u-bob', []),
+  chat: { messages: [{ role: 'assistant', model: 'm-bob', content: 'a' }] },
+});
 chats.push(
   taggedChat('c-bob-tagged-1', 'u-bob', [`${SECRET}-divorce`, 'work']),
   taggedChat('c-bob-tagged-2', 'u-bob', [`${SECRET}-divorce`, 'work']),
@@ -360,7 +365,7 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
             { tag: 'admin-chat-tag', count: 1 },
           ]);
           expect(JSON.stringify(overview)).to.not.include(SECRET);
-          expect(gw.obs.lines.filter((l) => l.event === 'admin-tags-filtered').map((l) => l.path)).to.include.members([
+          expect(gw.obs.lines.filter((l) => l.event === 'admin-names-filtered').map((l) => l.path)).to.include.members([
             '/api/v1/models/tags',
             '/api/v1/prompts/tags',
             '/api/v1/analytics/models/m-tenant-a/overview',
@@ -383,6 +388,42 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
           expect(reached('GET', '/evaluations/leaderboard')).to.equal(before);
           // a plain user gets Open WebUI's own answer (their readable objects only)
           expect(JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', aliceKey)))).to.deep.equal(['acme-prompt-tag']);
+        },
+      );
+
+      it(
+        bypass
+          ? 'model ids: usage counts name every model, as Open WebUI answers'
+          : 'model ids: usage counts name the models the admin may see only; another user\u2019s private model is dropped with its counts',
+        async () => {
+          const get = async (path: string) => {
+            const res = await call('GET', path, adminKey);
+            expect(res.status, path).to.equal(200);
+            return JSON.parse(await text(res)) as Record<string, unknown>;
+          };
+          const analytics = (await get('/api/v1/analytics/models')) as { models: Array<{ model_id: string }> };
+          const tokens = (await get('/api/v1/analytics/tokens')) as { models: Array<{ model_id: string }> };
+          const daily = (await get('/api/v1/analytics/daily')) as { data: Array<{ models: Record<string, number> }> };
+          const rated = (await get('/api/v1/evaluations/feedbacks/models')) as unknown as string[];
+          const board = (await get('/api/v1/evaluations/leaderboard')) as { entries: Array<{ model_id: string }> };
+          const named = {
+            analytics: analytics.models.map((m) => m.model_id),
+            tokens: tokens.models.map((m) => m.model_id),
+            daily: Object.keys(daily.data[0]!.models),
+            board: board.entries.map((e) => e.model_id),
+          };
+          if (bypass) {
+            for (const ids of Object.values(named)) expect(ids).to.include('m-tenant-a');
+            expect(named.analytics).to.include('m-bob');
+            return;
+          }
+          for (const [what, ids] of Object.entries(named)) {
+            expect(ids, what).to.include('m-tenant-a');
+            expect(ids, what).to.not.include('m-bob');
+          }
+          // m-admin is the admin's own; ratings of models nobody may see are gone too
+          expect(rated).to.deep.equal(['m-tenant-a']);
+          expect(gw.obs.lines.some((l) => l.event === 'admin-names-filtered' && l.path === '/api/v1/analytics/models')).to.equal(true);
         },
       );
 

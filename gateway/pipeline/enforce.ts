@@ -12,7 +12,7 @@ import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
 import { ObjectViews } from '../upstream/object-views.js';
-import { TagViews } from '../upstream/tag-views.js';
+import { NameViews } from '../upstream/name-views.js';
 import { AccountEmailAnswer, callJson } from '../upstream/json.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
 import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
@@ -28,7 +28,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const fileViews = new FileViews(upstream, obs);
   const objectViews = new ObjectViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
-  const tagViews = new TagViews(upstream, obs);
+  const nameViews = new NameViews(upstream, obs);
 
   /**
    * Stream the request on: `100 Continue` first when the client waits for it, with the headers
@@ -179,15 +179,15 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         return objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, trusted), decision.fields, decision.emptied);
       }
-      case 'scope-tags': {
+      case 'scope-names': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
-        return tagViews.serve(res, decision.source, path + search, headers, who, decision.modelId, (removed) =>
+        return nameViews.serve(res, decision, path + search, headers, who, (removed) =>
           obs.audit.info(
-            { event: 'admin-tags-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
-            'tags of other users\u2019 chats and objects removed from an admin\u2019s answer',
+            { event: 'admin-names-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
+            'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',
           ),
         );
       }

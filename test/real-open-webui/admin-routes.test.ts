@@ -533,7 +533,7 @@ for (const { title, flags } of FLAG_SETS) {
       expect(mine.text).to.include('BOB-SHARE-FOR-ADMIN');
     });
 
-    it('tags: Open WebUI alone gives the admin the tag names of other users\u2019 chats, ratings, models and prompts; through the gateway only those of the admin\u2019s own and of what is shared with them', async () => {
+    it('tags and model names: Open WebUI alone gives the admin the tag names of other users\u2019 chats, ratings, models and prompts, and the ids of their private models; through the gateway only those of the admin\u2019s own and of what is shared with them', async () => {
       const tag = Math.random().toString(36).slice(2, 8);
       const model = w.model!.model;
       // the other admin's private model and prompt, the admin's own
@@ -562,8 +562,29 @@ for (const { title, flags } of FLAG_SETS) {
       await ok(via(alice, 'POST', '/api/v1/evaluations/feedback', rating([`alice-rating-tag-${tag}`])), 'alice rates');
       await ok(via(admin, 'POST', '/api/v1/evaluations/feedback', rating([`own-rating-tag-${tag}`])), 'the admin rates');
 
+      // the other admin's private model, used and rated: its id is its name
+      const suModel = `su-tagged-${tag}`;
+      await chatWith(superuser, 'Superuser chat', 'SU-CHAT', [], suModel);
+      await ok(
+        via(superuser, 'POST', '/api/v1/evaluations/feedback', {
+          type: 'rating',
+          data: { rating: 1, model_id: suModel, sibling_model_ids: [model] },
+          meta: {},
+          snapshot: {},
+        }),
+        'superuser rates',
+      );
+
       // the doors, straight at Open WebUI
       const names = async (p: Promise<Answer>) => (await p).text;
+      for (const path of [
+        '/api/v1/analytics/models',
+        '/api/v1/analytics/tokens',
+        '/api/v1/analytics/daily',
+        '/api/v1/evaluations/feedbacks/models',
+        '/api/v1/evaluations/leaderboard',
+      ])
+        expect(await names(direct('GET', path)), `the door: ${path} names the other admin\u2019s private model`).to.include(suModel);
       expect(await names(direct('GET', '/api/v1/models/tags')), 'models/tags: every model\u2019s while its bypass is on').to.satisfy(
         (t: string) => t.includes(`su-model-tag-${tag}`) === flags.BYPASS_ADMIN_ACCESS_CONTROL,
       );
@@ -601,14 +622,22 @@ for (const { title, flags } of FLAG_SETS) {
       const entry = board.entries.find((e) => e.model_id === model)!;
       expect(entry.top_tags).to.deep.equal([{ tag: `own-rating-tag-${tag}`, count: 1 }]);
       expect(entry.won, 'every user\u2019s ratings still counted').to.equal(openBoard.entries.find((e) => e.model_id === model)!.won);
-      expect(JSON.stringify([models, prompts, overview, board])).to.not.match(/alice-|su-model|su-prompt/);
+      expect(JSON.stringify([models, prompts, overview, board])).to.not.match(/alice-|su-model|su-prompt|su-tagged/);
+      for (const path of ['/api/v1/analytics/models', '/api/v1/analytics/tokens', '/api/v1/analytics/daily', '/api/v1/evaluations/feedbacks/models']) {
+        const seen = await via(admin, 'GET', path);
+        expect(seen.status, path).to.equal(200);
+        expect(seen.text, path).to.not.include(suModel);
+        expect(seen.text, `${path}: the connection\u2019s model stays`).to.include(model);
+      }
       const board2 = await via(admin, 'GET', `/api/v1/evaluations/leaderboard?query=divorce`);
       await refused(board2, 'GET', '/api/v1/evaluations/leaderboard');
-      // audited where the answer lost tags (model and prompt tags only while Open WebUI's own bypass lists everyone's)
-      expect(w.obs.lines.filter((l) => l.event === 'admin-tags-filtered').map((l) => l.path)).to.include.members([
+      // audited where the answer lost names (model and prompt tags only while Open WebUI's own bypass lists everyone's)
+      expect(w.obs.lines.filter((l) => l.event === 'admin-names-filtered').map((l) => l.path)).to.include.members([
         ...(flags.BYPASS_ADMIN_ACCESS_CONTROL ? ['/api/v1/models/tags', '/api/v1/prompts/tags'] : []),
         `/api/v1/analytics/models/${model}/overview`,
         '/api/v1/evaluations/leaderboard',
+        '/api/v1/analytics/models',
+        '/api/v1/evaluations/feedbacks/models',
       ]);
     });
 

@@ -10,25 +10,29 @@ const grant = (principal_type: string, principal_id: string, permission = 'read'
 
 describe('tag scoping (pure)', () => {
   it('the routes that name tags are scoped for admins while the bypass is off, and only then', () => {
-    expect(decide({ method: 'GET', path: '/api/v1/models/tags' }, off, { admin: true })).to.include({ action: 'scope-tags', source: 'models' });
-    expect(decide({ method: 'HEAD', path: '/API/v1/prompts/tags/' }, off, { admin: true })).to.include({ action: 'scope-tags', source: 'prompts' });
+    expect(decide({ method: 'GET', path: '/api/v1/models/tags' }, off, { admin: true })).to.include({ action: 'scope-names', tags: 'models' });
+    expect(decide({ method: 'HEAD', path: '/API/v1/prompts/tags/' }, off, { admin: true })).to.include({ action: 'scope-names', tags: 'prompts' });
     expect(decide({ method: 'GET', path: '/api/v1/analytics/models/gpt-4o/overview', search: '?days=7' }, off, { admin: true })).to.deep.include({
-      action: 'scope-tags',
-      source: 'chats-of-model',
+      action: 'scope-names',
+      tags: 'chats-of-model',
       modelId: 'gpt-4o',
     });
     // the id as Open WebUI reads it: a path parameter, percent-decoded, slashes kept
     expect(decide({ method: 'GET', path: '/api/v1/analytics/models/openai/gpt%204/overview' }, off, { admin: true })).to.include({
       modelId: 'openai/gpt 4',
     });
-    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard' }, off, { admin: true })).to.include({ action: 'scope-tags', source: 'feedbacks' });
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard' }, off, { admin: true })).to.include({
+      action: 'scope-names',
+      tags: 'feedbacks',
+      modelIds: 'entries',
+    });
     // the leaderboard's query weighs every user's ratings by their tags: refused, however given
     for (const search of ['?query=divorce', '?query=&query=divorce', '?query=%20x'])
       expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search }, off, { admin: true }), search).to.include({
         action: 'deny',
         status: 403,
       });
-    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search: '?query=' }, off, { admin: true }).action).to.equal('scope-tags');
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search: '?query=' }, off, { admin: true }).action).to.equal('scope-names');
     for (const path of ['/api/v1/models/tags', '/api/v1/prompts/tags', '/api/v1/analytics/models/m/overview', '/api/v1/evaluations/leaderboard']) {
       expect(decide({ method: 'GET', path }, on, { admin: true }).action, path).to.equal('pass');
       expect(decide({ method: 'GET', path }, off, { admin: false }).action, path).to.equal('pass');

@@ -1,6 +1,7 @@
-// Carries out the scope-tags decision of policies/admin-scoping.ts (an admin, bypass off): the
-// answer of a route that names tags users gave their chats or objects reaches the admin with only
-// the tags of their own chats and of objects they may read (policies/tag-scoping.ts decides).
+// Carries out the scope-names decision of policies/admin-scoping.ts (an admin, bypass off): the
+// answer of a route that names tags users gave their chats or objects, or models by id, reaches the
+// admin with only the tags of their own chats and ratings and of objects they may read
+// (policies/tag-scoping.ts), and only the ids of models they may see (policies/model-ids.ts).
 //   - models, prompts: the upstream's list of names, kept where a model (GET /api/v1/models/all) or
 //     an active prompt (GET /api/v1/prompts/) the admin may read carries the name. Both lookups are
 //     asked as the caller; the intersection never shows a name the upstream did not list.
@@ -8,6 +9,8 @@
 //     (GET /api/v1/chats/all, the caller's export as NDJSON, read as it arrives); `history` kept.
 //   - feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings (GET
 //     /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
+//   - model ids: the entries of models that are neither a connection's (GET /api/models/base) nor a
+//     stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
 // Rewritten answers: uncompressed fetch, `no-store`; an answer the gateway cannot read fails closed
 // (502), an upstream error passes on with its status and `detail` only.
 import type { ServerResponse } from 'node:http';
@@ -22,6 +25,7 @@ import {
   type TagSource,
 } from '../../policies/tag-scoping.js';
 import type { Principal } from '../../policies/resource-access.js';
+import { keepModelIds, visibleModelIds, type ModelIdShape } from '../../policies/model-ids.js';
 import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
 import { callJson, errorDetail, ListOrRecordAnswer } from './json.js';
 import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
@@ -35,54 +39,80 @@ const OBJECTS_OF: Record<'models' | 'prompts', string> = { models: '/api/v1/mode
 /** Pages of the caller's own ratings one leaderboard may walk (30 a page): past it the answer is a 502, not a guess. */
 export const MAX_FEEDBACK_PAGES = 40;
 
-export class TagViews {
+export class NameViews {
   constructor(
     private readonly upstream: Upstream,
     private readonly obs: Observability,
   ) {}
 
-  /** Answer `pathAndQuery` with only the tags `who` may see; `audit` gets how many the upstream's answer lost. */
+  /** Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the upstream's answer lost. */
   async serve(
     res: ServerResponse,
-    source: TagSource,
+    names: { tags?: TagSource; modelIds?: ModelIdShape; modelId?: string },
     pathAndQuery: string,
     headers: Headers,
     who: Principal,
-    modelId: string | undefined,
     audit: (removed: number) => void,
   ): Promise<void> {
     try {
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up.status, up.body);
-      let body: unknown;
-      let removed: number;
-      if (source === 'chats-of-model') {
-        const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
-        const out = overviewWithTags(up.json, counted.top());
-        if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
-        ({ body, removed } = out);
-      } else if (source === 'feedbacks') {
-        const counted = await this.ownFeedbackTags(headers, who.userId);
-        const out = leaderboardWithTags(up.json, (m) => counted.top(m));
-        if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
-        ({ body, removed } = out);
-      } else {
-        const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
-        if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
-        const allowed = source === 'models' ? modelTagNames(objects.json, who) : promptTagNames(objects.json, who);
-        if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
-        const kept = keepTags(up.json, allowed);
-        if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
-        [body, removed] = [kept.tags, kept.removed];
+      let body: unknown = up.json;
+      let removed = 0;
+      if (names.tags) ({ body, removed } = await this.ownTags(names.tags, body, headers, who, names.modelId));
+      if (names.modelIds) {
+        const [base, stored] = await Promise.all(
+          ['/api/models/base', '/api/v1/models/all'].map((p) =>
+            callJson(this.upstream, ListOrRecordAnswer, 'GET', p, headers).then((a) => {
+              if (a.json === undefined) throw new UpstreamError('bad-body', `${p} answered ${a.status}`);
+              return a.json;
+            }),
+          ),
+        );
+        const visible = visibleModelIds(base, stored, who);
+        if (!visible) throw new UpstreamError('bad-body', 'the models are not lists of records with ids');
+        const kept = keepModelIds(body, names.modelIds, visible);
+        if (!kept) throw new UpstreamError('bad-body', `answer is not of the shape ${names.modelIds}`);
+        body = kept.body;
+        removed += kept.removed;
       }
       if (removed > 0) audit(removed);
       sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
     } catch (err) {
       const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
       this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      this.obs.log.error({ err: { message: e.message } }, 'tag route failed closed');
+      this.obs.log.error({ err: { message: e.message } }, 'names route failed closed');
       sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
     }
+  }
+
+  /** The answer with only the tags `who` may see, and how many it lost. */
+  private async ownTags(
+    source: TagSource,
+    answer: unknown,
+    headers: Headers,
+    who: Principal,
+    modelId: string | undefined,
+  ): Promise<{ body: unknown; removed: number }> {
+    if (source === 'chats-of-model') {
+      const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
+      const out = overviewWithTags(answer, counted.top());
+      if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
+      return out;
+    }
+    if (source === 'feedbacks') {
+      const counted = await this.ownFeedbackTags(headers, who.userId);
+      const out = leaderboardWithTags(answer, (m) => counted.top(m));
+      if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
+      return out;
+    }
+    const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
+    if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
+    const allowed = source === 'models' ? modelTagNames(objects.json, who) : promptTagNames(objects.json, who);
+    if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
+    const kept = keepTags(answer, allowed);
+    if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
+    return { body: kept.tags, removed: kept.removed };
   }
 
   /** The caller's own ratings, page by page until the total is reached. */
