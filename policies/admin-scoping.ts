@@ -7,9 +7,7 @@
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
 import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
-import type { Permission } from './resource-access.js';
-import type { TagSource } from './tag-scoping.js';
-import type { ModelIdShape } from './model-ids.js';
+import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -71,9 +69,9 @@ export type Decision =
   /**
    * Forward, then let only the names users gave their chats and objects that the admin may see reach
    * the client: `tags` of the admin's own chats and ratings and of objects they may read
-   * (policies/tag-scoping.ts: `models` and `prompts` lists of names, `chats-of-model` the analytics
+   * (policies/resource-access.ts: `models` and `prompts` lists of names, `chats-of-model` the analytics
    * overview of `modelId`, `feedbacks` the leaderboard); `modelIds`, the ids of models they may see
-   * (policies/model-ids.ts).
+   * (policies/resource-access.ts).
    */
   | { action: 'scope-names'; tags?: TagSource; modelIds?: ModelIdShape; modelId?: string; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */

@@ -29,9 +29,7 @@
 // passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
 // as Open WebUI answers, except the export and chat classes.
 
-import type { Permission } from './resource-access.js';
-import type { TagSource } from './tag-scoping.js';
-import type { ModelIdShape } from './model-ids.js';
+import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
@@ -62,10 +60,10 @@ export interface RouteRow {
   emptied?: readonly string[];
   /**
    * The answer names tags users gave their chats or objects: only the tags of the admin's own chats
-   * and of objects they may read reach them (policies/tag-scoping.ts), whatever the class says.
+   * and of objects they may read reach them (policies/resource-access.ts), whatever the class says.
    */
   tags?: TagSource;
-  /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/model-ids.ts). */
+  /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/resource-access.ts). */
   modelIds?: ModelIdShape;
 }
 
@@ -872,7 +870,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused, model ids and
   // tags are the admin's to see only where the models and chats are
-  // counts per model id: every user's models named, their private ones included (policies/model-ids.ts)
+  // counts per model id: every user's models named, their private ones included (policies/resource-access.ts)
   row('GET', '/api/v1/analytics/models', 'admin-config', { modelIds: 'models' }),
   cfg('GET', '/api/v1/analytics/users'),
   refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)'),

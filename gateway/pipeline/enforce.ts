@@ -12,7 +12,6 @@ import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
 import { ObjectViews } from '../upstream/object-views.js';
-import { NameViews } from '../upstream/name-views.js';
 import { AccountEmailAnswer, callJson } from '../upstream/json.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
 import { guardPollingBody, type DropReport, type SocketJudge } from '../http/socketio-guard.js';
@@ -28,7 +27,6 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
   const fileViews = new FileViews(upstream, obs);
   const objectViews = new ObjectViews(upstream, obs);
   const chatViews = new ChatViews(upstream);
-  const nameViews = new NameViews(upstream, obs);
 
   /**
    * Stream the request on: `100 Continue` first when the client waits for it, with the headers
@@ -184,7 +182,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
-        return nameViews.serve(res, decision, path + search, headers, who, (removed) =>
+        return objectViews.serveNames(res, decision, path + search, headers, who, (removed) =>
           obs.audit.info(
             { event: 'admin-names-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
             'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',

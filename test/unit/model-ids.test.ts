@@ -2,7 +2,7 @@
 // the entries of the models they may see only (pure).
 import { expect } from 'chai';
 import { decide, type PolicySettings } from '../../policies/admin-scoping.js';
-import { keepModelIds, visibleModelIds } from '../../policies/model-ids.js';
+import { keepModelIds, visibleModelIds } from '../../policies/resource-access.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: false };

@@ -1,7 +1,15 @@
 // Tag names of other users' chats and objects never reach an admin while the bypass is off (pure).
 import { expect } from 'chai';
 import { decide, type PolicySettings } from '../../policies/admin-scoping.js';
-import { keepTags, leaderboardWithTags, modelTagNames, OwnChatTags, OwnFeedbackTags, overviewWithTags, promptTagNames } from '../../policies/tag-scoping.js';
+import {
+  keepTags,
+  leaderboardWithTags,
+  modelTagNames,
+  OwnChatTags,
+  OwnFeedbackTags,
+  overviewWithTags,
+  promptTagNames,
+} from '../../policies/resource-access.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: false };
