@@ -7,7 +7,7 @@
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
 import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
-import type { Permission } from './resource-access.js';
+import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 export interface PolicySettings {
   /** CHATUI_BYPASS_ADMIN_ACCESS_CONTROL */
@@ -37,12 +37,13 @@ export type Decision =
   | { action: 'deny'; status: 401 | 403; detail: string; rule: string }
   /** Forward, then let only the caller's own files reach the client. */
   | { action: 'filter-own-files'; view: FilesView; rule: string }
-  /** Forward as the upstream answers; write an audit event when the admin is not the owner. */
+  /**
+   * Forward as the upstream answers; write an audit event when the admin is not the owner. `fileId`
+   * '*': DELETE /api/v1/files/all (every user's files), audited as such.
+   */
   | { action: 'audit-file-access'; fileId: string; operation: 'read' | 'write' | 'delete'; rule: string }
   /** Ask the upstream who owns the chat first; forward only when the rule allows, else 401 `detail`. */
-  | { action: 'require-own-chat'; access: Exclude<ChatAccess, { need: 'audit-delete' }>; detail: string; rule: string }
-  /** Forward (an admin may delete any chat upstream); audit it when the chat is not the admin's. */
-  | { action: 'audit-chat-delete'; chatId: string; rule: string }
+  | { action: 'require-own-chat'; access: ChatAccess; detail: string; rule: string }
   /**
    * Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat
    * one they may reach, and every object `inBody` names (objectsNamedInBody) one they may reach; 401 `detail` else.
@@ -65,6 +66,14 @@ export type Decision =
   | { action: 'filter-listing'; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
+  /**
+   * Forward, then let only the names users gave their chats and objects that the admin may see reach
+   * the client: `tags` of the admin's own chats and ratings and of objects they may read
+   * (policies/resource-access.ts: `models` and `prompts` lists of names, `chats-of-model` the analytics
+   * overview of `modelId`, `feedbacks` the leaderboard); `modelIds`, the ids of models they may see
+   * (policies/resource-access.ts).
+   */
+  | { action: 'scope-names'; tags?: TagSource; modelIds?: ModelIdShape; modelId?: string; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
   | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
@@ -138,11 +147,9 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     return { action: 'deny', status: 401, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false' };
   }
 
-  // ... and no reading, copying, changing or exporting the stats of another user's chat by id.
+  // ... and no reading, copying, changing, deleting or exporting the stats of another user's chat by id.
   if (caller.admin && under('api', 'v1', 'chats')) {
     const access = chatAccess(method, request.path.split('/').filter(Boolean));
-    if (access?.need === 'audit-delete')
-      return { action: 'audit-chat-delete', chatId: access.chatId, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: deleting passes, audited' };
     if (access) return { action: 'require-own-chat', access, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
   }
   // Chats named outside /api/v1/chats: the task routes by path, the completion routes by body.
@@ -180,16 +187,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     }
     // The caller's own files by name (0.12.4's /files/user/search and /files/user/count): no file of anyone else.
     if (s.length === 5 && s[3] === 'user' && (s[4] === 'search' || s[4] === 'count') && method === 'GET') return { action: 'pass', rule: 'own files' };
-    // Rule A7: per-file routes check the admin role upstream and ignore the bypass switch.
-    if (s.length >= 4 && !view && caller.admin) {
-      const operation = method === 'DELETE' ? 'delete' : method === 'GET' ? 'read' : 'write';
-      return {
-        action: 'audit-file-access',
-        fileId: s[3] === 'all' && s.length === 4 ? '*' : request.path.split('/').filter(Boolean)[3]!,
-        operation,
-        rule: 'A7: per-file access, audited',
-      };
-    }
+    if (s.length >= 4 && !view && caller.admin) return adminFileRoute(method, request.path, settings);
   }
 
   // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames
@@ -203,6 +201,44 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
 
   // Rule A8: nothing here changes what the platform API exposes; everything else passes.
   return { action: 'pass', rule: 'no policy' };
+}
+
+/**
+ * An admin's per-file request (Open WebUI 0.12.4 routers/files.py: every per-file route lets role
+ * admin past its owner check, whatever BYPASS_ADMIN_ACCESS_CONTROL). Rule A7 names what an admin may
+ * do to another user's file by id: read it (its record, its content variants; the processing status
+ * too, a read) and delete it, audited. Every other per-file route writes (the indexed text, the name)
+ * and stays the owner's while the bypass is off: the gateway asks the upstream for the file as the
+ * caller and forwards only the owner's request. DELETE /files/all deletes every user's files, their
+ * storage and the whole vector database: refused while the bypass is off. With the bypass on the
+ * upstream decides, audited.
+ */
+function adminFileRoute(method: string, path: string, settings: PolicySettings): Decision {
+  const raw = path.split('/').filter(Boolean);
+  const s = raw.map((x) => x.toLowerCase());
+  const bypass = settings.bypassAdminAccessControl;
+  if (s.length === 4 && s[3] === 'all' && method === 'DELETE') {
+    return bypass
+      ? {
+          action: 'audit-file-access',
+          fileId: '*',
+          operation: 'delete',
+          rule: 'A7 bypass on: every user\u2019s files deleted as the upstream answers, audited',
+        }
+      : { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'A7: deleting every user\u2019s files is refused for admins' };
+  }
+  const fileId = raw[3]!;
+  if (method === 'GET') return { action: 'audit-file-access', fileId, operation: 'read', rule: 'A7: per-file read, audited' };
+  if (method === 'DELETE' && s.length === 4) return { action: 'audit-file-access', fileId, operation: 'delete', rule: 'A7: per-file delete, audited' };
+  if (bypass) return { action: 'audit-file-access', fileId, operation: 'write', rule: 'A7 bypass on: per-file write as the upstream answers, audited' };
+  // the segment as the canonical path holds it: the upstream decodes it to the same id it acts on
+  return {
+    action: 'require-access',
+    lookup: `/api/v1/files/${fileId}`,
+    permission: 'owner',
+    detail: ADMIN_SCOPED,
+    rule: 'A7 names reading and deleting: other per-file writes are the owner\u2019s',
+  };
 }
 
 /**
@@ -375,6 +411,22 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
+  if (row.tags || row.modelIds) {
+    const names = { ...(row.tags ? { tags: row.tags } : {}), ...(row.modelIds ? { modelIds: row.modelIds } : {}) };
+    // the leaderboard's query weighs every user's ratings by how near their tags are to it
+    if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
+      return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
+    if (row.tags !== 'chats-of-model') return { action: 'scope-names', ...names, rule };
+    // Starlette decodes the path before it hands the model id to the route
+    let modelId: string | undefined;
+    try {
+      modelId = decodeURIComponent(params.model_id ?? '');
+    } catch {
+      modelId = undefined;
+    }
+    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id to count tags of)` };
+    return { action: 'scope-names', ...names, modelId, rule };
+  }
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':

@@ -1,20 +1,25 @@
 // ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to.
 // Pure: the route facts and the caller -> what the gateway must establish before forwarding.
 //
-// Open WebUI (routers/chats.py) lets an admin reach another user's chat through more routes than
-// the list: some fall back to "any chat by id" when its own flag is true (its default), others
-// allow any admin whatever the flag. The gateway therefore asks, for an admin and a route that
-// names a chat, who owns that chat before anything is forwarded (the upstream is asked as the
-// caller, read-only), and lets the request through only for the admin's own chat:
+// Open WebUI 0.12.4 (routers/chats.py) lets an admin reach, change and delete another user's chat
+// exactly when its own ENABLE_ADMIN_CHAT_ACCESS is true (its default): reads and the share routes
+// fall back to "any chat by id", messages, grants and deletion skip the owner check. The gateway
+// therefore asks, for an admin and a route that names a chat, who owns that chat before anything
+// is forwarded (the upstream is asked as the caller, read-only), and lets the request through only
+// for the admin's own chat, whatever the upstream's flag and CHATUI_BYPASS_ADMIN_ACCESS_CONTROL:
 //
 //   route (admin caller)                               needs
 //   GET    /api/v1/chats/{id}                           own chat
+//   DELETE /api/v1/chats/{id}                           own chat
 //   *      /api/v1/chats/{id}/...   (any sub-route)     own chat (pin, archive, messages, event, ...)
-//   GET    /api/v1/chats/share/{id}                     reached by its share id, or own chat
-//   POST   /api/v1/chats/{id}/clone/shared             reached by its share id, or own chat
+//   GET    /api/v1/chats/share/{id}                     shared with the caller by its share id, or own chat
+//   POST   /api/v1/chats/{id}/clone/shared             shared with the caller by its share id, or own chat
 //   *      /api/v1/chats/shared/{id}/access[/update]    own chat
 //   GET    /api/v1/chats/stats/export/{id}              own chat
-//   DELETE /api/v1/chats/{id}                           passes (as files, rule A7), audited
+//
+// A share id reaches a chat shared with the caller: its owner's grants name the caller (or their
+// group, or everyone). With the upstream's flag true it answers any admin for any share, so another
+// user's share is then refused (sharesFollowGrants).
 //
 // Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
 
@@ -43,10 +48,8 @@ const CHAT_ROUTE_WORDS = new Set([
 export type ChatAccess =
   /** the chat named by id must be the caller's own */
   | { need: 'own-chat'; chatId: string }
-  /** the id must be a share id, or the id of the caller's own chat */
-  | { need: 'share-or-own'; id: string }
-  /** deleting any chat passes (Open WebUI lets admins), with an audit event when it is not theirs */
-  | { need: 'audit-delete'; chatId: string };
+  /** the id must be the share id of a chat shared with the caller, or the id of the caller's own chat */
+  | { need: 'share-or-own'; id: string };
 
 /**
  * For an admin: what a request under /api/v1/chats/ needs. `segments` are the canonical path's
@@ -64,7 +67,6 @@ export function chatAccess(method: string, segments: readonly string[]): ChatAcc
   if (CHAT_ROUTE_WORDS.has(first)) return undefined;
   // /api/v1/chats/{id}[/...]
   const chatId = rest[0]!;
-  if (rest.length === 1 && method === 'DELETE') return { need: 'audit-delete', chatId };
   if (rest.length === 3 && rest[1]!.toLowerCase() === 'clone' && rest[2]!.toLowerCase() === 'shared') return { need: 'share-or-own', id: chatId };
   return { need: 'own-chat', chatId };
 }
@@ -86,12 +88,31 @@ export function parseChatRecord(body: unknown): ChatRecord | undefined {
 }
 
 /**
- * May the admin `callerId` go on, given the chat the upstream returned for `access`?
- * Own chat: its owner is the caller. Share route: the id was the chat's share id (a chat
- * reached by its share id is one shared with the caller), or the chat is the caller's own.
+ * May the admin `callerId` go on, given the chat the upstream returned for `access`? Own chat: its
+ * owner is the caller. Share route: the chat is the caller's own, or the id was the chat's share
+ * id; then the share must be one shared with the caller too (sharedByShareId, sharesFollowGrants).
  */
-export function chatAccessAllowed(access: Exclude<ChatAccess, { need: 'audit-delete' }>, chat: ChatRecord | undefined, callerId: string): boolean {
+export function chatAccessAllowed(access: ChatAccess, chat: ChatRecord | undefined, callerId: string): boolean {
   if (!chat || !callerId) return false;
   if (chat.user_id === callerId) return true;
-  return access.need === 'share-or-own' && typeof chat.share_id === 'string' && chat.share_id === access.id;
+  return sharedByShareId(access, chat, callerId);
+}
+
+/** Another user's chat reached by its share id: allowed only when the upstream held the share to its grants (sharesFollowGrants). */
+export function sharedByShareId(access: ChatAccess, chat: ChatRecord, callerId: string): boolean {
+  return access.need === 'share-or-own' && chat.user_id !== callerId && typeof chat.share_id === 'string' && chat.share_id === access.id;
+}
+
+/**
+ * Does the upstream hold another user's share to its grants for this caller? Open WebUI 0.12.4 lets
+ * an admin read and clone any share while its own ENABLE_ADMIN_CHAT_ACCESS is true
+ * (can_read_shared_chat, clone_shared_chat_by_id), and the share's answer cannot tell a share granted
+ * to the caller from one that is not: a snapshot carries the share's id, not the chat's, so its grants
+ * cannot be asked for. `status` is the upstream's answer to the route that answers on exactly that
+ * flag, GET /api/v1/chats/list/user/{the caller's own id} (admins only): 401 while the flag is false
+ * (or while the upstream does not hold the caller for an admin), and then the share's answer came
+ * from its grants. Anything else: refused.
+ */
+export function sharesFollowGrants(status: number): boolean {
+  return status === 401;
 }

@@ -20,14 +20,16 @@
 //                settings where every user's prompts go): refused for admins
 //   export       the export switch (spec A6), for every caller and both bypass values
 //   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
-//   files        the contract's file rows (A1, A2, A7), both bypass values
+//   files        the contract's file rows (A1, A2, A7): reads and deletes by id pass audited, other
+//                per-file writes are the owner's and DELETE /files/all is refused while the bypass
+//                is off (policies/admin-scoping.ts adminFileRoute)
 //   admin-config admin configuration that exposes nobody's content: pass
 //   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
 // A route missing from the table is refused for admins while the bypass is off (fail closed) and
 // passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
 // as Open WebUI answers, except the export and chat classes.
 
-import type { Permission } from './resource-access.js';
+import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
@@ -56,6 +58,13 @@ export interface RouteRow {
   redact?: readonly string[];
   /** admin-config: lists (`{items, total}`) emptied in the answer: what others shared, kept in the shape the front-end reads */
   emptied?: readonly string[];
+  /**
+   * The answer names tags users gave their chats or objects: only the tags of the admin's own chats
+   * and of objects they may read reach them (policies/resource-access.ts), whatever the class says.
+   */
+  tags?: TagSource;
+  /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/resource-access.ts). */
+  modelIds?: ModelIdShape;
 }
 
 /**
@@ -310,7 +319,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('GET', '/api/version'),
   own('GET', '/api/version/updates'),
   own('GET', '/api/changelog'),
-  own('GET', '/api/usage'),
+  // the ids of the models in use, every user's private ones included
+  row('GET', '/api/usage', 'own', { modelIds: 'usage' }),
   own('GET', '/oauth/clients/{client_id}/authorize'),
   own('GET', '/oauth/clients/{client_id}/callback'),
   // Open WebUI's own OAuth sign-in: refused for every caller (policies/admin-scoping.ts, accounts come from the realm)
@@ -643,7 +653,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   list('GET', '/api/v1/models/all'),
   cfg('GET', '/api/v1/models/base/tags'),
   cfg('GET', '/api/v1/models/base'),
-  own('GET', '/api/v1/models/tags'),
+  // every workspace model's tags while Open WebUI's own bypass is on (get_all_tags)
+  row('GET', '/api/v1/models/tags', 'own', { tags: 'models' }),
   ownNaming('POST', '/api/v1/models/create', MODEL_BODY),
   list('GET', '/api/v1/models/export'),
   refused('POST', '/api/v1/models/import', 'overwrites models named by body, any user\u2019s'),
@@ -698,7 +709,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/prompts.py
   list('GET', '/api/v1/prompts/'),
-  own('GET', '/api/v1/prompts/tags'),
+  // every active prompt's tags while Open WebUI's own bypass is on (get_tags)
+  row('GET', '/api/v1/prompts/tags', 'own', { tags: 'prompts' }),
   list('GET', '/api/v1/prompts/list'),
   own('POST', '/api/v1/prompts/create'),
   read('GET', '/api/v1/prompts/id/{prompt_id}', PROMPT),
@@ -794,7 +806,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
   cfg('GET', '/api/v1/groups/id/{id}/members'),
 
-  // ---- routers/files.py: the contract's rows (A1, A2, A7)
+  // ---- routers/files.py: the contract's rows (A1, A2, A7; policies/admin-scoping.ts adminFileRoute)
   ...[
     'POST /',
     'GET /',
@@ -838,11 +850,13 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   cfg('DELETE', '/api/v1/functions/id/{id}/history/{history_id}'),
   refused('POST', '/api/v1/functions/id/{id}/update/version', CODE),
 
-  // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat
-  cfg('GET', '/api/v1/evaluations/leaderboard'),
+  // ---- routers/evaluations.py: feedback carries a snapshot of the whole rated chat; the leaderboard names
+  // models by id and each one's tags
+  // each model's `top_tags`: the tags of every user's ratings of it
+  row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks', modelIds: 'entries' }),
   cfg('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history'),
   cfg('GET,POST', '/api/v1/evaluations/config'),
-  cfg('GET', '/api/v1/evaluations/feedbacks/models'),
+  row('GET', '/api/v1/evaluations/feedbacks/models', 'admin-config', { modelIds: 'ids' }),
   list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
   refused('DELETE', '/api/v1/evaluations/feedbacks/all', 'deletes every user\u2019s feedback'),
   list('GET', '/api/v1/evaluations/feedbacks/all/export'),
@@ -854,15 +868,18 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
   write('DELETE', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
 
-  // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused
-  cfg('GET', '/api/v1/analytics/models'),
+  // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused, model ids and
+  // tags are the admin's to see only where the models and chats are
+  // counts per model id: every user's models named, their private ones included (policies/resource-access.ts)
+  row('GET', '/api/v1/analytics/models', 'admin-config', { modelIds: 'models' }),
   cfg('GET', '/api/v1/analytics/users'),
   refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)'),
   cfg('GET', '/api/v1/analytics/summary'),
-  cfg('GET', '/api/v1/analytics/daily'),
-  cfg('GET', '/api/v1/analytics/tokens'),
+  row('GET', '/api/v1/analytics/daily', 'admin-config', { modelIds: 'daily' }),
+  row('GET', '/api/v1/analytics/tokens', 'admin-config', { modelIds: 'models' }),
   refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
-  cfg('GET', '/api/v1/analytics/models/{model_id:path}/overview'),
+  // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
+  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model' }),
 
   // ---- routers/utils.py
   own('GET', '/api/v1/utils/gravatar'),

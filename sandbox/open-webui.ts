@@ -67,7 +67,7 @@ export interface StandInChat {
 /** An access grant on a shared chat (models/access_grants.py). */
 export interface StandInGrant {
   id: string;
-  principal_type: 'user' | 'group';
+  principal_type: 'user' | 'group' | 'anyone';
   principal_id: string;
   permission: 'read' | 'write';
 }
@@ -1221,7 +1221,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     file.hash = createHash('sha256').update(body['content']).digest('hex');
     file.updated_at = nowS();
     blobs.delete(file.id);
-    sendJson(ctx, 200, fileResponse(file));
+    // routers/files.py update_file_data_content_by_id answers the indexed text
+    sendJson(ctx, 200, { content: body['content'] });
   });
   route('POST', '/api/v1/files/{id}/rename', async (ctx, [id]) => {
     const { file } = await fileFor(ctx, id ?? '', 'write');
@@ -1283,20 +1284,24 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   // routers/chats.py, route for route: which lookups fall back to "any chat by id" for admins, and
   // under which flag. Chats are shared by a share id (SharedChats); access grants name the chat id.
   const chatByShareId = (shareId: string) => [...chats.values()].find((c) => c.share_id === shareId);
-  /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read') */
+  /** AccessGrants.has_access(user, 'shared_chat', chat_id, 'read'), or is_open_shared_chat (`anyone:*`) */
   const hasChatGrant = (user: StandInUser, chatId: string) =>
     (chatGrants.get(chatId) ?? []).some(
       (g) =>
-        (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
-        (g.principal_type === 'group' && user.groups.includes(g.principal_id)),
+        g.permission === 'read' &&
+        ((g.principal_type === 'anyone' && g.principal_id === '*') ||
+          (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
+          (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
     );
+  /** `user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`: the admin override of every chat route */
+  const adminChatAccess = (user: StandInUser) => user.role === 'admin' && flags.enableAdminChatAccess;
   const chatResponse = (c: StandInChat) => c;
   route('GET', '/api/v1/chats/stats/export/{chat_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     // ENABLE_COMMUNITY_SHARING is on in the stand-in: any verified user may export stats
     const chat = chats.get(id ?? '');
     if (!chat) throw new HttpError(404, NOT_FOUND);
-    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    if (chat.user_id !== user.id && !adminChatAccess(user)) throw new HttpError(401, ACCESS_PROHIBITED);
     sendJson(ctx, 200, {
       id: chat.id,
       user_id: chat.user_id,
@@ -1309,18 +1314,21 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   });
   route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    let chat = chatByShareId(id ?? '');
-    if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
-    if (!chat) throw new HttpError(401, NOT_FOUND);
-    if (user.role !== 'admin' || !flags.enableAdminChatAccess) {
-      const shared = chatByShareId(id ?? '');
-      if (shared && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    const shared = chatByShareId(id ?? '');
+    if (shared) {
+      if (shared.user_id !== user.id && !adminChatAccess(user) && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+      // get_chat_by_share_id: the snapshot, named by the share's id (not the chat's)
+      sendJson(ctx, 200, { ...chatResponse(shared), id: shared.share_id, share_id: shared.share_id });
+      return;
     }
+    // admins reach any chat by its chat id while ENABLE_ADMIN_CHAT_ACCESS
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : undefined;
+    if (!chat) throw new HttpError(401, NOT_FOUND);
     sendJson(ctx, 200, chatResponse(chat));
   });
   route('POST', '/api/v1/chats/shared/{id}/access/update', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
     if (!chat) throw new HttpError(404, NOT_FOUND);
     const body = await readJsonObject(ctx);
     const grants = Array.isArray(body.access_grants) ? (body.access_grants as Array<Record<string, unknown>>) : [];
@@ -1328,7 +1336,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       chat.id,
       grants.map((g) => ({
         id: randomUUID(),
-        principal_type: g.principal_type === 'group' ? 'group' : 'user',
+        principal_type: g.principal_type === 'group' || g.principal_type === 'anyone' ? g.principal_type : 'user',
         principal_id: String(g.principal_id ?? ''),
         permission: g.permission === 'write' ? 'write' : 'read',
       })),
@@ -1337,7 +1345,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   });
   route('GET', '/api/v1/chats/shared/{id}/access', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
-    const chat = user.role === 'admin' ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
+    const chat = adminChatAccess(user) ? chats.get(id ?? '') : [...chats.values()].find((c) => c.id === id && c.user_id === user.id);
     if (!chat) throw new HttpError(404, NOT_FOUND);
     sendJson(ctx, 200, chatGrants.get(chat.id) ?? []);
   });
@@ -1347,7 +1355,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     if (!chat && user.role === 'admin' && flags.enableAdminChatAccess) chat = chats.get(id ?? '');
     if (!chat) throw new HttpError(401, NOT_FOUND);
     const shared = chatByShareId(id ?? '');
-    if (shared && user.role !== 'admin' && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+    if (shared && !adminChatAccess(user) && shared.user_id !== user.id && !hasChatGrant(user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
     const now = Math.floor(Date.now() / 1000);
     const clone: StandInChat = {
       ...structuredClone(chat),
@@ -1361,12 +1369,12 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     chats.set(clone.id, clone);
     sendJson(ctx, 200, chatResponse(clone));
   });
-  /** POST /{id}/messages/{message_id} and its /event: any admin, whatever the flag. */
+  /** POST /{id}/messages/{message_id} and its /event: the owner, or an admin while ENABLE_ADMIN_CHAT_ACCESS. */
   const chatForMessage = async (ctx: Ctx, id: string) => {
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id);
     if (!chat) throw new HttpError(401, ACCESS_PROHIBITED);
-    if (chat.user_id !== user.id && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+    if (chat.user_id !== user.id && !adminChatAccess(user)) throw new HttpError(401, ACCESS_PROHIBITED);
     return chat;
   };
   route('POST', '/api/v1/chats/{id}/messages/{message_id}/event', async (ctx, [id]) => {
@@ -1394,8 +1402,8 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('DELETE', '/api/v1/chats/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id ?? '');
-    // admins delete any chat by id (chats.py delete_chat_by_id); users only their own
-    if (!chat || (user.role !== 'admin' && chat.user_id !== user.id)) throw new HttpError(404, NOT_FOUND);
+    // chats.py delete_chat_by_id: the owner, or an admin while ENABLE_ADMIN_CHAT_ACCESS
+    if (!chat || (chat.user_id !== user.id && !adminChatAccess(user))) throw new HttpError(404, NOT_FOUND);
     chats.delete(chat.id);
     chatGrants.delete(chat.id);
     sendJson(ctx, 200, true);
@@ -1404,9 +1412,72 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     const { user } = await authenticate(ctx, 'verified');
     const chat = chats.get(id ?? '');
     let allowed = !!chat && chat.user_id === user.id;
-    if (chat && !allowed) allowed = user.role === 'admin' && flags.enableAdminChatAccess ? true : hasChatGrant(user, chat.id);
+    if (chat && !allowed) allowed = adminChatAccess(user) ? true : hasChatGrant(user, chat.id);
     if (!chat || !allowed) throw new HttpError(401, NOT_FOUND);
     sendJson(ctx, 200, chatResponse(chat));
+  });
+
+  // routers/analytics.py counts per model over every user's messages (the chat_message rows: a
+  // message's model_id, else its model); tokens and days are not kept by the stand-in (zero, today)
+  const modelMessages = () => {
+    const out: Array<{ model: string; chat: string; user: string }> = [];
+    for (const c of chats.values()) {
+      const body = (c.chat ?? {}) as { history?: { messages?: Record<string, Record<string, unknown>> }; messages?: Array<Record<string, unknown>> };
+      for (const m of [...Object.values(body.history?.messages ?? {}), ...(body.messages ?? [])]) {
+        const model = m.model_id || m.model;
+        if (typeof model === 'string' && model) out.push({ model, chat: c.id, user: c.user_id });
+      }
+    }
+    return out;
+  };
+  const perModel = () => {
+    const counts = new Map<string, { count: number; users: Set<string>; chats: Set<string> }>();
+    for (const m of modelMessages()) {
+      const e = counts.get(m.model) ?? { count: 0, users: new Set<string>(), chats: new Set<string>() };
+      e.count++;
+      e.users.add(m.user);
+      e.chats.add(m.chat);
+      counts.set(m.model, e);
+    }
+    return [...counts.entries()].sort((a, b) => b[1].count - a[1].count);
+  };
+  route('GET', '/api/v1/analytics/models', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    sendJson(ctx, 200, { models: perModel().map(([model_id, e]) => ({ model_id, count: e.count, unique_users: e.users.size, unique_chats: e.chats.size })) });
+  });
+  route('GET', '/api/v1/analytics/tokens', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const models = perModel().map(([model_id, e]) => ({ model_id, input_tokens: 0, output_tokens: 0, total_tokens: 0, message_count: e.count }));
+    sendJson(ctx, 200, { models, total_input_tokens: 0, total_output_tokens: 0, total_tokens: 0 });
+  });
+  route('GET', '/api/v1/analytics/daily', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const models = Object.fromEntries(perModel().map(([id, e]) => [id, e.count]));
+    sendJson(ctx, 200, { data: [{ date: new Date().toISOString().slice(0, 10), models }] });
+  });
+
+  // routers/analytics.py get_model_overview (admin only): feedback counts per day (none here) and the
+  // top 10 tags of every user's chats that used the model (a message's model_id, else its model)
+  route('GET', '/api/v1/analytics/models/*/overview', async (ctx, [rawId]) => {
+    await authenticate(ctx, 'admin');
+    const modelId = decodeURIComponent(rawId ?? '');
+    const issues: ValidationIssue[] = [];
+    const days = intParam(ctx, 'days', 30, issues);
+    if (issues.length) throw unprocessable(issues);
+    const history: Array<{ date: string; won: number; lost: number }> = [];
+    for (let d = days; days > 0 && d >= 0; d--) history.push({ date: new Date(Date.now() - d * 86_400_000).toISOString().slice(0, 10), won: 0, lost: 0 });
+    const counts = new Map<string, number>();
+    for (const c of chats.values()) {
+      const body = (c.chat ?? {}) as { history?: { messages?: Record<string, Record<string, unknown>> }; messages?: Array<Record<string, unknown>> };
+      const messages = [...Object.values(body.history?.messages ?? {}), ...(body.messages ?? [])];
+      if (!messages.some((m) => (m.model_id || m.model) === modelId)) continue;
+      for (const t of ((c.meta as { tags?: unknown[] }).tags ?? []) as string[]) counts.set(t, (counts.get(t) ?? 0) + 1);
+    }
+    const tags = [...counts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 10)
+      .map(([tag, count]) => ({ tag, count }));
+    sendJson(ctx, 200, { history, tags });
   });
 
   // completions and the model proxies

@@ -5,7 +5,7 @@
 // and folder never reach them; their own content and content shared with them still work; an
 // admin cannot change another user's email or password; every refusal is audited with its rule.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../sandbox/open-webui.js';
 import { emptyWorkspace, grant, type Workspace } from '../sandbox/open-webui-workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 
@@ -60,17 +60,51 @@ function seed(): Workspace {
     id: 'fb-bob',
     user_id: 'u-bob',
     type: 'rating',
-    data: { rating: 1 },
+    data: { rating: 1, model_id: 'm-tenant-a', sibling_model_ids: ['m-admin'], tags: [`${SECRET}-rating-tag`, 'shared-word'] },
     snapshot: { chat: { title: 'rated', chat: { messages: [{ content: SECRET }] } } },
   });
-  put('feedback', { id: 'fb-admin', user_id: 'u-admin', type: 'rating', data: { rating: -1 }, snapshot: { chat: {} } });
+  put('feedback', {
+    id: 'fb-admin',
+    user_id: 'u-admin',
+    type: 'rating',
+    data: { rating: -1, model_id: 'm-tenant-a', sibling_model_ids: ['m-admin'], tags: ['shared-word', 'admin-rating-tag'] },
+    snapshot: { chat: {} },
+  });
   put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
   put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
-  put('model', { id: 'm-admin', user_id: '', name: 'own model', info: { user_id: 'u-admin', access_grants: [] } });
+  put('model', {
+    id: 'm-admin',
+    user_id: '',
+    name: 'own model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: 'admin-model-tag' }] },
+    info: { user_id: 'u-admin', access_grants: [] },
+  });
+  put('model', {
+    id: 'm-bob',
+    user_id: '',
+    name: 'bob private model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: `${SECRET}-model-tag` }] },
+    info: { user_id: 'u-bob', access_grants: [] },
+  });
+  put('prompt', { id: 'p-bob', user_id: 'u-bob', command: '/bob', name: 'bob prompt', content: SECRET, tags: [`${SECRET}-prompt-tag`], access_grants: [] });
+  put('prompt', { id: 'p-admin', user_id: 'u-admin', command: '/mine', name: 'own prompt', content: 'mine', tags: ['admin-prompt-tag'], access_grants: [] });
+  put('prompt', {
+    id: 'p-tenant-a',
+    user_id: 'u-alice',
+    command: '/acme',
+    name: 'acme prompt',
+    content: 'acme',
+    tags: ['acme-prompt-tag'],
+    access_grants: [grant('prompt', 'p-tenant-a', 'group:tenant-a')],
+  });
   put('model', {
     id: 'm-tenant-a',
     user_id: '',
     name: 'tenant-a model',
+    base_model_id: 'gpt-base',
+    meta: { tags: [{ name: 'tenant-a-model-tag' }] },
     info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-a', 'group:tenant-a')] },
   });
   put('model', {
@@ -84,7 +118,7 @@ function seed(): Workspace {
   return ws;
 }
 
-const chats = users.map((u) => ({
+const chats: StandInChat[] = users.map((u) => ({
   id: `c-${u.id}`,
   user_id: u.id,
   title: `chat of ${u.name}`,
@@ -97,6 +131,26 @@ const chats = users.map((u) => ({
   meta: {},
   folder_id: u.id === 'u-bob' ? 'fo-bob' : null,
 }));
+// chats that used the model m-tenant-a, filed under tags by their owners
+const taggedChat = (id: string, user_id: string, tags: string[]) => ({
+  ...chats[0]!,
+  id,
+  user_id,
+  title: id,
+  chat: { history: { messages: { q: { role: 'user', content: 'q' }, a: { role: 'assistant', model: 'm-tenant-a', content: 'a' } } } },
+  meta: { tags },
+  folder_id: null,
+});
+// and one that used bob's private model
+chats.push({
+  ...taggedChat('c-bob-private-model', 'u-bob', []),
+  chat: { messages: [{ role: 'assistant', model: 'm-bob', content: 'a' }] },
+});
+chats.push(
+  taggedChat('c-bob-tagged-1', 'u-bob', [`${SECRET}-divorce`, 'work']),
+  taggedChat('c-bob-tagged-2', 'u-bob', [`${SECRET}-divorce`, 'work']),
+  taggedChat('c-admin-tagged', 'u-admin', ['work', 'admin-chat-tag']),
+);
 
 describe('admin route table against the stand-in upstream (issue 24)', function () {
   let upstream: OpenWebUIStandIn;
@@ -283,6 +337,93 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
           const ids = JSON.parse(await text(res)).data.map((m: { id: string }) => m.id);
           if (bypass) return expect(ids).to.include.members(['arena-model', 'm-tenant-b']);
           expect(ids).to.have.members(['m-admin', 'm-tenant-a']);
+        },
+      );
+
+      it(
+        bypass
+          ? 'tags: model, prompt, chat and rating tags as Open WebUI answers'
+          : 'tags: only those of the admin\u2019s own chats and ratings and of models and prompts they may read; the overview and leaderboard keep their counts',
+        async () => {
+          const models = JSON.parse(await text(await call('GET', '/api/v1/models/tags', adminKey))) as string[];
+          const prompts = JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', adminKey))) as string[];
+          const overviewRes = await call('GET', '/api/v1/analytics/models/m-tenant-a/overview?days=3', adminKey);
+          expect(overviewRes.status).to.equal(200);
+          const overview = JSON.parse(await text(overviewRes)) as { history: unknown[]; tags: Array<{ tag: string; count: number }> };
+          expect(overview.history).to.have.length(4);
+          if (bypass) {
+            expect(models).to.include(`${SECRET}-model-tag`);
+            expect(prompts).to.include(`${SECRET}-prompt-tag`);
+            expect(overview.tags).to.deep.include({ tag: 'work', count: 3 });
+            expect(await text(await call('GET', '/api/v1/evaluations/leaderboard', adminKey))).to.include(`${SECRET}-rating-tag`);
+            return;
+          }
+          expect(models).to.deep.equal(['admin-model-tag', 'tenant-a-model-tag']);
+          expect(prompts).to.deep.equal(['acme-prompt-tag', 'admin-prompt-tag']);
+          expect(overview.tags).to.have.deep.members([
+            { tag: 'work', count: 1 },
+            { tag: 'admin-chat-tag', count: 1 },
+          ]);
+          expect(JSON.stringify(overview)).to.not.include(SECRET);
+          expect(gw.obs.lines.filter((l) => l.event === 'admin-names-filtered').map((l) => l.path)).to.include.members([
+            '/api/v1/models/tags',
+            '/api/v1/prompts/tags',
+            '/api/v1/analytics/models/m-tenant-a/overview',
+          ]);
+          // the leaderboard: ratings as Open WebUI counts them, tags of the admin's own ratings only; its query is refused
+          const board = JSON.parse(await text(await call('GET', '/api/v1/evaluations/leaderboard', adminKey))) as {
+            entries: Array<{ model_id: string; won: number; lost: number; top_tags: Array<{ tag: string; count: number }> }>;
+          };
+          expect(board.entries.find((e) => e.model_id === 'm-tenant-a')).to.deep.include({
+            won: 1,
+            lost: 1,
+            top_tags: [
+              { tag: 'shared-word', count: 1 },
+              { tag: 'admin-rating-tag', count: 1 },
+            ],
+          });
+          expect(JSON.stringify(board)).to.not.include(SECRET);
+          const before = reached('GET', '/evaluations/leaderboard');
+          expect((await call('GET', '/api/v1/evaluations/leaderboard?query=divorce', adminKey)).status).to.equal(403);
+          expect(reached('GET', '/evaluations/leaderboard')).to.equal(before);
+          // a plain user gets Open WebUI's own answer (their readable objects only)
+          expect(JSON.parse(await text(await call('GET', '/api/v1/prompts/tags', aliceKey)))).to.deep.equal(['acme-prompt-tag']);
+        },
+      );
+
+      it(
+        bypass
+          ? 'model ids: usage counts name every model, as Open WebUI answers'
+          : 'model ids: usage counts name the models the admin may see only; another user\u2019s private model is dropped with its counts',
+        async () => {
+          const get = async (path: string) => {
+            const res = await call('GET', path, adminKey);
+            expect(res.status, path).to.equal(200);
+            return JSON.parse(await text(res)) as Record<string, unknown>;
+          };
+          const analytics = (await get('/api/v1/analytics/models')) as { models: Array<{ model_id: string }> };
+          const tokens = (await get('/api/v1/analytics/tokens')) as { models: Array<{ model_id: string }> };
+          const daily = (await get('/api/v1/analytics/daily')) as { data: Array<{ models: Record<string, number> }> };
+          const rated = (await get('/api/v1/evaluations/feedbacks/models')) as unknown as string[];
+          const board = (await get('/api/v1/evaluations/leaderboard')) as { entries: Array<{ model_id: string }> };
+          const named = {
+            analytics: analytics.models.map((m) => m.model_id),
+            tokens: tokens.models.map((m) => m.model_id),
+            daily: Object.keys(daily.data[0]!.models),
+            board: board.entries.map((e) => e.model_id),
+          };
+          if (bypass) {
+            for (const ids of Object.values(named)) expect(ids).to.include('m-tenant-a');
+            expect(named.analytics).to.include('m-bob');
+            return;
+          }
+          for (const [what, ids] of Object.entries(named)) {
+            expect(ids, what).to.include('m-tenant-a');
+            expect(ids, what).to.not.include('m-bob');
+          }
+          // m-admin is the admin's own; ratings of models nobody may see are gone too
+          expect(rated).to.deep.equal(['m-tenant-a']);
+          expect(gw.obs.lines.some((l) => l.event === 'admin-names-filtered' && l.path === '/api/v1/analytics/models')).to.equal(true);
         },
       );
 

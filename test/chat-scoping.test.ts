@@ -7,12 +7,15 @@ import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { ADMIN_CHAT_ACCESS_DISABLED } from '../policies/admin-scoping.js';
-import { chatAccess, chatAccessAllowed } from '../policies/chat-scoping.js';
+import { chatAccess, chatAccessAllowed, sharedByShareId, sharesFollowGrants } from '../policies/chat-scoping.js';
 import { FOREIGN_MARKER, seedChats, seedUsers } from './support/raw-http.js';
 
 const BOB_CHAT = 'c-u-bob';
 const ADMIN_CHAT = 'c-u-admin';
 const BOB_SHARE = 'share-of-bob';
+/** bob's other chat, shared with alice only */
+const BOB_CHAT_FOR_ALICE = 'c-u-bob-for-alice';
+const BOB_SHARE_FOR_ALICE = 'share-of-bob-for-alice';
 
 describe('chat scoping rule (pure)', () => {
   const seg = (p: string) => p.split('/').filter(Boolean);
@@ -26,7 +29,7 @@ describe('chat scoping rule (pure)', () => {
     expect(chatAccess('POST', seg('/api/v1/chats/shared/abc/access/update'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
     expect(chatAccess('GET', seg('/api/v1/chats/shared/abc/access'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
     expect(chatAccess('GET', seg('/api/v1/chats/stats/export/abc'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
-    expect(chatAccess('DELETE', seg('/api/v1/chats/abc'))).to.deep.equal({ need: 'audit-delete', chatId: 'abc' });
+    expect(chatAccess('DELETE', seg('/api/v1/chats/abc'))).to.deep.equal({ need: 'own-chat', chatId: 'abc' });
     for (const p of [
       '/api/v1/chats/',
       '/api/v1/chats/list',
@@ -40,6 +43,13 @@ describe('chat scoping rule (pure)', () => {
       '/api/v1/chats/ALL/archived',
     ])
       expect(chatAccess('GET', seg(p)), p).to.equal(undefined);
+  });
+  it('another user\u2019s chat reached by its share id needs the upstream to hold shares to their grants (its own ENABLE_ADMIN_CHAT_ACCESS false: the admin route answers 401)', () => {
+    expect(sharesFollowGrants(401)).to.equal(true);
+    for (const status of [200, 403, 404, 500]) expect(sharesFollowGrants(status), String(status)).to.equal(false);
+    expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 's', user_id: 'bob', share_id: 's' }, 'me')).to.equal(true);
+    expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 'c', user_id: 'me', share_id: 's' }, 'me')).to.equal(false);
+    expect(sharedByShareId({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'bob', share_id: 'c' }, 'me')).to.equal(false);
   });
   it('allows the own chat, and a chat reached by its share id; nothing when the owner is unknown', () => {
     expect(chatAccessAllowed({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'me' }, 'me')).to.equal(true);
@@ -62,13 +72,16 @@ for (const upstreamFlag of [true, false]) {
 
     beforeEach(async () => {
       const chats = seedChats();
-      chats.find((c) => c.id === BOB_CHAT)!.share_id = BOB_SHARE;
+      const bobs = chats.find((c) => c.id === BOB_CHAT)!;
+      bobs.share_id = BOB_SHARE;
+      chats.push({ ...structuredClone(bobs), id: BOB_CHAT_FOR_ALICE, share_id: BOB_SHARE_FOR_ALICE });
       upstream = await startOpenWebUI({ users: seedUsers, chats, enableAdminChatAccess: upstreamFlag });
-      // Bob shares his chat with Alice and with the admin by grant (the share page's "access").
+      // Bob shares his chat with Alice and with the admin by grant (the share page's "access"), the other with Alice only.
       upstream.chatGrants.set(BOB_CHAT, [
         { id: 'g1', principal_type: 'user', principal_id: 'u-alice', permission: 'read' },
         { id: 'g2', principal_type: 'user', principal_id: 'u-admin', permission: 'read' },
       ]);
+      upstream.chatGrants.set(BOB_CHAT_FOR_ALICE, [{ id: 'g3', principal_type: 'user', principal_id: 'u-alice', permission: 'read' }]);
       gw = await startGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true' }));
       adminKey = upstream.apiKeyFor('u-admin');
       aliceKey = upstream.apiKeyFor('u-alice');
@@ -134,24 +147,54 @@ for (const upstreamFlag of [true, false]) {
       expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`)).status).to.not.equal(401);
     });
 
-    it('a chat shared with the admin keeps working by its share id: read and clone', async () => {
-      const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
-      expect(shared.status).to.equal(200);
-      expect((await shared.json()).id).to.equal(BOB_CHAT);
-      const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
-      expect(clone.status).to.equal(200);
-      const copy = await clone.json();
-      expect(copy.user_id).to.equal('u-admin');
-      expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+    it(
+      upstreamFlag
+        ? 'a chat shared with the admin by its share id is refused too: the upstream answers any admin for any share, granted or not'
+        : 'a chat shared with the admin keeps working by its share id: read and clone',
+      async () => {
+        const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
+        const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
+        if (upstreamFlag) {
+          await expectRefused(shared, 'GET /chats/share/{share id}');
+          await expectRefused(clone, 'POST clone/shared by share id');
+          return;
+        }
+        expect(shared.status).to.equal(200);
+        // a snapshot: it carries the share's id
+        expect(await shared.json()).to.deep.include({ id: BOB_SHARE, share_id: BOB_SHARE, user_id: 'u-bob' });
+        expect(clone.status).to.equal(200);
+        const copy = await clone.json();
+        expect(copy.user_id).to.equal('u-admin');
+        expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+      },
+    );
+
+    it('deleting another user\u2019s chat is refused and never reaches the upstream; the admin\u2019s own chat is deleted', async () => {
+      await expectRefused(await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`), 'DELETE /chats/{id}');
+      await expectRefused(await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}/`), 'DELETE /chats/{id}/');
+      expect(forwarded('DELETE', BOB_CHAT), 'a refused delete reached the upstream').to.deep.equal([]);
+      expect(upstream.chats.has(BOB_CHAT)).to.equal(true);
+      expect(
+        gw.obs.lines.some(
+          (l) => l.event === 'admin-chat-access-denied' && l.method === 'DELETE' && l.path === `/api/v1/chats/${BOB_CHAT}` && l.callerId === 'u-admin',
+        ),
+        'audited',
+      ).to.equal(true);
+      const own = await call(adminKey, 'DELETE', `/api/v1/chats/${ADMIN_CHAT}`);
+      expect(own.status).to.equal(200);
+      expect(upstream.chats.has(ADMIN_CHAT)).to.equal(false);
+      // bob deletes his own
+      expect((await call(bobKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`)).status).to.equal(200);
     });
 
-    it('deleting another user\u2019s chat passes (as the upstream allows admins) and is audited', async () => {
-      const res = await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`);
-      expect(res.status).to.equal(200);
-      expect(upstream.chats.has(BOB_CHAT)).to.equal(false);
-      const audit = gw.obs.lines.find((l) => l.event === 'admin-chat-delete');
-      expect(audit, 'audit event').to.include({ chatId: BOB_CHAT, callerId: 'u-admin' });
-      expect(audit!.owner).to.be.oneOf(upstreamFlag ? ['u-bob'] : ['u-bob', 'unknown']);
+    it('a share id of another user\u2019s chat not shared with the admin: refused for reading and cloning, whatever the upstream lets admins do', async () => {
+      // alice, whom it is shared with, reads it by its share id
+      expect((await call(aliceKey, 'GET', `/api/v1/chats/share/${BOB_SHARE_FOR_ALICE}`)).status).to.equal(200);
+      const before = upstream.chats.size;
+      await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE_FOR_ALICE}`), 'GET /chats/share/{share id}');
+      await expectRefused(await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE_FOR_ALICE}/clone/shared`), 'POST clone/shared by share id');
+      expect(forwarded('POST', BOB_SHARE_FOR_ALICE)).to.deep.equal([]);
+      expect(upstream.chats.size).to.equal(before);
     });
 
     it('refusals are audited with the caller and the rule', async () => {

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
-import { EXPORT_DISABLED } from '../policies/admin-scoping.js';
+import { ADMIN_SCOPED, EXPORT_DISABLED } from '../policies/admin-scoping.js';
 import { seedChats, seedFile } from './support/raw-http.js';
 
 const file = seedFile;
@@ -180,6 +180,102 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
       }
     });
   });
+
+  for (const bypass of [false, true]) {
+    describe(`A7 names reading and deleting by id, nothing else (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass})`, () => {
+      let gw: RunningGateway;
+      before(async () => {
+        gw = await startGateway(baseEnv(upstream.url, { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: String(bypass), ALLOW_UPSTREAM_API_KEYS: 'true' }));
+      });
+      after(() => gw.close());
+      const send = (method: string, path: string, key: string, body?: unknown) =>
+        fetch(gw.url + path, {
+          method,
+          headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      const forwarded = (method: string, path: string) => upstream.requests.filter((r) => r.method === method && r.url === path).length;
+
+      it(
+        bypass
+          ? 'with the bypass on, rewriting and renaming another user\u2019s file are left to the upstream, audited'
+          : 'rewriting and renaming another user\u2019s file are refused, never forwarded, audited; the admin\u2019s own file is theirs to change',
+        async () => {
+          upstream.files.set('f-bob-w', file('f-bob-w', 'u-bob', 'bob-writable.txt', 60));
+          upstream.files.set('f-admin-w', file('f-admin-w', 'u-admin', 'admin-writable.txt', 61));
+          try {
+            for (const [path, body] of [
+              ['/api/v1/files/f-bob-w/data/content/update', { content: 'rewritten by the admin' }],
+              ['/api/v1/files/f-bob-w/rename', { filename: 'renamed-by-admin.txt' }],
+            ] as const) {
+              const before = forwarded('POST', path);
+              const res = await send('POST', path, adminKey, body);
+              if (bypass) {
+                expect(res.status, path).to.equal(200);
+                expect(forwarded('POST', path)).to.equal(before + 1);
+                const audit = () => gw.obs.lines.find((l) => l.event === 'admin-file-access' && l.path === path);
+                for (let i = 0; i < 40 && !audit(); i++) await new Promise((r) => setTimeout(r, 25));
+                expect(audit(), path).to.include({ owner: 'u-bob', callerId: 'u-admin', operation: 'write' });
+              } else {
+                expect(res.status, path).to.equal(403);
+                expect(((await res.json()) as { detail: string }).detail).to.equal(ADMIN_SCOPED);
+                expect(forwarded('POST', path), `${path} reached the upstream`).to.equal(before);
+                const audit = gw.obs.lines.find((l) => l.event === 'admin-access-denied' && l.path === path);
+                expect(audit, path).to.include({ callerId: 'u-admin', method: 'POST' });
+                expect(String(audit!.rule)).to.match(/^A7/);
+              }
+            }
+            const bob = upstream.files.get('f-bob-w')!;
+            if (!bypass) expect([bob.filename, bob.data.content]).to.deep.equal(['bob-writable.txt', 'text of bob-writable.txt']);
+            // the admin's own file
+            const own = await send('POST', '/api/v1/files/f-admin-w/data/content/update', adminKey, { content: 'my own words' });
+            expect(own.status).to.equal(200);
+            expect((await send('POST', '/api/v1/files/f-admin-w/rename', adminKey, { filename: 'mine.txt' })).status).to.equal(200);
+            expect([upstream.files.get('f-admin-w')!.filename, upstream.files.get('f-admin-w')!.data.content]).to.deep.equal(['mine.txt', 'my own words']);
+            // a plain user's own file: the upstream's rule alone
+            expect((await send('POST', '/api/v1/files/f-bob-w/rename', upstream.apiKeyFor('u-bob'), { filename: 'bob-renamed.txt' })).status).to.equal(200);
+          } finally {
+            upstream.files.delete('f-bob-w');
+            upstream.files.delete('f-admin-w');
+          }
+        },
+      );
+
+      it(
+        bypass
+          ? 'with the bypass on, DELETE /api/v1/files/all is left to the upstream and audited'
+          : 'DELETE /api/v1/files/all (every user\u2019s files) is refused and never forwarded; every file stays',
+        async () => {
+          const kept = new Map(upstream.files);
+          try {
+            const before = forwarded('DELETE', '/api/v1/files/all');
+            const res = await send('DELETE', '/api/v1/files/all', adminKey);
+            if (bypass) {
+              expect(res.status).to.equal(200);
+              expect(upstream.files.size).to.equal(0);
+              expect(gw.obs.lines.find((l) => l.event === 'admin-file-access' && l.fileId === '*')).to.include({ operation: 'delete', owner: '*' });
+            } else {
+              expect(res.status).to.equal(403);
+              expect(forwarded('DELETE', '/api/v1/files/all')).to.equal(before);
+              expect([...upstream.files.keys()]).to.deep.equal([...kept.keys()]);
+              expect(gw.obs.lines.find((l) => l.event === 'policy-denied' && l.path === '/api/v1/files/all')).to.include({ method: 'DELETE' });
+            }
+          } finally {
+            for (const [id, f] of kept) upstream.files.set(id, f);
+          }
+        },
+      );
+
+      it('reading and deleting another user\u2019s file by id still pass as the upstream answers (rule A7), audited', async () => {
+        upstream.files.set('f-bob-d', file('f-bob-d', 'u-bob', 'bob-doomed.txt', 62));
+        expect((await send('GET', '/api/v1/files/f-bob-d/data/content', adminKey)).status).to.equal(200);
+        const res = await send('DELETE', '/api/v1/files/f-bob-d', adminKey);
+        expect(res.status).to.equal(200);
+        expect(upstream.files.has('f-bob-d')).to.equal(false);
+        expect(gw.obs.lines.find((l) => l.event === 'admin-file-access' && l.fileId === 'f-bob-d' && l.operation === 'delete')).to.include({ owner: 'u-bob' });
+      });
+    });
+  }
 
   describe('policy drift', () => {
     it('logs and counts when the upstream returns other users\u2019 files with the bypass off', async () => {

@@ -376,7 +376,7 @@ describe('hardening: slow clients', function () {
       s.on('error', () => undefined);
       const started = Date.now();
       s.write(
-        `POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content": "`,
+        `POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content": "`,
       );
       await sleep(200);
       expect(up.sockets(), 'the upload reached the upstream').to.be.greaterThan(0);
@@ -417,9 +417,7 @@ describe('hardening: slow clients', function () {
     let timer: NodeJS.Timeout | undefined;
     up.set(ok);
     const r = await until((s) => {
-      s.write(
-        `POST /api/v1/files/f1/data/content/update HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`,
-      );
+      s.write(`POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`);
       timer = setInterval(() => s.writable && s.write('x'), 200);
     });
     clearInterval(timer);

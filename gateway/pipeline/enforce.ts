@@ -1,8 +1,8 @@
 // Step 7 of gateway/pipeline/handle.ts: carry out the policy's decision (policies/admin-scoping.ts)
 // against the upstream. `pass` streams the request on; `deny` answers without calling the
 // upstream; the file decisions answer from a view rebuilt of the caller's own files, or pass with
-// an audit line when an admin touches a file that is not theirs; the chat decisions ask the
-// upstream, as the caller, whose chat it is before anything is forwarded.
+// an audit line when an admin reads or deletes a file that is not theirs (rule A7); the chat
+// decisions ask the upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isCallersOwnCollection, objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
@@ -27,8 +27,8 @@ export type Enforcer = ReturnType<typeof createEnforcer>;
 export function createEnforcer(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
   const { obs, upstream, trusted } = parts;
   const fileViews = new FileViews(upstream, obs);
-  const chatViews = new ChatViews(upstream);
   const objectViews = new ObjectViews(upstream, obs);
+  const chatViews = new ChatViews(upstream);
 
   /**
    * Stream the request on: `100 Continue` first when the client waits for it, with the headers
@@ -179,6 +179,18 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         return objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, trusted), decision.fields, decision.emptied);
       }
+      case 'scope-names': {
+        if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+        const headers = rewriteHeaders(upstreamHeaders, trusted);
+        const callerId = await caller.upstreamUserId();
+        const who = await objectViews.principal(callerId, headers);
+        return objectViews.serveNames(res, decision, path + search, headers, who, (removed) =>
+          obs.audit.info(
+            { event: 'admin-names-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
+            'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',
+          ),
+        );
+      }
       case 'guard-socketio-post': {
         if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
         if (expectContinue) res.writeContinue();
@@ -195,19 +207,6 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         delete upstreamHeaders['transfer-encoding'];
         upstreamHeaders['content-length'] = String(out.length);
         return proceed(ctx, req, res, false, out);
-      }
-      case 'audit-chat-delete': {
-        if (!caller) return proceed(ctx, req, res, expectContinue);
-        const [me, owner] = await Promise.all([caller.upstreamUserId(), chatViews.ownerOf(decision.chatId, rewriteHeaders(upstreamHeaders, trusted))]).catch(
-          () => ['', undefined],
-        );
-        if (owner !== me) {
-          obs.audit.warn(
-            { event: 'admin-chat-delete', caller: caller.label, callerId: me, chatId: decision.chatId, owner: owner ?? 'unknown', method: req.method, path },
-            'admin deleted a chat they do not own',
-          );
-        }
-        return proceed(ctx, req, res, expectContinue);
       }
     }
   }

@@ -5,13 +5,43 @@
 //     says the admin owns it or holds a grant on it. A write on another user's object therefore
 //     never reaches Open WebUI. An answer that is not a readable object is a refusal.
 //   - filter-listing: fetch the list as the caller and answer with the items the admin may read.
+//   - scope-names: answer a route that names tags users gave their chats or objects, or models by
+//     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
+//     only the ids of models they may see (policies/resource-access.ts decides):
+//       models, prompts: the upstream's list of names, kept where a model (GET /api/v1/models/all)
+//         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
+//         intersection never shows a name the upstream did not list.
+//       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
+//         (GET /api/v1/chats/all, the caller's export as NDJSON, read as it arrives); `history` kept.
+//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings (GET
+//         /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
+//       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
+//         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
 // The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
 import type { ServerResponse } from 'node:http';
-import { filterList, mayReach, parseGroupIds, redactFields, type Permission, type Principal } from '../../policies/resource-access.js';
+import {
+  filterList,
+  keepModelIds,
+  keepTags,
+  leaderboardWithTags,
+  mayReach,
+  modelTagNames,
+  OwnChatTags,
+  OwnFeedbackTags,
+  overviewWithTags,
+  parseGroupIds,
+  promptTagNames,
+  redactFields,
+  visibleModelIds,
+  type ModelIdShape,
+  type Permission,
+  type Principal,
+  type TagSource,
+} from '../../policies/resource-access.js';
 import { TtlCache } from '../cache/cache.js';
-import { UpstreamError, type Upstream } from './proxy.js';
+import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
 import { callJson, errorDetail, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
 import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
@@ -19,6 +49,12 @@ import type { Observability } from '../observability/observability.js';
 type Headers = Record<string, string | string[] | undefined>;
 
 const GROUPS_TTL_MS = 60_000;
+
+/** Where the objects whose tags the admin may see are listed, as the caller. */
+const OBJECTS_OF: Record<'models' | 'prompts', string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
+
+/** Pages of the caller's own ratings one leaderboard may walk (30 a page): past it the answer is a 502, not a guess. */
+export const MAX_FEEDBACK_PAGES = 40;
 const MAX_ENTRIES = 20_000;
 
 export class ObjectViews {
@@ -87,6 +123,132 @@ export class ObjectViews {
 
   clear(): void {
     this.groups.clear();
+  }
+
+  /** Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the upstream's answer lost. */
+  async serveNames(
+    res: ServerResponse,
+    names: { tags?: TagSource; modelIds?: ModelIdShape; modelId?: string },
+    pathAndQuery: string,
+    headers: Headers,
+    who: Principal,
+    audit: (removed: number) => void,
+  ): Promise<void> {
+    try {
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      if (up.json === undefined) return passError(res, up.status, up.body);
+      let body: unknown = up.json;
+      let removed = 0;
+      if (names.tags) ({ body, removed } = await this.ownTags(names.tags, body, headers, who, names.modelId));
+      if (names.modelIds) {
+        const [base, stored] = await Promise.all(
+          ['/api/models/base', '/api/v1/models/all'].map((p) =>
+            callJson(this.upstream, ListOrRecordAnswer, 'GET', p, headers).then((a) => {
+              if (a.json === undefined) throw new UpstreamError('bad-body', `${p} answered ${a.status}`);
+              return a.json;
+            }),
+          ),
+        );
+        const visible = visibleModelIds(base, stored, who);
+        if (!visible) throw new UpstreamError('bad-body', 'the models are not lists of records with ids');
+        const kept = keepModelIds(body, names.modelIds, visible);
+        if (!kept) throw new UpstreamError('bad-body', `answer is not of the shape ${names.modelIds}`);
+        body = kept.body;
+        removed += kept.removed;
+      }
+      if (removed > 0) audit(removed);
+      sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
+      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
+      this.obs.log.error({ err: { message: e.message } }, 'names route failed closed');
+      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+    }
+  }
+
+  /** The answer with only the tags `who` may see, and how many it lost. */
+  private async ownTags(
+    source: TagSource,
+    answer: unknown,
+    headers: Headers,
+    who: Principal,
+    modelId: string | undefined,
+  ): Promise<{ body: unknown; removed: number }> {
+    if (source === 'chats-of-model') {
+      const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
+      const out = overviewWithTags(answer, counted.top());
+      if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
+      return out;
+    }
+    if (source === 'feedbacks') {
+      const counted = await this.ownFeedbackTags(headers, who.userId);
+      const out = leaderboardWithTags(answer, (m) => counted.top(m));
+      if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
+      return out;
+    }
+    const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
+    if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
+    const allowed = source === 'models' ? modelTagNames(objects.json, who) : promptTagNames(objects.json, who);
+    if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
+    const kept = keepTags(answer, allowed);
+    if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
+    return { body: kept.tags, removed: kept.removed };
+  }
+
+  /** The caller's own ratings, page by page until the total is reached. */
+  private async ownFeedbackTags(headers: Headers, callerId: string): Promise<OwnFeedbackTags> {
+    const counted = new OwnFeedbackTags(callerId);
+    let seen = 0;
+    for (let page = 1; page <= MAX_FEEDBACK_PAGES; page++) {
+      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', `/api/v1/evaluations/feedbacks/user?page=${page}`, headers);
+      const body = up.json as { items?: unknown; total?: unknown } | undefined;
+      if (!body || Array.isArray(body) || !Array.isArray(body.items) || typeof body.total !== 'number')
+        throw new UpstreamError('bad-body', `/api/v1/evaluations/feedbacks/user answered ${up.status} without {items, total}`);
+      for (const f of body.items) if (!counted.add(f)) throw new UpstreamError('bad-body', 'a rating that is not a record');
+      seen += body.items.length;
+      if (body.items.length === 0 || seen >= body.total) return counted;
+    }
+    throw new UpstreamError('too-large', `more than ${MAX_FEEDBACK_PAGES} pages of the caller's own ratings`);
+  }
+
+  /** The caller's own chats (their export, one JSON chat a line), counted as they arrive: no chat is kept. */
+  private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+    const counted = new OwnChatTags(callerId, modelId);
+    const lines = new LineSink((line) => counted.add(JSON.parse(line)));
+    const up = await this.upstream.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
+      status === 200 ? lines : undefined,
+    );
+    if (up.status !== 200) throw new UpstreamError('bad-body', `/api/v1/chats/all answered ${up.status}`);
+    lines.end();
+    return counted;
+  }
+}
+
+/** Splits a body into lines, each handed over whole (a line that is not JSON throws: the body is refused). */
+class LineSink implements BodySink {
+  private parts: Buffer[] = [];
+
+  constructor(private readonly line: (text: string) => void) {}
+
+  write(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      this.parts.push(chunk.subarray(start, nl));
+      this.flush();
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.parts.push(chunk.subarray(start));
+  }
+
+  /** The last line, when the body did not end with a newline. */
+  end(): void {
+    this.flush();
+  }
+
+  private flush(): void {
+    const text = Buffer.concat(this.parts).toString('utf8').trim();
+    this.parts = [];
+    if (text) this.line(text);
   }
 }
 

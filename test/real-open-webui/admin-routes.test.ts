@@ -470,6 +470,177 @@ for (const { title, flags } of FLAG_SETS) {
       expect(await aliceReads(kept.chat), 'alice\u2019s chat in the folder').to.equal(200);
     });
 
+    /** A chat of `jar`'s whose answer came from `model` (a chat_message row names it), filed under `tags`. */
+    const chatWith = async (jar: Jar, title: string, secret: string, tags: string[] = [], model?: string) => {
+      const messages: Record<string, unknown> = { m1: { id: 'm1', role: 'user', content: secret, childrenIds: model ? ['m2'] : [] } };
+      if (model) messages.m2 = { id: 'm2', parentId: 'm1', role: 'assistant', model, content: `answer to ${secret}`, childrenIds: [] };
+      const id = (
+        await ok<{ id: string }>(
+          via(jar, 'POST', '/api/v1/chats/new', {
+            chat: { title, models: model ? [model] : [], messages: Object.values(messages), history: { messages, currentId: model ? 'm2' : 'm1' } },
+          }),
+          `chat ${title}`,
+        )
+      ).id;
+      for (const name of tags) await ok(via(jar, 'POST', `/api/v1/chats/${id}/tags`, { name }), `tag ${name}`);
+      return id;
+    };
+
+    it('chats: Open WebUI alone lets the admin delete another user\u2019s chat exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; through the gateway never, with either flag, a foldered chat included', async () => {
+      const reads = async (jar: Jar, id: string) => (await via(jar, 'GET', `/api/v1/chats/${id}`)).status;
+      const probe = await chatWith(bob, 'Bob probe chat', 'BOB-PROBE-CHAT');
+      const door = await direct('DELETE', `/api/v1/chats/${probe}`);
+      expect(door.status, door.text).to.equal(flags.ENABLE_ADMIN_CHAT_ACCESS ? 200 : 404);
+      expect(await reads(bob, probe), 'bob\u2019s probe chat after the admin\u2019s delete straight at Open WebUI').to.equal(
+        flags.ENABLE_ADMIN_CHAT_ACCESS ? 401 : 200,
+      );
+
+      const kept = await chatWith(bob, 'Bob kept chat', 'BOB-KEPT-CHAT');
+      for (const id of [kept, c.folderChat]) await refused(await via(admin, 'DELETE', `/api/v1/chats/${id}`), 'DELETE', `/api/v1/chats/${id}`, 401);
+      expect(await reads(bob, kept), 'bob\u2019s chat').to.equal(200);
+      expect(await reads(alice, c.folderChat), 'alice\u2019s chat in her folder').to.equal(200);
+      // the admin's own chat is theirs to delete
+      const own = await chatWith(admin, 'Admin chat to delete', 'ADMIN-OWN-CHAT');
+      expect(await ok<boolean>(via(admin, 'DELETE', `/api/v1/chats/${own}`), 'own chat deleted')).to.equal(true);
+    });
+
+    it('chats: a share id of another user\u2019s chat shared with someone else: Open WebUI alone lets the admin read and clone it exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; the gateway never; a share granted to the admin works while that flag is false', async () => {
+      const shared = async (secret: string, to: string) => {
+        const id = await chatWith(bob, `Bob shared ${secret}`, secret);
+        const share = (await ok<{ share_id: string }>(via(bob, 'POST', `/api/v1/chats/${id}/share`, {}), 'share')).share_id;
+        await ok(
+          via(bob, 'POST', `/api/v1/chats/shared/${id}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: to, permission: 'read' }] }),
+          'grant',
+        );
+        return share;
+      };
+      const forCarol = await shared('BOB-SHARE-FOR-CAROL', ids.carol);
+      const door = await direct('GET', `/api/v1/chats/share/${forCarol}`);
+      expect(door.status, door.text).to.equal(flags.ENABLE_ADMIN_CHAT_ACCESS ? 200 : 401);
+      if (flags.ENABLE_ADMIN_CHAT_ACCESS) expect(door.text, 'the door, without the gateway').to.include('BOB-SHARE-FOR-CAROL');
+      const read = await via(admin, 'GET', `/api/v1/chats/share/${forCarol}`);
+      expect(read.text).to.not.include('BOB-SHARE-FOR-CAROL');
+      await refused(read, 'GET', `/api/v1/chats/share/${forCarol}`, 401);
+      const before = (await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/chats/'), 'admin chats')).length;
+      await refused(await via(admin, 'POST', `/api/v1/chats/${forCarol}/clone/shared`, {}), 'POST', `/api/v1/chats/${forCarol}/clone/shared`, 401);
+      expect((await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/chats/'), 'admin chats')).length, 'no clone made').to.equal(before);
+
+      // one granted to the admin: Open WebUI's answer tells it from the other only while its flag is false
+      const forAdmin = await shared('BOB-SHARE-FOR-ADMIN', ids.admin);
+      const mine = await via(admin, 'GET', `/api/v1/chats/share/${forAdmin}`);
+      if (flags.ENABLE_ADMIN_CHAT_ACCESS) return refused(mine, 'GET', `/api/v1/chats/share/${forAdmin}`, 401);
+      expect(mine.status, mine.text).to.equal(200);
+      expect(mine.text).to.include('BOB-SHARE-FOR-ADMIN');
+    });
+
+    it('tags and model names: Open WebUI alone gives the admin the tag names of other users\u2019 chats, ratings, models and prompts, and the ids of their private models; through the gateway only those of the admin\u2019s own and of what is shared with them', async () => {
+      const tag = Math.random().toString(36).slice(2, 8);
+      const model = w.model!.model;
+      // the other admin's private model and prompt, the admin's own
+      const workspaceModel = (id: string, tagName: string) => ({
+        id,
+        name: id,
+        base_model_id: model,
+        meta: { tags: [{ name: tagName }] },
+        params: {},
+        access_grants: [],
+      });
+      await ok(via(superuser, 'POST', '/api/v1/models/create', workspaceModel(`su-tagged-${tag}`, `su-model-tag-${tag}`)), 'superuser model');
+      await ok(via(admin, 'POST', '/api/v1/models/create', workspaceModel(`sys-tagged-${tag}`, `own-model-tag-${tag}`)), 'own model');
+      const prompt = (command: string, tagName: string) => ({ command, name: command, content: `${command} text`, tags: [tagName], access_grants: [] });
+      await ok(via(superuser, 'POST', '/api/v1/prompts/create', prompt(`su-${tag}`, `su-prompt-tag-${tag}`)), 'superuser prompt');
+      await ok(via(admin, 'POST', '/api/v1/prompts/create', prompt(`sys-${tag}`, `own-prompt-tag-${tag}`)), 'own prompt');
+      // chats that used the model, filed by their owners; ratings of it
+      await chatWith(alice, 'Alice tagged chat', 'ALICE-TAGGED-CHAT', [`alice-divorce-${tag}`, `shared-word-${tag}`], model);
+      await chatWith(admin, 'Admin tagged chat', 'ADMIN-TAGGED-CHAT', [`own-chat-tag-${tag}`, `shared-word-${tag}`], model);
+      const rating = (tags: string[]) => ({
+        type: 'rating',
+        data: { rating: 1, model_id: model, sibling_model_ids: [`other-${tag}`], tags },
+        meta: {},
+        snapshot: {},
+      });
+      await ok(via(alice, 'POST', '/api/v1/evaluations/feedback', rating([`alice-rating-tag-${tag}`])), 'alice rates');
+      await ok(via(admin, 'POST', '/api/v1/evaluations/feedback', rating([`own-rating-tag-${tag}`])), 'the admin rates');
+
+      // the other admin's private model, used and rated: its id is its name
+      const suModel = `su-tagged-${tag}`;
+      await chatWith(superuser, 'Superuser chat', 'SU-CHAT', [], suModel);
+      await ok(
+        via(superuser, 'POST', '/api/v1/evaluations/feedback', {
+          type: 'rating',
+          data: { rating: 1, model_id: suModel, sibling_model_ids: [model] },
+          meta: {},
+          snapshot: {},
+        }),
+        'superuser rates',
+      );
+
+      // the doors, straight at Open WebUI
+      const names = async (p: Promise<Answer>) => (await p).text;
+      for (const path of [
+        '/api/v1/analytics/models',
+        '/api/v1/analytics/tokens',
+        '/api/v1/analytics/daily',
+        '/api/v1/evaluations/feedbacks/models',
+        '/api/v1/evaluations/leaderboard',
+      ])
+        expect(await names(direct('GET', path)), `the door: ${path} names the other admin\u2019s private model`).to.include(suModel);
+      expect(await names(direct('GET', '/api/v1/models/tags')), 'models/tags: every model\u2019s while its bypass is on').to.satisfy(
+        (t: string) => t.includes(`su-model-tag-${tag}`) === flags.BYPASS_ADMIN_ACCESS_CONTROL,
+      );
+      expect(await names(direct('GET', '/api/v1/prompts/tags'))).to.satisfy(
+        (t: string) => t.includes(`su-prompt-tag-${tag}`) === flags.BYPASS_ADMIN_ACCESS_CONTROL,
+      );
+      const overviewPath = `/api/v1/analytics/models/${model}/overview?days=7`;
+      const openOverview = await ok<{ history: unknown[]; tags: Array<{ tag: string; count: number }> }>(direct('GET', overviewPath), 'overview');
+      expect(
+        openOverview.tags.map((t) => t.tag),
+        'the door: alice\u2019s chat tags',
+      ).to.include.members([`alice-divorce-${tag}`, `own-chat-tag-${tag}`]);
+      expect(openOverview.tags).to.deep.include({ tag: `shared-word-${tag}`, count: 2 });
+      const openBoard = await ok<{ entries: Array<{ model_id: string; won: number; top_tags: Array<{ tag: string }> }> }>(
+        direct('GET', '/api/v1/evaluations/leaderboard'),
+        'board',
+      );
+      expect(JSON.stringify(openBoard), 'the door: alice\u2019s rating tags').to.include(`alice-rating-tag-${tag}`);
+
+      // through the gateway
+      const models = await ok<string[]>(via(admin, 'GET', '/api/v1/models/tags'), 'models/tags');
+      expect(models).to.include(`own-model-tag-${tag}`).and.not.include(`su-model-tag-${tag}`);
+      const prompts = await ok<string[]>(via(admin, 'GET', '/api/v1/prompts/tags'), 'prompts/tags');
+      expect(prompts).to.include(`own-prompt-tag-${tag}`).and.not.include(`su-prompt-tag-${tag}`);
+      const overview = await ok<{ history: unknown[]; tags: Array<{ tag: string; count: number }> }>(via(admin, 'GET', overviewPath), 'overview');
+      expect(overview.history, 'the feedback history, as Open WebUI counts it').to.deep.equal(openOverview.history);
+      expect(overview.tags.filter((t) => t.tag.endsWith(tag))).to.have.deep.members([
+        { tag: `own-chat-tag-${tag}`, count: 1 },
+        { tag: `shared-word-${tag}`, count: 1 },
+      ]);
+      const board = await ok<{ entries: Array<{ model_id: string; won: number; top_tags: Array<{ tag: string; count: number }> }> }>(
+        via(admin, 'GET', '/api/v1/evaluations/leaderboard'),
+        'board',
+      );
+      const entry = board.entries.find((e) => e.model_id === model)!;
+      expect(entry.top_tags).to.deep.equal([{ tag: `own-rating-tag-${tag}`, count: 1 }]);
+      expect(entry.won, 'every user\u2019s ratings still counted').to.equal(openBoard.entries.find((e) => e.model_id === model)!.won);
+      expect(JSON.stringify([models, prompts, overview, board])).to.not.match(/alice-|su-model|su-prompt|su-tagged/);
+      for (const path of ['/api/v1/analytics/models', '/api/v1/analytics/tokens', '/api/v1/analytics/daily', '/api/v1/evaluations/feedbacks/models']) {
+        const seen = await via(admin, 'GET', path);
+        expect(seen.status, path).to.equal(200);
+        expect(seen.text, path).to.not.include(suModel);
+        expect(seen.text, `${path}: the connection\u2019s model stays`).to.include(model);
+      }
+      const board2 = await via(admin, 'GET', `/api/v1/evaluations/leaderboard?query=divorce`);
+      await refused(board2, 'GET', '/api/v1/evaluations/leaderboard');
+      // audited where the answer lost names (model and prompt tags only while Open WebUI's own bypass lists everyone's)
+      expect(w.obs.lines.filter((l) => l.event === 'admin-names-filtered').map((l) => l.path)).to.include.members([
+        ...(flags.BYPASS_ADMIN_ACCESS_CONTROL ? ['/api/v1/models/tags', '/api/v1/prompts/tags'] : []),
+        `/api/v1/analytics/models/${model}/overview`,
+        '/api/v1/evaluations/leaderboard',
+        '/api/v1/analytics/models',
+        '/api/v1/evaluations/feedbacks/models',
+      ]);
+    });
+
     it('accounts: Open WebUI alone lets the admin change another user\u2019s email and password; the gateway only the admin\u2019s own account', async () => {
       const carol = await ok<{ email: string; name: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol');
       const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, {

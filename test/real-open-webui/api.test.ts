@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { CLIENT_ID } from '../support/cookie-jar.js';
-import { startRealWorld, type AdminFlags, type RealWorld } from '../support/open-webui.js';
+import { callOpenWebUI, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -166,6 +166,77 @@ for (const { title, flags } of FLAG_SETS) {
       const audited = () => w.obs.lines.some((l) => l.event === 'admin-file-access' && l.fileId === files.bob.id && l.owner === ids.bob);
       for (let i = 0; i < 40 && !audited(); i++) await sleep(50);
       expect(audited()).to.equal(true);
+    });
+
+    /** Straight at Open WebUI as the admin (their own token, no gateway). */
+    const direct = async (method: string, path: string, body?: unknown): Promise<Answer> => {
+      const signin = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' },
+        body: JSON.stringify({ email: '', password: '' }),
+      });
+      return callOpenWebUI(w.owui.url, ((await signin.json()) as { token: string }).token, method, path, body);
+    };
+    const post = (jar: Jar, path: string, body: unknown) =>
+      browse(jar, path, { method: 'POST', headers: { origin: w.url, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    /** The file as its owner reads it through the gateway: its name and its indexed text. */
+    const asBobSees = async (id: string) => {
+      const record = await browse(bob, `/api/v1/files/${id}`);
+      const text = await browse(bob, `/api/v1/files/${id}/data/content`);
+      expect([record.status, text.status], `${record.text} ${text.text}`).to.deep.equal([200, 200]);
+      return { filename: record.json<FileRecord>().filename, content: text.json<{ content: string }>().content };
+    };
+    /** Refused by the gateway with rule A7, never forwarded: an audit line names the rule. */
+    const refusedA7 = async (r: { status: number; text: string }, method: string, path: string, event = 'admin-access-denied') => {
+      expect(r.status, `${method} ${path}: ${r.text}`).to.equal(403);
+      const line = w.obs.lines.find((l) => l.event === event && l.path === path && l.method === method);
+      expect(line, `audit line of ${method} ${path}`).to.not.equal(undefined);
+      expect(String(line!.rule)).to.match(/^A7/);
+    };
+
+    it("another user's file: Open WebUI alone lets the admin rename it and rewrite its indexed text; through the gateway neither, and the admin's own file stays theirs to change", async () => {
+      // the door, on a file of bob's made for it
+      const probe = await upload(w, { jar: bob }, 'bob-probe.txt');
+      expect((await direct('POST', `/api/v1/files/${probe.id}/rename`, { filename: 'renamed-by-admin.txt' })).status, 'the door: rename').to.equal(200);
+      // the text is saved before the slim install's missing vector store fails the indexing
+      await direct('POST', `/api/v1/files/${probe.id}/data/content/update`, { content: 'REWRITTEN BY THE ADMIN' });
+      expect(await asBobSees(probe.id), 'the door: bob\u2019s file changed').to.deep.equal({
+        filename: 'renamed-by-admin.txt',
+        content: 'REWRITTEN BY THE ADMIN',
+      });
+      // a plain user is stopped by Open WebUI itself
+      expect((await post(alice, `/api/v1/files/${files.bob.id}/rename`, { filename: 'x.txt' })).status).to.equal(404);
+
+      const before = await asBobSees(files.bob.id);
+      for (const [path, body] of [
+        [`/api/v1/files/${files.bob.id}/rename`, { filename: 'renamed-by-admin.txt' }],
+        [`/api/v1/files/${files.bob.id}/data/content/update`, { content: 'REWRITTEN BY THE ADMIN' }],
+      ] as const)
+        await refusedA7(await post(admin, path, body), 'POST', path);
+      expect(await asBobSees(files.bob.id), 'bob\u2019s file, unchanged').to.deep.equal(before);
+      expect(before.filename).to.equal('bob-private.txt');
+
+      // the admin's own file
+      const own = await post(admin, `/api/v1/files/${files.admin.id}/rename`, { filename: 'admin-renamed.txt' });
+      expect(own.status, own.text).to.equal(200);
+      expect((await browse(admin, `/api/v1/files/${files.admin.id}`)).json<FileRecord>().filename).to.equal('admin-renamed.txt');
+    });
+
+    // last: straight at Open WebUI it deletes every user's files
+    it("DELETE /api/v1/files/all: refused through the gateway and every user's files stay; straight at Open WebUI it deletes them all", async () => {
+      await refusedA7(
+        await browse(admin, '/api/v1/files/all', { method: 'DELETE', headers: { origin: w.url } }),
+        'DELETE',
+        '/api/v1/files/all',
+        'policy-denied',
+      );
+      expect((await browse(bob, `/api/v1/files/${files.bob.id}`)).status, 'bob\u2019s file').to.equal(200);
+      expect((await browse(alice, `/api/v1/files/${files.alice.id}`)).status, 'alice\u2019s file').to.equal(200);
+
+      // the door (the slim install's missing vector store may fail the answer after the rows are gone)
+      await direct('DELETE', '/api/v1/files/all');
+      expect((await browse(bob, `/api/v1/files/${files.bob.id}`)).status, 'the door: bob\u2019s file deleted').to.equal(404);
+      expect((await browse(alice, `/api/v1/files/${files.alice.id}`)).status, 'the door: alice\u2019s file deleted').to.equal(404);
     });
   });
 }

@@ -1,6 +1,6 @@
 // The policy table of the contract, row by row, for both switch values (pure decisions).
 import { expect } from 'chai';
-import { decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../../policies/admin-scoping.js';
+import { ADMIN_CHAT_ACCESS_DISABLED, ADMIN_SCOPED, decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../../policies/admin-scoping.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../../policies/file-scoping.js';
 import { mayReach } from '../../policies/resource-access.js';
 
@@ -28,6 +28,17 @@ describe('admin-scoping policy', () => {
     for (const s of [off, on]) expect(decide({ method: 'GET', path: '/api/v1/chats/list/user/u-1' }, s, admin).action).to.equal('deny');
   });
 
+  it('ENABLE_ADMIN_CHAT_ACCESS is fixed false: deleting a chat by id needs it to be the admin\u2019s own, with either switch', () => {
+    for (const s of [off, on])
+      for (const path of ['/api/v1/chats/c-1', '/api/v1/chats/c-1/', '/API/V1/Chats/c-1'])
+        expect(decide({ method: 'DELETE', path }, s, admin), path).to.deep.include({
+          action: 'require-own-chat',
+          access: { need: 'own-chat', chatId: 'c-1' },
+          detail: ADMIN_CHAT_ACCESS_DISABLED,
+        });
+    expect(decide({ method: 'DELETE', path: '/api/v1/chats/c-1' }, off, user).action).to.equal('pass');
+  });
+
   it("A1: with the bypass off, list, search and count keep only the caller's files, for admins and users, GET and HEAD", () => {
     for (const [path, view] of [
       ['/api/v1/files/', 'list'],
@@ -45,23 +56,54 @@ describe('admin-scoping policy', () => {
       expect(decide({ method: 'GET', path }, on, admin).action).to.equal('pass');
   });
 
-  it("A7: per-file routes pass with either switch; an admin's access is audited", () => {
+  it("A7: reading another user's file by id (record, content variants, status) and deleting it pass with either switch, audited", () => {
     const routes = [
       ['GET', '/api/v1/files/f-1', 'read'],
       ['GET', '/api/v1/files/f-1/content', 'read'],
       ['GET', '/api/v1/files/f-1/content/html', 'read'],
       ['GET', '/api/v1/files/f-1/content/report.pdf', 'read'],
       ['GET', '/api/v1/files/f-1/data/content', 'read'],
+      ['GET', '/api/v1/files/f-1/process/status', 'read'],
       ['HEAD', '/api/v1/files/f-1/content', 'read'],
       ['DELETE', '/api/v1/files/f-1', 'delete'],
-      ['POST', '/api/v1/files/f-1/data/content/update', 'write'],
+      ['DELETE', '/api/v1/files/f-1/', 'delete'],
     ] as const;
     for (const s of [off, on])
       for (const [method, path, operation] of routes) {
         expect(decide({ method, path }, s, admin), `${method} ${path}`).to.include({ action: 'audit-file-access', fileId: 'f-1', operation });
         expect(decide({ method, path }, s, user).action).to.equal('pass');
       }
-    expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, off, admin)).to.include({ action: 'audit-file-access', fileId: '*' });
+  });
+
+  it("A7 names no other write: with the bypass off an admin's other per-file writes need the file to be their own (asked of the upstream)", () => {
+    for (const [method, path] of [
+      ['POST', '/api/v1/files/f-1/data/content/update'],
+      ['POST', '/api/v1/files/f-1/rename'],
+      ['POST', '/API/v1/Files/f-1/Rename/'],
+      ['PUT', '/api/v1/files/f-1'],
+      ['PATCH', '/api/v1/files/f-1'],
+      ['POST', '/api/v1/files/f-1'],
+      ['DELETE', '/api/v1/files/f-1/content'],
+    ] as const) {
+      expect(decide({ method, path }, off, admin), `${method} ${path}`).to.deep.include({
+        action: 'require-access',
+        lookup: '/api/v1/files/f-1',
+        permission: 'owner',
+        detail: ADMIN_SCOPED,
+      });
+      expect(decide({ method, path }, on, admin), `${method} ${path}`).to.include({ action: 'audit-file-access', fileId: 'f-1', operation: 'write' });
+      expect(decide({ method, path }, off, user).action).to.equal('pass');
+    }
+    // the segment as the canonical path holds it: the upstream decodes it to the id it acts on
+    expect(decide({ method: 'POST', path: '/api/v1/files/a%20b/rename' }, off, admin)).to.include({ lookup: '/api/v1/files/a%20b' });
+  });
+
+  it('DELETE /api/v1/files/all (every user\u2019s files) is refused for admins while the bypass is off; with it on the upstream decides, audited', () => {
+    for (const path of ['/api/v1/files/all', '/api/v1/files/all/', '/API/V1/FILES/ALL'])
+      expect(decide({ method: 'DELETE', path }, off, admin), path).to.include({ action: 'deny', status: 403, detail: ADMIN_SCOPED });
+    expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, on, admin)).to.include({ action: 'audit-file-access', fileId: '*', operation: 'delete' });
+    // a plain user is refused by Open WebUI itself (admin only)
+    expect(decide({ method: 'DELETE', path: '/api/v1/files/all' }, off, user).action).to.equal('pass');
   });
 
   it('accounts come from the realm: sign-up and LDAP sign-in are refused for every caller, with either switch', () => {
