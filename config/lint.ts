@@ -2,7 +2,9 @@
 // the gateway does not read but an operator plainly meant for it (a misspelt switch is silently
 // ignored, and its default applies), a Redis password that needs percent-encoding, and tenant
 // links to aliases the provider catalog does not know. Warnings never stop startup.
-import { KNOWN_VARIABLES, redisCredentialsProblem, redisPasswordHint, type Env } from './settings.js';
+import { KNOWN_VARIABLES } from './settings.js';
+import { type Env } from './env.js';
+import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
 
 /** Prefixes of the gateway's variables: an unknown name with one of them is most likely a typo. */
 const GATEWAY_PREFIXES: readonly string[] = [

@@ -2,8 +2,6 @@
 // startup log line and the sandbox banner all print settings through here, so no secret (the
 // session secrets, the OIDC client secret, the admin client secret, a password in REDIS_URL) can
 // reach a terminal or a log file by one of them forgetting it.
-import type { Settings } from './settings.js';
-
 const REDACTED = '[redacted]';
 
 /** Variables whose whole value is secret. */
@@ -59,8 +57,17 @@ export function redactValue(name: string, value: string): string {
   return value;
 }
 
+/** The parts of the settings (config/settings.ts) that hold secrets. */
+export interface SettingsWithSecrets {
+  oidc: { clientSecret?: string; sessionSecrets: readonly string[] };
+  trustedHeaders: { noGroups: string };
+  catalog: { clientSecret?: string };
+  login: { tenantAliases: ReadonlyMap<string, string> };
+  redisUrl?: string;
+}
+
 /** The resolved settings as plain JSON, every secret replaced. */
-export function redactSettings(settings: Settings): Record<string, unknown> {
+export function redactSettings(settings: SettingsWithSecrets): Record<string, unknown> {
   return {
     ...settings,
     oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },

@@ -3,17 +3,13 @@
 // Precedence: the process environment, then the per-stage env file (config/dev.env or
 // config/prod.env, chosen by NODE_ENV), then the schema default. Every problem is reported at
 // once, naming the variable, so an operator fixes a bad deployment in one round.
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createHmac, randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { ID_SYNTAX } from '../policies/syntax.js';
+import { effectiveEnv, SECRETS, type Env } from './env.js';
+import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
+import { tenantAliasProblems } from './tenant-aliases.js';
 import { redactUrl, redactValue } from './redact.js';
-
-export type Env = Record<string, string | undefined>;
-
-const here = dirname(fileURLToPath(import.meta.url));
 
 /** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
 const strictSwitch = z
@@ -84,65 +80,6 @@ const httpUrl = urlSetting(
   },
 );
 
-// REDIS_URL's user and password as written against what is read of them. ioredis reads a redis://
-// URL with the WHATWG URL parser (`new URL`), then percent-decodes the user and password. A '#',
-// '?' or '/' written raw in the password ends the part of the URL that holds it: the rest of the
-// password becomes the host, a path or a fragment, and it is then printed and connected to as
-// such (`redis://admin:p@ss#word@redis:6379` is user "admin", password "p", host "ss"). Such a URL
-// is refused; one the parser reads as written (a raw '@' or ':' in the password is) is taken.
-// Also used by config/lint.ts and the shared state (gateway/auth/shared-state.ts).
-const ENCODED: Readonly<Record<string, string>> = { '#': '%23', '@': '%40', '/': '%2F', '?': '%3F', '%': '%25' };
-
-/** The text between `scheme://` and the last '@': what the operator wrote as user and password (undefined: none). */
-function writtenUserinfo(value: string): string | undefined {
-  const rest = value.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
-  const at = rest.lastIndexOf('@');
-  return at < 0 ? undefined : rest.slice(0, at);
-}
-
-/**
- * A password holding `#`, `@`, `/`, `?` or a stray `%` breaks the URL, or may (`#` starts a
- * fragment, a second `@` moves the host): say how to write it, without echoing it.
- */
-export function redisPasswordHint(value: string): string {
-  const rest = value.trim().replace(/^rediss?:\/\//i, '');
-  const at = rest.lastIndexOf('@');
-  const userinfo = at >= 0 ? rest.slice(0, at) : (rest.split(/[/?]/)[0] ?? '');
-  const chars = ['#', '@', '/', '?'].filter((c) => (c === '#' ? rest.includes('#') : userinfo.includes(c)));
-  if (/%(?![0-9a-f]{2})/i.test(userinfo)) chars.push('%');
-  if (!chars.length) return '';
-  return `; a ${chars.map((c) => `'${c}'`).join(' or ')} in the password must be percent-encoded (${chars.map((c) => `${c} as ${ENCODED[c]}`).join(', ')})`;
-}
-
-/**
- * Why a redis:// URL's user and password would not be read as written, or undefined when they
- * would be (or there are none, or the value is no URL at all: that is refused elsewhere). Never
- * names the password.
- */
-export function redisCredentialsProblem(value: string): string | undefined {
-  const written = writtenUserinfo(value);
-  if (written === undefined) return undefined;
-  let read: URL;
-  try {
-    read = new URL(value.trim());
-  } catch {
-    return undefined;
-  }
-  const colon = written.indexOf(':');
-  const user = colon < 0 ? written : written.slice(0, colon);
-  const password = colon < 0 ? '' : written.slice(colon + 1);
-  let same: boolean;
-  try {
-    same = decodeURIComponent(read.username) === decodeURIComponent(user) && decodeURIComponent(read.password) === decodeURIComponent(password);
-  } catch {
-    same = false; // a stray '%': ioredis itself would throw on it
-  }
-  if (same) return undefined;
-  return `the user and password before the last '@' would not be read as written (a raw '#', '?' or '/' ends them early: the rest of the password would be taken for the host, a path or a fragment, connected to and logged as such)${
-    redisPasswordHint(value) || "; percent-encode '#', '?', '/', '@' and '%' in them (%23, %3F, %2F, %40, %25)"
-  }`;
-}
-
 /**
  * redis:// or rediss:// (TLS), credentials allowed (redacted wherever settings are shown, never
  * echoed), but only as ioredis will read them (redisCredentialsProblem).
@@ -184,49 +121,6 @@ const headerName = (fallback: string) =>
       }
       return name.toLowerCase();
     });
-
-/** What a tenant id and an alias may look like, in words (the grammar is policies/syntax.ts). */
-const ID_WORDS = "letters, digits, '.', '_' and '-', starting with a letter or digit";
-
-/**
- * IDP_TENANT_IDP_ALIASES: `<tenant_id>=<idp_alias>,...`. Empty turns tenant links off.
- * Spec, login links rule 5: a malformed pair or a repeated tenant stops startup. Every problem is
- * named, each pair on its own (`acme=,globex` gives two). An empty entry (a trailing or doubled
- * comma) is refused too, with words saying so: a template whose pair came out empty
- * (`acme=x,${GLOBEX_PAIR}`) must not pass unnoticed.
- */
-function tenantAliasProblems(raw: string | undefined): { map: Map<string, string>; problems: string[] } {
-  const map = new Map<string, string>();
-  const problems: string[] = [];
-  if (raw === undefined || raw.trim() === '') return { map, problems };
-  const parts = raw.split(',');
-  parts.forEach((part, i) => {
-    const pair = part.trim();
-    const where = parts.length > 1 ? ` (entry ${i + 1} of ${parts.length})` : '';
-    if (!pair) {
-      const why = i === parts.length - 1 ? 'a trailing comma' : i === 0 ? 'a leading comma' : 'two commas in a row';
-      problems.push(`malformed pair${where}: the entry is empty (${why}); remove the extra comma`);
-      return;
-    }
-    const eq = pair.indexOf('=');
-    const bad = (why: string) => problems.push(`malformed pair ${JSON.stringify(pair)}${where}: ${why}; expected <tenant_id>=<idp_alias>`);
-    if (eq < 0) return void bad('no "="');
-    const tenant = pair.slice(0, eq).trim();
-    const alias = pair.slice(eq + 1).trim();
-    if (!tenant) return void bad('no tenant id before "="');
-    if (!alias) return void bad(`no alias after "=" for tenant ${JSON.stringify(tenant)}`);
-    if (!ID_SYNTAX.test(tenant)) return void bad(`tenant id ${JSON.stringify(tenant)} is not a valid tenant id (${ID_WORDS})`);
-    if (!ID_SYNTAX.test(alias)) return void bad(`alias ${JSON.stringify(alias)} is not a valid provider alias (${ID_WORDS})`);
-    if (map.has(tenant)) return void problems.push(`tenant ${JSON.stringify(tenant)} appears twice`);
-    map.set(tenant, alias);
-  });
-  return { map, problems: [...new Set(problems)] };
-}
-
-export function parseTenantAliases(raw: string | undefined): { ok: true; map: Map<string, string> } | { ok: false; error: string } {
-  const { map, problems } = tenantAliasProblems(raw);
-  return problems.length ? { ok: false, error: problems.join('; ') } : { ok: true, map };
-}
 
 const tenantAliases = z
   .string()
@@ -362,46 +256,12 @@ export class SettingsError extends Error {
   }
 }
 
-/** Reads `KEY=value` lines; `#` comments and blank lines are skipped, quotes are removed. */
-export function parseEnvFile(text: string): Env {
-  const env: Env = {};
-  for (const line of text.split(/\r?\n/)) {
-    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (!m || line.trim().startsWith('#')) continue;
-    let value = m[2] ?? '';
-    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
-    env[m[1]!] = value;
-  }
-  return env;
-}
-
 /** The groups header's value for a user in no group (see Settings.trustedHeaders). */
 export function noGroupsName(secret: string | undefined): string {
   const key = secret ?? randomBytes(32).toString('hex');
   return 'no-group-' + createHmac('sha256', key).update('open-webui groups header: a member of no group').digest('hex').slice(0, 32);
 }
 
-export function stageFile(stage: string): string {
-  const name = stage === 'production' ? 'prod.env' : 'dev.env';
-  // Beside this module, or, when compiled to dist/config/, in the project's config/.
-  const candidates = [join(here, name), join(here, '..', '..', 'config', name)];
-  return candidates.find((f) => existsSync(f)) ?? candidates[0]!;
-}
-
-/** The environment as the gateway sees it: process values over the stage file's defaults. */
-export function effectiveEnv(processEnv: Env, options: { stageFiles?: boolean } = {}): Env {
-  const stage = processEnv.NODE_ENV === 'production' ? 'production' : 'development';
-  const file = stageFile(stage);
-  const fileEnv = options.stageFiles !== false && existsSync(file) ? parseEnvFile(readFileSync(file, 'utf8')) : {};
-  // Secrets never come from a file the gateway reads at runtime: the dev stage file's are public
-  // (docker compose hands them over as environment, where the rule in requiredProblems applies).
-  const merged: Env = {};
-  for (const [k, v] of Object.entries(fileEnv)) if (!SECRETS.includes(k)) merged[k] = v;
-  for (const [k, v] of Object.entries(processEnv)) if (v !== undefined) merged[k] = v;
-  return merged;
-}
-
-const SECRETS = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET'];
 /** config/dev.env's secrets are public (they are in the repository): their values start so. */
 const PUBLIC_DEV_SECRET = /^dev-only-/;
 

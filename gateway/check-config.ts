@@ -5,7 +5,8 @@
 // own, a Redis password to percent-encode; a tenant link to an alias the provider catalog does not
 // know, checked when the catalog can be read) are printed either way and do not fail the check.
 // Starts nothing; reads the provider catalog (file or Keycloak admin API) once, with a time limit.
-import { describeSettings, effectiveEnv, loadSettings, SettingsError, stageFile, type Settings } from '../config/settings.js';
+import { describeSettings, loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { effectiveEnv, stageFile } from '../config/env.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import { FileSource, KeycloakAdminSource, type CatalogSource } from './login/catalog.js';

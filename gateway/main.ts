@@ -1,6 +1,7 @@
 // `npm start`: validate the settings, then run the gateway (or, with no UPSTREAM_URL outside
 // production, the self-contained sandbox). Invalid settings stop here, before listening.
-import { effectiveEnv, loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { effectiveEnv } from '../config/env.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import cluster from 'node:cluster';

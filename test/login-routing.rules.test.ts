@@ -20,7 +20,8 @@ import { clientKey } from '../gateway/http/client-key.js';
 import { tokenUrlFor } from '../gateway/auth/realm.js';
 import { escapeHtml } from '../gateway/pages/templates.js';
 import { pageLocale, startHref } from '../gateway/pages/locale.js';
-import { loadSettings, parseTenantAliases, SettingsError } from '../config/settings.js';
+import { loadSettings, SettingsError } from '../config/settings.js';
+import { parseTenantAliases } from '../config/tenant-aliases.js';
 import { demoIdentityProviders, demoTenantAliases } from '../sandbox/demo-realm.js';
 import { baseEnv } from './support/gateway-harness.js';
 

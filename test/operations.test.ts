@@ -18,7 +18,8 @@ import { baseEnv, capturingObservability, startGateway, type RunningGateway } fr
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
 import { browse, Jar } from './support/cookie-jar.js';
-import { loadSettings, type Env } from '../config/settings.js';
+import { loadSettings } from '../config/settings.js';
+import { type Env } from '../config/env.js';
 import { type Operations, type Readiness } from '../gateway/operations/operations.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app.js';
 import type { Authenticator, Identity } from '../gateway/auth/identity.js';

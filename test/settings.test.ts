@@ -2,7 +2,9 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { loadSettings, parseEnvFile, parseTenantAliases, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
+import { loadSettings, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
+import { parseEnvFile } from '../config/env.js';
+import { parseTenantAliases } from '../config/tenant-aliases.js';
 
 const complete = {
   UPSTREAM_URL: 'http://open-webui:8080',

@@ -23,7 +23,7 @@ import { epochNow, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 import { urlWithoutCredentials } from '../../config/redact.js';
-import { redisCredentialsProblem, redisPasswordHint } from '../../config/settings.js';
+import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis-url.js';
 
 const SWEEP_MS = 60_000;
 /**

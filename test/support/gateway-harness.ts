@@ -2,7 +2,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
-import { loadSettings, type Env, type Settings } from '../../config/settings.js';
+import { loadSettings, type Settings } from '../../config/settings.js';
+import { type Env } from '../../config/env.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createObservability, type Observability } from '../../gateway/observability/observability.js';
 import { createHttpServer } from '../../gateway/http/server.js';
