@@ -127,7 +127,7 @@ for (const topology of TOPOLOGIES) {
   });
 }
 
-describe('what an instance knows and Redis lost goes back to Redis and to every instance', function () {
+describe('ends an instance holds and Redis lacks reach Redis and every other instance', function () {
   this.timeout(30_000);
   let redis: TestRedis;
   let admin: Redis;
@@ -138,8 +138,34 @@ describe('what an instance knows and Redis lost goes back to Redis and to every 
     await redis?.stop();
   });
 
+  it('a sign-out at an instance cut off from Redis answers once its end is written, when Redis is back within 2 s: the other instances know it then', async () => {
+    redis ??= await startRedis();
+    const toA = await cutOffProxy(redis.port);
+    try {
+      const a = await openState(`redis://127.0.0.1:${toA.port}/0`, 'cut:');
+      const b = await openState(redis.url, 'cut:');
+      opened.push(a, b);
+      toA.cut();
+      const deadline = Date.now() + 5_000;
+      while (a.ready().ok && Date.now() < deadline) await sleep(20);
+      const started = Date.now();
+      const ending = a.end({ id: 'while-cut' }, epoch() + 600);
+      await sleep(300);
+      expect(b.isEnded(session('while-cut')), 'not written yet').to.equal(false);
+      toA.reopen();
+      await ending;
+      const waited = Date.now() - started;
+      expect(waited, 'answered once written, not at once and not after the 2 s').to.be.within(300, 1_900);
+      const until = Date.now() + 100;
+      while (b.isEnded(session('while-cut')) !== true && Date.now() < until) await sleep(5);
+      expect(b.isEnded(session('while-cut')), 'the other instance knows it when the sign-out answers').to.equal(true);
+    } finally {
+      await toA.close();
+    }
+  });
+
   it('an instance that re-read a Redis lacking an end (a replica promoted before it had it) learns it when the instance that ended it is back', async () => {
-    redis = await startRedis();
+    redis ??= await startRedis();
     admin = new Redis(redis.url);
     const [toA, toB] = [await cutOffProxy(redis.port), await cutOffProxy(redis.port)];
     const waitFor = async (what: string, check: () => boolean, ms = 5_000) => {

@@ -338,18 +338,23 @@ export async function redisState(
 
   const connected = () => client.status === 'ready' && subscriber.status === 'ready';
 
+  /** Write what was ended while Redis could not take it; the sign-outs waiting for that go on. */
+  async function flushPending(): Promise<void> {
+    while (pending.length) {
+      const batch = pending.slice(0, 500);
+      await publish(batch);
+      pending.splice(0, batch.length);
+    }
+    for (const done of flushed.splice(0)) done();
+  }
+
   async function resync(): Promise<void> {
     const mine = ++generation;
     if (!connected()) return;
     resyncing = true;
     try {
       await subscriber.subscribe(endedKey);
-      while (pending.length) {
-        const batch = pending.slice(0, 500);
-        await publish(batch);
-        pending.splice(0, batch.length);
-      }
-      for (const done of flushed.splice(0)) done();
+      await flushPending();
       const now = epochNow();
       await client.zremrangebyscore(endedKey, '-inf', now);
       const all = await client.zrangebyscore(endedKey, now + 1, '+inf', 'WITHSCORES');
@@ -364,6 +369,9 @@ export async function redisState(
       const missing = [...ended.entries()].filter(([member, until]) => (held.get(member) ?? 0) < until);
       for (let i = 0; i < missing.length; i += 500) await publish(missing.slice(i, i + 500));
       if (missing.length) obs.log.info({ redis: where, written: missing.length }, 'ended sessions Redis lacked written back');
+      // Ends made meanwhile (this instance was not yet trusted) are written before it is: nothing
+      // is awaited between the last of them and the switch.
+      await flushPending();
       if (mine === generation && connected()) setSynced(true);
     } catch (err) {
       setSynced(false, (err as Error).message);
