@@ -1,7 +1,8 @@
 // What `npm run check-config` (and the startup log) warns about although the settings load: names
 // the gateway does not read but an operator plainly meant for it (a misspelt switch is silently
-// ignored, and its default applies), a Redis password that needs percent-encoding, and tenant
-// links to aliases the provider catalog does not know. Warnings never stop startup.
+// ignored, and its default applies; Open WebUI's Redis Sentinel and Cluster variables, which the
+// gateway does not read), a Redis password that needs percent-encoding, and tenant links to
+// aliases the provider catalog does not know. Warnings never stop startup.
 import { KNOWN_VARIABLES } from './settings.js';
 import { type Env } from './env.js';
 import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
@@ -94,6 +95,18 @@ export function configWarnings(env: Env): string[] {
     if (!GATEWAY_PREFIXES.some((p) => name.startsWith(p))) continue;
     const near = nearestVariable(name);
     warnings.push(`${name}: not a setting of the gateway, ignored${near ? `; did you mean ${near}?` : ''}`);
+  }
+  // Open WebUI's Redis topology variables (same env file): the gateway reads its own.
+  const set = (name: string) => (env[name] ?? '').trim() !== '';
+  if (set('REDIS_SENTINEL_HOSTS') && !set('REDIS_SENTINELS')) {
+    warnings.push(
+      `REDIS_SENTINEL_HOSTS: Open WebUI's Sentinel setting, not the gateway's: the gateway reads REDIS_SENTINELS (host:port,...) with REDIS_SENTINEL_NAME${set('REDIS_URL') ? ', and takes REDIS_URL as one plain server' : ''}`,
+    );
+  }
+  if (/^true$/i.test((env.REDIS_CLUSTER ?? '').trim()) && !set('REDIS_CLUSTER_NODES')) {
+    warnings.push(
+      `REDIS_CLUSTER: Open WebUI's Cluster switch, not the gateway's: the gateway reads REDIS_CLUSTER_NODES (host:port,...)${set('REDIS_URL') ? ', and takes REDIS_URL as one plain server' : ''}`,
+    );
   }
   // A URL read as written, with a raw '@' in its password: taken, but other tools may split it elsewhere.
   // One that is not read as written is refused by the settings, which say so.

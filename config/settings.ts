@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { effectiveEnv, SECRETS, type Env } from './env.js';
 import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
 import { tenantAliasProblems } from './tenant-aliases.js';
-import { redactUrl, redactValue } from './redact.js';
+import { redactUrl, redactUrlList, redactValue } from './redact.js';
 
 /** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
 const strictSwitch = z
@@ -95,6 +95,82 @@ const redisUrl = urlSetting(
   },
 );
 
+/** A Redis server's address, as ioredis takes it. */
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+/** Sentinel (REDIS_SENTINELS): the sentinels, the primary's name they know, the data nodes' credentials. */
+export interface RedisSentinelSettings {
+  sentinels: RedisNode[];
+  /** REDIS_SENTINEL_NAME */
+  name: string;
+  /** `rediss://` entries: TLS to the sentinels and to the data nodes */
+  tls: boolean;
+  username?: string;
+  password?: string;
+  /** the sentinels' own password (their requirepass), REDIS_SENTINEL_PASSWORD */
+  sentinelPassword?: string;
+}
+
+/** Cluster (REDIS_CLUSTER_NODES): some nodes to discover the cluster from, the data nodes' credentials. */
+export interface RedisClusterSettings {
+  nodes: RedisNode[];
+  tls: boolean;
+  username?: string;
+  password?: string;
+}
+
+/** Where the state every instance shares lives, one topology: a URL, Sentinel or Cluster. */
+export type RedisTarget = { url: string } | { sentinel: RedisSentinelSettings } | { cluster: RedisClusterSettings };
+
+/**
+ * `host:port,host:port` (an entry may also be written `redis://host:port`, or `rediss://host:port`
+ * for TLS, every entry alike). No credentials (they have variables of their own, never echoed),
+ * no database (Sentinel and Cluster use database 0).
+ */
+const redisNodes = (defaultPort: number, credentialsIn: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return undefined;
+      const entries = v.split(',').map((e) => e.trim());
+      const nodes: RedisNode[] = [];
+      const schemes = new Set<string>();
+      entries.forEach((entry, i) => {
+        const where = entries.length > 1 ? `entry ${i + 1} of ${entries.length}` : 'the entry';
+        const problem = (why: string) => ctx.addIssue({ code: 'custom', message: `${where} ${why}` });
+        if (!entry) return problem('is empty (a stray comma); expected host:port');
+        const written = /^[a-z][a-z0-9+.-]*:\/\//i.test(entry) ? entry : `redis://${entry}`;
+        const shown = JSON.stringify(redactUrlList(entry));
+        let u: URL;
+        try {
+          u = new URL(written);
+        } catch {
+          return problem('is not host:port (or redis://host:port, rediss://host:port; not shown: it may hold a password)');
+        }
+        if (u.username || u.password)
+          return problem(`carries credentials (not shown): give the password in ${credentialsIn}, and write the entry as host:port`);
+        if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return problem(`${shown} is not redis:// or rediss://`);
+        if (!u.hostname) return problem(`${shown} names no host`);
+        if ((u.pathname && u.pathname !== '/') || u.search || u.hash)
+          return problem(`${shown} holds more than host:port (Sentinel and Cluster use database 0)`);
+        schemes.add(u.protocol);
+        nodes.push({ host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : defaultPort });
+      });
+      if (schemes.size > 1) ctx.addIssue({ code: 'custom', message: 'mixes redis:// and rediss:// entries: TLS is used for every node or for none' });
+      if (nodes.length !== entries.length || schemes.size > 1) return z.NEVER;
+      return { nodes, tls: schemes.has('rediss:') };
+    });
+
+/** A password: taken as written (spaces included), empty is none. */
+const secretText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
 const list = (fallback: string[]) =>
   z
     .string()
@@ -176,6 +252,12 @@ const schema = z.object({
   TENANT_LOOKUP_RATE_LIMIT: int(0, 0, 1_000_000),
   TENANT_LOOKUP_RATE_WINDOW_SECONDS: int(60, 1, 86_400),
   REDIS_URL: redisUrl,
+  REDIS_SENTINELS: redisNodes(26379, 'REDIS_PASSWORD (the data nodes) or REDIS_SENTINEL_PASSWORD (the sentinels)'),
+  REDIS_SENTINEL_NAME: optionalText,
+  REDIS_SENTINEL_PASSWORD: secretText,
+  REDIS_CLUSTER_NODES: redisNodes(6379, 'REDIS_PASSWORD'),
+  REDIS_USERNAME: optionalText,
+  REDIS_PASSWORD: secretText,
 
   WEBUI_AUTH_TRUSTED_EMAIL_HEADER: headerName('X-Forwarded-Email'),
   WEBUI_AUTH_TRUSTED_NAME_HEADER: headerName('X-Forwarded-Name'),
@@ -245,8 +327,21 @@ export interface Settings {
   allowUpstreamApiKeys: boolean;
   log: { level: Parsed['LOG_LEVEL']; auditFile?: string };
   driftCheckSeconds: number;
-  /** where the state every instance shares lives; undefined: in this process */
+  /**
+   * Where the state every instance shares lives, at most one of the three (config: one topology);
+   * none: in this process.
+   */
   redisUrl?: string;
+  redisSentinel?: RedisSentinelSettings;
+  redisCluster?: RedisClusterSettings;
+}
+
+/** The one Redis topology the settings name, or undefined (state in this process). */
+export function redisTarget(s: Pick<Settings, 'redisUrl' | 'redisSentinel' | 'redisCluster'>): RedisTarget | undefined {
+  if (s.redisUrl) return { url: s.redisUrl };
+  if (s.redisSentinel) return { sentinel: s.redisSentinel };
+  if (s.redisCluster) return { cluster: s.redisCluster };
+  return undefined;
 }
 
 export class SettingsError extends Error {
@@ -333,12 +428,42 @@ function requiredProblems(env: Env): string[] {
 }
 
 /**
+ * One Redis topology, and only the variables it reads: REDIS_URL (credentials in the URL),
+ * REDIS_SENTINELS with REDIS_SENTINEL_NAME, or REDIS_CLUSTER_NODES, the last two with the data
+ * nodes' REDIS_USERNAME and REDIS_PASSWORD. Checked on the raw values, never echoing a password.
+ */
+function redisProblems(env: Env): string[] {
+  const problems: string[] = [];
+  const has = (name: string) => (env[name] ?? '').trim() !== '';
+  const topologies = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].filter(has);
+  const ONE = 'set one Redis topology: REDIS_URL (one server), REDIS_SENTINELS with REDIS_SENTINEL_NAME (Sentinel) or REDIS_CLUSTER_NODES (Cluster)';
+  if (topologies.length > 1) {
+    for (const name of topologies) problems.push(`${name}: set together with ${topologies.filter((t) => t !== name).join(' and ')}; ${ONE}`);
+  }
+  const sentinel = has('REDIS_SENTINELS');
+  if (sentinel && !has('REDIS_SENTINEL_NAME'))
+    problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the sentinels monitor the primary under, e.g. mymaster)');
+  if (has('REDIS_SENTINEL_NAME') && /\s/.test(env.REDIS_SENTINEL_NAME!.trim()))
+    problems.push('REDIS_SENTINEL_NAME: must be one word (the name in `sentinel monitor <name> ...`)');
+  for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) {
+    if (has(name) && !sentinel) problems.push(`${name}: read only with REDIS_SENTINELS, which is not set`);
+  }
+  for (const name of ['REDIS_USERNAME', 'REDIS_PASSWORD']) {
+    if (!has(name)) continue;
+    if (has('REDIS_URL')) problems.push(`${name}: not read with REDIS_URL, whose credentials are in the URL (redis://user:password@host:port/db)`);
+    else if (!sentinel && !has('REDIS_CLUSTER_NODES')) problems.push(`${name}: read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES, neither of which is set`);
+  }
+  if (has('REDIS_USERNAME') && !has('REDIS_PASSWORD')) problems.push('REDIS_USERNAME: needs REDIS_PASSWORD (an ACL user signs in with both)');
+  return problems;
+}
+
+/**
  * Validate and build the settings. Throws SettingsError listing every problem.
  * `options.stageFiles: false` skips config/*.env (tests pass complete environments).
  */
 export function loadSettings(processEnv: Env = process.env, options: { stageFiles?: boolean } = {}): Settings {
   const env = effectiveEnv(processEnv, options);
-  const problems = requiredProblems(env);
+  const problems = [...requiredProblems(env), ...redisProblems(env)];
   const result = schema.safeParse(env);
   if (!result.success) {
     for (const issue of result.error.issues) problems.push(`${String(issue.path[0] ?? '(environment)')}: ${issue.message}`);
@@ -410,6 +535,20 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
     log: { level: e.LOG_LEVEL, auditFile: e.AUDIT_LOG_FILE },
     driftCheckSeconds: e.DRIFT_CHECK_SECONDS,
     redisUrl: e.REDIS_URL,
+    redisSentinel: e.REDIS_SENTINELS && {
+      sentinels: e.REDIS_SENTINELS.nodes,
+      name: e.REDIS_SENTINEL_NAME!,
+      tls: e.REDIS_SENTINELS.tls,
+      username: e.REDIS_USERNAME,
+      password: e.REDIS_PASSWORD,
+      sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
+    },
+    redisCluster: e.REDIS_CLUSTER_NODES && {
+      nodes: e.REDIS_CLUSTER_NODES.nodes,
+      tls: e.REDIS_CLUSTER_NODES.tls,
+      username: e.REDIS_USERNAME,
+      password: e.REDIS_PASSWORD,
+    },
   };
 }
 

@@ -7,7 +7,7 @@
 // steps in order) -> gateway/upstream/proxy.ts (the stream).
 import type http from 'node:http';
 import express from 'express';
-import type { Settings } from '../config/settings.js';
+import { redisTarget, type Settings } from '../config/settings.js';
 import { localeOf } from '../policies/routes.js';
 import { Upstream } from './upstream/proxy.js';
 import { createAuthenticator } from './auth/authenticator.js';
@@ -30,7 +30,7 @@ export interface GatewayOptions {
   obs?: Observability;
   authenticator?: Authenticator;
   loginRouting?: LoginRouting;
-  /** where ended sessions and rate limits live; default from REDIS_URL */
+  /** where ended sessions and rate limits live; default from REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES */
   sharedState?: SharedState;
   /** the login routing's clock and Keycloak client settings (tests move the catalog cache's clock) */
   loginRoutingOptions?: Pick<LoginRoutingOptions, 'now' | 'fetch' | 'timeoutMs' | 'retryMs'>;
@@ -65,8 +65,9 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
   const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
   const upstream = new Upstream({ ...settings.upstream, idleTimeoutMs }, obs);
-  const sharedState = options.sharedState ?? (settings.redisUrl ? await redisState(settings.redisUrl, obs) : processState(obs));
-  if (!settings.redisUrl && settings.server.workers > 1) {
+  const redis = redisTarget(settings);
+  const sharedState = options.sharedState ?? (redis ? await redisState(redis, obs) : processState(obs));
+  if (!redis && settings.server.workers > 1) {
     obs.log.warn(
       { workers: settings.server.workers },
       'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL',

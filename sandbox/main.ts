@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { loadSettings, redisTarget, SettingsError, type RedisNode, type Settings } from '../config/settings.js';
 import { redactSettings } from '../config/redact.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { exitOnSignals } from '../gateway/lifecycle.js';
@@ -200,9 +200,9 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       throw err;
     }
 
-    // With REDIS_URL, the first connection decides whether "ready" is true (issue 28 item 2).
+    // With Redis, the first connection decides whether "ready" is true (issue 28 item 2).
     const deadline = Date.now() + 2_500;
-    while (settings.redisUrl && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (redisTarget(settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const banner = renderBanner(settings, {
       issuer: realm?.issuer ?? idp!.issuer,
       real: !!realm,
@@ -229,6 +229,10 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
   return `tenant link: straight to provider "${alias}"`;
 }
 
+/** The variable that names the Redis in use. */
+const redisVariable = (s: Settings) => (s.redisSentinel ? 'REDIS_SENTINELS' : s.redisCluster ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL');
+const hosts = (nodes: RedisNode[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
+
 function renderBanner(
   settings: Settings,
   parts: { issuer: string; real: boolean; upstream: { url: string; real?: string }; listenHost: string; shared: { ok: boolean; detail: string } },
@@ -250,7 +254,10 @@ function renderBanner(
     parts.shared.ok ? `  Sandbox ready: ${u}/` : `  Sandbox started but NOT READY: ${u}/`,
     ...(parts.shared.ok
       ? []
-      : [`  WARNING: ${parts.shared.detail}.`, '  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset REDIS_URL).']),
+      : [
+          `  WARNING: ${parts.shared.detail}.`,
+          `  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset ${redisVariable(settings)}).`,
+        ]),
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     parts.upstream.real
@@ -263,6 +270,10 @@ function renderBanner(
       ? `    provider list    Keycloak's Admin REST API (${settings.catalog.adminUrl}); Acme's provider is the realm acme-idp (dana / dana-pass)`
       : `    provider list    the demo realm's identity providers (${settings.catalog.providersFile})`,
     ...(settings.redisUrl ? [`    shared state     Redis ${String(redactSettings(settings).redisUrl)} (REDIS_URL)`] : []),
+    ...(settings.redisSentinel
+      ? [`    shared state     Redis Sentinel "${settings.redisSentinel.name}" at ${hosts(settings.redisSentinel.sentinels)} (REDIS_SENTINELS)`]
+      : []),
+    ...(settings.redisCluster ? [`    shared state     Redis Cluster at ${hosts(settings.redisCluster.nodes)} (REDIS_CLUSTER_NODES)`] : []),
     '',
     parts.upstream.real
       ? '  Demo logins (username / password); each account is created in Open WebUI at its first sign-in:'

@@ -122,6 +122,25 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
     expect(r.out).to.include('configuration OK, with 4 warnings');
   });
 
+  it("Open WebUI's Sentinel or Cluster variables without the gateway's: a warning naming the gateway's, and a misspelt one gets the nearest", async () => {
+    const r = await checkConfig({
+      ...production,
+      REDIS_URL: 'redis://mymaster:6379/0',
+      REDIS_SENTINEL_HOSTS: 'sentinel-0,sentinel-1',
+      REDIS_CLUSTER: 'true',
+      REDIS_SENTINEL_NAMES: 'mymaster',
+    });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.include(
+      "REDIS_SENTINEL_HOSTS: Open WebUI's Sentinel setting, not the gateway's: the gateway reads REDIS_SENTINELS (host:port,...) with REDIS_SENTINEL_NAME, and takes REDIS_URL as one plain server",
+    );
+    expect(r.out).to.include("REDIS_CLUSTER: Open WebUI's Cluster switch, not the gateway's: the gateway reads REDIS_CLUSTER_NODES (host:port,...)");
+    expect(r.out).to.include('REDIS_SENTINEL_NAMES: not a setting of the gateway, ignored; did you mean REDIS_SENTINEL_NAME?');
+    const both = await checkConfig({ ...production, REDIS_SENTINELS: 's-0:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_HOSTS: 's-0' });
+    expect(both.code, both.out).to.equal(0);
+    expect(both.out).to.not.include('REDIS_SENTINEL_HOSTS:');
+  });
+
   it('a "#" or "@" in the Redis password gets the hint to percent-encode it, and the password is not echoed', async () => {
     const hash = await checkConfig({ ...production, REDIS_URL: 'redis://user:pa#ss-word-1@redis:6379/0' });
     expect(hash.code).to.equal(2);
@@ -151,7 +170,30 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     IDP_ADMIN_CLIENT_SECRET: 'leak-admin-client-secret',
     REDIS_URL: 'redis://gateway:leak-redis-password@127.0.0.1:9/0',
   };
-  const needles = ['leak-oidc-client-secret', 'leak-session-secret', 'leak-old-session-secret', 'leak-admin-client-secret', 'leak-redis-password'];
+  // Sentinel and Cluster: the data nodes' and the sentinels' passwords, and one written into a node list.
+  const sentinelSecrets = {
+    REDIS_SENTINELS: '127.0.0.1:9,127.0.0.1:10',
+    REDIS_SENTINEL_NAME: 'mymaster',
+    REDIS_USERNAME: 'gateway',
+    REDIS_PASSWORD: 'leak-redis-data-p@ss#word',
+    REDIS_SENTINEL_PASSWORD: 'leak-redis-sentinel-p@ss#word',
+  };
+  const clusterSecrets = { REDIS_CLUSTER_NODES: '127.0.0.1:9,127.0.0.1:10', REDIS_USERNAME: 'gateway', REDIS_PASSWORD: 'leak-redis-cluster-p@ss#word' };
+  const listWithPassword = { REDIS_CLUSTER_NODES: 'gateway:leak-redis-list-p@ss#word@127.0.0.1:9,redis://:leak-redis-url-list-pw@127.0.0.1:10' };
+  const needles = [
+    'leak-oidc-client-secret',
+    'leak-session-secret',
+    'leak-old-session-secret',
+    'leak-admin-client-secret',
+    'leak-redis-password',
+    'leak-redis-data',
+    'leak-redis-sentinel',
+    'leak-redis-cluster',
+    'leak-redis-list',
+    'leak-redis-url-list',
+    'p@ss#word',
+    'ss#word',
+  ];
   const clean = (what: string, text: string) => {
     for (const n of needles) expect(text.includes(n), `${what} prints ${n}:\n${text.slice(0, 3000)}`).to.equal(false);
   };
@@ -161,6 +203,36 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     const shown = JSON.stringify(redactSettings(s));
     clean('redactSettings', shown);
     expect(shown).to.include('redis://[redacted]@127.0.0.1:9/0');
+  });
+
+  it('redactSettings replaces the Redis passwords of Sentinel and Cluster', () => {
+    for (const redis of [sentinelSecrets, clusterSecrets]) {
+      const s = loadSettings({ ...production, ...secrets, REDIS_URL: undefined, ...redis, IDP_ADMIN_CLIENT_ID: 'admin' }, { stageFiles: false });
+      const shown = JSON.stringify(redactSettings(s));
+      clean('redactSettings', shown);
+      expect(shown).to.include('[redacted]').and.include('127.0.0.1');
+    }
+  });
+
+  it('check-config with Sentinel or Cluster, valid and invalid, a password in a node list included', async () => {
+    const withoutUrl = { ...production, ...secrets, REDIS_URL: '' };
+    for (const redis of [sentinelSecrets, clusterSecrets]) {
+      const ok = await checkConfig({ ...withoutUrl, ...redis });
+      expect(ok.code, ok.out).to.equal(0);
+      expect(ok.out).to.match(/REDIS_PASSWORD\s+\[redacted\]/);
+      clean('check-config', ok.out);
+      const bad = await checkConfig({ ...withoutUrl, ...redis, PORT: 'eighty' });
+      expect(bad.code).to.equal(2);
+      clean('check-config (invalid)', bad.out);
+    }
+    const both = await checkConfig({ ...production, ...secrets, ...sentinelSecrets });
+    expect(both.code).to.equal(2);
+    expect(both.out).to.include('REDIS_SENTINELS: set together with REDIS_URL');
+    clean('check-config (two topologies)', both.out);
+    const inList = await checkConfig({ ...withoutUrl, ...listWithPassword });
+    expect(inList.code).to.equal(2);
+    expect(inList.out).to.include('REDIS_CLUSTER_NODES: entry 1 of 2 carries credentials');
+    clean('check-config (a password in a node list)', inList.out);
   });
 
   it('check-config, valid and invalid', async () => {
@@ -197,6 +269,43 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
       clean('the gateway log', gw.output());
     } finally {
       gw.child.kill('SIGKILL');
+    }
+  });
+
+  it('gateway processes on Sentinel and on Cluster: their startup lines and their Redis warnings', async () => {
+    for (const redis of [sentinelSecrets, clusterSecrets]) {
+      const gw = await gatewayProcess({
+        ...baseEnv('http://127.0.0.1:9'),
+        ...secrets,
+        REDIS_URL: '',
+        ...redis,
+        IDP_ADMIN_CLIENT_ID: 'admin',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DRIFT_CHECK_SECONDS: '0',
+        LOG_LEVEL: 'debug',
+      });
+      try {
+        await new Promise((r) => setTimeout(r, 3_000));
+        expect(gw.output()).to.include('effective settings');
+        expect(gw.output()).to.match(/shared-state-unreachable/);
+        clean('the gateway log', gw.output());
+      } finally {
+        gw.child.kill('SIGKILL');
+      }
+    }
+  });
+
+  it('the sandbox banner on Sentinel', async () => {
+    const env = { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false', PORT: '0', LOG_LEVEL: 'silent', ...sentinelSecrets };
+    const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
+    try {
+      expect(sandbox.banner).to.include('Redis Sentinel "mymaster" at 127.0.0.1:9,127.0.0.1:10 (REDIS_SENTINELS)');
+      expect(sandbox.banner).to.include('Sandbox started but NOT READY');
+      expect(sandbox.banner).to.include('or unset REDIS_SENTINELS');
+      clean('the sandbox banner', sandbox.banner);
+    } finally {
+      await sandbox.close();
     }
   });
 

@@ -1,5 +1,6 @@
-// The deployment files: docker-compose.yml (rendered by `docker-compose config`), the Keycloak
-// realm export and the Dockerfile. The compose checks need a Compose client (the Debian package
+// The deployment files: docker-compose.yml (rendered by `docker-compose config`, alone and with its
+// Sentinel variant docker-compose.sentinel.yml laid over it), the Keycloak realm export and the
+// Dockerfile. The compose checks need a Compose client (the Debian package
 // `docker-compose`, or the `docker compose` plugin); they are skipped, saying why, only when
 // neither is installed. No Docker engine is needed: `config` only renders the file.
 import { expect } from 'chai';
@@ -8,6 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadSettings } from '../config/settings.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -242,22 +244,30 @@ function composeExposureProblems(doc: Doc): string[] {
   return problems;
 }
 
-/** Why Redis could be reached by anyone but the gateway: empty when it cannot. */
-function redisExposureProblems(doc: Doc): string[] {
+/**
+ * Why Redis could be reached by anyone but the gateway: empty when it cannot. `servers` are the
+ * Redis services (the Sentinel variant's replica and sentinels share their network with each other).
+ */
+function redisExposureProblems(doc: Doc, servers: readonly string[] = ['redis']): string[] {
   const problems: string[] = [];
-  const redis = doc.services?.redis;
-  if (!redis) return ['redis service missing'];
-  if ((redis.ports ?? []).length > 0) problems.push('redis publishes ports');
-  if (redis.network_mode) problems.push(`redis network_mode is ${redis.network_mode}`);
-  for (const n of networksOf(redis)) {
-    if (doc.networks?.[n]?.internal !== true) problems.push(`redis network ${n} is not internal`);
-    for (const [name, svc] of Object.entries<Doc>(doc.services)) {
-      if (name === 'redis' || name === 'gateway' || svc.network_mode) continue;
-      if (networksOf(svc).includes(n)) problems.push(`${name} shares network ${n} with redis`);
+  for (const server of servers) {
+    const redis = doc.services?.[server];
+    if (!redis) {
+      problems.push(`${server} service missing`);
+      continue;
     }
-  }
-  if (!networksOf(doc.services.gateway).some((n) => networksOf(redis).includes(n))) {
-    problems.push('the gateway cannot reach redis');
+    if ((redis.ports ?? []).length > 0) problems.push(`${server} publishes ports`);
+    if (redis.network_mode) problems.push(`${server} network_mode is ${redis.network_mode}`);
+    for (const n of networksOf(redis)) {
+      if (doc.networks?.[n]?.internal !== true) problems.push(`${server} network ${n} is not internal`);
+      for (const [name, svc] of Object.entries<Doc>(doc.services)) {
+        if (servers.includes(name) || name === 'gateway' || svc.network_mode) continue;
+        if (networksOf(svc).includes(n)) problems.push(`${name} shares network ${n} with ${server}`);
+      }
+    }
+    if (!networksOf(doc.services.gateway).some((n) => networksOf(redis).includes(n))) {
+      problems.push(`the gateway cannot reach ${server}`);
+    }
   }
   return problems;
 }
@@ -274,18 +284,19 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
   let counter = 0;
   let dev: Doc;
 
-  function render(envText: string): { status: number | null; out: string; err: string } {
+  function render(envText: string, variants: string[] = []): { status: number | null; out: string; err: string } {
     const envFile = join(work, `run-${++counter}.env`);
     writeFileSync(envFile, envText);
-    const args = [...tool!.pre, '-f', join(project, 'docker-compose.yml'), '--env-file', envFile, 'config'];
+    const files = ['docker-compose.yml', ...variants].flatMap((f) => ['-f', join(project, f)]);
+    const args = [...tool!.pre, ...files, '--env-file', envFile, 'config'];
     if (tool!.json) args.push('--format', 'json');
     const r = spawnSync(tool!.bin, args, { cwd: work, encoding: 'utf8', env: cleanEnv(), timeout: 60_000 });
     if (r.error) throw r.error;
     return { status: r.status, out: r.stdout, err: r.stderr };
   }
 
-  function renderOk(envText: string): Doc {
-    const r = render(envText);
+  function renderOk(envText: string, variants: string[] = []): Doc {
+    const r = render(envText, variants);
     expect(r.status, `compose config failed:\n${r.err}${r.out}`).to.equal(0);
     const doc = tool!.json ? JSON.parse(r.out) : parser!.parse(r.out);
     expect(doc?.services, 'rendered document has services').to.be.an('object');
@@ -315,7 +326,7 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     work = mkdtempSync(join(tmpdir(), 'deployment-test-'));
     project = join(work, 'project');
     mkdirSync(join(project, 'config'), { recursive: true });
-    copyFileSync(join(ROOT, 'docker-compose.yml'), join(project, 'docker-compose.yml'));
+    for (const f of ['docker-compose.yml', 'docker-compose.sentinel.yml']) copyFileSync(join(ROOT, f), join(project, f));
     for (const stage of ['dev', 'prod'] as const) writeFileSync(join(project, 'config', `${stage}.env`), baseEnvText(stage));
     dev = renderOk(devEnvWith());
   });
@@ -397,6 +408,79 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
       const doc = structuredClone(dev);
       mutate(doc);
       expect(redisExposureProblems(doc)).to.not.be.empty;
+    }
+  });
+
+  /** What is wrong with the Sentinel variant as rendered: empty when the gateway follows three sentinels of its own. */
+  function sentinelVariantProblems(doc: Doc): string[] {
+    const problems: string[] = [];
+    const sentinels = Object.keys(doc.services).filter((n) => /^redis-sentinel-\d+$/.test(n));
+    const servers = ['redis', 'redis-replica', ...sentinels];
+    problems.push(...redisExposureProblems(doc, servers));
+    if (sentinels.length < 3) problems.push(`${sentinels.length} sentinels: one lost must leave a majority`);
+    const gw = envOf(doc.services.gateway);
+    const named = (gw.REDIS_SENTINELS ?? '').split(',').filter(Boolean);
+    if (
+      named.sort().join(',') !==
+      sentinels
+        .map((n) => `${n}:26379`)
+        .sort()
+        .join(',')
+    )
+      problems.push(`REDIS_SENTINELS ${gw.REDIS_SENTINELS} is not the sentinel services`);
+    for (const n of sentinels) {
+      const script = [doc.services[n].command ?? []].flat().join(' ');
+      const monitor = /sentinel monitor (\S+) (\S+) 6379 (\d+)/.exec(script);
+      if (!monitor || monitor[1] !== gw.REDIS_SENTINEL_NAME) problems.push(`${n} does not monitor REDIS_SENTINEL_NAME ${gw.REDIS_SENTINEL_NAME}`);
+      else if (monitor[2] !== 'redis' || Number(monitor[3]) !== Math.floor(sentinels.length / 2) + 1)
+        problems.push(`${n} does not watch redis with a majority quorum`);
+    }
+    const replicaOf = [doc.services['redis-replica']?.command ?? []].flat().join(' ');
+    if (!/--replicaof redis 6379/.test(replicaOf)) problems.push('redis-replica is not the replica of redis');
+    for (const n of ['redis', 'redis-replica']) {
+      if (!/--appendonly yes/.test([doc.services[n]?.command ?? []].flat().join(' ')))
+        problems.push(`${n} keeps no append-only file: restarted empty, it would empty its replica`);
+    }
+    const deps = doc.services.gateway.depends_on ?? {};
+    for (const n of sentinels) if (!(Array.isArray(deps) ? deps : Object.keys(deps)).includes(n)) problems.push(`the gateway does not wait for ${n}`);
+    try {
+      // one topology: the gateway starts with what the variant gives it
+      loadSettings({ ...gw, OIDC_CLIENT_SECRET: 'x', SESSION_SECRET: 'x'.repeat(32), NODE_ENV: 'development' }, { stageFiles: false });
+    } catch (err) {
+      problems.push(`the gateway's settings: ${(err as Error).message}`);
+    }
+    return problems;
+  }
+
+  it('the Sentinel variant (docker-compose.sentinel.yml): a replica and three sentinels beside redis, all on the internal network, unpublished; the gateway follows the sentinels and has no REDIS_URL', function () {
+    const doc = renderOk(devEnvWith(), ['docker-compose.sentinel.yml']);
+    expect(sentinelVariantProblems(doc)).to.deep.equal([]);
+    expect(envOf(doc.services.gateway).REDIS_URL ?? '').to.equal('');
+    expect(Object.keys(doc.services)).to.include.members([
+      'keycloak',
+      'open-webui',
+      'gateway',
+      'redis',
+      'redis-replica',
+      'redis-sentinel-1',
+      'redis-sentinel-2',
+      'redis-sentinel-3',
+    ]);
+    // Open WebUI stays where it was: the variant changes nothing of the trust boundary.
+    expect(composeExposureProblems(doc)).to.deep.equal([]);
+    const mutations: Array<[string, (d: Doc) => void]> = [
+      ['a sentinel published', (d) => void (d.services['redis-sentinel-2'].ports = ['26379:26379'])],
+      ['REDIS_URL as well', (d) => void (d.services.gateway.environment.REDIS_URL = 'redis://redis:6379/0')],
+      ['a sentinel not named', (d) => void (d.services.gateway.environment.REDIS_SENTINELS = 'redis-sentinel-1:26379,redis-sentinel-2:26379')],
+      ['two sentinels', (d) => void delete d.services['redis-sentinel-3']],
+      ['keycloak on the sessions network', (d) => void (d.services.keycloak.networks = { ...d.services.keycloak.networks, sessions: null })],
+      ['no append-only file', (d) => void (d.services['redis-replica'].command = ['redis-server', '--replicaof', 'redis', '6379'])],
+    ];
+    for (const [what, mutate] of mutations) {
+      const copy = structuredClone(doc);
+      copy.services.gateway.environment = envOf(copy.services.gateway);
+      mutate(copy);
+      expect(sentinelVariantProblems(copy), what).to.not.be.empty;
     }
   });
 

@@ -1,5 +1,5 @@
-// The Kubernetes manifests under deploy/kubernetes/: the base and the dev and prod overlays are
-// rendered (test/support/kustomize.ts; cross-checked with `kubectl kustomize` when installed),
+// The Kubernetes manifests under deploy/kubernetes/: the base and the dev, prod and prod-sentinel
+// (the shared state on Redis Sentinel) overlays are rendered (test/support/kustomize.ts; cross-checked with `kubectl kustomize` when installed),
 // every rendered object is validated against the official Kubernetes schemas
 // (kubernetes-models), and the trust-boundary invariants are checked. Each invariant is a
 // function returning the problems it finds; every test also shows that the function reports a
@@ -10,19 +10,26 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kustomize, parseYamlDocuments, type Manifest } from './support/kustomize.js';
+import { loadSettings, SettingsError } from '../config/settings.js';
 
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const K8S = join(ROOT, 'deploy', 'kubernetes');
-const TARGETS = { base: join(K8S, 'base'), dev: join(K8S, 'overlays', 'dev'), prod: join(K8S, 'overlays', 'prod') };
+const TARGETS = {
+  base: join(K8S, 'base'),
+  dev: join(K8S, 'overlays', 'dev'),
+  prod: join(K8S, 'overlays', 'prod'),
+  'prod-sentinel': join(K8S, 'overlays', 'prod-sentinel'),
+};
 
 const SWITCHES: Record<string, string> = {
   CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
@@ -38,6 +45,7 @@ const MODELS: Record<string, new (data: Manifest) => Validatable> = {
   'v1/Secret': Secret,
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
+  'apps/v1/StatefulSet': StatefulSet,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'networking.k8s.io/v1/Ingress': Ingress,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
@@ -189,7 +197,7 @@ function probeProblems(docs: Manifest[]): string[] {
 
 function securityProblems(docs: Manifest[]): string[] {
   const problems: string[] = [];
-  for (const d of docs.filter((x) => x?.kind === 'Deployment')) {
+  for (const d of docs.filter((x) => x?.kind === 'Deployment' || x?.kind === 'StatefulSet')) {
     const spec = d.spec?.template?.spec ?? {};
     for (const c of spec.containers ?? []) {
       const sc = { ...spec.securityContext, ...c.securityContext };
@@ -249,20 +257,27 @@ function secretProblems(docs: Manifest[], shipsSecret: boolean): string[] {
   return problems;
 }
 
+/** The Redis of the shared state: the one-server Deployment, or the Sentinel StatefulSet. */
+const redisWorkload = (docs: Manifest[]) => find(docs, 'Deployment', 'chat-redis') ?? find(docs, 'StatefulSet', 'chat-redis');
+
 function availabilityProblems(docs: Manifest[]): string[] {
   const problems: string[] = [];
   const labels = podLabels(docs);
   const pdb = docs.find((d) => d?.kind === 'PodDisruptionBudget' && matches(d.spec?.selector?.matchLabels, labels));
   if (!pdb) problems.push('no PodDisruptionBudget selects the chat pod');
   const redisNp = find(docs, 'NetworkPolicy', 'chat-redis');
-  const redis = find(docs, 'Deployment', 'chat-redis');
-  if (!redis) problems.push('no Redis Deployment');
-  if (!redisNp || !matches(redisNp.spec?.podSelector?.matchLabels, redis?.spec?.template?.metadata?.labels ?? {})) {
+  const redis = redisWorkload(docs);
+  const redisLabels = redis?.spec?.template?.metadata?.labels ?? {};
+  if (!redis) problems.push('no Redis Deployment or StatefulSet');
+  if (!redisNp || !matches(redisNp.spec?.podSelector?.matchLabels, redisLabels)) {
     problems.push('no NetworkPolicy guards Redis');
   } else {
     for (const rule of redisNp.spec.ingress ?? []) {
       const from = rule.from ?? [];
-      if (from.length === 0 || from.some((f: Manifest) => !matches(f.podSelector?.matchLabels, labels) || f.namespaceSelector || f.ipBlock)) {
+      // the chat pods, and (Sentinel) the Redis pods themselves: replication and the sentinels' votes
+      const admitted = (f: Manifest) =>
+        matches(f.podSelector?.matchLabels, labels) || (redis?.kind === 'StatefulSet' && matches(f.podSelector?.matchLabels, redisLabels));
+      if (from.length === 0 || from.some((f: Manifest) => !admitted(f) || f.namespaceSelector || f.ipBlock)) {
         problems.push('the Redis NetworkPolicy admits more than the chat pods');
       }
     }
@@ -271,19 +286,73 @@ function availabilityProblems(docs: Manifest[]): string[] {
   if (replicas > 1) {
     const cm = find(docs, 'ConfigMap', gatewayConfigMapName(docs) ?? '');
     const raw = literal(container(docs, 'gateway'), 'REDIS_URL') ?? cm?.data?.REDIS_URL;
-    let url: URL | null = null;
-    try {
-      url = new URL(String(raw ?? ''));
-    } catch {
-      // reported below
-    }
-    if (!url || !/^rediss?:$/.test(url.protocol)) problems.push(`${replicas} replicas without a REDIS_URL for the gateway`);
+    if (cm?.data?.REDIS_SENTINELS) problems.push(...sentinelProblems(docs));
     else {
-      const svc = find(docs, 'Service', url.hostname.split('.')[0]!);
-      if (!svc || !matches(svc.spec?.selector, redis?.spec?.template?.metadata?.labels ?? {})) {
-        problems.push(`REDIS_URL host ${url.hostname} is not the rendered Redis Service`);
+      let url: URL | null = null;
+      try {
+        url = new URL(String(raw ?? ''));
+      } catch {
+        // reported below
+      }
+      if (!url || !/^rediss?:$/.test(url.protocol)) problems.push(`${replicas} replicas without a REDIS_URL for the gateway`);
+      else {
+        const svc = find(docs, 'Service', url.hostname.split('.')[0]!);
+        if (!svc || !matches(svc.spec?.selector, redisLabels)) {
+          problems.push(`REDIS_URL host ${url.hostname} is not the rendered Redis Service`);
+        }
       }
     }
+  }
+  return problems;
+}
+
+/**
+ * Sentinel: the gateway's settings load (one topology); every entry of REDIS_SENTINELS is a pod of
+ * the Redis StatefulSet under its headless Service, on the sentinels' port; the sentinels monitor
+ * REDIS_SENTINEL_NAME with a majority quorum; the StatefulSet runs a data node and a sentinel per pod.
+ */
+function sentinelProblems(docs: Manifest[]): string[] {
+  const problems: string[] = [];
+  const cm = find(docs, 'ConfigMap', gatewayConfigMapName(docs) ?? '');
+  const data: Record<string, string> = cm?.data ?? {};
+  try {
+    loadSettings(
+      {
+        ...data,
+        NODE_ENV: 'production',
+        UPSTREAM_URL: literal(container(docs, 'gateway'), 'UPSTREAM_URL'),
+        OIDC_CLIENT_SECRET: 'x',
+        SESSION_SECRET: 'x'.repeat(32),
+      },
+      { stageFiles: false },
+    );
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    problems.push(...err.problems.map((p) => `the gateway's settings: ${p}`));
+  }
+  const sts = find(docs, 'StatefulSet', 'chat-redis');
+  if (!sts) return [...problems, 'REDIS_SENTINELS without the Redis StatefulSet'];
+  const headless = find(docs, 'Service', sts.spec?.serviceName ?? '');
+  if (!headless || headless.spec?.clusterIP !== 'None' || !matches(headless.spec?.selector, sts.spec?.template?.metadata?.labels ?? {})) {
+    problems.push(`the StatefulSet's serviceName ${sts.spec?.serviceName} is not a rendered headless Service selecting its pods`);
+  }
+  const count = sts.spec?.replicas ?? 1;
+  const pods = new Set(Array.from({ length: count }, (_, i) => `${sts.metadata.name}-${i}.${sts.spec?.serviceName}:26379`));
+  const named = String(data.REDIS_SENTINELS ?? '')
+    .split(',')
+    .map((e) => e.trim());
+  for (const entry of named) if (!pods.has(entry)) problems.push(`REDIS_SENTINELS entry ${entry} is not a sentinel of the StatefulSet`);
+  if (named.length < 3) problems.push('fewer than three sentinels: one lost leaves no majority to fail over');
+  const containers: Manifest[] = sts.spec?.template?.spec?.containers ?? [];
+  const sentinel = containers.find((c) => (c.ports ?? []).some((p: Manifest) => p.containerPort === 26379));
+  const dataNode = containers.find((c) => (c.ports ?? []).some((p: Manifest) => p.containerPort === 6379));
+  if (!sentinel || !dataNode) problems.push('a StatefulSet pod lacks its data node (6379) or its sentinel (26379)');
+  const script = (sentinel?.command ?? []).join(' ');
+  const monitor = /sentinel monitor (\S+) \S+ 6379 (\d+)/.exec(script);
+  if (!monitor || monitor[1] !== data.REDIS_SENTINEL_NAME) problems.push(`the sentinels do not monitor REDIS_SENTINEL_NAME ${data.REDIS_SENTINEL_NAME}`);
+  else if (Number(monitor[2]) !== Math.floor(count / 2) + 1) problems.push(`the sentinels' quorum ${monitor[2]} is not a majority of ${count}`);
+  if (!docs.some((d) => d?.kind === 'PodDisruptionBudget' && matches(d.spec?.selector?.matchLabels, sts.spec?.template?.metadata?.labels ?? {}))) {
+    problems.push('no PodDisruptionBudget keeps a majority of the Redis pods');
   }
   return problems;
 }
@@ -449,6 +518,37 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
       }
     });
   }
+
+  it('prod-sentinel: the gateway and Open WebUI follow three sentinels, one per Redis pod; the one-server Redis is gone', function () {
+    const docs = rendered['prod-sentinel']!;
+    expect(sentinelProblems(docs)).to.deep.equal([]);
+    expect(find(docs, 'Deployment', 'chat-redis'), 'the one-server Redis').to.equal(undefined);
+    expect(find(docs, 'Service', 'chat-redis'), "the one-server Redis's Service").to.equal(undefined);
+    expect(find(docs, 'ConfigMap', 'chat-config').data).to.not.have.property('REDIS_URL');
+    expect(find(docs, 'StatefulSet', 'chat-redis').spec.replicas).to.equal(3);
+    const ow = container(docs, 'open-webui');
+    expect(literal(ow, 'REDIS_SENTINEL_HOSTS')?.split(',')).to.have.length(3);
+    expect(new URL(literal(ow, 'REDIS_URL')!).hostname, "Open WebUI's URL names the primary by its sentinel name").to.equal(
+      find(docs, 'ConfigMap', 'chat-config').data.REDIS_SENTINEL_NAME,
+    );
+  });
+
+  it('the Sentinel check reports a mutated manifest', function () {
+    const mutations: Array<[string, (d: Manifest[]) => void]> = [
+      ['REDIS_URL as well', (d) => void (find(d, 'ConfigMap', 'chat-config').data.REDIS_URL = 'redis://chat-redis:6379/0')],
+      ['a sentinel that is no pod', (d) => void (find(d, 'ConfigMap', 'chat-config').data.REDIS_SENTINELS += ',chat-redis-3.chat-redis-headless:26379')],
+      ['another primary name', (d) => void (find(d, 'ConfigMap', 'chat-config').data.REDIS_SENTINEL_NAME = 'mymaster')],
+      ['no name', (d) => void delete find(d, 'ConfigMap', 'chat-config').data.REDIS_SENTINEL_NAME],
+      ['one Redis pod', (d) => void (find(d, 'StatefulSet', 'chat-redis').spec.replicas = 1)],
+      ['no PodDisruptionBudget for Redis', (d) => void d.splice(d.indexOf(find(d, 'PodDisruptionBudget', 'chat-redis')), 1)],
+      ['no headless Service', (d) => void delete find(d, 'Service', 'chat-redis-headless').spec.clusterIP],
+    ];
+    for (const [label, mutate] of mutations) {
+      const docs = structuredClone(rendered['prod-sentinel']!);
+      mutate(docs);
+      expect(availabilityProblems(docs), label).to.not.be.empty;
+    }
+  });
 
   it('prod runs more than one replica (so REDIS_URL is required there) and dev one', function () {
     expect(chatDeployment(rendered.prod!).spec.replicas).to.be.greaterThan(1);

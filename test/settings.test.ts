@@ -103,6 +103,102 @@ describe('settings: REDIS_URL whose password holds a raw \u2018#\u2019, \u2018?\
   });
 });
 
+describe('settings: Redis Sentinel and Cluster', () => {
+  const load = (env: Record<string, string>) => loadSettings({ ...complete, ...env }, { stageFiles: false });
+
+  it('REDIS_SENTINELS with REDIS_SENTINEL_NAME: the sentinels (26379 unless told), the data nodes\u2019 credentials, the sentinels\u2019 password, TLS for rediss:// entries', () => {
+    const s = load({
+      REDIS_SENTINELS: 'sentinel-0:26380, sentinel-1,[fd00::5]:26379',
+      REDIS_SENTINEL_NAME: 'mymaster',
+      REDIS_USERNAME: 'gateway',
+      REDIS_PASSWORD: 'p@ss#word ',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    });
+    expect(s.redisSentinel).to.deep.equal({
+      sentinels: [
+        { host: 'sentinel-0', port: 26380 },
+        { host: 'sentinel-1', port: 26379 },
+        { host: 'fd00::5', port: 26379 },
+      ],
+      name: 'mymaster',
+      tls: false,
+      username: 'gateway',
+      password: 'p@ss#word ',
+      sentinelPassword: 'sentinel-secret',
+    });
+    expect(s.redisUrl).to.equal(undefined);
+    expect(s.redisCluster).to.equal(undefined);
+    const tls = load({ REDIS_SENTINELS: 'rediss://s0:26379,rediss://s1:26379', REDIS_SENTINEL_NAME: 'mymaster' }).redisSentinel!;
+    expect(tls.tls).to.equal(true);
+    expect(tls.password).to.equal(undefined);
+  });
+
+  it('REDIS_CLUSTER_NODES: some nodes to find the cluster from (6379 unless told), TLS for rediss:// entries', () => {
+    expect(load({ REDIS_CLUSTER_NODES: 'redis-0:7000,redis-1', REDIS_PASSWORD: 'pw' }).redisCluster).to.deep.equal({
+      nodes: [
+        { host: 'redis-0', port: 7000 },
+        { host: 'redis-1', port: 6379 },
+      ],
+      tls: false,
+      username: undefined,
+      password: 'pw',
+    });
+    expect(load({ REDIS_CLUSTER_NODES: 'rediss://redis-0:7000' }).redisCluster!.tls).to.equal(true);
+  });
+
+  it('one topology at most, and only the variables it reads: every problem stops startup naming its variable', () => {
+    const cases: Array<[Record<string, string>, string[]]> = [
+      [
+        { REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' },
+        ['REDIS_URL: set together with REDIS_SENTINELS', 'REDIS_SENTINELS: set together with REDIS_URL'],
+      ],
+      [
+        { REDIS_SENTINELS: 's:26379', REDIS_CLUSTER_NODES: 'n:6379', REDIS_SENTINEL_NAME: 'm' },
+        ['REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS', 'REDIS_SENTINELS: set together with REDIS_CLUSTER_NODES'],
+      ],
+      [{ REDIS_SENTINELS: 's:26379' }, ['REDIS_SENTINEL_NAME: required with REDIS_SENTINELS']],
+      [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'two words' }, ['REDIS_SENTINEL_NAME: must be one word']],
+      [{ REDIS_SENTINEL_NAME: 'm' }, ['REDIS_SENTINEL_NAME: read only with REDIS_SENTINELS']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379', REDIS_SENTINEL_PASSWORD: 'x' }, ['REDIS_SENTINEL_PASSWORD: read only with REDIS_SENTINELS']],
+      [{ REDIS_URL: 'redis://r:6379', REDIS_PASSWORD: 'x' }, ['REDIS_PASSWORD: not read with REDIS_URL']],
+      [{ REDIS_PASSWORD: 'x' }, ['REDIS_PASSWORD: read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379', REDIS_USERNAME: 'u' }, ['REDIS_USERNAME: needs REDIS_PASSWORD']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379,,m:6379' }, ['REDIS_CLUSTER_NODES: entry 2 of 3 is empty']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379/2' }, ['REDIS_CLUSTER_NODES: the entry "n:6379/2" holds more than host:port']],
+      [{ REDIS_CLUSTER_NODES: 'http://n:6379' }, ['REDIS_CLUSTER_NODES: the entry "http://n:6379" is not redis:// or rediss://']],
+      [{ REDIS_CLUSTER_NODES: 'n:port' }, ['REDIS_CLUSTER_NODES: the entry is not host:port']],
+      [{ REDIS_CLUSTER_NODES: 'redis://a:1,rediss://b:2' }, ['REDIS_CLUSTER_NODES: mixes redis:// and rediss://']],
+    ];
+    for (const [env, expected] of cases) {
+      const found = problems({ ...complete, ...env });
+      for (const e of expected)
+        expect(
+          found.some((p) => p.startsWith(e)),
+          `${JSON.stringify(env)}: ${found.join('; ')}`,
+        ).to.equal(true);
+    }
+  });
+
+  it('a password written into a list of nodes is refused without being echoed, and check-config shows the list redacted', () => {
+    for (const list of ['u:hunter2@s0:26379', 'redis://u:hunter2@s0:26379', 'redis://:hunter2@s0:26379,s1:26379', 'u:hun#ter2@s0:26379']) {
+      for (const name of ['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES']) {
+        const found = problems({ ...complete, [name]: list, ...(name === 'REDIS_SENTINELS' ? { REDIS_SENTINEL_NAME: 'm' } : {}) });
+        expect(
+          found.some((p) => p.startsWith(`${name}: `)),
+          `${name}=${list}: ${found.join('; ')}`,
+        ).to.equal(true);
+        expect(found.join('\n')).to.not.match(/hunter2|hun#ter2/);
+        expect(describeSettings({ ...complete, [name]: list })[name]).to.not.match(/hunter2|hun#ter2|ter2/);
+      }
+    }
+    expect(describeSettings({ ...complete, REDIS_SENTINELS: 'u:hunter2@s0:26379,s1:26379' }).REDIS_SENTINELS).to.equal('[redacted]@s0:26379,s1:26379');
+    expect(describeSettings({ ...complete, REDIS_PASSWORD: 'hunter2', REDIS_SENTINEL_PASSWORD: 'hunter3' })).to.deep.include({
+      REDIS_PASSWORD: '[redacted]',
+      REDIS_SENTINEL_PASSWORD: '[redacted]',
+    });
+  });
+});
+
 describe('settings', () => {
   it('both stage files keep the two policy switches private', () => {
     for (const file of ['config/dev.env', 'config/prod.env']) {

@@ -1,11 +1,12 @@
-// One contract, two stores: the shared state kept in this process and in a real Redis
-// (gateway/state/) answer every question the gateway asks them the same way.
+// One contract, every store: the shared state kept in this process and in real Redis servers (one
+// server, Sentinel, Cluster: gateway/state/) answer every question the gateway asks them the same way.
 import { expect } from 'chai';
 import { createObservability } from '../gateway/observability/observability.js';
 import { processState } from '../gateway/state/process-state.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
-import { startRedis, type TestRedis } from './support/redis.js';
+import type { RedisTarget } from '../config/settings.js';
+import { asNodes, startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const quiet = () => createObservability({ level: 'silent' });
@@ -16,8 +17,22 @@ interface Store {
   done(): Promise<void>;
 }
 
-let redis: TestRedis | undefined;
 let prefixes = 0;
+
+/** A store in Redis reached through `target`, ready (subscribed, mirror loaded) before the test. */
+async function openRedisState(target: string | RedisTarget): Promise<SharedState> {
+  const state = await redisState(target, quiet(), { keyPrefix: `contract-${++prefixes}:` });
+  const deadline = Date.now() + 10_000;
+  while (!state.ready().ok) {
+    if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return state;
+}
+
+let redis: TestRedis | undefined;
+let sentinel: SentinelRedis | undefined;
+let cluster: RedisCluster | undefined;
 
 const STORES: Store[] = [
   { name: 'in this process', open: async () => processState(quiet()), done: async () => {} },
@@ -25,17 +40,33 @@ const STORES: Store[] = [
     name: 'in Redis',
     async open() {
       redis ??= await startRedis();
-      const state = await redisState(redis.url, quiet(), { keyPrefix: `contract-${++prefixes}:` });
-      const deadline = Date.now() + 5_000;
-      while (!state.ready().ok) {
-        if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return state;
+      return openRedisState(redis.url);
     },
     async done() {
       await redis?.stop();
       redis = undefined;
+    },
+  },
+  {
+    name: 'in Redis Sentinel (a primary, a replica, three sentinels)',
+    async open() {
+      sentinel ??= await startSentinelRedis();
+      return openRedisState({ sentinel: { sentinels: asNodes(sentinel.sentinels), name: sentinel.name, tls: false } });
+    },
+    async done() {
+      await sentinel?.stop();
+      sentinel = undefined;
+    },
+  },
+  {
+    name: 'in a Redis Cluster (three primaries, a replica each)',
+    async open() {
+      cluster ??= await startRedisCluster();
+      return openRedisState({ cluster: { nodes: asNodes(cluster.nodesSetting), tls: false } });
+    },
+    async done() {
+      await cluster?.stop();
+      cluster = undefined;
     },
   },
 ];

@@ -1,21 +1,34 @@
-// The shared state in Redis (REDIS_URL): every instance keeps a mirror of the ended sessions, so the
-// check made on every request is a map lookup, not a round trip:
+// The shared state in Redis: one server (REDIS_URL), Sentinel (REDIS_SENTINELS) or Cluster
+// (REDIS_CLUSTER_NODES). Every instance keeps a mirror of the ended sessions, so the check made on
+// every request is a map lookup, not a round trip:
 //   - ZSET `<prefix>ended`: members `id:<gateway session id>`, `sid:<realm session id>` or
 //     `sub:<epoch s>:<subject>` (every session of the subject begun at or before then); the score is
 //     when the entry may go (no session it names can live longer). No count cap.
-//   - channel `<prefix>ended`: every new member, so the other mirrors learn it at once.
-//   - `<prefix>sf-lock:<key>` / `<prefix>sf:<key>`: single flights (a session's token refresh runs
-//     once among every instance; its outcome, encrypted with the session key, kept 5 minutes).
-//   - on every (re)connection the mirror is reloaded from the ZSET (a message published while an
-//     instance was cut off is not lost), after writing what this instance ended meanwhile.
-// Fail closed: while the mirror cannot be trusted (Redis unreachable, reload not done), "has this
-// session ended?" answers "unknown" and the data plane answers cookie sessions 503 (the user sees
-// "Your sign-in cannot be checked right now", and is let in again once Redis is back).
+//   - channel `<prefix>ended`: every new member, so the other mirrors learn it at once (in a Cluster
+//     a PUBLISH reaches the subscribers of every node).
+//   - `<prefix>sf-lock:{<key>}` / `<prefix>sf:{<key>}`: single flights (a session's token refresh runs
+//     once among every instance; its outcome, encrypted with the session key, kept 5 minutes); the
+//     hash tag keeps a lock and its answer in one Cluster slot.
+//   - `{<prefix>ended}:durable`: written just before WAIT, in the ended set's slot (see `durable`).
+// Durable ends: an end is acknowledged once the primary has it and, when the primary has a replica
+// online, once a replica has it too (WAIT, within the same 2 s); after a failover each instance
+// writes back, and publishes, every end it knows that the new primary lacks.
+// Reconnection and failover: a probe every second asks the primary holding the ended set (and the
+// subscription) whether it is there and still a primary. Whenever the connection, the subscription
+// or the probe fails, the mirror is not trusted; once both are back the instance subscribes again,
+// writes what it ended meanwhile, re-reads the whole ZSET (what was published while it was cut off
+// is not lost), and writes back what Redis lacks: only then is the mirror trusted again.
+// Fail closed: while the mirror cannot be trusted, "has this session ended?" answers "unknown" and
+// the data plane answers cookie sessions 503 (the user sees "Your sign-in cannot be checked right
+// now", and is let in again once Redis is back).
 // Everything else keeps working: bearer JWTs, anonymous routes, the rate limit (on a per-process
 // insurance limiter), logout (queued and written on reconnection).
 // ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisNode, RedisTarget } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
 import { SharedStateUnavailable } from '../http/respond.js';
 import { SingleFlight, TtlCache } from '../cache/cache.js';
@@ -27,17 +40,23 @@ import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis-u
 
 const SWEEP_MS = 60_000;
 /**
- * How long a sign-out or a logout waits for Redis (to take its ended session, to give back an ID
- * token, to say whether a logout token was seen) before going on without it: a Redis that neither
- * answers nor fails (no command timeout is set) holds nobody's sign-out up for longer.
+ * How long a sign-out or a logout waits for Redis (to take its ended session and have a replica
+ * confirm it, to give back an ID token, to say whether a logout token was seen) before going on
+ * without it: a Redis that neither answers nor fails (no command timeout is set, but in a
+ * Cluster's nodes) holds nobody's sign-out up for longer.
  */
 const REDIS_WAIT_MS = 2_000;
+/** How often the primary holding the ended set is asked whether it is still there, and how long it has to answer. */
+const PROBE_EVERY_MS = 1_000;
+const PROBE_TIMEOUT_MS = 1_500;
+
+const TIMED_OUT = Symbol('timed out');
 
 /** `p`'s value, or `fallback` once `ms` have passed first. */
-async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+async function within<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+    return await Promise.race([p, new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
   } finally {
     clearTimeout(timer);
   }
@@ -54,33 +73,185 @@ export function redactedRedisUrl(url: string): string {
   return urlWithoutCredentials(url);
 }
 
+const nodeList = (nodes: RedisNode[]) => nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`).join(',');
+
+/** Where the state lives, as logs and /readyz name it: never a credential. */
+export function redisWhere(target: string | RedisTarget): string {
+  if (typeof target === 'string') return redactedRedisUrl(target);
+  if ('url' in target) return redactedRedisUrl(target.url);
+  if ('sentinel' in target) return `sentinel ${target.sentinel.name} at ${nodeList(target.sentinel.sentinels)}${target.sentinel.tls ? ' (TLS)' : ''}`;
+  return `cluster ${nodeList(target.cluster.nodes)}${target.cluster.tls ? ' (TLS)' : ''}`;
+}
+
 /** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
 const REDIS_DOWN_LOG_MS = 60_000;
 
-export async function redisState(url: string, obs: Observability, options: { keyPrefix?: string; downLogEveryMs?: number } = {}): Promise<SharedState> {
-  // A password ioredis would read only in part would send the rest to a host of that name, and
-  // into every log line and error naming the connection: refused before any is made.
-  const problem = URL.canParse(url) ? redisCredentialsProblem(url) : `not a redis:// URL${redisPasswordHint(url)}`;
-  if (problem) throw new Error(`REDIS_URL: ${problem}`);
-  const { Redis } = await import('ioredis');
+/** What the state needs of its subscription: one Redis connection, or one to some node of a Cluster. */
+interface Subscription extends EventEmitter {
+  readonly status: string;
+  subscribe(channel: string): Promise<unknown>;
+  ping(): Promise<unknown>;
+  disconnect(): void;
+}
+
+/**
+ * A Cluster's subscription, on one node at a time (any node hears every PUBLISH in Redis 7): when
+ * that connection ends, the next node is tried. Unlike ioredis's own cluster subscriber, it says
+ * so ('close', then 'ready' on the next node), so the state knows to re-read what it missed.
+ */
+class NodeSubscription extends EventEmitter implements Subscription {
+  private conn: Redis | undefined;
+  private next = 0;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly seeds: RedisNode[],
+    private readonly open: (node: RedisNode) => Redis,
+    private readonly retryMs: (attempt: number) => number,
+  ) {
+    super();
+    this.connect();
+  }
+
+  get status(): string {
+    return this.conn?.status ?? 'connecting';
+  }
+
+  private connect(): void {
+    const known = this.cluster.nodes('all').map((n) => ({ host: String(n.options.host), port: Number(n.options.port) }));
+    const candidates = known.length ? known : this.seeds;
+    const node = candidates[this.next++ % candidates.length]!;
+    const conn = this.open(node);
+    this.conn = conn;
+    conn.on('ready', () => {
+      this.attempt = 0;
+      this.emit('ready');
+    });
+    conn.on('message', (channel: string, message: string) => this.emit('message', channel, message));
+    conn.on('error', (err: Error) => this.emit('error', err));
+    conn.on('close', () => this.conn === conn && this.emit('close'));
+    conn.on('end', () => {
+      if (this.conn !== conn || this.closed) return;
+      this.timer = setTimeout(() => this.connect(), this.retryMs(++this.attempt));
+    });
+  }
+
+  subscribe(channel: string): Promise<unknown> {
+    return this.conn ? this.conn.subscribe(channel) : Promise.reject(new Error('no node to subscribe on'));
+  }
+
+  ping(): Promise<unknown> {
+    return this.conn ? this.conn.ping() : Promise.reject(new Error('no node to subscribe on'));
+  }
+
+  disconnect(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.conn?.disconnect();
+  }
+}
+
+/** A ROLE answer: whether the node is a primary, and how many replicas it has online. */
+function roleOf(answer: unknown): { primary: boolean; replicas: number } | undefined {
+  if (!Array.isArray(answer)) return undefined;
+  if (answer[0] === 'master') return { primary: true, replicas: Array.isArray(answer[2]) ? answer[2].length : 0 };
+  return { primary: false, replicas: 0 };
+}
+
+export async function redisState(
+  target: string | RedisTarget,
+  obs: Observability,
+  options: { keyPrefix?: string; downLogEveryMs?: number } = {},
+): Promise<SharedState> {
+  const ioredis = await import('ioredis');
+  const to: RedisTarget = typeof target === 'string' ? { url: target } : target;
+  if ('url' in to) {
+    // A password ioredis would read only in part would send the rest to a host of that name, and
+    // into every log line and error naming the connection: refused before any is made.
+    const problem = URL.canParse(to.url) ? redisCredentialsProblem(to.url) : `not a redis:// URL${redisPasswordHint(to.url)}`;
+    if (problem) throw new Error(`REDIS_URL: ${problem}`);
+  }
   const prefix = options.keyPrefix ?? 'chat-gateway:';
   const endedKey = `${prefix}ended`;
-  const where = redactedRedisUrl(url);
+  // In the ended set's slot (a Cluster hashes `{chat-gateway:ended}` as the key `chat-gateway:ended`).
+  const durableKey = `{${endedKey}}:durable`;
+  const where = redisWhere(to);
+  // Sentinel and Cluster: retry soon (a promoted replica answers within a second or two).
+  const retryMs = (attempt: number) => Math.min(100 * attempt, 'url' in to ? 2_000 : 500);
   const connection = {
     // Fail fast while disconnected (the callers fail closed or fall back) instead of queueing.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
-    retryStrategy: (attempt: number) => Math.min(100 * attempt, 2_000),
+    retryStrategy: retryMs,
     autoResubscribe: false,
+  } satisfies RedisOptions;
+
+  let client: Redis | Cluster;
+  let subscriber: Subscription;
+  /** a second connection for WAIT, which blocks the connection it is sent on */
+  let writer: () => Redis | Cluster;
+  if ('cluster' in to) {
+    const { nodes, tls, username, password } = to.cluster;
+    const nodeOptions = { username, password, tls: tls ? {} : undefined, connectTimeout: connection.connectTimeout, autoResubscribe: false };
+    const clusterOptions = {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: retryMs,
+      // a node that died without closing its connections is noticed here, not after TCP's timeouts
+      slotsRefreshInterval: 5_000,
+      redisOptions: { ...nodeOptions, maxRetriesPerRequest: 1, commandTimeout: 5_000 },
+    };
+    const cluster = new ioredis.Cluster(nodes, clusterOptions);
+    client = cluster;
+    subscriber = new NodeSubscription(
+      cluster,
+      nodes,
+      (node) => new ioredis.Redis({ ...node, ...nodeOptions, retryStrategy: () => null, enableOfflineQueue: false }),
+      retryMs,
+    );
+    // Queued until connected: a WAIT is bounded by the sign-out's 2 s anyway.
+    writer = () => new ioredis.Cluster(nodes, { ...clusterOptions, enableOfflineQueue: true });
+  } else {
+    const open = (offlineQueue = false) =>
+      'url' in to
+        ? new ioredis.Redis(to.url, { ...connection, enableOfflineQueue: offlineQueue })
+        : new ioredis.Redis({
+            ...connection,
+            enableOfflineQueue: offlineQueue,
+            sentinels: to.sentinel.sentinels,
+            name: to.sentinel.name,
+            username: to.sentinel.username,
+            password: to.sentinel.password,
+            sentinelPassword: to.sentinel.sentinelPassword,
+            ...(to.sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+            sentinelRetryStrategy: retryMs,
+          });
+    client = open();
+    subscriber = open() as Redis & Subscription;
+    // Queued until connected: a WAIT is bounded by the sign-out's 2 s anyway.
+    writer = () => open(true);
+  }
+  let durableWriter: Redis | Cluster | undefined;
+  /** Opened once a replica is seen (never, for a Redis without replicas). */
+  const writerNow = () => {
+    if (!durableWriter) {
+      durableWriter = writer();
+      durableWriter.on('error', () => undefined);
+    }
+    return durableWriter;
   };
-  const client = new Redis(url, connection);
-  const subscriber = new Redis(url, connection);
+
   const ended = new EndedMirror();
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
   const flights = new SingleFlight<string | undefined>();
   const pending: Array<[string, number]> = [];
+  /** sign-outs made while Redis was unreachable, waiting (2 s at most) for their end to be written */
+  const flushed: Array<() => void> = [];
   let synced = false;
+  let resyncing = false;
   let downSince: number | undefined = Date.now();
   let lastError = 'connecting';
   let generation = 0;
@@ -119,49 +290,145 @@ export async function redisState(url: string, obs: Observability, options: { key
   const repeat = setInterval(stillDown, options.downLogEveryMs ?? REDIS_DOWN_LOG_MS);
   repeat.unref();
 
-  const publish = (member: string, until: number) =>
-    client
-      .multi()
-      .zadd(endedKey, 'GT', until, member)
-      .publish(endedKey, `${until} ${member}`)
-      .exec()
-      .then((r) => {
-        const failed = r?.find(([err]) => err);
-        if (!r || failed) throw failed?.[0] ?? new Error('transaction aborted');
+  /** Write and publish ended entries in one transaction; how many replicas the primary has online then. */
+  const publish = async (entries: Array<[string, number]>): Promise<number> => {
+    const tx = client.multi().zadd(endedKey, 'GT', ...entries.flatMap(([member, until]) => [until, member]));
+    for (const [member, until] of entries) tx.publish(endedKey, `${until} ${member}`);
+    const r = await tx.role().exec();
+    const failed = r?.find(([err]) => err);
+    if (!r || failed) throw failed?.[0] ?? new Error('transaction aborted');
+    return roleOf(r.at(-1)?.[1])?.replicas ?? 0;
+  };
+
+  // WAIT blocks the connection it is sent on until a replica confirms (or its time runs out), so it
+  // is sent on a connection of its own, after a write of that connection's (WAIT counts what the
+  // connection itself wrote, and that write follows the ended entries in the replication stream).
+  // One WAIT at a time: those asked for meanwhile share the next one, so a replica that stops
+  // confirming delays sign-outs by 2 s at most, never by a queue of WAITs.
+  let waiting: Promise<number> | undefined;
+  let waitingNext: Promise<number> | undefined;
+  const confirmed = (ms: number): Promise<number> => {
+    if (!waiting) {
+      waiting = writerNow()
+        .pipeline()
+        .set(durableKey, String(Date.now()), 'PX', 60_000)
+        .wait(1, ms)
+        .exec()
+        .then((r) => {
+          const failed = r?.find(([err]) => err);
+          if (!r || failed) throw failed?.[0] ?? new Error('WAIT not answered');
+          return Number(r[1]![1]);
+        })
+        .finally(() => (waiting = undefined));
+      return waiting;
+    }
+    waitingNext ??= waiting
+      .catch(() => 0)
+      .then(() => {
+        waitingNext = undefined;
+        return confirmed(ms);
       });
+    return waitingNext;
+  };
+
+  /** The ended entry written, published and, with a replica online, confirmed by one, within `ms`. */
+  const durable = async (member: string, until: number, ms: number): Promise<'confirmed' | 'primary only' | 'no replica'> => {
+    const started = Date.now();
+    const replicas = await publish([[member, until]]);
+    if (replicas === 0) return 'no replica';
+    writerNow();
+    const acks = await confirmed(Math.max(1, ms - (Date.now() - started))).catch(() => 0);
+    return acks > 0 ? 'confirmed' : 'primary only';
+  };
+
+  const connected = () => client.status === 'ready' && subscriber.status === 'ready';
+
+  /** Write what was ended while Redis could not take it; the sign-outs waiting for that go on. */
+  async function flushPending(): Promise<void> {
+    while (pending.length) {
+      const batch = pending.slice(0, 500);
+      await publish(batch);
+      pending.splice(0, batch.length);
+    }
+    for (const done of flushed.splice(0)) done();
+  }
 
   async function resync(): Promise<void> {
     const mine = ++generation;
-    if (client.status !== 'ready' || subscriber.status !== 'ready') return;
+    if (!connected()) return;
+    resyncing = true;
     try {
       await subscriber.subscribe(endedKey);
-      while (pending.length) {
-        const [member, until] = pending[0]!;
-        await publish(member, until);
-        pending.shift();
-      }
+      await flushPending();
       const now = epochNow();
       await client.zremrangebyscore(endedKey, '-inf', now);
       const all = await client.zrangebyscore(endedKey, now + 1, '+inf', 'WITHSCORES');
-      for (let i = 0; i + 1 < all.length; i += 2) ended.add(all[i]!, Number(all[i + 1]));
-      // A Redis restarted empty (no persistence) gets back what this instance knows.
-      ended.sweep(now);
-      let batch: Array<string | number> = [];
-      for (const [member, until] of ended.entries()) {
-        batch.push(until, member);
-        if (batch.length >= 2_000) {
-          await client.zadd(endedKey, 'GT', ...batch);
-          batch = [];
-        }
+      const held = new Map<string, number>();
+      for (let i = 0; i + 1 < all.length; i += 2) {
+        ended.add(all[i]!, Number(all[i + 1]));
+        held.set(all[i]!, Number(all[i + 1]));
       }
-      if (batch.length) await client.zadd(endedKey, 'GT', ...batch);
-      if (mine === generation && client.status === 'ready' && subscriber.status === 'ready') setSynced(true);
+      // What this instance knows and Redis lacks (a replica promoted before it had them, a Redis
+      // restarted empty) goes back, published: an instance that re-read before it came back learns it now.
+      ended.sweep(now);
+      const missing = [...ended.entries()].filter(([member, until]) => (held.get(member) ?? 0) < until);
+      for (let i = 0; i < missing.length; i += 500) await publish(missing.slice(i, i + 500));
+      if (missing.length) obs.log.info({ redis: where, written: missing.length }, 'ended sessions Redis lacked written back');
+      // Ends made meanwhile (this instance was not yet trusted) are written before it is: nothing
+      // is awaited between the last of them and the switch.
+      await flushPending();
+      if (mine === generation && connected()) setSynced(true);
     } catch (err) {
       setSynced(false, (err as Error).message);
+    } finally {
+      if (mine === generation) resyncing = false;
     }
   }
 
-  for (const conn of [client, subscriber]) {
+  // The probe: the primary holding the ended set answers, is still a primary, and the
+  // subscription answers. A failover that closed no connection of ours (a Cluster's other
+  // shard took the slot over, a primary demoted) is seen here, and so is its end: the next answer
+  // starts the resync.
+  let probing = false;
+  async function probe(): Promise<void> {
+    // Not connected: the connections' own events say so, and their 'ready' starts the resync.
+    if (closed || probing || resyncing || !connected()) return;
+    probing = true;
+    try {
+      // A Cluster follows the slot by itself (MOVED); one server or Sentinel's primary says its role.
+      const primary =
+        'cluster' in to ? client.exists(endedKey).then((n) => [[null, n]] as Array<[Error | null, unknown]>) : client.pipeline().exists(endedKey).role().exec();
+      const answered = await within(Promise.all([primary, subscriber.ping()]), PROBE_TIMEOUT_MS, TIMED_OUT);
+      if (answered === TIMED_OUT) throw new Error(`Redis did not answer within ${PROBE_TIMEOUT_MS} ms`);
+      const [exists, role] = answered[0] ?? [];
+      if (exists?.[0]) throw exists[0];
+      // ROLE refused (a managed Redis may rename it): not a reason to distrust the state.
+      const found = role?.[0] ? undefined : roleOf(role?.[1]);
+      if (found?.primary === false) {
+        // A Sentinel's connection finds the primary again through the sentinels.
+        if ('sentinel' in to) (client as Redis).disconnect(true);
+        throw new Error('the Redis answering is a replica now, not the primary');
+      }
+      if (found?.replicas) writerNow();
+      if (!synced && !resyncing) void resync();
+    } catch (err) {
+      setSynced(false, (err as Error).message);
+    } finally {
+      probing = false;
+    }
+  }
+  const probes = setInterval(() => void probe(), PROBE_EVERY_MS);
+  probes.unref();
+  // A Cluster primary's connection ended: the cluster refuses every slot once it is marked failing
+  // (with cluster-require-full-coverage, the default), so the state is not trusted from now until
+  // a probe answers again.
+  if ('cluster' in to) {
+    (client as Cluster).on('-node', (node: Redis) => {
+      if (!node.options.readOnly && !closed) setSynced(false, `cluster primary ${node.options.host}:${node.options.port} lost`);
+    });
+  }
+
+  for (const conn of [client, subscriber] as EventEmitter[]) {
     conn.on('ready', () => void resync());
     conn.on('error', (err: Error) => setSynced(false, err.message));
     conn.on('close', () => setSynced(false, 'connection closed'));
@@ -185,13 +452,28 @@ export async function redisState(url: string, obs: Observability, options: { key
         if (pending.length >= MAX_PENDING) pending.shift();
         pending.push([member, until]);
       };
-      if (!synced) return queue();
-      const written = publish(member, until).catch((err: Error) => {
-        obs.log.warn({ redis: where, reason: err.message }, 'ended session not written to Redis yet: written on reconnection');
+      if (!synced) {
+        // Written when Redis is back: this sign-out waits for that, 2 s at most.
         queue();
-        setSynced(false, err.message);
-      });
-      await within(written, REDIS_WAIT_MS, undefined);
+        await within(new Promise<void>((resolve) => flushed.push(resolve)), REDIS_WAIT_MS, undefined);
+        return;
+      }
+      const written = durable(member, until, REDIS_WAIT_MS).then(
+        (how) => {
+          if (how === 'primary only')
+            obs.log.warn(
+              { redis: where },
+              'ended session not confirmed by a replica in time: after a failover it is written back by the instances that know it',
+            );
+        },
+        (err: Error) => {
+          obs.log.warn({ redis: where, reason: err.message }, 'ended session not written to Redis yet: written on reconnection');
+          queue();
+          setSynced(false, err.message);
+        },
+      );
+      const outcome = await within(written, REDIS_WAIT_MS, TIMED_OUT);
+      if (outcome === TIMED_OUT) obs.log.warn({ redis: where }, `ended session not confirmed by Redis within ${REDIS_WAIT_MS} ms: answered anyway`);
     },
     isEnded(s, now = epochNow()) {
       if (ended.has(s, now)) return true;
@@ -238,8 +520,8 @@ export async function redisState(url: string, obs: Observability, options: { key
     },
     async singleFlight(key, keepSeconds, waitMs, work) {
       return flights.run(key, async () => {
-        const answerKey = `${prefix}sf:${key}`;
-        const lockKey = `${prefix}sf-lock:${key}`;
+        const answerKey = `${prefix}sf:{${key}}`;
+        const lockKey = `${prefix}sf-lock:{${key}}`;
         try {
           const answered = await client.get(answerKey);
           if (answered !== null) return answered;
@@ -282,11 +564,14 @@ export async function redisState(url: string, obs: Observability, options: { key
     async close() {
       closed = true;
       clearInterval(sweep);
+      clearInterval(probes);
       clearTimeout(firstCheck);
       clearInterval(repeat);
       obs.metrics.sharedStateDownSince = () => undefined;
+      for (const done of flushed.splice(0)) done();
       client.disconnect();
       subscriber.disconnect();
+      durableWriter?.disconnect();
     },
   };
 }

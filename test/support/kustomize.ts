@@ -7,7 +7,8 @@
 //     kind and metadata.name. Maps merge recursively, `null` deletes a key, lists of objects
 //     that all carry `name` (containers, env, volumes, volumeMounts) merge by name (their merge
 //     key in the Kubernetes strategic-merge schema) in kustomize's order, any other list is
-//     replaced;
+//     replaced; a patch whose top level says `$patch: delete` removes its target (one per file,
+//     as kustomize 5 takes them: it crashes on several in one file);
 //   - `namespace`: set on every namespaced resource.
 // When `kubectl kustomize` is installed the Kubernetes tests also compare its output with this.
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -85,10 +86,14 @@ export function kustomize(dir: string): Manifest[] {
       throw new Error(`${file}: only patches with a bare "path" are implemented`);
     }
     const path = resolve(dir, String(p.path));
-    for (const patch of parseYamlDocuments(readFileSync(path, 'utf8'), path)) {
+    const patches = parseYamlDocuments(readFileSync(path, 'utf8'), path);
+    for (const patch of patches) {
       const i = out.findIndex((m) => idOf(m) === idOf(patch));
       if (i < 0) throw new Error(`${path}: patch target ${idOf(patch)} not found`);
-      out[i] = strategicMerge(out[i], patch);
+      const directive = patch.$patch;
+      if (directive === undefined) out[i] = strategicMerge(out[i], patch);
+      else if (directive === 'delete' && patches.length === 1) out.splice(i, 1);
+      else throw new Error(`${path}: "$patch: ${String(directive)}" ${directive === 'delete' ? 'must be alone in its file' : 'is not implemented'}`);
     }
   }
   if (k.namespace) {

@@ -1,0 +1,332 @@
+// A Redis server lost under load: two gateway processes share their state through Redis Sentinel
+// (a primary, a replica, three sentinels) or a Redis Cluster (three primaries, a replica each),
+// real redis-servers; signed-in users keep asking both instances, copies of ended sessions' cookies
+// keep trying both, and a server is killed with SIGKILL. What users see is recorded and checked:
+//   - a session ended before the kill (at either instance, one within 100 ms of it) stays ended at
+//     both instances, during the failover and after it;
+//   - during the failover window signed-in requests answer 503 (never let through unchecked); the
+//     window is at most the detection time plus 4 s; after it, no error at all;
+//   - a replica or a sentinel killed changes nothing users see.
+// The measured window and counts are printed (operators' docs quote them).
+import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET, type Jar } from './support/cookie-jar.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
+import { demoIdentityProviders } from '../sandbox/demo-realm.js';
+import { freePort } from './support/raw-http.js';
+import { gatewayProcess } from './support/gateway-harness.js';
+import { startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
+
+/** The sentinels' down-after-milliseconds and the cluster's node timeout: how long a lost server takes to be noticed. */
+const DETECTION_MS = 1_000;
+/** What the failover may take beyond detection: the vote, the promotion, the instances' reconnection and re-read. */
+const FAILOVER_MS = 4_000;
+/** Live users asking, and the pause each takes between requests (a bounded load: about 100 requests a second). */
+const LIVE_USERS = 8;
+const PAUSE_MS = 100;
+const USERS = ['alice', 'bob', 'carol', 'tina'];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+interface Answer {
+  at: number;
+  instance: 'A' | 'B';
+  kind: 'live' | 'ended';
+  /** the status, or 'error' when no answer came (connection refused or reset) */
+  status: number | 'error';
+}
+
+/** Users asking both instances in turn until stopped; copies of ended sessions' cookies too. */
+class Load {
+  readonly answers: Answer[] = [];
+  private running = true;
+  private readonly loops: Array<Promise<void>> = [];
+
+  constructor(
+    private readonly urls: { A: string; B: string },
+    live: Jar[],
+    private readonly ended: Jar[],
+  ) {
+    for (const jar of live) this.loops.push(this.loop(() => jar, 'live'));
+    this.ended.forEach((_, i) => this.loops.push(this.loop(() => this.ended[i]!.clone(), 'ended')));
+  }
+
+  /** One more ended session's cookie, tried from now on. */
+  addEnded(jar: Jar): void {
+    this.ended.push(jar);
+    const i = this.ended.length - 1;
+    this.loops.push(this.loop(() => this.ended[i]!.clone(), 'ended'));
+  }
+
+  private async loop(jar: () => Jar, kind: Answer['kind']): Promise<void> {
+    let turn = Math.random() < 0.5 ? 0 : 1;
+    await sleep(Math.random() * PAUSE_MS);
+    while (this.running) {
+      const instance = turn++ % 2 ? 'B' : 'A';
+      let status: Answer['status'];
+      try {
+        status = (await browse(jar(), `${this.urls[instance]}/api/v1/auths/`)).status;
+      } catch {
+        status = 'error';
+      }
+      this.answers.push({ at: Date.now(), instance, kind, status });
+      await sleep(PAUSE_MS);
+    }
+  }
+
+  async stop(): Promise<Answer[]> {
+    this.running = false;
+    await Promise.all(this.loops);
+    return this.answers;
+  }
+}
+
+interface World {
+  urls: { A: string; B: string };
+  live: Jar[];
+  close(): Promise<void>;
+}
+
+/** The realm, the chat front-end stand-in and two gateway processes sharing `redisEnv`; LIVE_USERS signed in. */
+async function startWorld(redisEnv: Record<string, string>): Promise<World> {
+  const upstream: OpenWebUIStandIn = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'] });
+  const [portA, portB] = [await freePort(), await freePort()];
+  const urls = { A: `http://127.0.0.1:${portA}`, B: `http://127.0.0.1:${portB}` };
+  const idp: TestIdp = await startIdp({
+    clients: [
+      { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${urls.A}/auth/callback`], post_logout_redirect_uris: [`${urls.A}/auth/login`] },
+    ],
+    accessTokenTtl: 300,
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'failover-'));
+  const providersFile = join(dir, 'providers.json');
+  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
+  const children: ChildProcess[] = [];
+  const close = async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all([idp.close(), upstream.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const env = {
+      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: urls.A, issuer: idp.issuer, providersFile }),
+      HOST: '127.0.0.1',
+      DRIFT_CHECK_SECONDS: '0',
+      ...redisEnv,
+    };
+    for (const port of [portA, portB]) children.push((await gatewayProcess({ ...env, PORT: String(port) })).child);
+    for (const url of Object.values(urls)) await until(`${url} in sync with Redis`, async () => (await fetch(`${url}/readyz`)).status === 200);
+    const live: Jar[] = [];
+    for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(urls.A, USERS[i % USERS.length]!)).jar);
+    return { urls, live, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+const at = (jar: Jar, url: string) => browse(jar.clone(), `${url}/api/v1/auths/`).then((r) => r.status);
+
+/** A session signed in, its cookie copied, then signed out at `instance`: the copy must stay refused. */
+async function endedSession(world: World, instance: 'A' | 'B', user: string): Promise<{ copy: Jar; answeredAt: number }> {
+  const { jar } = await signIn(world.urls.A, user);
+  const copy = jar.clone();
+  expect(await at(copy, world.urls[instance])).to.equal(200);
+  await browse(jar, `${world.urls[instance]}/auth/logout`);
+  return { copy, answeredAt: Date.now() };
+}
+
+interface Outcome {
+  killedAt: number;
+  answers: Answer[];
+  ended: Jar[];
+  /** how long after its sign-out answered the last session ended before the kill was killed */
+  lastEndBeforeKillMs: number;
+}
+
+/**
+ * Sessions ended at both instances, the load running, `kill` done within 100 ms of the last sign-out,
+ * then the load kept on until both instances have been ready for `settleMs`.
+ */
+async function underLoad(world: World, kill: () => Promise<void>, o: { settleMs: number; maxMs: number }): Promise<Outcome> {
+  const ended: Jar[] = [];
+  for (const [i, instance] of (['A', 'B', 'A', 'B'] as const).entries()) ended.push((await endedSession(world, instance, USERS[i]!)).copy);
+  const load = new Load(world.urls, world.live, [...ended]);
+  await sleep(1_000);
+  // One more, ended at B a moment before the kill.
+  const last = await endedSession(world, 'B', 'carol');
+  const killedAt = Date.now();
+  const lastEndBeforeKillMs = killedAt - last.answeredAt;
+  await kill();
+  ended.push(last.copy);
+  load.addEnded(last.copy);
+  let readySince: number | undefined;
+  while (Date.now() - killedAt < o.maxMs) {
+    const ready = (
+      await Promise.all(
+        Object.values(world.urls).map((u) =>
+          fetch(`${u}/readyz`).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        ),
+      )
+    ).every(Boolean);
+    readySince = ready ? (readySince ?? Date.now()) : undefined;
+    if (readySince && Date.now() - readySince >= o.settleMs) break;
+    await sleep(100);
+  }
+  return { killedAt, answers: await load.stop(), ended, lastEndBeforeKillMs };
+}
+
+interface Measured {
+  requests: number;
+  unavailable: number;
+  errors: number;
+  /** the first and last 503 after the kill, in ms from it */
+  window?: { from: number; to: number };
+}
+
+/** What every scenario asserts: ended sessions never served, live ones 200 or 503, no other answer. */
+function measure(o: Outcome): Measured {
+  const refusedEnded = o.answers.filter((a) => a.kind === 'ended' && a.status === 200);
+  expect(refusedEnded, 'an ended session was served').to.deep.equal([]);
+  const unexpected = o.answers.filter((a) => !(a.kind === 'live' ? [200, 503] : [401, 503]).includes(a.status as number));
+  expect(
+    unexpected.map((a) => `${a.kind} at ${a.instance} +${a.at - o.killedAt} ms: ${a.status}`),
+    'answers other than 200/401 or 503',
+  ).to.deep.equal([]);
+  const unavailable = o.answers.filter((a) => a.status === 503);
+  expect(
+    unavailable.filter((a) => a.at < o.killedAt).map((a) => `${a.kind} at ${a.instance} ${a.at - o.killedAt} ms`),
+    '503 before the kill',
+  ).to.deep.equal([]);
+  expect(o.lastEndBeforeKillMs, 'the last session ended within 100 ms of the kill').to.be.below(100);
+  const window = unavailable.length
+    ? { from: Math.min(...unavailable.map((a) => a.at)) - o.killedAt, to: Math.max(...unavailable.map((a) => a.at)) - o.killedAt }
+    : undefined;
+  return { requests: o.answers.length, unavailable: unavailable.length, errors: o.answers.filter((a) => a.status === 'error').length, window };
+}
+
+async function everyEndHolds(world: World, ended: Jar[]): Promise<void> {
+  for (const [i, copy] of ended.entries()) {
+    for (const instance of ['A', 'B'] as const) expect(await at(copy, world.urls[instance]), `ended session ${i + 1} at ${instance}`).to.equal(401);
+  }
+}
+
+/** The load went on well past the window, and everything after it was answered as before the kill. */
+function afterTheWindow(o: Outcome, m: Measured): void {
+  const after = o.answers.filter((a) => a.at - o.killedAt > m.window!.to);
+  expect(Math.max(...after.map((a) => a.at)) - o.killedAt - m.window!.to, 'the load ran on after the window').to.be.at.least(1_500);
+  expect(after.filter((a) => a.status !== (a.kind === 'live' ? 200 : 401)).length, 'answers after the window other than 200 (live) or 401 (ended)').to.equal(0);
+}
+
+function report(what: string, m: Measured): void {
+  const window = m.window ? `503 from +${m.window.from} ms to +${m.window.to} ms` : 'no 503';
+  console.log(`    [failover] ${what}: ${m.requests} requests, ${window} (${m.unavailable} answered 503), ${m.errors} errors`);
+}
+
+/** A sign-out made now answers within `ms` and holds at both instances. */
+async function signOutHolds(world: World, ms: number): Promise<void> {
+  const { jar } = await signIn(world.urls.A, 'bob');
+  const copy = jar.clone();
+  const started = Date.now();
+  await browse(jar, `${world.urls.B}/auth/logout`);
+  expect(Date.now() - started, 'the sign-out answered in time').to.be.below(ms);
+  await everyEndHolds(world, [copy]);
+}
+
+describe('a Redis server lost under load: Sentinel (a primary, a replica, three sentinels)', function () {
+  this.timeout(120_000);
+  let redis: SentinelRedis;
+  let world: World;
+
+  before(async () => {
+    redis = await startSentinelRedis({ downAfterMs: DETECTION_MS });
+    world = await startWorld({ REDIS_SENTINELS: redis.sentinels, REDIS_SENTINEL_NAME: redis.name });
+  });
+  after(async () => {
+    await world?.close();
+    await redis?.stop();
+  });
+
+  /** Kill `server`, let the load run past the sentinels' detection, then start it again and let the topology settle. */
+  async function nothingChanges(what: string, server: () => TopologyRedis): Promise<void> {
+    let killed: TopologyRedis | undefined;
+    const outcome = await underLoad(
+      world,
+      async () => {
+        killed = server();
+        await killed.stop();
+      },
+      { settleMs: DETECTION_MS + 2_000, maxMs: 15_000 },
+    );
+    const m = measure(outcome);
+    report(what, m);
+    expect(m.unavailable, 'requests answered 503').to.equal(0);
+    expect(m.errors).to.equal(0);
+    await everyEndHolds(world, outcome.ended);
+    await signOutHolds(world, 500);
+    await killed!.start();
+    await redis.settled();
+  }
+
+  it('a sentinel killed: users see nothing of it', async () => {
+    await nothingChanges('Sentinel, a sentinel killed', () => redis.sentinelProcesses[0]!);
+  });
+
+  it('the replica killed: users see nothing of it, sign-outs answer at once', async () => {
+    await nothingChanges('Sentinel, the replica killed', () => redis.nodes.find((n) => n !== redis.primary())!);
+  });
+
+  it('the primary killed: 503 while the replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
+    const outcome = await underLoad(world, () => redis.primary().stop(), { settleMs: 2_000, maxMs: 30_000 });
+    const m = measure(outcome);
+    report('Sentinel, the primary killed', m);
+    expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
+    expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
+    expect(m.errors).to.equal(0);
+    afterTheWindow(outcome, m);
+    await everyEndHolds(world, outcome.ended);
+    await signOutHolds(world, 500);
+  });
+});
+
+describe('a Redis server lost under load: Cluster (three primaries, a replica each)', function () {
+  this.timeout(120_000);
+  let redis: RedisCluster;
+  let world: World;
+
+  before(async () => {
+    redis = await startRedisCluster({ nodeTimeoutMs: DETECTION_MS });
+    world = await startWorld({ REDIS_CLUSTER_NODES: redis.nodesSetting });
+  });
+  after(async () => {
+    await world?.close();
+    await redis?.stop();
+  });
+
+  it('the primary holding the ended sessions killed: 503 while its replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
+    const outcome = await underLoad(world, () => redis.primaryOf('chat-gateway:ended').stop(), { settleMs: 2_000, maxMs: 30_000 });
+    const m = measure(outcome);
+    report('Cluster, the primary holding the ended sessions killed', m);
+    expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
+    expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
+    expect(m.errors).to.equal(0);
+    afterTheWindow(outcome, m);
+    await everyEndHolds(world, outcome.ended);
+    await signOutHolds(world, 500);
+  });
+});
