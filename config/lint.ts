@@ -5,7 +5,7 @@
 // aliases the provider catalog does not know. Warnings never stop startup.
 import { KNOWN_VARIABLES } from './settings.js';
 import { type Env } from './env.js';
-import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
+import { redisCredentialsProblem, redisPasswordHint } from './redis.js';
 
 /** Prefixes of the gateway's variables: an unknown name with one of them is most likely a typo. */
 const GATEWAY_PREFIXES: readonly string[] = [

@@ -3,13 +3,13 @@
 // Precedence: the process environment, then the per-stage env file (config/dev.env or
 // config/prod.env, chosen by NODE_ENV), then the schema default. Every problem is reported at
 // once, naming the variable, so an operator fixes a bad deployment in one round.
-import { existsSync } from 'node:fs';
 import { createHmac, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { effectiveEnv, SECRETS, type Env } from './env.js';
-import { redisCredentialsProblem, redisPasswordHint } from './redis-url.js';
+import { effectiveEnv, type Env } from './env.js';
+import { requiredProblems } from './required.js';
+import { redisCredentialsProblem, redisNodes, redisPasswordHint, redisProblems, type RedisClusterSettings, type RedisSentinelSettings } from './redis.js';
 import { tenantAliasProblems } from './tenant-aliases.js';
-import { redactUrl, redactUrlList, redactValue } from './redact.js';
+import { redactUrl, redactValue } from './redact.js';
 
 /** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
 const strictSwitch = z
@@ -94,76 +94,6 @@ const redisUrl = urlSetting(
     return u.href;
   },
 );
-
-/** A Redis server's address, as ioredis takes it. */
-export interface RedisNode {
-  host: string;
-  port: number;
-}
-
-/** Sentinel (REDIS_SENTINELS): the sentinels, the primary's name they know, the data nodes' credentials. */
-export interface RedisSentinelSettings {
-  sentinels: RedisNode[];
-  /** REDIS_SENTINEL_NAME */
-  name: string;
-  /** `rediss://` entries: TLS to the sentinels and to the data nodes */
-  tls: boolean;
-  username?: string;
-  password?: string;
-  /** the sentinels' own password (their requirepass), REDIS_SENTINEL_PASSWORD */
-  sentinelPassword?: string;
-}
-
-/** Cluster (REDIS_CLUSTER_NODES): some nodes to discover the cluster from, the data nodes' credentials. */
-export interface RedisClusterSettings {
-  nodes: RedisNode[];
-  tls: boolean;
-  username?: string;
-  password?: string;
-}
-
-/** Where the state every instance shares lives, one topology: a URL, Sentinel or Cluster. */
-export type RedisTarget = { url: string } | { sentinel: RedisSentinelSettings } | { cluster: RedisClusterSettings };
-
-/**
- * `host:port,host:port` (an entry may also be written `redis://host:port`, or `rediss://host:port`
- * for TLS, every entry alike). No credentials (they have variables of their own, never echoed),
- * no database (Sentinel and Cluster use database 0).
- */
-const redisNodes = (defaultPort: number, credentialsIn: string) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === '') return undefined;
-      const entries = v.split(',').map((e) => e.trim());
-      const nodes: RedisNode[] = [];
-      const schemes = new Set<string>();
-      entries.forEach((entry, i) => {
-        const where = entries.length > 1 ? `entry ${i + 1} of ${entries.length}` : 'the entry';
-        const problem = (why: string) => ctx.addIssue({ code: 'custom', message: `${where} ${why}` });
-        if (!entry) return problem('is empty (a stray comma); expected host:port');
-        const written = /^[a-z][a-z0-9+.-]*:\/\//i.test(entry) ? entry : `redis://${entry}`;
-        const shown = JSON.stringify(redactUrlList(entry));
-        let u: URL;
-        try {
-          u = new URL(written);
-        } catch {
-          return problem('is not host:port (or redis://host:port, rediss://host:port; not shown: it may hold a password)');
-        }
-        if (u.username || u.password)
-          return problem(`carries credentials (not shown): give the password in ${credentialsIn}, and write the entry as host:port`);
-        if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return problem(`${shown} is not redis:// or rediss://`);
-        if (!u.hostname) return problem(`${shown} names no host`);
-        if ((u.pathname && u.pathname !== '/') || u.search || u.hash)
-          return problem(`${shown} holds more than host:port (Sentinel and Cluster use database 0)`);
-        schemes.add(u.protocol);
-        nodes.push({ host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : defaultPort });
-      });
-      if (schemes.size > 1) ctx.addIssue({ code: 'custom', message: 'mixes redis:// and rediss:// entries: TLS is used for every node or for none' });
-      if (nodes.length !== entries.length || schemes.size > 1) return z.NEVER;
-      return { nodes, tls: schemes.has('rediss:') };
-    });
 
 /** A password: taken as written (spaces included), empty is none. */
 const secretText = z
@@ -336,14 +266,6 @@ export interface Settings {
   redisCluster?: RedisClusterSettings;
 }
 
-/** The one Redis topology the settings name, or undefined (state in this process). */
-export function redisTarget(s: Pick<Settings, 'redisUrl' | 'redisSentinel' | 'redisCluster'>): RedisTarget | undefined {
-  if (s.redisUrl) return { url: s.redisUrl };
-  if (s.redisSentinel) return { sentinel: s.redisSentinel };
-  if (s.redisCluster) return { cluster: s.redisCluster };
-  return undefined;
-}
-
 export class SettingsError extends Error {
   constructor(public readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -355,106 +277,6 @@ export class SettingsError extends Error {
 export function noGroupsName(secret: string | undefined): string {
   const key = secret ?? randomBytes(32).toString('hex');
   return 'no-group-' + createHmac('sha256', key).update('open-webui groups header: a member of no group').digest('hex').slice(0, 32);
-}
-
-/** config/dev.env's secrets are public (they are in the repository): their values start so. */
-const PUBLIC_DEV_SECRET = /^dev-only-/;
-
-/** localhost, 127.0.0.0/8 or [::1]: an address only this machine reaches. */
-function isLoopbackUrl(value: string | undefined): boolean {
-  try {
-    const host = new URL((value ?? '').trim()).hostname;
-    return host === 'localhost' || /^127(?:\.\d{1,3}){3}$/.test(host) || host === '[::1]';
-  } catch {
-    return false;
-  }
-}
-
-/** What must be present given the stage; checked on the raw values so that every problem is listed at once. */
-function requiredProblems(env: Env): string[] {
-  const problems: string[] = [];
-  const has = (name: string) => (env[name] ?? '').trim() !== '';
-  const production = env.NODE_ENV === 'production';
-  const sandbox = !production && !has('UPSTREAM_URL');
-  const need = (name: string, why: string) => {
-    if (!has(name)) problems.push(`${name}: required ${why}`);
-  };
-  if (!sandbox) {
-    need('UPSTREAM_URL', 'in production (the chat front-end, e.g. http://open-webui:8080)');
-    need('OIDC_ISSUER_URL', '(the realm, e.g. https://kc.example/realms/platform)');
-    need('OIDC_CLIENT_ID', "(the gateway's confidential client)");
-    need('OIDC_CLIENT_SECRET', "(the gateway's confidential client)");
-    need('SESSION_SECRET', '(at least 32 characters)');
-    if (production) need('PUBLIC_URL', 'in production (the address browsers use)');
-  }
-  // Anyone can forge an admin session with a public secret: only the sandbox (which makes its own)
-  // and a development gateway that only this machine reaches (docker compose with the dev stage
-  // file, PUBLIC_URL on localhost) may run on one.
-  const publicUrl = has('PUBLIC_URL') ? env.PUBLIC_URL : `http://localhost:${env.PORT ?? 8080}`;
-  if (production || !isLoopbackUrl(publicUrl)) {
-    for (const name of SECRETS) {
-      if ((env[name] ?? '').split(',').some((v) => PUBLIC_DEV_SECRET.test(v.trim()))) {
-        problems.push(
-          `${name}: the public dev-only value of config/dev.env is refused ${production ? 'in production' : `with PUBLIC_URL ${publicUrl} (not loopback)`}: set a secret of your own`,
-        );
-      }
-    }
-  }
-  // A realm reached over plain http can be impersonated on the way: production wants https.
-  if (
-    production &&
-    has('OIDC_ISSUER_URL') &&
-    /^http:/i.test(env.OIDC_ISSUER_URL!.trim()) &&
-    !isLoopbackUrl(env.OIDC_ISSUER_URL) &&
-    !/^(true|1|yes)$/i.test((env.ALLOW_INSECURE_ISSUER ?? '').trim())
-  ) {
-    problems.push(
-      `OIDC_ISSUER_URL: an http: issuer is refused in production unless it is a loopback address or ALLOW_INSECURE_ISSUER=true (got ${JSON.stringify(env.OIDC_ISSUER_URL)})`,
-    );
-  }
-  const secrets = (env.SESSION_SECRET ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  secrets.forEach((secret, i) => {
-    if (secret.length < 32) problems.push(`SESSION_SECRET: key ${i + 1} has ${secret.length} characters, at least 32 are required`);
-  });
-  const file = (env.IDP_PROVIDERS_FILE ?? '').trim();
-  if (file && !existsSync(file)) problems.push(`IDP_PROVIDERS_FILE: no such file ${JSON.stringify(file)}`);
-  if (env.OAUTH_ADMIN_ROLES !== undefined && env.OAUTH_ADMIN_ROLES.split(',').every((r) => !r.trim()) && env.OAUTH_ADMIN_ROLES.trim() !== '') {
-    problems.push('OAUTH_ADMIN_ROLES: at least one role is required');
-  }
-  return problems;
-}
-
-/**
- * One Redis topology, and only the variables it reads: REDIS_URL (credentials in the URL),
- * REDIS_SENTINELS with REDIS_SENTINEL_NAME, or REDIS_CLUSTER_NODES, the last two with the data
- * nodes' REDIS_USERNAME and REDIS_PASSWORD. Checked on the raw values, never echoing a password.
- */
-function redisProblems(env: Env): string[] {
-  const problems: string[] = [];
-  const has = (name: string) => (env[name] ?? '').trim() !== '';
-  const topologies = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].filter(has);
-  const ONE = 'set one Redis topology: REDIS_URL (one server), REDIS_SENTINELS with REDIS_SENTINEL_NAME (Sentinel) or REDIS_CLUSTER_NODES (Cluster)';
-  if (topologies.length > 1) {
-    for (const name of topologies) problems.push(`${name}: set together with ${topologies.filter((t) => t !== name).join(' and ')}; ${ONE}`);
-  }
-  const sentinel = has('REDIS_SENTINELS');
-  if (sentinel && !has('REDIS_SENTINEL_NAME'))
-    problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the sentinels monitor the primary under, e.g. mymaster)');
-  if (has('REDIS_SENTINEL_NAME') && /\s/.test(env.REDIS_SENTINEL_NAME!.trim()))
-    problems.push('REDIS_SENTINEL_NAME: must be one word (the name in `sentinel monitor <name> ...`)');
-  for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) {
-    if (has(name) && !sentinel) problems.push(`${name}: read only with REDIS_SENTINELS, which is not set`);
-  }
-  for (const name of ['REDIS_USERNAME', 'REDIS_PASSWORD']) {
-    if (!has(name)) continue;
-    if (has('REDIS_URL')) problems.push(`${name}: not read with REDIS_URL, whose credentials are in the URL (redis://user:password@host:port/db)`);
-    else if (!sentinel && !has('REDIS_CLUSTER_NODES')) problems.push(`${name}: read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES, neither of which is set`);
-  }
-  if (has('REDIS_USERNAME') && !has('REDIS_PASSWORD')) problems.push('REDIS_USERNAME: needs REDIS_PASSWORD (an ACL user signs in with both)');
-  return problems;
 }
 
 /**

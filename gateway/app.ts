@@ -7,7 +7,8 @@
 // steps in order) -> gateway/upstream/proxy.ts (the stream).
 import type http from 'node:http';
 import express from 'express';
-import { redisTarget, type Settings } from '../config/settings.js';
+import { type Settings } from '../config/settings.js';
+import { redisTarget } from '../config/redis.js';
 import { localeOf } from '../policies/routes.js';
 import { Upstream } from './upstream/proxy.js';
 import { createAuthenticator } from './auth/authenticator.js';

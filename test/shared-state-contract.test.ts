@@ -5,7 +5,7 @@ import { createObservability } from '../gateway/observability/observability.js';
 import { processState } from '../gateway/state/process-state.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
-import type { RedisTarget } from '../config/settings.js';
+import type { RedisTarget } from '../config/redis.js';
 import { asNodes, startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
 
 const now = () => Math.floor(Date.now() / 1000);

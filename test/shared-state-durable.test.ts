@@ -3,7 +3,7 @@
 // and what an instance knows that Redis lost goes back to Redis and to every other instance.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import type { RedisTarget } from '../config/settings.js';
+import type { RedisTarget } from '../config/redis.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
 import { capturingObservability } from './support/gateway-harness.js';

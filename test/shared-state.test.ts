@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { EndedMirror } from '../gateway/state/ended-mirror.js';
 import { processState } from '../gateway/state/process-state.js';
-import { redactedRedisUrl } from '../gateway/state/redis-state.js';
+import { redactedRedisUrl } from '../gateway/state/redis-connections.js';
 import { createObservability } from '../gateway/observability/observability.js';
 
 describe('shared state', () => {

@@ -26,17 +26,17 @@
 // ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
 // RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { RedisNode, RedisTarget } from '../../config/settings.js';
+import type { EventEmitter } from 'node:events';
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisTarget } from '../../config/redis.js';
 import type { Observability } from '../observability/observability.js';
 import { SharedStateUnavailable } from '../http/respond.js';
 import { SingleFlight, TtlCache } from '../cache/cache.js';
 import { epochNow, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
-import { urlWithoutCredentials } from '../../config/redact.js';
-import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis-url.js';
+import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis.js';
+import { redisConnections, redisWhere, roleOf } from './redis-connections.js';
 
 const SWEEP_MS = 60_000;
 /**
@@ -64,102 +64,8 @@ async function within<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise
 /** Ended entries written while Redis was down, kept for the reconnection. */
 const MAX_PENDING = 100_000;
 
-/** `redis://user:secret@host:port/db` as it may be logged: no credentials. */
-/**
- * `redis://user:secret@host:port/db` as it may be logged: `redis://host:port/db`. Everything
- * between `//` and the last '@' goes, however a URL parser would split it (config/redact.ts).
- */
-export function redactedRedisUrl(url: string): string {
-  return urlWithoutCredentials(url);
-}
-
-const nodeList = (nodes: RedisNode[]) => nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`).join(',');
-
-/** Where the state lives, as logs and /readyz name it: never a credential. */
-export function redisWhere(target: string | RedisTarget): string {
-  if (typeof target === 'string') return redactedRedisUrl(target);
-  if ('url' in target) return redactedRedisUrl(target.url);
-  if ('sentinel' in target) return `sentinel ${target.sentinel.name} at ${nodeList(target.sentinel.sentinels)}${target.sentinel.tls ? ' (TLS)' : ''}`;
-  return `cluster ${nodeList(target.cluster.nodes)}${target.cluster.tls ? ' (TLS)' : ''}`;
-}
-
 /** While Redis is unreachable, a warning this often (and once at start, after the connect timeout). */
 const REDIS_DOWN_LOG_MS = 60_000;
-
-/** What the state needs of its subscription: one Redis connection, or one to some node of a Cluster. */
-interface Subscription extends EventEmitter {
-  readonly status: string;
-  subscribe(channel: string): Promise<unknown>;
-  ping(): Promise<unknown>;
-  disconnect(): void;
-}
-
-/**
- * A Cluster's subscription, on one node at a time (any node hears every PUBLISH in Redis 7): when
- * that connection ends, the next node is tried. Unlike ioredis's own cluster subscriber, it says
- * so ('close', then 'ready' on the next node), so the state knows to re-read what it missed.
- */
-class NodeSubscription extends EventEmitter implements Subscription {
-  private conn: Redis | undefined;
-  private next = 0;
-  private attempt = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private closed = false;
-
-  constructor(
-    private readonly cluster: Cluster,
-    private readonly seeds: RedisNode[],
-    private readonly open: (node: RedisNode) => Redis,
-    private readonly retryMs: (attempt: number) => number,
-  ) {
-    super();
-    this.connect();
-  }
-
-  get status(): string {
-    return this.conn?.status ?? 'connecting';
-  }
-
-  private connect(): void {
-    const known = this.cluster.nodes('all').map((n) => ({ host: String(n.options.host), port: Number(n.options.port) }));
-    const candidates = known.length ? known : this.seeds;
-    const node = candidates[this.next++ % candidates.length]!;
-    const conn = this.open(node);
-    this.conn = conn;
-    conn.on('ready', () => {
-      this.attempt = 0;
-      this.emit('ready');
-    });
-    conn.on('message', (channel: string, message: string) => this.emit('message', channel, message));
-    conn.on('error', (err: Error) => this.emit('error', err));
-    conn.on('close', () => this.conn === conn && this.emit('close'));
-    conn.on('end', () => {
-      if (this.conn !== conn || this.closed) return;
-      this.timer = setTimeout(() => this.connect(), this.retryMs(++this.attempt));
-    });
-  }
-
-  subscribe(channel: string): Promise<unknown> {
-    return this.conn ? this.conn.subscribe(channel) : Promise.reject(new Error('no node to subscribe on'));
-  }
-
-  ping(): Promise<unknown> {
-    return this.conn ? this.conn.ping() : Promise.reject(new Error('no node to subscribe on'));
-  }
-
-  disconnect(): void {
-    this.closed = true;
-    clearTimeout(this.timer);
-    this.conn?.disconnect();
-  }
-}
-
-/** A ROLE answer: whether the node is a primary, and how many replicas it has online. */
-function roleOf(answer: unknown): { primary: boolean; replicas: number } | undefined {
-  if (!Array.isArray(answer)) return undefined;
-  if (answer[0] === 'master') return { primary: true, replicas: Array.isArray(answer[2]) ? answer[2].length : 0 };
-  return { primary: false, replicas: 0 };
-}
 
 export async function redisState(
   target: string | RedisTarget,
@@ -179,61 +85,7 @@ export async function redisState(
   // In the ended set's slot (a Cluster hashes `{chat-gateway:ended}` as the key `chat-gateway:ended`).
   const durableKey = `{${endedKey}}:durable`;
   const where = redisWhere(to);
-  // Sentinel and Cluster: retry soon (a promoted replica answers within a second or two).
-  const retryMs = (attempt: number) => Math.min(100 * attempt, 'url' in to ? 2_000 : 500);
-  const connection = {
-    // Fail fast while disconnected (the callers fail closed or fall back) instead of queueing.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    retryStrategy: retryMs,
-    autoResubscribe: false,
-  } satisfies RedisOptions;
-
-  let client: Redis | Cluster;
-  let subscriber: Subscription;
-  /** a second connection for WAIT, which blocks the connection it is sent on */
-  let writer: () => Redis | Cluster;
-  if ('cluster' in to) {
-    const { nodes, tls, username, password } = to.cluster;
-    const nodeOptions = { username, password, tls: tls ? {} : undefined, connectTimeout: connection.connectTimeout, autoResubscribe: false };
-    const clusterOptions = {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: retryMs,
-      // a node that died without closing its connections is noticed here, not after TCP's timeouts
-      slotsRefreshInterval: 5_000,
-      redisOptions: { ...nodeOptions, maxRetriesPerRequest: 1, commandTimeout: 5_000 },
-    };
-    const cluster = new ioredis.Cluster(nodes, clusterOptions);
-    client = cluster;
-    subscriber = new NodeSubscription(
-      cluster,
-      nodes,
-      (node) => new ioredis.Redis({ ...node, ...nodeOptions, retryStrategy: () => null, enableOfflineQueue: false }),
-      retryMs,
-    );
-    // Queued until connected: a WAIT is bounded by the sign-out's 2 s anyway.
-    writer = () => new ioredis.Cluster(nodes, { ...clusterOptions, enableOfflineQueue: true });
-  } else {
-    const open = (offlineQueue = false) =>
-      'url' in to
-        ? new ioredis.Redis(to.url, { ...connection, enableOfflineQueue: offlineQueue })
-        : new ioredis.Redis({
-            ...connection,
-            enableOfflineQueue: offlineQueue,
-            sentinels: to.sentinel.sentinels,
-            name: to.sentinel.name,
-            username: to.sentinel.username,
-            password: to.sentinel.password,
-            sentinelPassword: to.sentinel.sentinelPassword,
-            ...(to.sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
-            sentinelRetryStrategy: retryMs,
-          });
-    client = open();
-    subscriber = open() as Redis & Subscription;
-    // Queued until connected: a WAIT is bounded by the sign-out's 2 s anyway.
-    writer = () => open(true);
-  }
+  const { client, subscriber, writer, connectTimeout } = redisConnections(ioredis, to);
   let durableWriter: Redis | Cluster | undefined;
   /** Opened once a replica is seen (never, for a Redis without replicas). */
   const writerNow = () => {
@@ -285,7 +137,7 @@ export async function redisState(
       `Redis ${where} unreachable ${everSynced ? `for ${seconds} s` : `since start (${seconds} s)`}: signed-in requests answer 503 and /readyz reports not ready until it is back`,
     );
   };
-  const firstCheck = setTimeout(stillDown, connection.connectTimeout + 500);
+  const firstCheck = setTimeout(stillDown, connectTimeout + 500);
   firstCheck.unref();
   const repeat = setInterval(stillDown, options.downLogEveryMs ?? REDIS_DOWN_LOG_MS);
   repeat.unref();
