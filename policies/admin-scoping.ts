@@ -6,7 +6,8 @@
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
-import { matchRoute, type BodyRef, type RouteMatch } from './open-webui-routes.js';
+import { type BodyRef } from './open-webui-routes.js';
+import { matchRoute, type RouteMatch } from './route-matcher.js';
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 export interface PolicySettings {
@@ -267,137 +268,6 @@ function fillLookup(
     return encodeURIComponent(v);
   });
   return missing ? undefined : { lookup };
-}
-
-/** Most objects one body may name (a batch of files): each costs an upstream lookup. */
-export const MAX_BODY_OBJECTS = 500;
-
-/** One object a body names: a lookup to ask as the caller, or a vector collection that must be the caller's own. */
-export type BodyObject = { lookup: string; permission: Permission } | { ownCollection: string };
-
-export type BodyObjects = { ok: true; lookups: BodyObject[] } | { ok: false; why: string };
-
-/** A user's own vector collections (retrieval/utils.py has_access_to_collection): their memories and their web searches. */
-export function isCallersOwnCollection(name: string, callerId: string): boolean {
-  return callerId !== '' && (name === `user-memory-${callerId}` || name.startsWith(`web-search-${callerId}-`));
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The values at a BodyRef's `at` ('a.b', '[].file_id', 'meta.knowledge[]'); absent or null parts hold none; a part of the wrong kind is 'bad'. */
-function valuesAt(body: unknown, at: string): unknown[] | 'bad' {
-  let values: unknown[] = [body];
-  for (const part of at.split('.')) {
-    const many = part.endsWith('[]');
-    const name = many ? part.slice(0, -2) : part;
-    const next: unknown[] = [];
-    for (const v of values) {
-      let field: unknown = v;
-      if (name) {
-        if (v === undefined || v === null) continue;
-        if (!isRecord(v)) return 'bad';
-        field = Object.prototype.hasOwnProperty.call(v, name) ? v[name] : undefined;
-      }
-      if (!many) next.push(field);
-      else if (field === undefined || field === null) continue;
-      else if (!Array.isArray(field)) return 'bad';
-      else next.push(...(field as unknown[]));
-    }
-    values = next;
-  }
-  return values;
-}
-
-/**
- * The objects an admin's JSON body names (the route's BodyRefs), as lookups for the gateway to ask
- * the upstream as the caller. Open WebUI treats an absent, null or empty optional id as none; an
- * id that is not a string (an object, a number) or a part of the body of the wrong kind is refused,
- * as is an id that would leave its path segment. Entries `{type, id}`: those of a type one of the
- * refs names are checked, others are not objects of these kinds.
- */
-export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): BodyObjects {
-  const lookups = new Map<string, BodyObject>();
-  const add = (ref: BodyRef, id: unknown): string | undefined => {
-    if (id === undefined || id === null || id === '') return ref.required ? `no ${ref.at} in the body` : undefined;
-    if (ref.never !== undefined || ref.lookup === undefined) return `${ref.at}: ${ref.never ?? 'not checked here'}`;
-    if (typeof id !== 'string') return `${ref.at} is not an id`;
-    // in the lookup's path a slash or dot segment would name another route (Starlette decodes %2F)
-    const query = ref.lookup.indexOf('?');
-    const inPath = query === -1 || ref.lookup.indexOf('{=}') < query;
-    if (inPath && (/[/\\]/.test(id) || id === '.' || id === '..')) return `${ref.at} is not an id`;
-    const lookup = ref.lookup.replace('{=}', encodeURIComponent(id));
-    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
-    return undefined;
-  };
-  /** A vector collection's name, as filter_accessible_collections reads it. */
-  const addCollection = (ref: BodyRef, name: unknown): string | undefined => {
-    if (typeof name !== 'string' || name === '') return `${ref.at} names a collection that is not a name`;
-    if (name.startsWith('user-memory-') || name.startsWith('web-search-')) {
-      lookups.set(`own ${name}`, { ownCollection: name });
-      return undefined;
-    }
-    if (!name.startsWith('file-')) return add(ref, name);
-    return name === 'file-' ? `${ref.at} names a collection that is not a name` : add({ ...ref, lookup: '/api/v1/files/{=}' }, name.slice('file-'.length));
-  };
-  for (const ref of refs) {
-    const values = valuesAt(body, ref.at);
-    if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
-    if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
-    if (ref.modelMentions) {
-      for (const text of values) {
-        if (text === undefined || text === null) continue;
-        if (typeof text !== 'string') return { ok: false, why: `${ref.at} is not text` };
-        // extract_mentions: <@T:id> or <@T:id|label>; a model is type M
-        for (const m of text.matchAll(/<@([A-Z]):([^|>]+)(?:\|[^>]+)?>/g)) {
-          if (m[1] !== 'M') continue;
-          const why = add(ref, m[2]);
-          if (why) return { ok: false, why };
-          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
-        }
-      }
-      continue;
-    }
-    if (ref.collectionName) {
-      for (const name of values) {
-        if (name === undefined || name === null || name === '') continue;
-        const why = addCollection(ref, name);
-        if (why) return { ok: false, why };
-      }
-      continue;
-    }
-    if (ref.collections) {
-      for (const v of values) {
-        if (v === undefined || v === null) continue;
-        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
-        const names: unknown[] = [];
-        if (Object.prototype.hasOwnProperty.call(v, 'collection_name') && v.collection_name !== null && v.collection_name !== undefined)
-          names.push(v.collection_name);
-        if (Object.prototype.hasOwnProperty.call(v, 'collection_names') && v.collection_names !== null && v.collection_names !== undefined) {
-          if (!Array.isArray(v.collection_names)) return { ok: false, why: `${ref.at} holds collection_names that are not a list` };
-          names.push(...(v.collection_names as unknown[]));
-        }
-        for (const name of names) {
-          const why = addCollection(ref, name);
-          if (why) return { ok: false, why };
-          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
-        }
-      }
-      continue;
-    }
-    for (const v of values) {
-      let id = v;
-      if (ref.type !== undefined) {
-        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
-        if (v.type !== ref.type) continue;
-        id = v.id;
-        if (id === undefined || id === null || id === '') return { ok: false, why: `${ref.at} holds a ${ref.type} with no id` };
-      }
-      const why = add(ref, id);
-      if (why) return { ok: false, why };
-      if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
-    }
-  }
-  return { ok: true, lookups: [...lookups.values()] };
 }
 
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */

@@ -9,7 +9,9 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPEN_WEBUI_MOUNTS, OPEN_WEBUI_ROUTES, OPEN_WEBUI_SOCKET_EVENTS, matchRoute, tableHas } from '../policies/open-webui-routes.js';
+import { OPEN_WEBUI_MOUNTS, OPEN_WEBUI_ROUTES } from '../policies/open-webui-routes.js';
+import { OPEN_WEBUI_SOCKET_EVENTS } from '../policies/socket-events.js';
+import { matchRoute, tableHas } from '../policies/route-matcher.js';
 import { decide } from '../policies/admin-scoping.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

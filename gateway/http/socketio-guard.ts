@@ -11,11 +11,11 @@
 //     without permessage-deflate so every payload can be read.
 //   - HTTP long-polling: the POST body's packets (separated by \x1e, attachments as `b<base64>`)
 //     are judged the same way and the body is rebuilt from the packets that pass.
-// The rule (which event needs which note, with which permission) is policies/open-webui-routes.ts
+// The rule (which event needs which note, with which permission) is policies/socket-events.ts
 // `socketEventNeed`; whether the admin may reach the note is asked of the upstream, as for
 // GET /api/v1/notes/{id}. Plain users never come here: their sockets stay a byte pipe.
 import { isUtf8 } from 'node:buffer';
-import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed } from '../../policies/open-webui-routes.js';
+import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed } from '../../policies/socket-events.js';
 
 /** Largest client message the guard assembles; past it the connection is closed. */
 export const MAX_GUARDED_MESSAGE_BYTES = 16 * 1024 * 1024;

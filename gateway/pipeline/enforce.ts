@@ -4,7 +4,8 @@
 // an audit line when an admin reads or deletes a file that is not theirs (rule A7); the chat
 // decisions ask the upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isCallersOwnCollection, objectsNamedInBody, type Decision } from '../../policies/admin-scoping.js';
+import { type Decision } from '../../policies/admin-scoping.js';
+import { isCallersOwnCollection, objectsNamedInBody } from '../../policies/body-objects.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
 import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';

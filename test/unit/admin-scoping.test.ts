@@ -1,6 +1,7 @@
 // The policy table of the contract, row by row, for both switch values (pure decisions).
 import { expect } from 'chai';
-import { ADMIN_CHAT_ACCESS_DISABLED, ADMIN_SCOPED, decide, EXPORT_DISABLED, objectsNamedInBody, type PolicySettings } from '../../policies/admin-scoping.js';
+import { ADMIN_CHAT_ACCESS_DISABLED, ADMIN_SCOPED, decide, EXPORT_DISABLED, type PolicySettings } from '../../policies/admin-scoping.js';
+import { objectsNamedInBody } from '../../policies/body-objects.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../../policies/file-scoping.js';
 import { mayReach } from '../../policies/resource-access.js';
 

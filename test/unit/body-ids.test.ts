@@ -1,7 +1,8 @@
 // policies/admin-scoping.ts objectsNamedInBody and the route table's body ids: the objects an
 // admin's JSON body names are the objects the gateway checks, as Open WebUI 0.12.4 reads them.
 import { expect } from 'chai';
-import { decide, isCallersOwnCollection, objectsNamedInBody, MAX_BODY_OBJECTS, type BodyObject, type Decision } from '../../policies/admin-scoping.js';
+import { decide, type Decision } from '../../policies/admin-scoping.js';
+import { isCallersOwnCollection, objectsNamedInBody, MAX_BODY_OBJECTS, type BodyObject } from '../../policies/body-objects.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 
 const off = { bypassAdminAccessControl: false, enableAdminExport: false };
