@@ -7,14 +7,8 @@
 // message costs it grows with the message, not with the number of reads it arrived in.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import {
-  ClientFrameReader,
-  MAX_GUARDED_FRAGMENTS,
-  MAX_GUARDED_MESSAGE_BYTES,
-  unmaskedPayload,
-  WebSocketGuard,
-  type ReaderLimits,
-} from '../gateway/http/socketio-guard.js';
+import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES, WebSocketGuard } from '../gateway/http/socketio-guard.js';
+import { ClientFrameReader, unmaskedPayload, type ReaderLimits } from '../gateway/http/websocket-frames.js';
 import { Receiver } from './support/websocket-wire.js';
 
 // Small limits, the same for both readers, so that random sequences reach them. The guard's own are

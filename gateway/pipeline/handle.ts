@@ -49,7 +49,8 @@ import type { Authenticator } from '../auth/identity.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../observability/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
-import { REFUSAL_RULES, WebSocketGuard } from '../http/socketio-guard.js';
+import { WebSocketGuard } from '../http/socketio-guard.js';
+import { REFUSAL_RULES } from '../http/websocket-frames.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 import type { Found, RequestHandler } from '../http/server.js';
 
