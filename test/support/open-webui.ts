@@ -141,6 +141,8 @@ export interface RealWorld {
   /** as `npm start` runs it: with /healthz, /readyz, /metrics and the drift check */
   gateway: Gateway;
   settings: Settings;
+  /** the environment `settings` were loaded from (for another gateway in front of the same peers) */
+  settingsEnv: Env;
   obs: Observability & { lines: LogLine[] };
   /** the gateway, also its PUBLIC_URL */
   url: string;
@@ -182,10 +184,8 @@ export async function startRealWorld(o: {
   ]);
   const providersFile = join(owui.dataDir, 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const settings = loadSettings(
-    { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env },
-    { stageFiles: false },
-  );
+  const settingsEnv: Env = { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env };
+  const settings = loadSettings(settingsEnv, { stageFiles: false });
   const obs = capturingObservability();
   const gateway = await createGateway(settings, { obs });
   await gateway.start(port, '127.0.0.1');
@@ -195,6 +195,7 @@ export async function startRealWorld(o: {
     model,
     gateway,
     settings,
+    settingsEnv,
     obs,
     url,
     accounts,
