@@ -127,6 +127,8 @@ export function diffRelease(real: RealListing, recorded: Recorded, releases: rea
   for (const k of absent) if (!rowKeys.has(k)) staleRecord.push(`absentRows: ${k} is no row of the table`);
   for (const k of unlisted) if (!realKeys.has(k)) staleRecord.push(`unlisted: ${k} is not served`);
   for (const k of otherTemplates.keys()) if (!realKeys.has(k)) staleRecord.push(`otherTemplates: ${k} is not served`);
+  for (const k of Object.keys(record?.differences ?? {}))
+    if (k.includes(' ') ? !realKeys.has(keysOfRowText(k)[0]!) : !real.socketio.includes(k)) staleRecord.push(`differences: ${k} is not served`);
   // a row the release serves under another template is served
   const servedAs = new Set([...otherTemplates].map(([k, row]) => key(k.split(' ')[0]!, row)));
   const removed = OPEN_WEBUI_ROUTES.flatMap((row) =>

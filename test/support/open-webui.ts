@@ -17,7 +17,19 @@ import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from 
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
-import { startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
+
+/**
+ * Is the real Open WebUI the suites run against (OWUI_VERSION, 0.12.4 by default) `version` or
+ * later? Where the checked releases differ (policies/open-webui-releases.ts), a test shows each
+ * release's own door (or that it has none) and the gateway's answer, which is the same for both.
+ */
+export function releaseAtLeast(version: string): boolean {
+  const parts = (v: string) => v.split(/[^0-9]+/).map(Number);
+  const [a, b] = [parts(OPEN_WEBUI_VERSION), parts(version)];
+  for (let i = 0; i < b.length; i++) if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) > b[i]!;
+  return true;
+}
 
 // ---- the language model: the one stand-in of this suite ---------------------------------------
 
