@@ -9,6 +9,7 @@ import { effectiveEnv, type Env } from './env.js';
 import { requiredProblems } from './required.js';
 import { redisCredentialsProblem, redisNodes, redisPasswordHint, redisProblems, type RedisClusterSettings, type RedisSentinelSettings } from './redis.js';
 import { tenantAliasProblems } from './tenant-aliases.js';
+import { UPSTREAM_RELEASE_POLICIES, type UpstreamReleasePolicy } from '../policies/upstream-release.js';
 import { redactUrl, redactValue } from './redact.js';
 
 /** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
@@ -146,6 +147,12 @@ const schema = z.object({
   UPSTREAM_URL: httpUrl,
   UPSTREAM_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   UPSTREAM_MAX_SOCKETS: int(256, 1, 100_000),
+  /** what to do behind an Open WebUI release the route table was not checked against (policies/upstream-release.ts) */
+  UPSTREAM_RELEASE_POLICY: z
+    .enum(UPSTREAM_RELEASE_POLICIES, {
+      error: (issue) => `must be one of ${UPSTREAM_RELEASE_POLICIES.join(', ')} (got ${JSON.stringify(issue.input)})`,
+    })
+    .default('warn'),
   REWRITE_MAX_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   HEADERS_TIMEOUT_MS: int(15_000, 1_000, 600_000),
   REQUEST_TIMEOUT_MS: int(0, 0, 86_400_000),
@@ -218,6 +225,8 @@ export interface Settings {
     timeoutMs: number;
     maxSockets: number;
     rewriteMaxBytes: number;
+    /** UPSTREAM_RELEASE_POLICY: behind a release the route table was not checked against */
+    releasePolicy: UpstreamReleasePolicy;
   };
   server: { headersTimeoutMs: number; requestTimeoutMs: number; idleTimeoutMs: number; shutdownGraceMs: number; quietGcMs: number; workers: number };
   oidc: {
@@ -307,6 +316,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       timeoutMs: e.UPSTREAM_TIMEOUT_MS,
       maxSockets: e.UPSTREAM_MAX_SOCKETS,
       rewriteMaxBytes: e.REWRITE_MAX_BYTES,
+      releasePolicy: e.UPSTREAM_RELEASE_POLICY,
     },
     server: {
       headersTimeoutMs: e.HEADERS_TIMEOUT_MS,

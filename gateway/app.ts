@@ -11,6 +11,7 @@ import { type Settings } from '../config/settings.js';
 import { redisTarget } from '../config/redis.js';
 import { localeOf } from '../policies/routes.js';
 import { Upstream } from './upstream/proxy.js';
+import { UpstreamRelease } from './upstream/release.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import type { Authenticator } from './auth/identity.js';
 import { createLoginRouting, type LoginRouting, type LoginRoutingOptions } from './login/routes.js';
@@ -52,7 +53,7 @@ export interface Gateway extends GatewayParts {
   /** /healthz, /readyz, /metrics (mounted on the control app unless METRICS_PORT) and the drift check. */
   ops: Operations;
   listen(port?: number, host?: string): Promise<{ port: number; url: string }>;
-  /** Listen, then start the drift check and the metrics listener. */
+  /** Listen, then read the upstream's release and start the drift check and the metrics listener. */
   start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
   /** Proxied WebSockets (and upgrades under way) still open. */
   openWebSockets(): number;
@@ -83,9 +84,17 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       signedIn: async (req, res) => authenticateAnswer((r, scope) => authenticator.authenticate(r, scope), req, res),
     }));
   const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
+  // the Open WebUI release behind the gateway: read by operations, its status read by the pipeline
+  const release = new UpstreamRelease(upstream, obs, { policy: settings.upstream.releasePolicy });
   const ops = createOperations(
     settings,
-    { upstream, identityProvider: () => authenticator.ready(), catalog: () => loginRouting.ready(), sharedState: () => sharedState.ready() },
+    {
+      upstream,
+      identityProvider: () => authenticator.ready(),
+      catalog: () => loginRouting.ready(),
+      sharedState: () => sharedState.ready(),
+      upstreamRelease: () => release.check(),
+    },
     obs,
   );
 
@@ -117,7 +126,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
   });
   authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
-  const pipeline = new Pipeline({ settings, obs, upstream, authenticator, loginRouting, control, websockets });
+  const pipeline = new Pipeline({ settings, obs, upstream, release, authenticator, loginRouting, control, websockets });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
   const listen = (port = settings.listen.port, host = settings.listen.host) => front.listen(port, host);

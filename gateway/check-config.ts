@@ -3,13 +3,17 @@
 // secrets redacted (config/redact.ts) and "configuration OK" (exit 0), or every problem (exit 2).
 // Warnings (config/lint.ts: a variable the gateway does not read although it looks like one of its
 // own, a Redis password to percent-encode; a tenant link to an alias the provider catalog does not
-// know, checked when the catalog can be read) are printed either way and do not fail the check.
-// Starts nothing; reads the provider catalog (file or Keycloak admin API) once, with a time limit.
+// know, checked when the catalog can be read; an Open WebUI release the route table was not checked
+// against, or one that cannot be read) are printed either way and do not fail the check.
+// Starts nothing; reads the provider catalog (file or Keycloak admin API) and the chat front-end's
+// GET /api/version once each, with a time limit.
 import { describeSettings, loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import { effectiveEnv, stageFile } from '../config/env.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
+import { describeRelease } from '../policies/upstream-release.js';
 import { FileSource, KeycloakAdminSource, type CatalogSource } from './login/catalog.js';
+import { readRelease } from './upstream/release.js';
 
 const CATALOG_TIMEOUT_MS = 5_000;
 
@@ -67,6 +71,24 @@ async function catalogWarnings(settings: Settings): Promise<string[]> {
   }
 }
 
+const RELEASE_TIMEOUT_MS = 5_000;
+
+/** The chat front-end's release, in words, and a warning when it is not one the route table was checked against. */
+async function releaseLines(settings: Settings): Promise<{ line: string; warning?: string }> {
+  const base = settings.upstream.url;
+  const status = await readRelease(
+    {
+      async call(method, path, headers) {
+        const res = await fetch(`${base}${path}`, { method, headers: headers as Record<string, string>, signal: AbortSignal.timeout(RELEASE_TIMEOUT_MS) });
+        return { status: res.status, headers: {}, body: Buffer.from(await res.arrayBuffer()) };
+      },
+    },
+    RELEASE_TIMEOUT_MS,
+  );
+  const words = describeRelease(status, settings.upstream.releasePolicy);
+  return { line: `Upstream release (${base}/api/version): ${words}`, ...(status.state === 'supported' ? {} : { warning: `UPSTREAM_URL: ${words}` }) };
+}
+
 function suggestAlias(alias: string, known: string[]): string {
   const lower = alias.toLowerCase();
   const near = known.find((k) => k.toLowerCase() === lower || k.toLowerCase().includes(lower) || lower.includes(k.toLowerCase()));
@@ -92,7 +114,10 @@ async function main(): Promise<number> {
   try {
     const settings = loadSettings(env);
     warnings.push(...(await catalogWarnings(settings)));
+    const release = settings.sandbox ? undefined : await releaseLines(settings);
+    if (release?.warning) warnings.push(release.warning);
     out.push('', 'Resolved (defaults filled in):', JSON.stringify(redactSettings(settings), null, 2).replace(/^/gm, '  '));
+    if (release) out.push('', release.line);
     out.push(...warningBlock(warnings), '');
     if (settings.sandbox) out.push('No UPSTREAM_URL: `npm start` runs the sandbox (stand-ins and demo logins, not for production).');
     out.push(warnings.length ? `configuration OK, with ${warnings.length} warning${warnings.length === 1 ? '' : 's'}` : 'configuration OK');

@@ -844,7 +844,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('DELETE', '/api/v1/calendars/events/{event_id}/delete', CAL_EVENT),
   read('POST', '/api/v1/calendars/events/{event_id}/rsvp', CAL_EVENT),
   read('GET', '/api/v1/calendars/{calendar_id}', CALENDAR),
-  write('POST', '/api/v1/calendars/{calendar_id}/update', CALENDAR),
+  // 0.11.4 also takes the calendar's sharing here (`access_grants`, owner or any admin); 0.12.4 ignores the field
+  write('POST', '/api/v1/calendars/{calendar_id}/update', CALENDAR, [
+    { at: 'access_grants', never: 'a calendar\u2019s sharing is its owner\u2019s (/access/update)', permission: 'owner' },
+  ]),
   ownerOnly('POST', '/api/v1/calendars/{calendar_id}/access/update', CALENDAR),
   ownerOnly('DELETE', '/api/v1/calendars/{calendar_id}/delete', CALENDAR),
   write('POST', '/api/v1/calendars/{calendar_id}/default', CALENDAR),

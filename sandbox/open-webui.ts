@@ -105,6 +105,8 @@ export interface OpenWebUIOptions {
   adminFlagsInConfig?: 'signed-in' | 'anyone';
   /** notes, folders, knowledge, channels, feedback, memories, models, ... (sandbox/open-webui-workspace.ts) */
   workspace?: Workspace;
+  /** the release GET /api/version and /api/config report; default 0.12.4 */
+  version?: string;
 }
 
 export interface RecordedRequest {
@@ -134,6 +136,11 @@ export interface OpenWebUIStandIn {
   workspace: Workspace;
   /** mutable at run time */
   flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean; enableAdminChatAccess: boolean };
+  /**
+   * What GET /api/version answers, mutable at run time: `version` as main.py reports it, or
+   * `answer` instead (a status and body of the test's choosing: an upstream whose version cannot be read).
+   */
+  release: { version: string; answer?: { status: number; body: string } };
   /** a valid upstream session JWT */
   tokenFor(userId: string): Promise<string>;
   /** 'sk-' + hex, accepted as Bearer or x-api-key */
@@ -549,6 +556,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     enableAdminExport: opts.enableAdminExport ?? true,
     enableAdminChatAccess: opts.enableAdminChatAccess ?? true,
   };
+  const release: OpenWebUIStandIn['release'] = { version: opts.version ?? VERSION };
   const requests: RecordedRequest[] = [];
   const apiKeys = new Map<string, string>(); // key -> user id
   const apiKeyOf = new Map<string, string>(); // user id -> key
@@ -1017,7 +1025,12 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
   route('GET', '/health', (ctx) => sendJson(ctx, 200, { status: true }));
   route('GET', '/health/db', (ctx) => sendJson(ctx, 200, { status: true }));
   route('GET', '/ready', (ctx) => sendJson(ctx, 200, { status: true }));
-  route('GET', '/api/version', (ctx) => sendJson(ctx, 200, { version: VERSION }));
+  // main.py get_app_version: public, the package's version and DEPLOYMENT_ID ('' unless set)
+  route('GET', '/api/version', (ctx) =>
+    release.answer
+      ? send(ctx, release.answer.status, Buffer.from(release.answer.body), 'application/json')
+      : sendJson(ctx, 200, { version: release.version, deployment_id: '' }),
+  );
   route('GET', '/manifest.json', (ctx) =>
     sendJson(ctx, 200, {
       name: 'Open WebUI',
@@ -1037,7 +1050,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     sendJson(ctx, 200, {
       status: true,
       name: 'Open WebUI',
-      version: VERSION,
+      version: release.version,
       default_locale: '',
       i18n: {},
       oauth: { providers: {}, auto_redirect: false },
@@ -1667,6 +1680,7 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
     groups,
     workspace,
     flags,
+    release,
     async tokenFor(userId: string): Promise<string> {
       if (!users.has(userId)) throw new Error(`stand-in: unknown user ${userId}`);
       return (await issueToken(userId)).token;

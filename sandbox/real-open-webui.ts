@@ -1,4 +1,5 @@
-// The REAL Open WebUI 0.12.4, started unmodified on 127.0.0.1 and a free port by
+// The REAL Open WebUI (0.12.4, or the release OWUI_VERSION names: 0.11.4 is the other one the route
+// table is checked against), started unmodified on 127.0.0.1 and a free port by
 // scripts/open-webui.sh (installed once into the cache outside git): for `npm run
 // sandbox:open-webui` (sandbox/with-open-webui.ts) and for the end-to-end suites, which import it
 // from test/support/open-webui.ts. Its own process group, ended with close() or when this process exits.
@@ -9,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-export const OPEN_WEBUI_VERSION = '0.12.4';
+/** The release the suites run against: OWUI_VERSION as scripts/open-webui.sh reads it, 0.12.4 by default. */
+export const OPEN_WEBUI_VERSION = process.env.OWUI_VERSION || '0.12.4';
 const SCRIPT = resolve(import.meta.dirname, '../scripts/open-webui.sh');
 const BOOT_TIMEOUT_MS = Number(process.env.OPEN_WEBUI_BOOT_TIMEOUT_MS ?? 180_000);
 
@@ -33,7 +35,7 @@ export interface RealOpenWebUI {
 /** Is the venv of scripts/open-webui.sh complete (its marker file written)? */
 export function openWebUIInstalled(): boolean {
   try {
-    const venv = execFileSync('bash', [SCRIPT, 'path'], { encoding: 'utf8' }).trim();
+    const venv = execFileSync('bash', [SCRIPT, 'path'], { encoding: 'utf8', env: { ...process.env, OWUI_VERSION: OPEN_WEBUI_VERSION } }).trim();
     return existsSync(join(venv, '..', '.installed'));
   } catch {
     return false;
@@ -42,7 +44,7 @@ export function openWebUIInstalled(): boolean {
 
 /** `scripts/open-webui.sh install`: the venv into the cache outside git, once (its output shown). */
 export function installOpenWebUI(): void {
-  execFileSync('bash', [SCRIPT, 'install'], { stdio: 'inherit' });
+  execFileSync('bash', [SCRIPT, 'install'], { stdio: 'inherit', env: { ...process.env, OWUI_VERSION: OPEN_WEBUI_VERSION } });
 }
 
 const bool = (v: boolean) => (v ? 'True' : 'False');
@@ -77,13 +79,17 @@ function hookExit(): void {
  * trusted-header settings docker-compose.yml gives it plus the off-the-network ones.
  */
 export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string> }): Promise<RealOpenWebUI> {
-  if (!openWebUIInstalled()) throw new Error('Open WebUI is not installed: run `bash scripts/open-webui.sh install` (.ci/run does)');
+  if (!openWebUIInstalled())
+    throw new Error(
+      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
+    );
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'owui-data-'));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? dataDir,
     ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
+    OWUI_VERSION: OPEN_WEBUI_VERSION,
     DATA_DIR: dataDir,
     WEBUI_SECRET_KEY: randomBytes(32).toString('hex'),
     // as docker-compose.yml

@@ -5,6 +5,9 @@
 #   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
 #   scripts/open-webui.sh path         print the venv's folder
 #
+# OWUI_VERSION picks the release (default 0.12.4, the route table's own); each has its venv
+# (open-webui-VERSION/ in the cache). `npm run routes:check -- VERSION` installs one this way.
+#
 # Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
 # (shipped inside the wheel: Open WebUI's pinned torch-free subset, what its slim image runs).
 # The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see README

@@ -91,7 +91,9 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
     );
     expect(r.out).to.match(/tenant "initech" maps to alias "old-idp", which is disabled/);
     expect(r.out).to.not.match(/tenant "acme" maps/);
-    expect(r.out).to.include('configuration OK, with 2 warnings');
+    // the third: no Open WebUI answers at http://open-webui:8080 here, so its release cannot be read
+    expect(r.out).to.include('- UPSTREAM_URL: the Open WebUI release could not be read (unreachable');
+    expect(r.out).to.include('configuration OK, with 3 warnings');
   });
 
   it('and a warning says so when the catalog cannot be read', async () => {
@@ -119,7 +121,9 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
     expect(r.out).to.include('GATEWAY_WORKER: not a setting of the gateway, ignored; did you mean GATEWAY_WORKERS?');
     // Open WebUI's own variable in the shared env file is not a typo.
     expect(r.out).to.not.include('WEBUI_AUTH_SIGNOUT_REDIRECT_URL: not a setting');
-    expect(r.out).to.include('configuration OK, with 4 warnings');
+    // the fifth: no Open WebUI answers at http://open-webui:8080 here, so its release cannot be read
+    expect(r.out).to.include('- UPSTREAM_URL: the Open WebUI release could not be read (unreachable');
+    expect(r.out).to.include('configuration OK, with 5 warnings');
   });
 
   it("Open WebUI's Sentinel or Cluster variables without the gateway's: a warning naming the gateway's, and a misspelt one gets the nearest", async () => {

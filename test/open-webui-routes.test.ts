@@ -1,8 +1,12 @@
 // Issue 24: the gateway's route table (policies/open-webui-routes.ts) against the REAL route table
-// of Open WebUI 0.12.4: scripts/open-webui-routes.py imports open_webui.main in the venv and prints
-// every HTTP route (mounted sub-apps included) and every Socket.IO event handler. A route or event
-// missing from the gateway's table fails; so does a row of the table Open WebUI does not have.
-// Without the venv the comparison is skipped locally, and fails in CI (CI=true).
+// of every Open WebUI release it was checked against (policies/open-webui-releases.ts: 0.12.4 and
+// 0.11.4): scripts/open-webui-routes.py imports open_webui.main in each release's venv and prints
+// every HTTP route (mounted sub-apps included), every Socket.IO event handler and a fingerprint of
+// each handler's code. A route or event missing from the gateway's table fails, unless the
+// release's record says why; so does a row of the table Open WebUI does not have, and a handler
+// whose code is not the one recorded when the table was checked (policies/open-webui-releases.json;
+// `npm run routes:check` compares the same way). Without a venv its comparison is skipped locally,
+// and fails in CI (CI=true).
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,17 +17,11 @@ import { OPEN_WEBUI_MOUNTS, OPEN_WEBUI_ROUTES } from '../policies/open-webui-rou
 import { OPEN_WEBUI_SOCKET_EVENTS } from '../policies/socket-events.js';
 import { matchRoute, tableHas } from '../policies/route-matcher.js';
 import { decide } from '../policies/admin-scoping.js';
+import { CHECKED_RELEASES, TABLE_RELEASE } from '../policies/open-webui-releases.js';
+import { covered, diffRelease, readRecorded, type RealListing, type ReleaseDiff } from '../scripts/open-webui-release-diff.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cacheDir = process.env.CHATGW_CACHE || path.join(homedir(), '.cache', 'chat-gateway');
-const python = path.join(cacheDir, 'open-webui-0.12.4', 'venv', 'bin', 'python');
-
-interface RealTable {
-  version: string;
-  http: Array<{ methods: string[]; path: string }>;
-  mounts: string[];
-  socketio: string[];
-}
 
 /** A concrete path for a template: each parameter a sample value (a `:path` one two segments). */
 function sample(template: string): string {
@@ -85,48 +83,78 @@ describe('Open WebUI route table (issue 24)', () => {
     });
   });
 
-  describe('against the installed Open WebUI 0.12.4', function () {
-    this.timeout(240_000);
-    let real: RealTable;
+  // Every release the table was checked against (policies/open-webui-releases.ts: 0.12.4, whose
+  // code the rows were read from, and 0.11.4), each from its own venv in the cache.
+  for (const release of CHECKED_RELEASES) {
+    describe(`against the installed Open WebUI ${release.version}`, function () {
+      this.timeout(240_000);
+      const python = path.join(cacheDir, `open-webui-${release.version}`, 'venv', 'bin', 'python');
+      let real: RealListing;
+      let diff: ReleaseDiff;
 
-    before(function () {
-      if (!existsSync(python)) {
-        const why = `Open WebUI 0.12.4 venv not found at ${python} (set CHATGW_CACHE, or build it)`;
-        if (process.env.CI === 'true') throw new Error(`${why}: required in CI`);
-        console.warn(`      skipped: ${why}`);
-        this.skip();
-      }
-      const run = spawnSync(python, [path.join(root, 'scripts', 'open-webui-routes.py')], { encoding: 'utf8', timeout: 220_000, maxBuffer: 64 * 1024 * 1024 });
-      if (run.status !== 0) throw new Error(`scripts/open-webui-routes.py failed (${run.status ?? run.signal}):\n${run.stderr.slice(-4000)}`);
-      real = JSON.parse(run.stdout) as RealTable;
-    });
+      before(function () {
+        if (!existsSync(python)) {
+          const why = `Open WebUI ${release.version} venv not found at ${python} (set CHATGW_CACHE, or OWUI_VERSION=${release.version} bash scripts/open-webui.sh install)`;
+          if (process.env.CI === 'true') throw new Error(`${why}: required in CI`);
+          console.warn(`      skipped: ${why}`);
+          this.skip();
+        }
+        const run = spawnSync(python, [path.join(root, 'scripts', 'open-webui-routes.py')], {
+          encoding: 'utf8',
+          timeout: 220_000,
+          maxBuffer: 64 * 1024 * 1024,
+        });
+        if (run.status !== 0) throw new Error(`scripts/open-webui-routes.py failed (${run.status ?? run.signal}):\n${run.stderr.slice(-4000)}`);
+        real = JSON.parse(run.stdout) as RealListing;
+        diff = diffRelease(real, readRecorded());
+      });
 
-    it('is release 0.12.4 with its full route set (analytics and SCIM mounted)', () => {
-      expect(real.version).to.equal('0.12.4');
-      expect(real.http.length).to.be.greaterThan(500);
-      expect(real.http.some((r) => r.path.startsWith('/api/v1/analytics/'))).to.equal(true);
-      expect(real.http.some((r) => r.path.startsWith('/api/v1/scim/v2/'))).to.equal(true);
-    });
+      it(`is release ${release.version} with its full route set (analytics and SCIM mounted)`, () => {
+        expect(real.version).to.equal(release.version);
+        expect(real.http.length).to.be.greaterThan(500);
+        expect(real.http.some((r) => r.path.startsWith('/api/v1/analytics/'))).to.equal(true);
+        expect(real.http.some((r) => r.path.startsWith('/api/v1/scim/v2/'))).to.equal(true);
+      });
 
-    it('every HTTP route (method and path) is in the gateway\u2019s table', () => {
-      const missing = real.http.flatMap((r) => r.methods.filter((m) => !tableHas(m, r.path)).map((m) => `${m} ${r.path}`));
-      expect(missing, `routes of Open WebUI missing from policies/open-webui-routes.ts`).to.deep.equal([]);
-    });
+      it('every HTTP route (method and path) is in the gateway\u2019s table, or the release\u2019s record says why not', () => {
+        expect(
+          diff.added.map((a) => a.route),
+          `routes of Open WebUI ${release.version} missing from policies/open-webui-routes.ts`,
+        ).to.deep.equal([]);
+        if (release.version === TABLE_RELEASE) {
+          const missing = real.http.flatMap((r) => r.methods.filter((m) => !tableHas(m, r.path)).map((m) => `${m} ${r.path}`));
+          expect(missing, 'the table release: every route a row of its own').to.deep.equal([]);
+        }
+      });
 
-    it('every row of the table is a route of Open WebUI (no stale rows)', () => {
-      const known = new Set(real.http.flatMap((r) => r.methods.map((m) => `${m} ${r.path.toLowerCase().replace(/\/$/, '')}`)));
-      const stale = OPEN_WEBUI_ROUTES.flatMap((row) => row.methods.map((m) => `${m} ${row.path.toLowerCase().replace(/\/$/, '')}`)).filter(
-        (k) => !known.has(k),
-      );
-      expect(stale).to.deep.equal([]);
-    });
+      it('every row of the table is a route of Open WebUI, or the release\u2019s record names it absent (no stale rows)', () => {
+        expect(diff.removed).to.deep.equal([]);
+        expect(diff.staleRecord, 'policies/open-webui-releases.ts').to.deep.equal([]);
+      });
 
-    it('every mounted sub-app and every Socket.IO event is in the table', () => {
-      expect(real.mounts.filter((m) => !(m in OPEN_WEBUI_MOUNTS))).to.deep.equal([]);
-      expect(real.socketio.filter((e) => !(e in OPEN_WEBUI_SOCKET_EVENTS))).to.deep.equal([]);
-      expect(Object.keys(OPEN_WEBUI_SOCKET_EVENTS).filter((e) => !real.socketio.includes(e))).to.deep.equal([]);
-      // the events that open another user's note are among them
-      expect(real.socketio).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
+      it('every mounted sub-app and every Socket.IO event is in the table', () => {
+        expect(diff.mountsAdded).to.deep.equal([]);
+        expect(diff.eventsAdded).to.deep.equal([]);
+        expect(diff.eventsRemoved).to.deep.equal([]);
+        expect(real.socketio.filter((e) => !(e in OPEN_WEBUI_SOCKET_EVENTS))).to.deep.equal([]);
+        // the events that open another user's note are among them
+        expect(real.socketio).to.include.members(['join-note', 'ydoc:document:join', 'ydoc:document:update']);
+        if (release.version === TABLE_RELEASE) {
+          expect(real.mounts.filter((m) => !(m in OPEN_WEBUI_MOUNTS))).to.deep.equal([]);
+          expect(Object.keys(OPEN_WEBUI_SOCKET_EVENTS).filter((e) => !real.socketio.includes(e))).to.deep.equal([]);
+        }
+      });
+
+      it('every handler is the one recorded when the table was checked (policies/open-webui-releases.json)', () => {
+        expect(diff.pythonDiffers, 'the fingerprints are taken with the Python they were recorded with').to.equal(undefined);
+        expect(
+          diff.changed.map((c) => c.route),
+          `handlers of ${release.version} changed since they were reviewed: npm run routes:check -- ${release.version} --source`,
+        ).to.deep.equal([]);
+        expect(diff.changedEvents.map((c) => c.route)).to.deep.equal([]);
+        expect(Object.keys(readRecorded()[release.version]?.handlers ?? {}).length).to.equal(Object.keys(real.handlers).length);
+        expect(covered(diff)).to.equal(true);
+      });
     });
-  });
+  }
 });

@@ -125,7 +125,7 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     });
     expect(status).to.equal(200);
     expect(body.ready).to.equal(true);
-    expect(Object.keys(body.checks)).to.have.members(['upstream', 'identityProvider', 'catalog', 'policyDrift', 'sharedState']);
+    expect(Object.keys(body.checks)).to.have.members(['upstream', 'identityProvider', 'catalog', 'policyDrift', 'sharedState', 'upstreamRelease']);
     // no REDIS_URL: one process, and it says so
     expect(body.checks.sharedState).to.deep.equal({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' });
     expect(body.checks.upstream).to.include({ ok: true });

@@ -225,6 +225,16 @@ describe('settings', () => {
     expect(problems({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined })).to.have.length(1);
   });
 
+  it('UPSTREAM_RELEASE_POLICY: warn by default, refuse-admins or strict; anything else stops startup naming it', () => {
+    expect(loadSettings(complete).upstream.releasePolicy).to.equal('warn');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'refuse-admins' }).upstream.releasePolicy).to.equal('refuse-admins');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'strict' }).upstream.releasePolicy).to.equal('strict');
+    for (const bad of ['Strict', 'refuse', 'off', ' warn'])
+      expect(problems({ ...complete, UPSTREAM_RELEASE_POLICY: bad }), bad).to.deep.equal([
+        `UPSTREAM_RELEASE_POLICY: must be one of warn, refuse-admins, strict (got ${JSON.stringify(bad)})`,
+      ]);
+  });
+
   it('lists every problem at once, each naming its variable', () => {
     const p = problems({
       NODE_ENV: 'production',

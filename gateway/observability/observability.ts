@@ -83,6 +83,8 @@ export interface Metrics {
   sessionsEnded: Counter<'reason'>;
   /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;
+  /** 1 while the Open WebUI release behind the gateway is one its route table was checked against (gateway/upstream/release.ts) */
+  upstreamReleaseSupported: Gauge<'release'>;
 }
 
 /**
@@ -219,6 +221,12 @@ export function createObservability(options: { level: string; auditFile?: string
     quietCollections: new Counter({
       name: 'gateway_quiet_gc_total',
       help: 'Full garbage collections run after a burst, once nothing was in flight for QUIET_GC_MS',
+      registers: [registry],
+    }),
+    upstreamReleaseSupported: new Gauge({
+      name: 'gateway_upstream_release_supported',
+      help: '1 when the Open WebUI release behind the gateway (label release: its version, or unreachable or unreadable) is one the route table was checked against, else 0',
+      labelNames: ['release'],
       registers: [registry],
     }),
   };

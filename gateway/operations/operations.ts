@@ -2,10 +2,12 @@
 //
 //   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
 //   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
-//                  policyDrift, sharedState}}. Not ready when the chat front-end, the identity
-//                  provider, the provider catalog or the shared session state (Redis) is down; a
-//                  stale catalog (served from the last good answer) and policy drift are reported
-//                  but stay ready.
+//                  policyDrift, sharedState, upstreamRelease}}. Not ready when the chat front-end,
+//                  the identity provider, the provider catalog or the shared session state (Redis)
+//                  is down; a stale catalog (served from the last good answer) and policy drift are
+//                  reported but stay ready. The Open WebUI release is read at every probe
+//                  (gateway/upstream/release.ts): one the route table was not checked against is
+//                  reported, and not ready only with UPSTREAM_RELEASE_POLICY=strict.
 //   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
 //
 // Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
@@ -18,6 +20,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Settings } from '../../config/settings.js';
+import { describeRelease, releaseKeepsReady, type ReleaseStatus } from '../../policies/upstream-release.js';
 import type { Observability } from '../observability/observability.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { callJson, ConfigAnswer } from '../upstream/json.js';
@@ -30,7 +33,7 @@ export interface Check {
 
 export interface Readiness {
   ready: boolean;
-  checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check; sharedState: Check };
+  checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check; sharedState: Check; upstreamRelease: Check };
 }
 
 /**
@@ -46,11 +49,14 @@ export interface Probes {
   catalog(): Check;
   /** The shared session state (Redis with REDIS_URL). */
   sharedState(): Check;
+  /** Read the chat front-end's release now (GET /api/version; never throws). */
+  upstreamRelease(): Promise<ReleaseStatus>;
 }
 
 /** The settings operations reads. */
 export interface OperationsSettings {
   listen: Pick<Settings['listen'], 'host' | 'metricsPort'>;
+  upstream: Pick<Settings['upstream'], 'releasePolicy'>;
   driftCheckSeconds: Settings['driftCheckSeconds'];
   policy: Pick<Settings['policy'], 'enableAdminExport'>;
 }
@@ -58,7 +64,10 @@ export interface OperationsSettings {
 export interface Operations {
   /** Mount /healthz, /readyz and (without METRICS_PORT) /metrics on the gateway's control app. */
   mount(app: express.Express): void;
-  /** The drift check (now and every DRIFT_CHECK_SECONDS) and, with METRICS_PORT, its listener. */
+  /**
+   * The release check (now, awaited, and every RELEASE_CHECK_MS), the drift check (now and every
+   * DRIFT_CHECK_SECONDS) and, with METRICS_PORT, its listener.
+   */
   start(): Promise<{ metricsUrl?: string }>;
   stop(): Promise<void>;
   readiness(): Promise<Readiness>;
@@ -67,6 +76,8 @@ export interface Operations {
 }
 
 const UPSTREAM_PROBE_MS = 3_000;
+/** The release is read at every readiness probe, and this often besides (a gateway nobody probes still warns). */
+export const RELEASE_CHECK_MS = 60_000;
 /** Readiness is anonymous: callers share one probe per second, so it cannot be used to flood the upstream. */
 const READINESS_CACHE_MS = 1_000;
 
@@ -87,6 +98,7 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     detail: settings.driftCheckSeconds > 0 ? 'not checked yet' : 'drift check off (DRIFT_CHECK_SECONDS=0)',
   };
   let timer: NodeJS.Timeout | undefined;
+  let releaseTimer: NodeJS.Timeout | undefined;
   let metricsServer: http.Server | undefined;
   // A probe storm (every load balancer asking at once) costs one probe a second: one in flight,
   // its answer shared for READINESS_CACHE_MS. The probe itself never fails (each check catches).
@@ -118,7 +130,7 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
   }
 
   async function probe(): Promise<Readiness> {
-    const [up, idp] = await Promise.all([upstreamCheck(), identityCheck()]);
+    const [up, idp, release] = await Promise.all([upstreamCheck(), identityCheck(), probes.upstreamRelease()]);
     let catalog: Check;
     try {
       catalog = probes.catalog();
@@ -131,9 +143,11 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
     // not make them useful to the signed-in users who are the traffic.
     const shared = probes.sharedState();
+    const policy = settings.upstream.releasePolicy;
+    const upstreamRelease = { ok: release.state === 'supported', detail: describeRelease(release, policy) };
     return {
-      ready: up.ok && idp.ok && catalog.ok && shared.ok,
-      checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared },
+      ready: up.ok && idp.ok && catalog.ok && shared.ok && releaseKeepsReady(policy, release),
+      checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared, upstreamRelease },
     };
   }
 
@@ -206,6 +220,9 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
       if (!separateMetrics) app.get('/metrics', metrics);
     },
     async start() {
+      await probes.upstreamRelease();
+      releaseTimer = setInterval(() => void probes.upstreamRelease(), RELEASE_CHECK_MS);
+      releaseTimer.unref();
       if (settings.driftCheckSeconds > 0) {
         void checkDrift();
         timer = setInterval(() => void checkDrift(), settings.driftCheckSeconds * 1000);
@@ -233,6 +250,8 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     async stop() {
       if (timer) clearInterval(timer);
       timer = undefined;
+      if (releaseTimer) clearInterval(releaseTimer);
+      releaseTimer = undefined;
       const server = metricsServer;
       metricsServer = undefined;
       if (server) {

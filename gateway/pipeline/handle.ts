@@ -11,7 +11,9 @@
 //      only when ALLOW_UPSTREAM_API_KEYS; none: 401 for API paths, the logged-out guard for pages
 //   5. trusted headers from that identity only, and its own upstream credential
 //      (gateway/pipeline/caller.ts); X-Forwarded-* as the gateway sees the request
-//   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit
+//   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit; first,
+//      behind an Open WebUI release the route table was not checked against, what
+//      UPSTREAM_RELEASE_POLICY says of an admin's request (policies/upstream-release.ts)
 //   7. carry it out (gateway/pipeline/enforce.ts): stream to the upstream, or answer from a
 //      rewritten view, after asking the upstream whose chat or file it is
 // From step 3 on, a request is carried by one context (gateway/pipeline/context.ts): identity,
@@ -25,10 +27,12 @@ import { randomUUID } from 'node:crypto';
 import type express from 'express';
 import type { Settings } from '../../config/settings.js';
 import { decide } from '../../policies/admin-scoping.js';
+import { releaseDecision } from '../../policies/upstream-release.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
 import type { Upstream } from '../upstream/proxy.js';
+import type { UpstreamRelease } from '../upstream/release.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller, type Callers } from './caller.js';
 import { createEnforcer, type Enforcer } from './enforce.js';
@@ -61,6 +65,8 @@ export interface PipelineParts {
   settings: Settings;
   obs: Observability;
   upstream: Upstream;
+  /** the chat front-end's release, read by operations; its status is read here */
+  release: Pick<UpstreamRelease, 'status'>;
   authenticator: Authenticator;
   loginRouting: LoginRouting;
   /** the gateway's own routes (Express) */
@@ -73,6 +79,7 @@ export class Pipeline implements RequestHandler {
   private readonly settings: Settings;
   private readonly obs: Observability;
   private readonly upstream: Upstream;
+  private readonly release: Pick<UpstreamRelease, 'status'>;
   private readonly authenticator: Authenticator;
   private readonly loginRouting: LoginRouting;
   private readonly control: express.Express;
@@ -87,6 +94,7 @@ export class Pipeline implements RequestHandler {
       settings: this.settings,
       obs: this.obs,
       upstream: this.upstream,
+      release: this.release,
       authenticator: this.authenticator,
       loginRouting: this.loginRouting,
       control: this.control,
@@ -198,8 +206,10 @@ export class Pipeline implements RequestHandler {
       requestId: ctx.requestId,
       trusted: this.trusted,
     });
-    // 6. the policy
-    const decision = decide({ method: ctx.method, path: ctx.path, search: ctx.search }, this.settings.policy, { admin: caller?.admin ?? false });
+    // 6. the policy: the release's status is a field (read by operations), never a request here
+    const facts = { method: ctx.method, path: ctx.path, search: ctx.search };
+    const who = { admin: caller?.admin ?? false };
+    const decision = releaseDecision(facts, this.settings.upstream.releasePolicy, who, this.release.status) ?? decide(facts, this.settings.policy, who);
     ctx.decision = decision;
     // 7. carry it out
     return this.enforce(ctx, decision, req, res);
@@ -234,6 +244,15 @@ export class Pipeline implements RequestHandler {
     if (!websocketOrigin(identity.via, origin, this.settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
     const caller = await this.callers.forward(ctx, identity);
     ctx.caller = caller;
+    // an admin's Socket.IO is an API request too (UPSTREAM_RELEASE_POLICY=refuse-admins)
+    const byRelease = releaseDecision({ method: ctx.method, path: ctx.path }, this.settings.upstream.releasePolicy, caller, this.release.status);
+    if (byRelease?.action === 'deny') {
+      this.obs.audit.info(
+        { event: 'policy-denied', rule: byRelease.rule, caller: caller.label, method: 'GET', path: ctx.path, websocket: true },
+        byRelease.detail,
+      );
+      return refuse(byRelease.status, byRelease.detail);
+    }
     req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, {
       clientIp: req.socket.remoteAddress,
       publicOrigin: this.publicOrigin,

@@ -96,5 +96,7 @@ export const FileListAnswer = z.looseObject({ items: FileArrayAnswer, total: z.n
 export const FileCountAnswer = z.number().int().nonnegative();
 /** GET /api/config: the feature flags the drift check compares. */
 export const ConfigAnswer = z.looseObject({ features: z.record(z.string(), z.unknown()).optional() });
+/** GET /api/version (main.py get_app_version, public): the release the front-end runs. */
+export const VersionAnswer = z.looseObject({ version: z.string(), deployment_id: z.string().nullish() });
 /** Any error answer: its `detail` is passed on. */
 export const ErrorAnswer = z.looseObject({ detail: z.unknown() });

@@ -8,7 +8,7 @@
 // the admin's own folder, files and knowledge base still work. One Open WebUI boot.
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { callOpenWebUI, startRealWorld, type Answer, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type Answer, type RealWorld } from '../support/open-webui.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -69,7 +69,7 @@ async function adminTokenOf(w: RealWorld): Promise<string> {
   return ((await r.json()) as { token: string }).token;
 }
 
-describe('objects named in an admin\u2019s request body, on the real Open WebUI 0.12.4 (its flags all false, gateway bypass false)', function () {
+describe(`objects named in an admin\u2019s request body, on the real Open WebUI ${OPEN_WEBUI_VERSION} (its flags all false, gateway bypass false)`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   let admin: Jar;
@@ -229,11 +229,12 @@ describe('objects named in an admin\u2019s request body, on the real Open WebUI 
   });
 });
 
-describe('what an admin\u2019s request names beyond its path, on the real Open WebUI 0.12.4 (the review of 2026-11-26; its flags all false, gateway bypass false)', function () {
+describe(`what an admin\u2019s request names beyond its path, on the real Open WebUI ${OPEN_WEBUI_VERSION} (its flags all false, gateway bypass false)`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   let admin: Jar;
   let superuser: Jar;
+  let alice: Jar;
   let aliceId: string;
   const side = {} as AdminSide;
   const { direct, via, ok, refused } = adminHelpers(side);
@@ -247,7 +248,7 @@ describe('what an admin\u2019s request names beyond its path, on the real Open W
     });
     admin = (await signIn(w.url, 'sysadmin')).jar;
     superuser = (await signIn(w.url, 'superuser')).jar;
-    const alice = (await signIn(w.url, 'alice')).jar;
+    alice = (await signIn(w.url, 'alice')).jar;
     side.adminId = (await ok<{ id: string }>(via(admin, 'GET', '/api/v1/auths/'), 'me')).id;
     aliceId = (await ok<{ id: string }>(via(alice, 'GET', '/api/v1/auths/'), 'alice')).id;
     side.adminToken = await adminTokenOf(w);
@@ -309,7 +310,9 @@ describe('what an admin\u2019s request names beyond its path, on the real Open W
       direct('POST', '/api/v1/groups/create', { name: 'probe', description: '', parent_group_id: tenant }),
       'the door',
     );
-    expect(probe.parent_group_id).to.equal(tenant);
+    // 0.11.4 has no group hierarchy: it ignores the field, and there is no door
+    if (releaseAtLeast('0.12')) expect(probe.parent_group_id).to.equal(tenant);
+    else expect(probe.parent_group_id ?? null).to.equal(null);
     await refused(
       await via(admin, 'POST', '/api/v1/groups/create', { name: 'ops', description: '', parent_group_id: tenant }),
       'POST',
@@ -325,6 +328,44 @@ describe('what an admin\u2019s request names beyond its path, on the real Open W
     expect(seen).to.include.keys('group', 'permissions');
     // kept in the shape Open WebUI's panel reads (preview.models.items.length), empty
     for (const list of ['models', 'knowledge', 'tools']) expect(seen[list], list).to.deep.equal({ items: [], total: 0 });
+  });
+
+  it('a calendar shared with the admin for writing: its sharing, named in the body of /update, is refused through the gateway (0.11.4 takes it there from any admin; 0.12.4 ignores it)', async () => {
+    const everyoneWrites = [{ principal_type: 'user', principal_id: '*', permission: 'write' }];
+    const cal = (
+      await ok<{ id: string }>(
+        via(alice, 'POST', '/api/v1/calendars/create', {
+          name: 'Alice calendar',
+          color: '#336699',
+          access_grants: [{ principal_type: 'user', principal_id: side.adminId, permission: 'write' }],
+        }),
+        'alice\u2019s calendar',
+      )
+    ).id;
+    const path = `/api/v1/calendars/${cal}/update`;
+    const sharing = async () =>
+      (
+        await ok<{ access_grants: Array<{ principal_id: string; permission: string }> }>(via(alice, 'GET', `/api/v1/calendars/${cal}`), 'alice reads it')
+      ).access_grants
+        .map((g) => `${g.principal_id}:${g.permission}`)
+        .sort();
+    const shared = await sharing();
+    expect(shared).to.deep.equal([`${side.adminId}:write`]);
+    expect((await direct('POST', path, { access_grants: everyoneWrites })).status).to.equal(200);
+    if (releaseAtLeast('0.12')) expect(await sharing(), 'no door: 0.12.4 takes sharing at /access/update, from the owner').to.deep.equal(shared);
+    else {
+      expect(await sharing(), 'the door: 0.11.4 lets an admin share another user\u2019s calendar with everyone').to.deep.equal(['*:write']);
+      await ok(
+        via(alice, 'POST', path, { access_grants: [{ principal_type: 'user', principal_id: side.adminId, permission: 'write' }] }),
+        'alice shares it back',
+      );
+      expect(await sharing()).to.deep.equal(shared);
+    }
+    await refused(await via(admin, 'POST', path, { access_grants: everyoneWrites }), 'POST', path, { names: 'access_grants' });
+    await refused(await via(admin, 'POST', path, { name: 'x', access_grants: [] }), 'POST', path, { names: 'access_grants' });
+    expect(await sharing()).to.deep.equal(shared);
+    // what the write grant is for still passes
+    await ok(via(admin, 'POST', path, { name: 'Alice calendar, renamed by the admin' }), 'a rename');
   });
 
   it('refused: another user\u2019s memory named as the collection to write, the list of every user\u2019s running generations, the context compaction settings', async () => {

@@ -18,7 +18,19 @@ import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from 
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
-import { startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
+
+/**
+ * Is the real Open WebUI the suites run against (OWUI_VERSION, 0.12.4 by default) `version` or
+ * later? Where the checked releases differ (policies/open-webui-releases.ts), a test shows each
+ * release's own door (or that it has none) and the gateway's answer, which is the same for both.
+ */
+export function releaseAtLeast(version: string): boolean {
+  const parts = (v: string) => v.split(/[^0-9]+/).map(Number);
+  const [a, b] = [parts(OPEN_WEBUI_VERSION), parts(version)];
+  for (let i = 0; i < b.length; i++) if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) > b[i]!;
+  return true;
+}
 
 // ---- the language model: the one stand-in of this suite ---------------------------------------
 
@@ -142,6 +154,8 @@ export interface RealWorld {
   /** as `npm start` runs it: with /healthz, /readyz, /metrics and the drift check */
   gateway: Gateway;
   settings: Settings;
+  /** the environment `settings` were loaded from (for another gateway in front of the same peers) */
+  settingsEnv: Env;
   obs: Observability & { lines: LogLine[] };
   /** the gateway, also its PUBLIC_URL */
   url: string;
@@ -183,10 +197,8 @@ export async function startRealWorld(o: {
   ]);
   const providersFile = join(owui.dataDir, 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const settings = loadSettings(
-    { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env },
-    { stageFiles: false },
-  );
+  const settingsEnv: Env = { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env };
+  const settings = loadSettings(settingsEnv, { stageFiles: false });
   const obs = capturingObservability();
   const gateway = await createGateway(settings, { obs });
   await gateway.start(port, '127.0.0.1');
@@ -196,6 +208,7 @@ export async function startRealWorld(o: {
     model,
     gateway,
     settings,
+    settingsEnv,
     obs,
     url,
     accounts,

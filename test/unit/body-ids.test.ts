@@ -135,6 +135,14 @@ describe('unit: objects named in an admin\u2019s request body', () => {
     ]);
   });
 
+  it('a calendar\u2019s /update: its sharing in the body is refused, anything else passes on the write grant (0.11.4 takes access_grants there)', () => {
+    expect(access('POST', '/api/v1/calendars/cal-bob/update')).to.deep.include({ lookup: '/api/v1/calendars/cal-bob', permission: 'write' });
+    expect(lookupsOf('POST', '/api/v1/calendars/cal-bob/update', { name: 'renamed', color: '#000000' })).to.deep.equal([]);
+    expect(lookupsOf('POST', '/api/v1/calendars/cal-bob/update', { name: 'renamed', access_grants: null })).to.deep.equal([]);
+    for (const grants of [[{ principal_type: 'user', principal_id: '*', permission: 'write' }], []])
+      expect(refusal('POST', '/api/v1/calendars/cal-bob/update', { access_grants: grants }), JSON.stringify(grants)).to.match(/^access_grants: /);
+  });
+
   it('a chat completion: what it attaches is checked while the bypass is off, attached chats with either value', () => {
     const completion = (settings: typeof off) => {
       const d = decide({ method: 'POST', path: '/api/chat/completions' }, settings, admin);

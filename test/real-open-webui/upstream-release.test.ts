@@ -1,0 +1,165 @@
+// The Open WebUI release behind the gateway, on the REAL Open WebUI: the installed release, started
+// unmodified, made to report another one (0.12.5, a release the route table was not checked
+// against) the way Python finds a package's version: a distribution record of that version ahead of
+// site-packages on PYTHONPATH, which importlib.metadata (Open WebUI's env.py VERSION) reads first.
+// Behind it the gateway warns at start naming it and the checked releases, the metric and /readyz
+// say so, check-config says so; UPSTREAM_RELEASE_POLICY=refuse-admins refuses the admin's API
+// requests and Socket.IO and nothing of a plain user's; strict makes /readyz 503; once Open WebUI
+// stops answering, the release is "unreachable", never supported.
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { CHECKED_VERSIONS } from '../../policies/open-webui-releases.js';
+import { loadSettings } from '../../config/settings.js';
+import { createGateway, type Gateway } from '../../gateway/app.js';
+import type { Readiness } from '../../gateway/operations/operations.js';
+import { browse, signIn, type Jar } from '../support/cookie-jar.js';
+import { capturingObservability } from '../support/gateway-harness.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { freePort } from '../support/raw-http.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPORTED = '0.12.5';
+
+/** A folder whose distribution record makes importlib.metadata report `version` for open-webui. */
+function reportingVersion(version: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'owui-version-'));
+  mkdirSync(join(dir, `open_webui-${version}.dist-info`));
+  writeFileSync(join(dir, `open_webui-${version}.dist-info`, 'METADATA'), `Metadata-Version: 2.1\nName: open-webui\nVersion: ${version}\n`);
+  return dir;
+}
+
+const readyz = async (url: string) => {
+  const res = await fetch(`${url}/readyz`);
+  return { status: res.status, body: (await res.json()) as Readiness };
+};
+
+describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a release the route table was not checked against`, function () {
+  this.timeout(120_000);
+  let w: RealWorld;
+  let versionDir: string;
+  let admin: Jar;
+  let user: Jar;
+
+  before(async function () {
+    this.timeout(240_000);
+    versionDir = reportingVersion(REPORTED);
+    w = await startRealWorld({
+      flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false },
+      env: { UPSTREAM_RELEASE_POLICY: 'refuse-admins' },
+      owuiEnv: { PYTHONPATH: versionDir },
+    });
+    admin = (await signIn(w.url, 'sysadmin')).jar;
+    user = (await signIn(w.url, 'alice')).jar;
+  });
+  after(async () => {
+    await w?.close();
+    if (versionDir) rmSync(versionDir, { recursive: true, force: true });
+  });
+
+  it(`Open WebUI itself reports ${REPORTED} (GET /api/version, public)`, async () => {
+    const res = await fetch(`${w.owui.url}/api/version`);
+    expect(await res.json()).to.deep.equal({ version: REPORTED, deployment_id: '' });
+    expect(CHECKED_VERSIONS).to.not.include(REPORTED);
+  });
+
+  it('the gateway warned at start, naming the release seen, the checked ones and the policy', () => {
+    const warning = w.obs.lines.find((l) => l.event === 'upstream-release-unsupported');
+    expect(warning, 'a warning at start').to.not.equal(undefined);
+    expect(warning).to.include({ level: 40, release: REPORTED, policy: 'refuse-admins' });
+    expect(warning!.supported).to.deep.equal([...CHECKED_VERSIONS]);
+    expect(warning!.msg).to.include(`Open WebUI ${REPORTED}: NOT a release the route table was checked against (${CHECKED_VERSIONS.join(', ')})`);
+  });
+
+  it('the metric and /readyz say so (refuse-admins stays ready)', async () => {
+    const metrics = await (await fetch(`${w.url}/metrics`)).text();
+    expect(metrics).to.include(`gateway_upstream_release_supported{release="${REPORTED}"} 0`);
+    const r = await readyz(w.url);
+    expect(r.status).to.equal(200);
+    expect(r.body.checks.upstreamRelease.ok).to.equal(false);
+    expect(r.body.checks.upstreamRelease.detail).to.include(`Open WebUI ${REPORTED}: NOT a release`).and.to.include('UPSTREAM_RELEASE_POLICY=refuse-admins');
+  });
+
+  it('refuse-admins: the admin\u2019s API requests and Socket.IO are refused with why; the admin\u2019s pages and the plain user are served', async () => {
+    for (const path of ['/api/v1/auths/', '/api/config', '/api/v1/chats/', '/api/v1/models']) {
+      const res = await browse(admin, path);
+      expect(res.status, path).to.equal(403);
+      expect(res.text).to.include(`not checked against: admin requests are refused until it is (Open WebUI ${REPORTED})`);
+    }
+    expect((await browse(admin, '/')).status, 'the web app itself').to.equal(200);
+    expect((await browse(user, '/api/v1/auths/')).status).to.equal(200);
+    expect((await browse(user, '/api/config')).status).to.equal(200);
+    const socket = (jar: Jar) =>
+      new Promise<number>((done, fail) => {
+        const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
+          headers: { cookie: jar.header('/ws/socket.io/'), origin: w.url },
+        });
+        ws.once('upgrade', (res) => {
+          done(res.statusCode ?? 0);
+          ws.terminate();
+        });
+        ws.once('unexpected-response', (_q, res) => {
+          done(res.statusCode ?? 0);
+          res.resume();
+        });
+        ws.once('error', (err) => (err.message.includes('Unexpected server response') ? undefined : fail(err)));
+      });
+    expect(await socket(admin)).to.equal(403);
+    expect(await socket(user)).to.equal(101);
+  });
+
+  it('`npm run check-config` against it says so', async () => {
+    const out = await new Promise<string>((done) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/check-config.ts'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '',
+          NODE_ENV: 'production',
+          UPSTREAM_URL: w.owui.url,
+          PUBLIC_URL: 'https://chat.example',
+          OIDC_ISSUER_URL: 'https://kc.example/realms/platform',
+          OIDC_CLIENT_ID: 'chat-gateway',
+          OIDC_CLIENT_SECRET: 'check-config-client-secret',
+          SESSION_SECRET: 'check-config-session-secret-0123456789abcdef',
+        },
+      });
+      let text = '';
+      child.stdout.on('data', (d) => (text += d));
+      child.stderr.on('data', (d) => (text += d));
+      child.on('close', () => done(text));
+    });
+    expect(out).to.include(`- UPSTREAM_URL: Open WebUI ${REPORTED}: NOT a release the route table was checked against`);
+    expect(out).to.include('configuration OK, with 1 warning');
+  });
+
+  it('strict: a gateway in front of the same Open WebUI reports not ready, naming the release', async () => {
+    const settings = loadSettings({ ...w.settingsEnv, UPSTREAM_RELEASE_POLICY: 'strict', DRIFT_CHECK_SECONDS: '0' }, { stageFiles: false });
+    const strict: Gateway = await createGateway(settings, { obs: capturingObservability() });
+    try {
+      const { url } = await strict.start(await freePort(), '127.0.0.1');
+      const r = await readyz(url);
+      expect(r.status).to.equal(503);
+      expect(r.body.checks.upstream.ok, 'Open WebUI itself is up').to.equal(true);
+      expect(r.body.checks.upstreamRelease.detail)
+        .to.include(`Open WebUI ${REPORTED}: NOT a release`)
+        .and.to.include('UPSTREAM_RELEASE_POLICY=strict: not ready');
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('last: Open WebUI gone, the release is "unreachable" at the next readiness check, never supported', async () => {
+    await w.owui.close();
+    await new Promise((r) => setTimeout(r, 1_100));
+    const r = await readyz(w.url);
+    expect(r.status).to.equal(503);
+    expect(r.body.checks.upstreamRelease.detail).to.include('could not be read (unreachable');
+    expect(await (await fetch(`${w.url}/metrics`)).text()).to.include('gateway_upstream_release_supported{release="unreachable"} 0');
+    expect((await browse(admin, '/api/v1/auths/')).status, 'admins still refused').to.equal(403);
+  });
+});
