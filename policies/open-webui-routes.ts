@@ -715,7 +715,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('POST', '/api/v1/folders/{id}/update', FOLDER, FOLDER_BODY),
   write('POST', '/api/v1/folders/{id}/update/parent', FOLDER, [{ at: 'parent_id', lookup: BODY_FOLDER, permission: 'write' }]),
   write('POST', '/api/v1/folders/{id}/update/expanded', FOLDER),
-  write('POST', '/api/v1/folders/{id}/access/update', FOLDER),
+  // who else reads a folder is its owner's say: a write grant edits what is in it (folders.py update_folder_access_by_id)
+  ownerOnly('POST', '/api/v1/folders/{id}/access/update', FOLDER),
   read('POST', '/api/v1/folders/{id}/read', FOLDER),
   // only the owner deletes a folder, and with it their chats in it (folders.py delete_folder_by_id)
   ownerOnly('DELETE', '/api/v1/folders/{id}', FOLDER),

@@ -447,7 +447,7 @@ for (const { title, flags } of FLAG_SETS) {
       );
     });
 
-    it('folders: shared with the admin for writing, another user\u2019s folder is still only its owner\u2019s to delete (Open WebUI alone deletes it and the chats in it); through the gateway it stays', async () => {
+    it('folders: shared with the admin for writing, another user\u2019s folder is still only its owner\u2019s to delete or re-share (Open WebUI alone deletes it and the chats in it, or shares it with bob); through the gateway it stays as it was', async () => {
       const writable = [{ principal_type: 'user', principal_id: ids.admin, permission: 'write' }];
       const folderWithChat = async (name: string) => {
         const folder = (await ok<{ id: string }>(via(alice, 'POST', '/api/v1/folders/', { name }), name)).id;
@@ -470,11 +470,26 @@ for (const { title, flags } of FLAG_SETS) {
       expect(await aliceReads(probe.chat)).to.equal(200);
       expect((await direct('DELETE', `/api/v1/folders/${probe.folder}`)).status, 'the door').to.equal(200);
       expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.not.equal(200);
+      // and re-shares it with bob: a write grant is not the owner\u2019s say over who else reads it
+      const everyone = [...writable, { principal_type: 'user', principal_id: ids.bob, permission: 'read' }];
+      const reshare = await folderWithChat('Alice reshare probe');
+      expect((await direct('POST', `/api/v1/folders/${reshare.folder}/access/update`, { access_grants: everyone })).status, 'the door').to.equal(200);
 
       const kept = await folderWithChat('Alice shared folder');
       // the write grant works for what it is for: the admin reads the folder through the gateway
       await ok(via(admin, 'GET', `/api/v1/folders/${kept.folder}`), 'the shared folder, read');
       await refused(await via(admin, 'DELETE', `/api/v1/folders/${kept.folder}`), 'DELETE', `/api/v1/folders/${kept.folder}`);
+      await refused(
+        await via(admin, 'POST', `/api/v1/folders/${kept.folder}/access/update`, { access_grants: everyone }),
+        'POST',
+        `/api/v1/folders/${kept.folder}/access/update`,
+      );
+      expect(
+        (
+          await ok<{ access_grants: Array<{ principal_id: string }> }>(via(alice, 'GET', `/api/v1/folders/${kept.folder}`), 'alice reads her folder')
+        ).access_grants.map((g) => g.principal_id),
+        'shared with the admin only, as alice left it',
+      ).to.deep.equal([ids.admin]);
       await ok(via(alice, 'GET', `/api/v1/folders/${kept.folder}`), 'alice\u2019s folder, still there');
       expect(await aliceReads(kept.chat), 'alice\u2019s chat in the folder').to.equal(200);
     });

@@ -323,6 +323,7 @@ describe('admin-scoping: what Open WebUI leaves to an object\u2019s owner (the r
     expect(mayReach({ user_id: 'u-admin' }, who, 'owner')).to.equal(true);
     for (const [method, path] of [
       ['DELETE', '/api/v1/folders/f1'],
+      ['POST', '/api/v1/folders/f1/access/update'],
       ['POST', '/api/v1/channels/c1/update'],
       ['POST', '/api/v1/channels/c1/update/members/add'],
       ['POST', '/api/v1/channels/c1/access/update'],
