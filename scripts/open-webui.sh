@@ -2,6 +2,7 @@
 # The real Open WebUI for the end-to-end suite (issue 23), from the project's own files.
 #
 #   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
+#   scripts/open-webui.sh install-checked  the same for every release the route table was checked against
 #   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
 #   scripts/open-webui.sh path         print the venv's folder
 #
@@ -74,9 +75,19 @@ serve() {
   exec "$VENV/bin/open-webui" serve --host 127.0.0.1 --port "$port"
 }
 
+# Every release the route table was checked against (policies/open-webui-releases.ts), each in a
+# venv of its own: what `npm test` runs against.
+install_checked() {
+  local here releases
+  here="$(cd "$(dirname "$0")/.." && pwd)"
+  releases="$(cd "$here" && node --import tsx --input-type=module -e "console.log((await import('./policies/open-webui-releases.ts')).CHECKED_VERSIONS.join(' '))")"
+  for release in $releases; do OWUI_VERSION="$release" bash "$0" install; done
+}
+
 case "${1:-}" in
   install) install ;;
+  install-checked) install_checked ;;
   serve) shift; serve "$@" ;;
   path) echo "$VENV" ;;
-  *) echo "usage: $0 install | serve PORT | path" >&2; exit 2 ;;
+  *) echo "usage: $0 install | install-checked | serve PORT | path" >&2; exit 2 ;;
 esac
