@@ -113,7 +113,7 @@ function withFeatures(proxy: ProxyServer, features: ReadonlySet<BareFeature>, fo
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 
 /**
- * The comparison for http-proxy-3 itself (issue 16): the same job written on node:http alone,
+ * The comparison for http-proxy-3 itself: the same job written on node:http alone,
  * over a keep-alive agent configured as the gateway's: request and answer streamed with pipe,
  * hop-by-hop headers dropped, a 502 when the upstream fails. No WebSockets: `small` only.
  */

@@ -1,7 +1,7 @@
 // BENCH_GC_DIR=DIR (the bench sets it for every node peer): each mark-compact (V8's full,
 // old-generation collection) a process runs appends one byte to DIR/<pid>, so the bench can count
 // them per measurement by pid, like CPU time (bench/proc.ts). A mark-compact during streaming is
-// what issue 16 wants gone; counting them in every run keeps it visible instead of a one-off trace.
+// what must stay gone; counting them in every run keeps it visible instead of a one-off trace.
 import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';

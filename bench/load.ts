@@ -340,7 +340,7 @@ export async function wsLoad(
 }
 
 /**
- * Idle keep-alive connections (issue 27): open `connections` sockets, send one authenticated GET
+ * Idle keep-alive connections: open `connections` sockets, send one authenticated GET
  * on each (so each peer has done its per-connection work: parser, session, upstream pairing), read
  * the answer, then leave them idle. The peer's RSS is read before the first socket and after the
  * last answer (`rssBytes`); the difference over the connections held is the memory one idle

@@ -1,7 +1,6 @@
 // BENCH_MEMORY_DIR=DIR: each node peer appends, once a second, the largest RSS it had in that
 // second and what it was made of (V8's heap spaces, memory outside the heap, array buffers) to
-// DIR/<name>-<pid>.jsonl, so that a peak RSS in the table can be taken apart afterwards (issue 27:
-// where the gateway's memory goes in the websocket and idle scenarios). Off unless set.
+// DIR/<name>-<pid>.jsonl, so that a peak RSS in the table can be taken apart afterwards (where the gateway's memory goes in the websocket and idle scenarios). Off unless set.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';

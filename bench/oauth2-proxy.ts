@@ -1,4 +1,4 @@
-// oauth2-proxy as a bench peer (issue 27): the proxy users would pick instead of the gateway.
+// oauth2-proxy as a bench peer: the proxy users would pick instead of the gateway.
 //
 //   oauth2-proxy           oauth2-proxy v7 itself as the reverse proxy: OIDC sign-in at the bench's
 //                          test IdP, cookie session (the default cookie store), the bench upstream

@@ -1,4 +1,4 @@
-// What the gateway adds in front of the REAL Open WebUI 0.12.4 (issue 23), in one run:
+// What the gateway adds in front of the REAL Open WebUI 0.12.4, in one run:
 // p50/p99 of a page load (GET /) and of GET /api/v1/chats/, directly and through the gateway.
 //
 //   bash scripts/open-webui.sh install        # once (cached outside git)

@@ -1,4 +1,4 @@
-// The bench's table and the targets of issue 6, judged on ratios measured in the same run.
+// The bench's table and its targets, judged on ratios measured in the same run.
 export interface Row {
   scenario: string;
   peer: string;
@@ -98,7 +98,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
   const nginxMulti = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'));
   ratio('workers vs nginx', 'small-workers', multi, nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
   added('files rewrite p50', 'files-page', gw('files-page'), find('files-page', 'gateway (pass-through)'), 'the same page passed through', 'p50Ms', 5);
-  // Issue 27: the rewrite's CPU per request at most 3x passing the same page through.
+  // The rewrite's CPU per request at most 3x passing the same page through.
   const rewrite = gw('files-page');
   const passed = find('files-page', 'gateway (pass-through)');
   const cpuOf = (r: Row | undefined) => (ok(r) && r.cpuUsPerUnit != null ? r.cpuUsPerUnit : undefined);
@@ -112,7 +112,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
         : notMeasured(rewrite, passed),
     met: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? cpuOf(rewrite)! <= 3 * cpuOf(passed)! : rewrite && !ok(rewrite) ? false : null,
   });
-  // Issue 27: against oauth2-proxy, per core (CPU per request: the machine's cores are shared
+  // Against oauth2-proxy, per core (CPU per request: the machine's cores are shared
   // with the load generator and the upstream, so req/s alone says how the scheduler split them).
   const o2pSmall = find('small', 'oauth2-proxy');
   targets.push({
@@ -148,7 +148,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     });
     ratio(`${s} throughput`, s, g, find(s, 'nginx'), 'nginx', 0.7);
   }
-  // Issue 16: streaming must not set off full GCs the floor does not run (the pattern: dozens of
+  // Streaming must not set off full GCs the floor does not run (the pattern: dozens of
   // mark-compacts a second once the heap had JSON work, each freeing nothing).
   const streamed: Array<[string, Row | undefined, Row | undefined]> = [
     ['files page passed through', find('files-page', 'gateway (pass-through)'), find('files-page', 'bare http-proxy-3')],
@@ -171,7 +171,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     measured: ok(sse) ? `${sse.p99Ms.toFixed(2)} ms` : notMeasured(sse, sse),
     met: sse ? ok(sse) && sse.p99Ms <= 5 : null,
   });
-  // Issue 27: the p99 no more than 1.2x nginx's in the same run (each the median of its rounds).
+  // The p99 no more than 1.2x nginx's in the same run (each the median of its rounds).
   const sseNginx = find('sse', 'nginx');
   // The node floor's and oauth2-proxy's p99 beside it: what a proxy other than nginx reaches here.
   const sseOthers = [find('sse', 'bare http-proxy-3'), find('sse', 'oauth2-proxy')]
@@ -198,7 +198,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     met: ws ? held === o.wsConnections : null,
   });
   added('websocket echo p50', 'websocket', ws, find('websocket', 'direct'), 'direct', 'p50Ms', 1);
-  // Issue 27: an idle keep-alive connection costs at most 2x what it costs the bare floor.
+  // An idle keep-alive connection costs at most 2x what it costs the bare floor.
   const idleGw = gw('idle');
   const idleBare = find('idle', 'bare http-proxy-3');
   const perConn = (r: Row | undefined) => (ok(r) && r.bytesPerConnection != null && Number.isFinite(r.bytesPerConnection) ? r.bytesPerConnection : undefined);
@@ -218,7 +218,7 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
           ? false
           : null,
   });
-  // Issue 27: peak RSS under 150 MB in every scenario, in the order the run took them (the
+  // Peak RSS under 150 MB in every scenario, in the order the run took them (the
   // one-worker gateway; the idle scenario's is its fresh process).
   const peaks = rows.filter((r) => r.peer === 'gateway' && r.peakRssMB !== null);
   const over = peaks.filter((r) => r.peakRssMB! >= 150);

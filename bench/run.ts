@@ -90,7 +90,7 @@ const baselineRev = args.find((a) => a.startsWith('--baseline='))?.slice('--base
 /**
  * BENCH_VARIANT_NODE_FLAGS="--flag ...": today's gateway once more, with these node flags after
  * `npm start`'s (the last of a flag wins), measured beside it in the same run, as `gateway <flags>`:
- * a node setting weighed in every scenario at once (issue 27: RSS against full GCs). It takes
+ * a node setting weighed in every scenario at once (RSS against full GCs). It takes
  * --baseline's place, so not both.
  */
 const variantFlags = (process.env.BENCH_VARIANT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
@@ -458,7 +458,7 @@ async function main(): Promise<void> {
           { peer: upstream, name: 'direct', url: upstream.url },
           ...(nginxMulti ? [{ peer: nginxMulti, name: nginxMulti.name, url: nginxMulti.url }] : []),
           ...(gatewayMulti ? [{ peer: gatewayMulti, name: gatewayMulti.name, url: gatewayMulti.url }] : []),
-          // one worker under the same load: when GATEWAY_WORKERS=2 helps and when it hurts (issue 27)
+          // one worker under the same load: when GATEWAY_WORKERS=2 helps and when it hurts
           { peer: gateway, name: gateway.name, url: gateway.url },
         ];
         await compare(scenario, 'req/s', targets, get('/api/v1/bench/small', P.connections * 2, P.seconds), P.rounds);
@@ -498,7 +498,7 @@ async function main(): Promise<void> {
         );
         break;
       case 'idle': {
-        // Memory per idle keep-alive connection (issue 27): RSS after holding N, less RSS before,
+        // Memory per idle keep-alive connection: RSS after holding N, less RSS before,
         // over N, on fresh processes of each peer, started for this scenario and stopped after it:
         // a peer that already grew and freed memory (5,000 WebSockets, 1 GiB bodies) would reuse
         // it for the new connections and show nothing, and the memory the connections leave behind

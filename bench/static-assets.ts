@@ -1,4 +1,4 @@
-// What `Cache-Control: private, no-store` on personal answers (issue 28 item 1) costs the chat
+// What `Cache-Control: private, no-store` on personal answers costs the chat
 // front-end's static assets, which it leaves alone: the gateway at a baseline revision and today's,
 // both as their own process (gateway/main.ts through tsx) in front of the same Open WebUI stand-in,
 // measured in interleaved rounds with autocannon. Usage:

@@ -6,7 +6,7 @@ const ID_WORDS = "letters, digits, '.', '_' and '-', starting with a letter or d
 
 /**
  * IDP_TENANT_IDP_ALIASES: `<tenant_id>=<idp_alias>,...`. Empty turns tenant links off.
- * Spec, login links rule 5: a malformed pair or a repeated tenant stops startup. Every problem is
+ * Spec, links-5: a malformed pair or a repeated tenant stops startup. Every problem is
  * named, each pair on its own (`acme=,globex` gives two). An empty entry (a trailing or doubled
  * comma) is refused too, with words saying so: a template whose pair came out empty
  * (`acme=x,${GLOBEX_PAIR}`) must not pass unnoticed.

@@ -197,7 +197,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     return { action: 'guard-socketio-post', notes: !settings.bypassAdminAccessControl, rule: 'route table: Socket.IO events' };
   }
 
-  // Admins while the bypass is off: the route table's class decides (A3 to A5 and the doors of issue 24).
+  // Admins while the bypass is off: the route table's class decides (A3 to A5, and every route of Open WebUI: docs/policies.md).
   if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '', method);
 
   // Rule A8: nothing here changes what the platform API exposes; everything else passes.

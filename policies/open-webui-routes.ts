@@ -18,7 +18,7 @@
 //   refused      reaches other users' content in a way the gateway cannot scope (a body names the
 //                object, an aggregate of everybody's messages, code running inside Open WebUI,
 //                settings where every user's prompts go): refused for admins
-//   export       the export switch (spec A6), for every caller and both bypass values
+//   export       the export switch (A6), for every caller and both bypass values
 //   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
 //   files        the contract's file rows (A1, A2, A7): reads and deletes by id pass audited, other
 //                per-file writes are the owner's and DELETE /files/all is refused while the bypass

@@ -1,4 +1,4 @@
-// The real Keycloak (issue 25), for `npm run test:keycloak` and `npm run sandbox:keycloak`: the
+// The real Keycloak, for `npm run test:keycloak` and `npm run sandbox:keycloak`: the
 // server `scripts/keycloak.sh install` fetched and built (cache folder outside git), started on
 // 127.0.0.1 on free ports with its own data folder, importing deploy/keycloak/realm-platform.json
 // (the file docker-compose imports) plus sandbox/realm-acme-idp.json (Acme's own identity provider).

@@ -1,6 +1,6 @@
 /**
- * An in-process stand-in of Open WebUI 0.12.4 ("the chat front-end"), faithful to
- * /work/shared/reference/open-webui.md and re-checked against the installed 0.12.4 source. Used by
+ * An in-process stand-in of Open WebUI 0.12.4 ("the chat front-end"), faithful to the installed
+ * 0.12.4 source (test/real-open-webui/ runs the same promises on the real one). Used by
  * the `npm start` sandbox (which stays Python-free), the gateway's fast tests and the benchmarks;
  * test/real-open-webui/ runs the same promises against the real Open WebUI (scripts/open-webui.sh).
  *

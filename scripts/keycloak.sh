@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real Keycloak for tests and for running the sandbox against it (issue 25).
+# The real Keycloak for tests and for running the sandbox against it.
 #   scripts/keycloak.sh install   fetch the pinned distribution with Maven (checksum checked),
 #                                 unpack it and build it once (kc.sh build), into a cache folder
 #                                 outside git: ${CHATGW_CACHE:-$HOME/.cache/chat-gateway}/keycloak-<ver>

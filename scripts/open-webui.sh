@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real Open WebUI for the end-to-end suite (issue 23), from the project's own files.
+# The real Open WebUI for the end-to-end suite, from the project's own files.
 #
 #   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
 #   scripts/open-webui.sh install-checked  the same for every release the route table was checked against

@@ -1,4 +1,4 @@
-// Issue 24, Socket.IO: Open WebUI lets any admin join and edit any note live (socket/main.py
+// Socket.IO: Open WebUI lets any admin join and edit any note live (socket/main.py
 // `join-note`, `ydoc:document:*`). While CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false the gateway
 // reads an admin's traffic on both transports and drops the events on notes the admin may not
 // reach; plain users' sockets stay a byte pipe. Real sockets: a realm-signed bearer JWT, the
@@ -75,7 +75,7 @@ const waitFor = async (pred: () => boolean, ms = 2000) => {
 };
 
 for (const bypass of [false, true]) {
-  describe(`Socket.IO note events of admins (issue 24), CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass}`, function () {
+  describe(`Socket.IO note events of admins, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass}`, function () {
     this.timeout(20_000);
     let w: World;
     const upstreamUsers = [

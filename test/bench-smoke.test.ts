@@ -67,7 +67,7 @@ describe('bench: the harness (smoke mode)', function () {
     };
     expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'))).to.equal(true);
     if (nginx) expect(results.rows.some((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'))).to.equal(true);
-    // oauth2-proxy (issue 27) beside the gateway in every request scenario but the gateway-only
+    // oauth2-proxy beside the gateway in every request scenario but the gateway-only
     // ones, when its binary is built (a smoke run never builds it: CI skips it with a notice)
     if (results.machine.oauth2Proxy) {
       for (const s of ['small', 'small-latency', 'files-page', 'upload', 'download', 'sse', 'websocket', 'idle'])
@@ -210,7 +210,7 @@ describe('bench: the streaming full-GC target', () => {
     expect(judged(0, 0).met).to.equal(true);
   });
 
-  it('is missed by the pattern of issue 16 (dozens of mark-compacts while a body streams)', () => {
+  it('is missed by the streaming GC pattern (dozens of mark-compacts while a body streams)', () => {
     const t = judged(134, 3);
     expect(t.met).to.equal(false);
     expect(t.measured).to.equal('files page passed through 134 (floor 3), upload 0 (floor 0), download 1 (floor 0)');

@@ -1,5 +1,5 @@
-// Issue 28 item 4: what `npm run check-config` tells an operator who got something wrong, and
-// issue 26 item 5: one redaction (config/redact.ts) for check-config, the startup log and the
+// What `npm run check-config` tells an operator who got something wrong, and
+// one redaction (config/redact.ts) for check-config, the startup log and the
 // sandbox banner, none of which ever prints a secret.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -41,7 +41,7 @@ const production = {
   CHATUI_ENABLE_ADMIN_EXPORT: 'false',
 };
 
-describe('check-config: what operators get wrong (issue 28, item 4)', function () {
+describe('check-config: what operators get wrong', function () {
   this.timeout(60_000);
   let dir: string;
   before(() => {
@@ -166,7 +166,7 @@ describe('check-config: what operators get wrong (issue 28, item 4)', function (
   });
 });
 
-describe('redactSettings: no secret printed by check-config, the startup log or the sandbox banner (issue 26 item 5)', function () {
+describe('redactSettings: no secret printed by check-config, the startup log or the sandbox banner', function () {
   this.timeout(60_000);
   const secrets = {
     OIDC_CLIENT_SECRET: 'leak-oidc-client-secret',
@@ -324,7 +324,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), { env, print: false, signals: false });
     try {
       expect(sandbox.banner).to.include('Redis redis://[redacted]@127.0.0.1:9/0');
-      // Issue 28 item 2: with Redis at nothing the banner does not say "ready".
+      // With Redis at nothing the banner does not say "ready".
       expect(sandbox.banner).to.include('Sandbox started but NOT READY');
       expect(sandbox.banner).to.not.include('Sandbox ready');
       expect(sandbox.banner).to.match(/WARNING: Redis redis:\/\/127\.0\.0\.1:9\/0 unreachable/);

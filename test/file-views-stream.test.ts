@@ -1,4 +1,4 @@
-// The rewritten file list and search, filtered as the upstream's bytes arrive (issue 27), through
+// The rewritten file list and search, filtered as the upstream's bytes arrive, through
 // the real gateway: an answer split into many small writes is filtered as a whole one was, and a
 // body that turns bad after a good start, or is cut, fails closed: a 502, never a part of it.
 import { expect } from 'chai';

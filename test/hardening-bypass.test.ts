@@ -191,7 +191,7 @@ function starlettePath(url: string): string {
 }
 
 const isGatewayInternal = (r: RecordedRequest) => r.url.startsWith('/api/v1/auths/');
-// 403: the route table's refusals for admins (issue 24), e.g. a route Open WebUI does not have
+// 403: the route table's refusals for admins, e.g. a route Open WebUI does not have
 const EXPECTED_STATUS = [200, 400, 401, 403, 404, 405, 422];
 
 describe('hardening: bypass (differential property over the request path)', function () {

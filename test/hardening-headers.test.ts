@@ -18,7 +18,7 @@ import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
 import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
 
-/** A route of Open WebUI 0.12.4 open to every method and every caller (the route table refuses unknown routes for admins, issue 24). */
+/** A route of Open WebUI 0.12.4 open to every method and every caller (the route table refuses unknown routes for admins). */
 const PROBE = '/api/v1/terminals/probe/x';
 
 const VICTIM = 'victim@evil.example';

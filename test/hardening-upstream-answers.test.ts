@@ -13,7 +13,7 @@ import { rawExchange, parseResponses, sleep } from './support/raw-http.js';
 
 /**
  * A route streamed as the upstream answers, for every caller: the caller here is an admin, for whom
- * lists of workspace objects (/api/v1/models) are rebuilt by the gateway (issue 24), not streamed.
+ * lists of workspace objects (/api/v1/models) are rebuilt by the gateway, not streamed.
  */
 const STREAMED = '/api/v1/memories/';
 const KEY = 'sk-0123456789abcdef';

@@ -1,4 +1,4 @@
-// Hardening: a client that goes away in the middle of a WebSocket handshake (issue 16).
+// Hardening: a client that goes away in the middle of a WebSocket handshake.
 //
 // http-proxy-3 re-emits every error of an upgraded client socket on its ProxyServer, whatever
 // callback `ws()` was given. When the client resets while the gateway is still asking the

@@ -281,7 +281,7 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
   });
 });
 
-describe('locale prefixes: reserved first segments are never a locale (issue 12)', () => {
+describe('locale prefixes: reserved first segments are never a locale', () => {
   it('`api` and `ws` look like language tags but name routes: /api/auth/... and /ws/auth/... stay the chat front-end\u2019s', async () => {
     const { classify } = await import('../policies/routes.js');
     const { splitGuardPath } = await import('../policies/login-routing.js');

@@ -1,4 +1,4 @@
-// What a newcomer sees in a browser (issue 15), in headless Chromium against the real sign-in
+// What a newcomer sees in a browser, in headless Chromium against the real sign-in
 // module: gateway errors as pages with a way back, /auth/login while signed in, the browser's
 // language on unprefixed pages, an unknown provider hint refused, the administrator's way in.
 import { expect } from 'chai';

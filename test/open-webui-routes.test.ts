@@ -1,4 +1,4 @@
-// Issue 24: the gateway's route table (policies/open-webui-routes.ts) against the REAL route table
+// The gateway's route table (policies/open-webui-routes.ts) against the REAL route table
 // of every Open WebUI release it was checked against (policies/open-webui-releases.ts: 0.12.4 and
 // 0.11.4): scripts/open-webui-routes.py imports open_webui.main in each release's venv and prints
 // every HTTP route (mounted sub-apps included), every Socket.IO event handler and a fingerprint of
@@ -28,7 +28,7 @@ function sample(template: string): string {
   return template.replace(/\{[a-z_]+:path\}/gi, 'p1/p2').replace(/\{[a-z_]+\}/gi, 'x1');
 }
 
-describe('Open WebUI route table (issue 24)', () => {
+describe('Open WebUI route table', () => {
   describe('the gateway\u2019s table', () => {
     it('resolves every row\u2019s own path to that row (no row shadows another)', () => {
       for (const row of OPEN_WEBUI_ROUTES)

@@ -1,4 +1,4 @@
-// Operations (issue 5): /healthz, /readyz, /metrics (also on their own port), request ids and
+// Operations: /healthz, /readyz, /metrics (also on their own port), request ids and
 // request logs, no secrets in any log line, the policy drift check, `npm run check-config`,
 // graceful shutdown (a real `npm start` receiving SIGTERM, WebSockets closed with 1001), and two
 // gateway instances serving the same sessions.

@@ -106,7 +106,7 @@ describe('proxy pass-through', function () {
       for (const method of ['GET', 'HEAD']) {
         const reply = await rawRequest(port, `${method} ${shape} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminKey}\r\nConnection: close\r\n\r\n`);
         const status = Number(reply.split(' ')[1]);
-        // 403: a path Open WebUI 0.12.4 does not have, refused for admins (the route table, issue 24)
+        // 403: a path Open WebUI 0.12.4 does not have, refused for admins (the route table)
         expect([400, 401, 403, 404], `${method} ${shape} answered ${status}`).to.include(status);
       }
     }

@@ -1,7 +1,7 @@
 // QUIET_GC_MS (gateway/http/quiet-gc.ts): once no request is in flight for that long after some
 // activity, and the old generation grew by 8 MB or more since the last collection, the gateway
 // runs one full garbage collection, so that a burst's garbage is not still there when the next
-// burst comes (issue 27: peak RSS). Never while a request is in flight; at most once per quiet period.
+// burst comes (peak RSS). Never while a request is in flight; at most once per quiet period.
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { expect } from 'chai';

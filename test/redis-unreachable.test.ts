@@ -1,4 +1,4 @@
-// Issue 28 item 2: a Redis unreachable from the start is no longer silent. The gateway (its own
+// A Redis unreachable from the start is no longer silent. The gateway (its own
 // process, real sockets) logs it once the first connection attempt has had its time and again
 // while it lasts, /metrics shows it, and /readyz answers 503 naming it, with everything else up:
 // an instance that cannot check sessions answers every signed-in user 503, so it is not ready.
@@ -15,7 +15,7 @@ import { capturingObservability, gatewayProcess } from './support/gateway-harnes
 import { CLIENT_ID, CLIENT_SECRET, signIn, worldEnv, browse } from './support/cookie-jar.js';
 import { freePort } from './support/raw-http.js';
 
-describe('Redis unreachable from the start (issue 28, item 2)', function () {
+describe('Redis unreachable from the start', function () {
   this.timeout(60_000);
   let idp: TestIdp;
   let upstream: OpenWebUIStandIn;

@@ -1,4 +1,4 @@
-// Letter case of paths through the whole gateway (policies/routes.ts, issue 26 B): the gateway's
+// Letter case of paths through the whole gateway (policies/routes.ts): the gateway's
 // own routes answer in any case, as Express matches them; any casing of an API path needs an
 // identity and is judged by the policy; public assets pass without identity only as spelled.
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-// An idle keep-alive connection keeps nothing of the requests it carried (issue 27: memory per idle
+// An idle keep-alive connection keeps nothing of the requests it carried (memory per idle
 // connection). The server's per-socket record of answers under way (for clientError) held the last
 // request and response, headers and all, as long as the connection stayed open: thousands of idle
 // browser connections each kept a finished exchange. Checked on the real server over real sockets.

@@ -1,4 +1,4 @@
-// The chat front-end's own "Sign out", clicked in headless Chromium (issue 13): the stand-in's page
+// The chat front-end's own "Sign out", clicked in headless Chromium: the stand-in's page
 // does what Open WebUI's menu does (POST /api/v1/auths/signout since 0.10.2, then follow `redirect_url`). The
 // gateway answers it: its session ends, the realm ends its own without asking (id_token_hint),
 // and the browser lands on the gateway's login page, signed out for good.

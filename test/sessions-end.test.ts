@@ -1,4 +1,4 @@
-// Sessions end when they should (issue 13), one instance: one-click logout (id_token_hint), the
+// Sessions end when they should, one instance: one-click logout (id_token_hint), the
 // chat front-end's own sign-out answered by the gateway, and OIDC Back-Channel Logout from the
 // realm, against the real oidc-provider over real sockets. Several instances: sessions-shared.test.ts.
 import { expect } from 'chai';

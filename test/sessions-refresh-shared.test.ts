@@ -1,4 +1,4 @@
-// One refresh per session among every instance (issue 25): with Keycloak's "Revoke Refresh Token"
+// One refresh per session among every instance: with Keycloak's "Revoke Refresh Token"
 // (reuse 0) a refresh token works once, so two instances refreshing the same session would spend it
 // twice and end the session. The shared state's single flight (gateway/state/shared-state.ts) runs
 // the refresh once and shares its outcome through Redis. Here: its contract on a real redis-server,

@@ -1,4 +1,4 @@
-// Several instances (issue 13): two gateway processes sharing SESSION_SECRET and REDIS_URL, a real
+// Several instances: two gateway processes sharing SESSION_SECRET and REDIS_URL, a real
 // redis-server started for this file, the real oidc-provider and the chat front-end stand-in. A
 // session ended at one instance is ended at the other; the tenant-lookup limit is one limit; the
 // realm's back-channel logout reaches every instance; Redis stopped mid-run fails cookie sessions

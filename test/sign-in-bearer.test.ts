@@ -1,4 +1,4 @@
-// Sign-in (issue 3): `Authorization: Bearer <JWT>` issued by the realm is an identity when jose
+// Sign-in: `Authorization: Bearer <JWT>` issued by the realm is an identity when jose
 // accepts it against the issuer's JWKS, issuer, audience and expiry. Anything else is the chat
 // front-end's own credential, never an identity of the gateway. What reaches the stand-in decides.
 import { expect } from 'chai';
@@ -151,7 +151,7 @@ describe('sign-in: bearer tokens', function () {
     }
   });
 
-  it("with a session, the client's own upstream token is not forwarded: the session's own credential is (issue 12)", async () => {
+  it("with a session, the client's own upstream token is not forwarded: the session's own credential is", async () => {
     // Before: another user's token passed untouched beside the session (the chat front-end then
     // answered "User mismatch"; an upstream checking less would have acted as that other user).
     const { jar } = await signIn(w.url, 'alice');

@@ -1,4 +1,4 @@
-// Sign-in (issue 3), toward the chat front-end: every forwarded request of a verified identity
+// Sign-in, toward the chat front-end: every forwarded request of a verified identity
 // carries the trusted headers built from that identity alone; client copies (any case, `_` for
 // `-`, repeated, listed in Connection:) are removed on every request, `Expect: 100-continue` and
 // WebSocket upgrades included; a request without a verified identity never carries them.

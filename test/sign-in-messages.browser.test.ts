@@ -1,4 +1,4 @@
-// Issue 28 items 3 and 5, as a person sees them in headless Chromium (and over HTTP for every
+// What a failed or unusual sign-in tells the user, as a person sees them in headless Chromium (and over HTTP for every
 // error code): a failed sign-in says what happened (per OAuth error code, localized, with the way
 // back), /{locale}/auth/callback is a page in that language, signing in through another tenant's
 // link says so once, and the sandbox realm's form looks like a realm login page with the provider
@@ -8,7 +8,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium, openPage, signInAtRealm, type OpenPage } from './support/browser.js';
 import { browse, Jar, startWorld, type World } from './support/cookie-jar.js';
 
-describe('what a failed or unusual sign-in tells the user (issue 28, items 3 and 5)', function () {
+describe('what a failed or unusual sign-in tells the user', function () {
   this.timeout(90_000);
   let browser: Browser;
   let w: World;

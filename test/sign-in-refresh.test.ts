@@ -1,4 +1,4 @@
-// Sign-in (issue 3): the access token is refreshed shortly before it expires; a refused refresh
+// Sign-in: the access token is refreshed shortly before it expires; a refused refresh
 // ends the session (logged-out guard for pages, 401 for the API); an unreachable realm does not.
 // The realm issues 4-second access tokens and the gateway refreshes 2 seconds before expiry.
 import { expect } from 'chai';
@@ -144,7 +144,7 @@ describe('sign-in: token refresh', function () {
     expect(back.setCookies.some((c) => c.startsWith('appSession='))).to.equal(true);
   });
 
-  it('a refreshed ID token whose signature does not verify ends the session; its claims are never used (issue 12)', async () => {
+  it('a refreshed ID token whose signature does not verify ends the session; its claims are never used', async () => {
     // The token endpoint's answer is tampered with on the way: the ID token claims the admin role
     // while keeping the old signature. Regression: its claims were taken without a signature check.
     const { jar } = await signIn(w.url, 'alice');

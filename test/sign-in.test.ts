@@ -1,4 +1,4 @@
-// Sign-in (issue 3): full code-flow logins against the realm (the real oidc-provider, in process)
+// Sign-in: full code-flow logins against the realm (the real oidc-provider, in process)
 // over real sockets with a cookie jar; what reaches the chat front-end stand-in is the proof.
 import { expect } from 'chai';
 import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from '../sandbox/idp.js';
@@ -85,7 +85,7 @@ describe('sign-in: OIDC code flow through the gateway', function () {
       }
     });
 
-    it('refuses an idp that names no usable provider with the per-provider "not available" page; the realm is never asked (issue 15)', async () => {
+    it('refuses an idp that names no usable provider with the per-provider "not available" page; the realm is never asked', async () => {
       const before = w.idp.authorizations.length;
       for (const query of ['idp=a%20b', 'idp=../x', 'idp=a&idp=b', 'idp=no-such-provider', 'idp=partner-linkonly', 'idp=direct-login']) {
         const r = await browse(undefined, `${w.url}/auth/start?${query}`);

@@ -1,4 +1,4 @@
-// Issue 28 item 1, in headless Chromium: after signing out, Back shows no personal data, and the
+// Signing out, in headless Chromium: after signing out, Back shows no personal data, and the
 // browser keeps nothing usable (cookies, storage), whichever way the session ended: the chat
 // front-end's own menu entry, the gateway's /auth/logout, or a refresh the realm refused (the
 // next request clears it). The chat front-end's API answers and pages are never stored; its
@@ -30,7 +30,7 @@ async function visible(page: Page): Promise<string> {
   return `${page.url()}\n${await page.content()}\n${storage}`;
 }
 
-describe('signing out leaves nothing behind, in headless Chromium (issue 28, item 1)', function () {
+describe('signing out leaves nothing behind, in headless Chromium', function () {
   this.timeout(90_000);
   let browser: Browser;
   let w: World;

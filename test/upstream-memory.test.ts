@@ -1,4 +1,4 @@
-// A finished proxied exchange is garbage at once (issue 16). The proxy kept each exchange's state
+// A finished proxied exchange is garbage at once. The proxy kept each exchange's state
 // in a WeakMap keyed by the client's request; the state held the upstream's answer, whose
 // listeners lead back to that request: V8's young-generation GC cannot collect such an entry, so
 // every exchange was promoted to the old generation and waited for a full GC (15 % of all

@@ -1,4 +1,4 @@
-// An open WebSocket keeps nothing of its handshake (issue 27: peak RSS with 5,000 WebSockets held).
+// An open WebSocket keeps nothing of its handshake (peak RSS with 5,000 WebSockets held).
 // Through http-proxy-3's ws(), the listeners on both sockets kept the client's upgrade request, the
 // upstream request and its options alive for as long as the socket stayed open. The gateway now
 // joins the two sockets itself: once they are joined, the handshake's objects are garbage. Checked

@@ -1,5 +1,5 @@
 // The bytes of a joined WebSocket (gateway/upstream/proxy.ts joinSockets and forward(), which replaced
-// pipe() in issue 27's tenth pass), read by a review of that change:
+// pipe()), read by a review of that change:
 // - an admin's (guarded) socket: the client's end reaches Open WebUI after the frames the guard still
 //   judges, not before them (before the fix: write after end, both connections cut, the frames lost);
 // - a plain socket paused by back-pressure whose session ends is not read again when the upstream

@@ -1,5 +1,5 @@
 // What a failed sign-in answers (the sign-in routes' Express error handler): the realm's error
-// answer at the callback said in words (issue 28 item 3), an unreachable realm as a page that says
+// answer at the callback said in words, an unreachable realm as a page that says
 // so (503, not 500), a replayed callback of a signed-in browser sent home, JSON for API clients.
 // Mounted last on gateway/auth/authenticator.ts's router; it receives only what it reads.
 import type { Request, Response, NextFunction } from 'express';
@@ -15,8 +15,8 @@ export const LOCAL_ROUTES = /^\/auth\/(start|callback|logout|session)(\/|$)/;
 
 export function signInErrors({ obs, authenticate }: { obs: Pick<Observability, 'log' | 'auditAnonymous'>; authenticate: Authenticator['authenticate'] }) {
   return async (err: Error & { status?: number; error?: string }, req: Request, res: Response, next: NextFunction) => {
-    // The realm answered with an error (`?error=access_denied&state=...`): say what it means
-    // (issue 28 item 3), whatever else went wrong with that answer.
+    // The realm answered with an error (`?error=access_denied&state=...`): say what it means,
+    // whatever else went wrong with that answer.
     const realmError = req.path.startsWith('/auth/callback') && !res.headersSent ? callbackError(req) : undefined;
     if (realmError) {
       obs.auditAnonymous(clientKey(req.socket.remoteAddress), { event: 'sign-in-failed', reason: realmError, status: 400 }, 'sign-in failed');

@@ -186,7 +186,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
       // with it, the realm ends its session at logout without asking the user to confirm.
       if (tokens.id_token) shared.keepIdToken(data.id, tokens.id_token, epoch() + o.absoluteSeconds);
       let returnTo = t.returnTo;
-      // Through another tenant's link (links rule 11): say so once, on the way to returnTo (issue 28).
+      // Through another tenant's link (links-11): say so once, on the way to returnTo.
       if (linked !== undefined && !member) returnTo = `/auth/signed-in?${new URLSearchParams({ link: linked, returnTo: returnTo || '/' })}`;
       const admin = isChatAdmin(user.roles, o.adminRoles);
       obs.audit.info(

@@ -50,7 +50,7 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
     }
     for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
     res.set('cache-control', 'no-store');
-    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser (issue 28)
+    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser
     return idToken;
   }
 

@@ -1,6 +1,6 @@
 // The one canonical form of a request target. Every decision is taken on it, and it is exactly
-// what the upstream receives (reference/proxy-pitfalls.md: "the path that was checked is not
-// the path that was forwarded"). Anything that has no single safe reading is refused.
+// what the upstream receives (a gateway that checks one path and forwards another has no policy at
+// all). Anything that has no single safe reading is refused.
 //
 // Open WebUI (Starlette) percent-decodes the whole path before routing, so two targets that
 // decode alike are the same route upstream. The canonical form therefore:

@@ -1,4 +1,4 @@
-// The key a rate limit or an anonymous audit line counts a client by (links rule 12; README
+// The key a rate limit or an anonymous audit line counts a client by (links-12; README
 // "Audit"): the IPv4 address, or the /64 of an IPv6 address (one host usually holds a whole /64).
 
 /** The rate-limit key of a connection: the IPv4 address, or the /64 of an IPv6 address. */

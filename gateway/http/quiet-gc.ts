@@ -6,7 +6,7 @@
 // collects; V8's own memory reducer, which would collect once allocation stops, waits 8 s and more.
 // A burst (2,000 connections opened and dropped, a run of rewritten file lists) thus left 20 to 30 MB
 // of garbage that the next burst found still there: peaks of 150 to 160 MB where one burst alone
-// reaches 125 (issue 27). Collected when no request is in flight, the pause (tens of ms) costs no
+// reaches 125. Collected when no request is in flight, the pause (tens of ms) costs no
 // request anything; an open WebSocket's frames may wait for it, once after a burst.
 import v8 from 'node:v8';
 import vm from 'node:vm';

@@ -1,7 +1,7 @@
 // Header hygiene on every forwarded request, HTTP and WebSocket alike, and the one place the
 // headers sent upstream are assembled (`upstreamHeaders`). Done before the request is handed to
 // the proxy, never in a `proxyReq` listener (that event does not fire for
-// `Expect: 100-continue`; reference/proxy-pitfalls.md).
+// `Expect: 100-continue`).
 import type { IncomingHttpHeaders } from 'node:http';
 
 export interface TrustedHeaderNames {

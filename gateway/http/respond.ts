@@ -19,7 +19,7 @@ export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
 export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right now; try again in a few seconds';
 
 /**
- * Sent where a browser's session ends (issue 28 item 1): the gateway's /auth/logout, the chat
+ * Sent where a browser's session ends: the gateway's /auth/logout, the chat
  * front-end's own sign-out, and the first request that comes with a cookie whose session ended
  * elsewhere (back-channel logout, a refused refresh, expiry). The browser drops its HTTP cache of
  * this site (the chat page and the JSON answers Back would show), its cookies (the chat

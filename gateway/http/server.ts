@@ -65,7 +65,7 @@ export function createHttpServer(o: {
     res.once('close', () => {
       // A socket with no answer open needs no entry (clientError reads a missing one as none open):
       // kept, it held the last request and response, headers and all, for as long as the
-      // keep-alive connection stayed idle (issue 27: memory per idle connection).
+      // keep-alive connection stayed idle (memory per idle connection).
       // A destroyed connection's queued (pipelined) answers never emit 'close': it has none in flight.
       if (--answered.open === 0 || req.socket.destroyed) {
         quietGc.end(req.socket);

@@ -1,4 +1,4 @@
-// An admin's Socket.IO traffic, read by the gateway (issue 24): Open WebUI lets any admin join and
+// An admin's Socket.IO traffic, read by the gateway: Open WebUI lets any admin join and
 // edit any note live (socket/main.py `join-note`, `ydoc:document:*`; judged while
 // CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false) and join any chat's room, its live tokens
 // (`events:chat` type `join`; judged always, ENABLE_ADMIN_CHAT_ACCESS is fixed false). Both

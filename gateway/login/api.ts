@@ -1,8 +1,8 @@
 // The anonymous auth-providers API (spec area B):
 //
 //   GET /api/v1/auth-providers/                      the list (B1, B2; versioning 2)
-//   GET /api/v1/auth-providers/tenants/{tenant_id}   the tenant lookup (links 2, 3, 12)
-//   GET /api/v1/auth-providers/{alias}               one provider (B4)
+//   GET /api/v1/auth-providers/tenants/{tenant_id}   the tenant lookup (links-2, links-3, links-12)
+//   GET /api/v1/auth-providers/{alias}               one provider (list-4)
 //
 // JSON on plain node:http: the provider list is also answered outside Express, by the data plane.
 import type { ServerResponse } from 'node:http';
@@ -70,7 +70,7 @@ export function createProvidersApi(
   }
   router.get('/api/v1/auth-providers', (_req, res) => providerList(res));
 
-  // GET /api/v1/auth-providers/tenants/{tenant_id} (links 2, 3): always 200, one body shape,
+  // GET /api/v1/auth-providers/tenants/{tenant_id} (links-2, links-3): always 200, one body shape,
   // the same headers whatever the outcome. Over the rate limit: 429, whatever the tenant.
   router.get('/api/v1/auth-providers/tenants/:tenant', async (req, res) => {
     const tenant = String(req.params.tenant);
@@ -85,7 +85,7 @@ export function createProvidersApi(
     sendJson(res, 200, { alias });
   });
 
-  // GET /api/v1/auth-providers/{alias} (B4): the provider while enabled and not link-only, hidden or not.
+  // GET /api/v1/auth-providers/{alias} (list-4): the provider while enabled and not link-only, hidden or not.
   router.get('/api/v1/auth-providers/:alias', async (req, res) => {
     const alias = String(req.params.alias);
     // `direct-login` is SHOW_IDP_LOGIN's synthetic entry, not a realm provider: nothing to link to.

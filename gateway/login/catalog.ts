@@ -62,7 +62,7 @@ const PAGE_SIZE = 100;
 const MAX_PAGES = 1000;
 
 /**
- * Keycloak's Admin REST API with a service account (reference/keycloak.md): a client-credentials
+ * Keycloak's Admin REST API with a service account (view-identity-providers): a client-credentials
  * token (client id and secret in HTTP Basic) reused until 30 s before it expires; the list paged
  * with first/max (recent versions cap an unset max at 100) in the full representation.
  */
@@ -307,7 +307,7 @@ export class ProviderCatalog {
     return this.cache.get(LIST_KEY, () => this.source.list()) as Promise<IdentityProvider[]>;
   }
 
-  /** One provider by alias, hidden or not (B4); null when the realm has no such alias. */
+  /** One provider by alias, hidden or not (list-4); null when the realm has no such alias. */
   provider(alias: string): Promise<IdentityProvider | null> {
     return this.cache.get(aliasKey(alias), () => this.source.get(alias)) as Promise<IdentityProvider | null>;
   }

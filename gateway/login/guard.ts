@@ -1,10 +1,10 @@
-// The logged-out guard (links rules 6 to 8), in process: where a logged-out visit of a page goes.
+// The logged-out guard (links-6 to links-8), in process: where a logged-out visit of a page goes.
 // The tenant named by the path is looked up like the API does (gateway/login/tenant-lookup.ts); the
 // decisions are splitGuardPath(), guardLoginLocale() and loggedOutRedirect() in
 // policies/login-routing.ts. A usable link goes to /auth/start with the alias (the sign-in module
 // answers with the 302 to the realm carrying kc_idp_hint and idp_hint); redirects only, so the
-// tenant page never enters the browser history (links 7). Anything else ends on /auth/login,
-// locale kept (links 8).
+// tenant page never enters the browser history (links-7). Anything else ends on /auth/login,
+// locale kept (links-8).
 import type { IncomingMessage } from 'node:http';
 import type { TenantLookup } from './tenant-lookup.js';
 import { clientKey } from '../http/client-key.js';

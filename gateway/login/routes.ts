@@ -3,12 +3,12 @@
 // its own module and receives only the settings it reads:
 //
 //   provider catalog   gateway/login/catalog.ts: Keycloak's admin API or IDP_PROVIDERS_FILE
-//                      behind one cache of IDP_CACHE_SECONDS shared by every lookup (links 4).
-//   tenant lookup      gateway/login/tenant-lookup.ts (links 2, 3, 12), keyed by client-key.ts
+//                      behind one cache of IDP_CACHE_SECONDS shared by every lookup (links-4).
+//   tenant lookup      gateway/login/tenant-lookup.ts (links-2, links-3, links-12), keyed by client-key.ts
 //   API                gateway/login/api.ts: GET /api/v1/auth-providers/, /{alias}, /tenants/{tenant_id}
 //   pages              gateway/login/page-routes.ts: /auth/login, /auth/login/{alias}, both also
 //                      under /{locale}/ (HTML in pages.ts)
-//   guard              gateway/login/guard.ts: where a logged-out page visit goes (links 6 to 8)
+//   guard              gateway/login/guard.ts: where a logged-out page visit goes (links-6 to links-8)
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router } from 'express';
 import type { Settings } from '../../config/settings.js';
@@ -30,7 +30,7 @@ export interface LoginRouting {
    * provider gets the per-provider page's "not available" answer instead of reaching the realm.
    */
   startCheck?: Router;
-  /** Where a logged-out visit of a page goes (links rules 6 to 8): a Location for a 302. */
+  /** Where a logged-out visit of a page goes (links-6 to links-8): a Location for a 302. */
   guard(path: string, req: IncomingMessage): Promise<string>;
   /** For /readyz: the provider catalog's state. */
   ready(): { ok: boolean; detail: string };
@@ -67,7 +67,7 @@ export interface LoginRoutingImpl extends LoginRouting {
   catalog: ProviderCatalog;
   /** Settles when the start-up fill is done (tests wait for it before counting calls). */
   warmed: Promise<void>;
-  /** The tenant lookup (links 2 and 3), as the API and the guard use it. */
+  /** The tenant lookup (links-2 and links-3), as the API and the guard use it. */
   resolveTenant(tenant: string): Promise<TenantResolution>;
 }
 

@@ -1,9 +1,9 @@
-// The tenant lookup (links rules 2 and 3) as the API and the logged-out guard use it, with its
-// per-client rate limit (links 12) and its audit line. The decision is tenantOutcome() in
+// The tenant lookup (links-2 and links-3) as the API and the logged-out guard use it, with its
+// per-client rate limit (links-12) and its audit line. The decision is tenantOutcome() in
 // policies/login-routing.ts; this module does the I/O around it.
 //
 // The lookup answers alike, in body shape, headers and work done, for unknown, unmapped and
-// unusable tenants (links 3): every lookup first makes sure every mapped alias is resolved (from
+// unusable tenants (links-3): every lookup first makes sure every mapped alias is resolved (from
 // the cache, or one fetch per alias per cache period shared by all callers), then reads one entry.
 // What a mapping costs therefore does not depend on which tenant is asked. Rule 12 (tenant ids can
 // be probed) is met by an optional per-client rate limit: see README "Login routing".

@@ -139,7 +139,7 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     }
     // Shared state (REDIS_URL) unreachable: not ready. Such an instance answers every signed-in
     // request 503, so a load balancer should send users elsewhere (an instance cut off from Redis
-    // while others reach it); the body says why (issue 28 item 2). When every instance has lost
+    // while others reach it); the body says why. When every instance has lost
     // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
     // not make them useful to the signed-in users who are the traffic.
     const shared = probes.sharedState();

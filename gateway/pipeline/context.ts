@@ -1,4 +1,4 @@
-// One request's context (issue 26): made by `handle` and `upgrade` (gateway/pipeline/handle.ts)
+// One request's context: made by `handle` and `upgrade` (gateway/pipeline/handle.ts)
 // once a request leaves steps 1 and 2, read and set by each later step, and applied once:
 //   - identity (step 4, gateway/auth/authenticator.ts) consumes the gateway's own credentials
 //     from `authorization` and `cookie`, and records renewed or cleared session cookies in

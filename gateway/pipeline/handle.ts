@@ -109,8 +109,7 @@ export class Pipeline implements RequestHandler {
   /**
    * Steps 4 and 5: identity, trusted headers, in the request's context. Undefined: the request was
    * answered; null: an anonymous request to a public path. Plain async, like every step: the
-   * synchronous returns a known session once took saved nothing measurable (bench/README.md,
-   * "Issue 26 item 7").
+   * synchronous returns a known session once took saved nothing measurable (docs/design/plain-async.md).
    */
   private async identify(
     ctx: RequestContext,

@@ -128,7 +128,7 @@ export async function redisState(
   obs.metrics.sharedStateDownSince = () => downSince;
 
   // A Redis unreachable from the start never fires a transition: say so once the first connection
-  // attempt has had its time, then again every downLogEveryMs while it lasts (issue 28 item 2).
+  // attempt has had its time, then again every downLogEveryMs while it lasts.
   const stillDown = () => {
     if (synced || closed || downSince === undefined) return;
     const seconds = Math.round((Date.now() - downSince) / 1000);

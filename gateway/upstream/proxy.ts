@@ -140,7 +140,7 @@ export class Upstream {
       if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
       // The chat front-end's API answers and pages are a signed-in user's (GET /api/v1/auths/ even
       // carries its token, with an ETag and no Cache-Control): never stored, so that Back after
-      // signing out shows nothing from the cache (issue 28 item 1). Static assets (/static/, /_app/,
+      // signing out shows nothing from the cache. Static assets (/static/, /_app/,
       // ...) keep what the upstream says: they cost nothing more.
       if (classify(pathOf(req.url)) !== 'public') headers['cache-control'] = PERSONAL_CACHE_CONTROL;
       // The gateway's own Set-Cookie (a renewed or cleared session) first: http-proxy-3 copies the
@@ -153,7 +153,7 @@ export class Upstream {
     proxy.on('econnreset', (_err, req) => clearTimeout(this.exchanges.get(req)?.timer));
     // Every web() call has its own error callback, and upgrades do not go through http-proxy-3; this
     // listener is there so that an error it might still emit on itself is answered, never thrown (an
-    // EventEmitter without an 'error' listener throws, and the process exits: issue 16).
+    // EventEmitter without an 'error' listener throws, and the process exits).
     proxy.on('error', (err: Error & { code?: string }, req: IncomingMessage, target: unknown) => {
       if (target && typeof (target as ServerResponse).writeHead === 'function') return this.onError(err, req, target as ServerResponse);
       (target as Duplex | undefined)?.destroy();

@@ -1,4 +1,4 @@
-// Every sign-in flow against the real Keycloak (issue 25): `npm run test:keycloak`, after
+// Every sign-in flow against the real Keycloak: `npm run test:keycloak`, after
 // `scripts/keycloak.sh install`. One Keycloak boot for the whole suite (test/keycloak/world.ts),
 // real sockets, real Chromium where a person clicks (Keycloak's own login form, its broker).
 import { expect } from 'chai';

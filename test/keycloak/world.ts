@@ -1,4 +1,4 @@
-// The world of the real-Keycloak suite (issue 25): one Keycloak boot for the whole suite (the
+// The world of the real-Keycloak suite: one Keycloak boot for the whole suite (the
 // platform realm from deploy/keycloak/realm-platform.json, plus sandbox/realm-acme-idp.json
 // playing Acme's own identity provider), a real redis-server, the chat front-end stand-in
 // (it records every request it receives, trusted headers included) and two gateway instances

@@ -1,4 +1,4 @@
-// The gateway's promises checked on the REAL Open WebUI 0.12.4's answers (issue 23): admin scoping
+// The gateway's promises checked on the REAL Open WebUI 0.12.4's answers: admin scoping
 // with Open WebUI's own three admin flags all TRUE (drifted from the platform) and all false; the
 // role inside Open WebUI following the realm; a realm bearer JWT against the real API. Each flag
 // set boots Open WebUI once. Users sign in by the real code flow at the embedded realm.

@@ -1,6 +1,6 @@
 /**
  * A stand-in of Keycloak's Admin REST API for identity providers (Java cannot run here), with
- * the realm's service-account token endpoint. Follows /work/shared/reference/keycloak.md:
+ * the realm's service-account token endpoint, as Keycloak 26 answers (test/keycloak/ checks the real one):
  *
  * - `POST /realms/{realm}/protocol/openid-connect/token`: `grant_type=client_credentials`, client
  *   id and secret in HTTP Basic only; otherwise 401 `{"error":"unauthorized_client",...}`.
