@@ -170,7 +170,7 @@ for (const { title, flags } of FLAG_SETS) {
           await ok<{ id: string }>(
             via(jar, 'POST', '/api/v1/evaluations/feedback', {
               type: 'rating',
-              data: { rating: 1, model_id: 'tiny-test-model', comment: secret },
+              data: { rating: 1, model_id: w.model!.model, comment: secret },
               meta: { chat_id: chatId },
               snapshot: { chat: { id: chatId, chat: { title: secret, messages: [{ role: 'user', content: secret }] } } },
             }),
