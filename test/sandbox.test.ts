@@ -105,6 +105,7 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
 
   it('prints the address, every demo login, the tenant links and how to flip the switches', () => {
     const out = sandbox.output();
+    expect(out, 'nothing to warn about').to.not.include('WARNING');
     expect(sandbox.url).to.match(/^http:\/\/localhost:\d+$/);
     for (const a of demoAccounts) expect(out).to.include(`${a.username} / ${a.password}`);
     expect(out).to.include(`${sandbox.url}/acme`);
@@ -182,10 +183,24 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
   let sandbox: Running;
 
   before(async () => {
-    sandbox = await npmStart({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true' });
+    // and one switch mistyped, as a newcomer may
+    sandbox = await npmStart({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true', CHATUI_ENABLE_ADMIN_EXPOT: 'true' });
   });
   after(async () => {
     await sandbox?.stop();
+  });
+
+  it('a mistyped setting is warned about, in the banner and the log, as a production start and check-config do; its switch stays off', async () => {
+    const warning = 'CHATUI_ENABLE_ADMIN_EXPOT: not a setting of the gateway, ignored; did you mean CHATUI_ENABLE_ADMIN_EXPORT?';
+    expect(sandbox.output()).to.include(`WARNING: ${warning}`);
+    const logged = sandbox
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; event?: string; msg: string });
+    expect(logged.filter((l) => l.event === 'config-warning')).to.deep.equal([logged.find((l) => l.event === 'config-warning')]);
+    expect(logged.find((l) => l.event === 'config-warning')).to.include({ level: 40, msg: warning });
+    expect(sandbox.output()).to.include('CHATUI_ENABLE_ADMIN_EXPORT=false');
   });
 
   it("the banner says so, and the sysadmin sees everyone's files; the export stays 401", async () => {
