@@ -11,6 +11,7 @@ import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
+import { accepts, alive, descendants, eventually, exited, listeningPorts } from './support/process-tree.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -256,6 +257,31 @@ describe('sandbox: kept apart from production', function () {
     expect(r.stderr).to.include('UPSTREAM_URL: required in production');
     expect(r.stdout + r.stderr).to.not.include('Sandbox ready');
   });
+});
+
+describe('sandbox: a signal to its npm process stops everything it started', function () {
+  this.timeout(30_000);
+
+  it('every sandbox command execs node: npm passes SIGTERM and SIGINT to its one child, and no shell in between drops them', () => {
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const sandboxes = Object.entries(scripts).filter(([name]) => name === 'start' || name.startsWith('sandbox:'));
+    expect(sandboxes.map(([name]) => name)).to.include.members(['start', 'sandbox:open-webui', 'sandbox:keycloak']);
+    for (const [name, command] of sandboxes) expect(command, name).to.match(/^exec node /);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const)
+    it(`${signal} to the npm process of \`npm start\`: no process and no listening port left`, async () => {
+      const sandbox = await npmStart();
+      const npm = sandbox.child;
+      const started = descendants(npm.pid!);
+      const ports = listeningPorts(started);
+      expect(ports.length, 'the gateway and the OpenID provider listen').to.be.at.least(2);
+      process.kill(npm.pid!, signal);
+      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 10_000);
+      expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${sandbox.output()}`).to.equal(true);
+      for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
+      await sandbox.stop();
+    });
 });
 
 describe('`npm start` runs what NODE_ENV says (bin/start.mjs)', function () {
