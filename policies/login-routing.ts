@@ -6,6 +6,7 @@
 // The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/ (routes.ts puts it together); the grammar of tenant
 // ids, aliases and locale prefixes in policies/syntax.ts.
 import { isIdSyntax, isLocaleSegment } from './syntax.js';
+import { classify } from './routes.js';
 
 /** The parts of a Keycloak IdentityProviderRepresentation (full form) the rules read. */
 export interface IdentityProvider {
@@ -211,4 +212,17 @@ export function safeReturnTo(value: unknown): string | undefined {
   const u = new URL(value, base);
   const local = u.pathname + u.search + u.hash;
   return u.origin === base && !local.startsWith('//') ? local : undefined;
+}
+
+/**
+ * Open WebUI's own sign-in page, `/auth?redirect=<path>` (its front-end goes there after its own
+ * sign-out, or when it holds no token, and Back leads there), is the gateway's to answer: everyone
+ * signs in at the gateway. Where that sign-in should return: Open WebUI's `redirect` when it is a
+ * safe address on this site (safeReturnTo) other than the home page and other than one of the
+ * gateway's own routes (a sign-in page returning to a sign-in page would go round).
+ */
+export function frontEndSignInReturnTo(redirect: unknown): string | undefined {
+  const to = safeReturnTo(redirect);
+  if (to === undefined || to === '/') return undefined;
+  return classify(new URL(to, 'http://gateway.invalid').pathname) === 'control' ? undefined : to;
 }

@@ -5,6 +5,7 @@
 //   /auth/signed-in, /{locale}/auth/signed-in        signed in through a tenant's link without membership (links 10, 11)
 //   /{locale}/auth/callback                          a page in the browser's language, not JSON
 //   /auth/start?idp=, /{locale}/auth/start?idp=      (startCheck) an alias that names no usable provider never reaches the realm
+//   /auth?redirect=, /{locale}/auth?redirect=        Open WebUI's own sign-in page: the gateway's sign-in, `redirect` kept when safe
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
 import type { ProviderCatalog } from './catalog.js';
@@ -12,6 +13,7 @@ import {
   DIRECT_LOGIN_ALIAS,
   isUsableForLinks,
   buttonList,
+  frontEndSignInReturnTo,
   providerEntry,
   safeReturnTo,
   type IdentityProvider,
@@ -30,7 +32,7 @@ import {
   renderProblem,
   renderTenantNotMember,
 } from '../pages/templates.js';
-import { pageLocale, type PageLocale } from '../pages/locale.js';
+import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';
 import { callbackError } from '../pages/oauth-errors.js';
 
 /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
@@ -155,6 +157,19 @@ export function createLoginPageRoutes(
   };
   router.get('/auth/signed-in', tenantNotice);
   router.get('/:locale/auth/signed-in', tenantNotice);
+
+  // Open WebUI's own sign-in page (`/auth?redirect=...`, whatever else the query holds): its
+  // front-end goes there after its own sign-out and when it holds no token. Everyone signs in at
+  // the gateway, so its login page, with Open WebUI's return address when that is safe.
+  const frontEndSignIn = (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+    if (prefix !== undefined && !isLocaleSegment(prefix)) return next();
+    const returnTo = frontEndSignInReturnTo(firstQuery(req.query.redirect));
+    res.set('cache-control', 'no-store');
+    res.redirect(302, loginPath(pageLocale(prefix)) + (returnTo ? `?${new URLSearchParams({ returnTo })}` : ''));
+  };
+  router.get('/auth', frontEndSignIn);
+  router.get('/:locale/auth', frontEndSignIn);
 
   router.get('/auth/login', loginPage);
   router.get('/:locale/auth/login', loginPage);
