@@ -217,6 +217,21 @@ export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' |
   return page(model.locale, title, PROBLEM({ title, text, href: loginPath(model.locale), link }), model.kind);
 }
 
+const CHAT_NOT_YOURS = template<{ t: Texts }>(
+  `<h1 id="page-title"><%= it.t.chatNotYoursTitle %></h1>
+<p role="alert" id="why-not"><%= it.t.chatNotYoursText %></p>
+<p><a id="to-your-chats" class="button" href="/"><%= it.t.toYourChats %></a></p>`,
+);
+
+/**
+ * An admin opened the page of a chat that is not theirs (ENABLE_ADMIN_CHAT_ACCESS is fixed false):
+ * why it does not open, naming nothing of the chat, and the way to their own chats.
+ */
+export function renderChatNotYours(model: { locale: PageLocale }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(model.locale, t.chatNotYoursTitle, CHAT_NOT_YOURS({ t }), 'chat-not-yours');
+}
+
 const SIGN_IN_ERROR = template<{ t: Texts; title: string; text: string; kind: string; again: string; code: string }>(
   `<h1 id="page-title"><%= it.title %></h1>
 <p role="alert" id="sign-in-error" data-error="<%= it.kind %>"><%= it.text %></p>
