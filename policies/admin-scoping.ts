@@ -43,8 +43,11 @@ export type Decision =
    * '*': DELETE /api/v1/files/all (every user's files), audited as such.
    */
   | { action: 'audit-file-access'; fileId: string; operation: 'read' | 'write' | 'delete'; rule: string }
-  /** Ask the upstream who owns the chat first; forward only when the rule allows, else 401 `detail`. */
-  | { action: 'require-own-chat'; access: ChatAccess; detail: string; rule: string }
+  /**
+   * Ask the upstream who owns the chat first; forward only when the rule allows, else 401 `detail`.
+   * `page`: the chat's page of the front-end (`/c/{id}`), refused with a page that says why.
+   */
+  | { action: 'require-own-chat'; access: ChatAccess; detail: string; rule: string; page?: true }
   /**
    * Read the JSON body first: a saved chat it names (`chat_id`) must be the admin's own, a channel chat
    * one they may reach, and every object `inBody` names (objectsNamedInBody) one they may reach; 401 `detail` else.
@@ -79,7 +82,7 @@ export type Decision =
   | { action: 'guard-socketio-post'; notes: boolean; rule: string };
 
 /**
- * Authentication rule 2: the chat admin role comes from the realm roles claim, by one of
+ * auth-2: the chat admin role comes from the realm roles claim, by one of
  * OAUTH_ADMIN_ROLES (PlatformSysAdmin); rule 3: PlatformAdmin (a tenant admin) is not one.
  */
 export function isChatAdmin(realmRoles: readonly string[], adminRoles: readonly string[]): boolean {
@@ -152,6 +155,18 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   if (caller.admin && under('api', 'v1', 'chats')) {
     const access = chatAccess(method, request.path.split('/').filter(Boolean));
     if (access) return { action: 'require-own-chat', access, detail: ADMIN_CHAT_ACCESS_DISABLED, rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only' };
+  }
+  // ... nor opening its page: the front-end would show its home page with no word of why (its own
+  // request for the chat is refused above), so the page itself is refused, saying why.
+  if (caller.admin && method === 'GET' && s.length === 2 && s[0] === 'c') {
+    const chatId = request.path.split('/').filter(Boolean)[1]!;
+    return {
+      action: 'require-own-chat',
+      access: { need: 'own-chat', chatId },
+      detail: ADMIN_CHAT_ACCESS_DISABLED,
+      rule: 'ENABLE_ADMIN_CHAT_ACCESS fixed false: own chats only (the chat\u2019s page)',
+      page: true,
+    };
   }
   // Chats named outside /api/v1/chats: the task routes by path, the completion routes by body.
   if (route?.row.class === 'chat') {

@@ -6,6 +6,7 @@
 // The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/ (routes.ts puts it together); the grammar of tenant
 // ids, aliases and locale prefixes in policies/syntax.ts.
 import { isIdSyntax, isLocaleSegment } from './syntax.js';
+import { classify } from './routes.js';
 
 /** The parts of a Keycloak IdentityProviderRepresentation (full form) the rules read. */
 export interface IdentityProvider {
@@ -43,16 +44,16 @@ export const DIRECT_LOGIN_ALIAS = 'direct-login';
 const DIRECT_LOGIN_ENTRY: ProviderEntry = Object.freeze({ alias: DIRECT_LOGIN_ALIAS, display_name: 'Administrator login' });
 
 /**
- * Usable for login links (per-alias lookup, B4; tenant lookup, links 3): enabled and not
+ * Usable for login links (per-alias lookup, B4; tenant lookup, links-3): enabled and not
  * link-only. A link-only alias in `kc_idp_hint` ends on a Keycloak error page, a disabled one on
- * the generic login page, so neither may be offered. The hide flag does not matter here (B5).
+ * the generic login page, so neither may be offered. The hide flag does not matter here (list-5).
  */
 export function isUsableForLinks(p: IdentityProvider | null | undefined): p is IdentityProvider {
   return !!p && p.enabled === true && p.linkOnly !== true;
 }
 
 /**
- * Hidden on the login page (B5): the pre-26 key `config.hideOnLoginPage` as the spec says, and
+ * Hidden on the login page (list-5): the pre-26 key `config.hideOnLoginPage` as the spec says, and
  * Keycloak 26's top-level `hideOnLogin` (26.0.0 moves the key there and deletes the config
  * key), so a hidden provider stays hidden whichever version the realm runs.
  */
@@ -72,7 +73,7 @@ function guiOrder(p: IdentityProvider): number {
 }
 
 /**
- * The button list of the generic login page (B1): enabled, not link-only, not hidden (B5).
+ * The button list of the generic login page (list-1): enabled, not link-only, not hidden (list-5).
  * Ordered like Keycloak's own login page: by `config.guiOrder`, then as the realm lists them.
  * The synthetic direct-login alias is reserved: a realm provider of that name is left out.
  */
@@ -86,8 +87,8 @@ export function buttonList(providers: readonly IdentityProvider[]): ProviderEntr
 
 /**
  * GET /api/v1/auth-providers/ (versioning 2: an object, no longer a bare list).
- * - Switch off (B1): welcome_page false and the button list. `providers` is needed.
- * - Switch on (B2): welcome_page true; providers holds at most the direct-login entry. The
+ * - Switch off (list-1): welcome_page false and the button list. `providers` is needed.
+ * - Switch on (list-2): welcome_page true; providers holds at most the direct-login entry. The
  *   identity provider server is not queried: call this without `providers`.
  * SHOW_IDP_LOGIN adds the synthetic direct-login entry in both cases (contract: "add the
  * synthetic direct-login entry"); with the switch on it is the only possible entry.
@@ -99,7 +100,7 @@ export function providerListResponse(settings: ListSettings, providers?: readonl
   return { welcome_page: false, providers: [...buttonList(providers), ...direct] };
 }
 
-/** Does the list need the identity provider server? Not with the welcome switch on (B2). */
+/** Does the list need the identity provider server? Not with the welcome switch on (list-2). */
 export function listNeedsCatalog(settings: ListSettings): boolean {
   return !settings.welcomePage;
 }
@@ -142,7 +143,7 @@ export function splitGuardPath(path: string): GuardPath {
   return isIdSyntax(tenant) ? { locale, tenant, rest } : { locale, rest };
 }
 
-/** What the tenant lookup found (links 2 and 3); the API answers all but `linked` alike. */
+/** What the tenant lookup found (links-2 and links-3); the API answers all but `linked` alike. */
 export type TenantOutcome = 'linked' | 'unmapped' | 'unusable' | 'unavailable';
 export interface TenantResolution {
   alias: string | null;
@@ -171,15 +172,15 @@ export function guardLoginLocale(visit: GuardPath, path: string, speaks: (tag: s
   return lone.length === 1 && isLocaleSegment(lone[0]!) && speaks(lone[0]!) ? lone[0] : undefined;
 }
 
-/** Where a logged-out page visit goes (links 6 to 8). */
+/** Where a logged-out page visit goes (links-6 to links-8). */
 export type LoggedOutRedirect =
   { to: 'login'; locale?: string; returnTo?: string } | { to: 'tenant-provider'; idp: string; tenant: string; locale?: string; returnTo: string };
 
 /**
  * Links 6 to 8, the decision. A visit that names a tenant whose provider is usable for links goes
  * straight to that provider's sign-in, and comes back to what follows the tenant segment (the
- * chat follows the active tenant, not the URL: links 10). Anything else goes to the login page,
- * in `loginLocale`, with the visited page to come back to (links 8). `alias` is the tenant's
+ * chat follows the active tenant, not the URL: links-10). Anything else goes to the login page,
+ * in `loginLocale`, with the visited page to come back to (links-8). `alias` is the tenant's
  * provider as the lookup found it: null when there is none usable, the lookup failed or was
  * refused (rate limit), or the visit names no tenant.
  */
@@ -211,4 +212,17 @@ export function safeReturnTo(value: unknown): string | undefined {
   const u = new URL(value, base);
   const local = u.pathname + u.search + u.hash;
   return u.origin === base && !local.startsWith('//') ? local : undefined;
+}
+
+/**
+ * Open WebUI's own sign-in page, `/auth?redirect=<path>` (its front-end goes there after its own
+ * sign-out, or when it holds no token, and Back leads there), is the gateway's to answer: everyone
+ * signs in at the gateway. Where that sign-in should return: Open WebUI's `redirect` when it is a
+ * safe address on this site (safeReturnTo) other than the home page and other than one of the
+ * gateway's own routes (a sign-in page returning to a sign-in page would go round).
+ */
+export function frontEndSignInReturnTo(redirect: unknown): string | undefined {
+  const to = safeReturnTo(redirect);
+  if (to === undefined || to === '/') return undefined;
+  return classify(new URL(to, 'http://gateway.invalid').pathname) === 'control' ? undefined : to;
 }

@@ -242,7 +242,10 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   chat('POST', '/api/tasks/chat/{chat_id:path}/stop'),
   own('GET', '/api/config'),
   own('GET', '/api/events'),
-  refused('GET', '/api/events/webhooks', 'outbound event webhooks receive a preview of every user\u2019s messages'),
+  // The list of outbound event webhooks is configuration (names, addresses, event filters): reading
+  // it, as Admin Settings does on every visit, shows nobody's content. Aiming one is the danger:
+  // each receives a preview of every user's messages, so creating and changing one stay refused.
+  cfg('GET', '/api/events/webhooks'),
   refused('POST', '/api/events/webhooks', 'outbound event webhooks receive a preview of every user\u2019s messages'),
   refused('PUT', '/api/events/webhooks/{webhook_id}', 'outbound event webhooks receive a preview of every user\u2019s messages'),
   cfg('DELETE', '/api/events/webhooks/{webhook_id}'),

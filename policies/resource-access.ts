@@ -61,6 +61,21 @@ export function mayReach(item: unknown, who: Principal, permission: Permission):
   return Array.isArray(item.user_ids) && item.user_ids.includes(who.userId);
 }
 
+/**
+ * What the upstream's answer to a by-id lookup (asked as the caller, the GET of the object's own
+ * route) means for the request: `allow` when `mayReach` says so; `absent` when the upstream answered
+ * 404, so the id names no object the caller could be kept from (Open WebUI answers an object that
+ * is there but not theirs with 401 or 403, or with the object); `deny` for everything else (fail
+ * closed). An absent object is answered 404 like Open WebUI answers it, not refused: nothing of
+ * anyone is behind the id, and the front-end asks for such ids routinely (an image of no model).
+ */
+export type LookupVerdict = 'allow' | 'absent' | 'deny';
+
+export function lookupVerdict(status: number, object: unknown, who: Principal, permission: Permission): LookupVerdict {
+  if (status === 404) return 'absent';
+  return status === 200 && mayReach(object, who, permission) ? 'allow' : 'deny';
+}
+
 export interface FilteredList {
   body: unknown;
   removed: number;

@@ -7,6 +7,9 @@
 //     oidc-provider package), with the demo accounts and a client for the gateway;
 //   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
 //     tenant links (IDP_TENANT_IDP_ALIASES).
+// In front of the real Open WebUI (`npm run sandbox:open-webui`) the same demo data is put there
+// through the gateway once it listens (sandbox/seed-open-webui.ts). The banner says only what was
+// done, and the settings' warnings (config/lint.ts), as a production start logs them.
 // Nothing is written outside one temporary directory, removed on exit. main.ts imports this
 // module only in sandbox mode: production never loads it or the stand-ins.
 import { randomBytes } from 'node:crypto';
@@ -15,14 +18,17 @@ import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { effectiveEnv } from '../config/env.js';
 import { redisTarget, type RedisNode } from '../config/redis.js';
 import { redactSettings } from '../config/redact.js';
+import { configWarnings } from '../config/lint.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { exitOnSignals } from '../gateway/lifecycle.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
 import type { TestIdp } from './idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui.js';
-import { sandboxSeed, seededFileNames } from './seed.js';
+import { isPlatformSysAdmin, sandboxSeed, userIdOf, type Seed } from './seed.js';
+import { seedThroughGateway, type RealSeedReport } from './seed-open-webui.js';
 
 export const SANDBOX_CLIENT_ID = 'chat-gateway';
 
@@ -43,6 +49,8 @@ export interface SandboxOptions {
   env?: NodeJS.ProcessEnv;
   /** print the banner on stdout (default true) */
   print?: boolean;
+  /** the command that started it, for the banner's hints (default `npm start`) */
+  command?: string;
   /** stop everything and exit on SIGTERM/SIGINT (default true) */
   signals?: boolean;
   /**
@@ -53,9 +61,17 @@ export interface SandboxOptions {
   realm?: { issuer: string; clientSecret: string; onAddress(publicUrl: string): Promise<void>; close(): Promise<void> };
   /**
    * In front of this Open WebUI instead of the stand-in (`npm run sandbox:open-webui`: the real
-   * Open WebUI 0.12.4, sandbox/real-open-webui.ts); it starts empty, without the demo files and chats.
+   * Open WebUI 0.12.4, sandbox/real-open-webui.ts). It starts empty; with `seed` the demo accounts
+   * get their files and chats there through the gateway, and `model` (the connection Open WebUI
+   * was started with) is registered for every account.
    */
-  openWebUI?: { url: string; version: string; close(): Promise<void> };
+  openWebUI?: {
+    url: string;
+    version: string;
+    model?: { id: string; name: string; description: string; baseUrl: string };
+    seed?: boolean;
+    close(): Promise<void>;
+  };
 }
 
 function fail(message: string): never {
@@ -115,6 +131,9 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
 
   const realm = options.realm;
+  const command = options.command ?? 'npm start';
+  // What a production start logs and check-config prints: a mistyped setting is ignored, so say so.
+  const warnings = configWarnings(effectiveEnv(env));
   const { startIdp } = realm ? { startIdp: undefined } : await loadIdp();
   const dir = mkdtempSync(join(tmpdir(), 'chat-gateway-sandbox-'));
   const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
@@ -124,10 +143,11 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
 
   try {
     const real = options.openWebUI;
-    const upstream = real
+    const seed = real ? undefined : sandboxSeed();
+    const upstream = !seed
       ? undefined
       : await startOpenWebUI({
-          ...sandboxSeed(),
+          ...seed,
           secretKey: randomBytes(24).toString('base64url'),
           // Set like the gateway, as docker-compose.yml does: no drift to warn about.
           bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
@@ -194,6 +214,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
 
     const gateway = await createGateway(settings);
     cleanups.push(() => gateway.close().then(() => gateway.obs.close()));
+    for (const warning of warnings) gateway.obs.log.warn({ event: 'config-warning' }, warning);
     try {
       await gateway.start(port, host);
     } catch (err) {
@@ -201,15 +222,25 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       throw err;
     }
 
-    // With Redis, the first connection decides whether "ready" is true (issue 28 item 2).
+    // With Redis, the first connection decides whether "ready" is true.
     const deadline = Date.now() + 2_500;
     while (redisTarget(settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    let seeded: RealSeedReport | undefined;
+    if (real?.seed && gateway.sharedState.ready().ok) {
+      if (options.print !== false) process.stdout.write('Putting the demo files and chats into Open WebUI through the gateway...\n');
+      seeded = await seedThroughGateway({ publicUrl, model: real.model });
+    }
     const banner = renderBanner(settings, {
       issuer: realm?.issuer ?? idp!.issuer,
       real: !!realm,
-      upstream: real ? { url: real.url, real: real.version } : { url: upstreamUrl },
+      upstream: real
+        ? { url: real.url, real: real.version, model: seeded?.model && real.model ? { ...seeded.model, baseUrl: real.model.baseUrl } : undefined }
+        : { url: upstreamUrl },
       listenHost: host,
       shared: gateway.sharedState.ready(),
+      command,
+      warnings: [...warnings, ...(seeded?.problems.map((p) => `the demo data: ${p}`) ?? [])],
+      holdings: seed ? holdingsOfSeed(seed) : holdingsOfReport(seeded),
     });
     if (options.print !== false) process.stdout.write(banner);
     const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: cleanup };
@@ -221,7 +252,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
   }
 }
 
-/** What a tenant link does with the catalog (spec links rule 3: only usable providers). */
+/** What a tenant link does with the catalog (spec links-3: only usable providers). */
 function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string {
   const p = catalog.find((x) => x.alias === alias);
   if (!p) return `tenant link to "${alias}", not in the catalog: the login page`;
@@ -234,9 +265,40 @@ function tenantLink(alias: string, catalog: KeycloakIdentityProvider[]): string 
 const redisVariable = (s: Settings) => (s.redisSentinel ? 'REDIS_SENTINELS' : s.redisCluster ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL');
 const hosts = (nodes: RedisNode[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
 
+/** What each demo account owns in the chat front-end at start, by username (what was done, nothing else). */
+type Holdings = Map<string, { files: string[]; chats: string[] }>;
+
+function holdingsOfSeed(seed: Seed): Holdings {
+  return new Map(
+    demoAccounts.map((a) => [
+      a.username,
+      {
+        files: seed.files.filter((f) => f.user_id === userIdOf(a)).map((f) => f.filename),
+        chats: seed.chats.filter((c) => c.user_id === userIdOf(a)).map((c) => c.title),
+      },
+    ]),
+  );
+}
+
+function holdingsOfReport(report: RealSeedReport | undefined): Holdings {
+  return new Map((report?.accounts ?? []).map((a) => [a.username, { files: a.files, chats: a.chats }]));
+}
+
+const count = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+const owning = (h: { files: string[]; chats: string[] }) => `${count(h.files.length, 'file')} and ${count(h.chats.length, 'chat')}`;
+
 function renderBanner(
   settings: Settings,
-  parts: { issuer: string; real: boolean; upstream: { url: string; real?: string }; listenHost: string; shared: { ok: boolean; detail: string } },
+  parts: {
+    issuer: string;
+    real: boolean;
+    upstream: { url: string; real?: string; model?: { id: string; name: string; baseUrl: string } };
+    listenHost: string;
+    shared: { ok: boolean; detail: string };
+    command: string;
+    warnings: string[];
+    holdings: Holdings;
+  },
 ): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
@@ -248,10 +310,18 @@ function renderBanner(
   } catch {
     /* the gateway says what is wrong with it */
   }
+  const cmd = parts.command;
+  const held = demoAccounts.map((a) => parts.holdings.get(a.username) ?? { files: [], chats: [] });
+  const alike = held.every((h) => owning(h) === owning(held[0]!));
+  const where = parts.upstream.real ? ' in Open WebUI (put there through the gateway at start)' : '';
+  const admin = demoAccounts.find(isPlatformSysAdmin);
+  const adminFiles = admin ? (parts.holdings.get(admin.username)?.files ?? []) : [];
   const lines = [
     '',
     'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
     '',
+    ...parts.warnings.map((w) => `  WARNING: ${w}`),
+    ...(parts.warnings.length ? [''] : []),
     parts.shared.ok ? `  Sandbox ready: ${u}/` : `  Sandbox started but NOT READY: ${u}/`,
     ...(parts.shared.ok
       ? []
@@ -262,8 +332,14 @@ function renderBanner(
     '',
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     parts.upstream.real
-      ? `    chat front-end   the real Open WebUI ${parts.upstream.real}, unmodified, starting empty  ${parts.upstream.url}`
+      ? `    chat front-end   the real Open WebUI ${parts.upstream.real}, unmodified  ${parts.upstream.url}`
       : `    chat front-end   Open WebUI stand-in with demo users, files and chats  ${parts.upstream.url}`,
+    ...(parts.upstream.model
+      ? [
+          `    model            "${parts.upstream.model.name}": one fixed answer, streamed word by word  ${parts.upstream.model.baseUrl}`,
+          `                     Open WebUI's OpenAI connection; registered by sysadmin as ${parts.upstream.model.id}, readable by every user`,
+        ]
+      : []),
     parts.real
       ? `    sign-in          the real Keycloak, realm "platform" of deploy/keycloak/realm-platform.json  ${parts.issuer}`
       : `    sign-in          OpenID provider playing the Keycloak realm "platform"  ${parts.issuer}`,
@@ -276,10 +352,12 @@ function renderBanner(
       : []),
     ...(settings.redisCluster ? [`    shared state     Redis Cluster at ${hosts(settings.redisCluster.nodes)} (REDIS_CLUSTER_NODES)`] : []),
     '',
-    parts.upstream.real
+    parts.upstream.real && held.every((h) => h.files.length + h.chats.length === 0)
       ? '  Demo logins (username / password); each account is created in Open WebUI at its first sign-in:'
-      : '  Demo logins (username / password), each owning 2 files and 1 chat:',
-    ...demoAccounts.map((a) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}`),
+      : alike
+        ? `  Demo logins (username / password), each owning ${owning(held[0]!)}${where}:`
+        : `  Demo logins (username / password), with what each owns${where}:`,
+    ...demoAccounts.map((a, i) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}${alike ? '' : ` [${owning(held[i]!)}]`}`),
     '',
     '  Click through:',
     settings.login.welcomePage
@@ -297,7 +375,7 @@ function renderBanner(
           '    login form, naming the provider hint it received. Sign in there with a demo login.',
         ]),
     parts.upstream.real
-      ? `    ${u}/                     the real chat front-end, signed in by trusted headers; its own menu signs out`
+      ? `    ${u}/                     the real chat front-end, signed in by trusted headers; its own menu signs out${parts.upstream.model ? '; send a message for a canned answer' : ''}`
       : `    ${u}/                     the chat front-end (stand-in): who you are, links, and its own Sign out`,
     settings.policy.bypassAdminAccessControl
       ? `    ${u}/api/v1/files/        as sysadmin: everyone's files (CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true)`
@@ -309,10 +387,11 @@ function renderBanner(
     `    ${u}/readyz  ${u}/metrics  operations`,
     '',
     `  Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
-    "    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start   admins see everyone's files",
-    '    CHATUI_ENABLE_ADMIN_EXPORT=true npm start           admins may download the full chat export',
-    '    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true npm start',
-    `  Files seeded for sysadmin: ${seededFileNames(demoAccounts[0]!).join(', ')}. Logs: JSON lines below, one per request (LOG_LEVEL=warn npm start for fewer).`,
+    `    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true ${cmd}   admins see everyone's files`,
+    `    CHATUI_ENABLE_ADMIN_EXPORT=true ${cmd}           admins may download the full chat export`,
+    `    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true ${cmd}`,
+    ...(admin && adminFiles.length ? [`  Files seeded for ${admin.username}: ${adminFiles.join(', ')}.`] : []),
+    `  Logs: JSON lines below, one per request (LOG_LEVEL=warn ${cmd} for fewer).`,
     '  Stop with Ctrl-C.',
     '',
   ];

@@ -16,6 +16,7 @@ process.stdout.write(
   `Keycloak ready in ${(kc.startMs / 1000).toFixed(1)} s at ${kc.url} (admin console ${kc.url}/admin/: ${KC_ADMIN.username} / ${KC_ADMIN.password})\n`,
 );
 await startSandbox(base, {
+  command: 'npm run sandbox:keycloak',
   realm: {
     issuer: kc.issuer('platform'),
     clientSecret,

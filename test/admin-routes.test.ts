@@ -152,7 +152,7 @@ chats.push(
   taggedChat('c-admin-tagged', 'u-admin', ['work', 'admin-chat-tag']),
 );
 
-describe('admin route table against the stand-in upstream (issue 24)', function () {
+describe('admin route table against the stand-in upstream', function () {
   let upstream: OpenWebUIStandIn;
   let adminKey: string;
   let aliceKey: string;
@@ -543,6 +543,47 @@ describe('admin route table against the stand-in upstream (issue 24)', function 
         expect(admin.status).to.equal(bypass ? 404 : 403);
         expect(user.status).to.equal(404); // forwarded; the stand-in has no such route
         if (!bypass) expect(denied('unknown route')).to.have.length.greaterThan(0);
+      });
+
+      if (!bypass)
+        it('an id that names no object is answered 404, as Open WebUI answers it: not refused, no audit warning; another user\u2019s object stays refused and audited', async () => {
+          const from = gw.obs.lines.length;
+          // what the front-end asks on every home page load while no model is chosen
+          const image = await call('GET', '/api/v1/models/model/profile/image?id=undefined', adminKey);
+          expect(image.status).to.equal(404);
+          expect(((await image.json()) as { detail: string }).detail).to.equal("We could not find what you're looking for :/");
+          expect((await call('GET', '/api/v1/notes/no-such-note', adminKey)).status).to.equal(404);
+          const writes = reached('POST', '/notes/no-such-note/update');
+          expect((await call('POST', '/api/v1/notes/no-such-note/update', adminKey, { title: 'x' })).status).to.equal(404);
+          expect(reached('POST', '/notes/no-such-note/update'), 'a write is still never forwarded on a guess').to.equal(writes);
+          expect(gw.obs.lines.slice(from).filter((l) => Number(l.level) >= 40)).to.deep.equal([]);
+          const foreign = await call('GET', '/api/v1/notes/n-bob', adminKey);
+          expect(foreign.status).to.equal(403);
+          const warned = gw.obs.lines.slice(from).filter((l) => Number(l.level) >= 40);
+          expect(warned.map((l) => [l.event, l.path])).to.deep.equal([['admin-access-denied', '/api/v1/notes/n-bob']]);
+        });
+
+      it('an admin who opens another user\u2019s chat link gets a page saying why, audited (either switch); their own chat\u2019s page opens', async () => {
+        const page = (path: string, key: string, lang = 'en') =>
+          fetch(gw.url + path, { headers: { authorization: `Bearer ${key}`, accept: 'text/html', 'accept-language': lang } });
+        const from = gw.obs.lines.length;
+        const forwarded = reached('GET', '/c/c-bob-tagged-1');
+        const foreign = await page('/c/c-bob-tagged-1', adminKey);
+        expect(foreign.status).to.equal(403);
+        expect(foreign.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+        expect(foreign.headers.get('content-security-policy')).to.include("default-src 'none'");
+        const html = await foreign.text();
+        expect(html).to.include('This chat cannot be opened').and.include('administrators open only their own chats');
+        expect(html).to.include('href="/"').and.not.include('c-bob-tagged-1').and.not.include(SECRET);
+        expect(reached('GET', '/c/c-bob-tagged-1'), 'the page never comes from Open WebUI').to.equal(forwarded);
+        const warned = gw.obs.lines.slice(from).filter((l) => Number(l.level) >= 40);
+        expect(warned.map((l) => [l.event, l.path])).to.deep.equal([['admin-chat-access-denied', '/c/c-bob-tagged-1']]);
+        // in the languages of the gateway's pages
+        const german = await (await page('/c/c-bob-tagged-1', adminKey, 'de-DE,de;q=0.9')).text();
+        expect(german).to.include('<html lang="de">').and.include('Administratoren nur ihre eigenen Chats');
+        // their own chat opens (Open WebUI's page), and a plain user's visit is Open WebUI's to answer
+        expect((await page('/c/c-admin-tagged', adminKey)).status).to.equal(200);
+        expect((await page('/c/c-bob-tagged-1', aliceKey)).status).to.equal(200);
       });
 
       it('a plain user is scoped by Open WebUI itself: shared notes work, another user\u2019s note is its own 403', async () => {

@@ -615,7 +615,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
     });
   });
 
-  describe('audit lines anonymous clients cause are bounded per client (issue 12)', () => {
+  describe('audit lines anonymous clients cause are bounded per client', () => {
     it(`one client's logged-out visits write at most ${ANONYMOUS_AUDIT_PER_MINUTE} tenant-lookup lines a minute; metrics count them all`, async () => {
       // Regression: one audit line per logged-out page visit, so anyone could fill the audit disk.
       const r = await rig();
@@ -732,6 +732,53 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
       } finally {
         await w.close();
       }
+    });
+  });
+
+  describe('Open WebUI\u2019s own sign-in page (/auth?redirect=...): the gateway\u2019s sign-in, its return address kept when safe', () => {
+    let r: Rig;
+    before(async () => {
+      r = await rig();
+    });
+    after(() => r.close());
+
+    const cases: Array<[string, string]> = [
+      // what its front-end links after its own sign-out, and Back leads to
+      ['/auth?redirect=%2F', '/auth/login'],
+      ['/auth?redirect=%2Fc%2F42', '/auth/login?returnTo=%2Fc%2F42'],
+      ['/auth?redirect=%2F%3Fmodel%3Dcanned-answers', '/auth/login?returnTo=%2F%3Fmodel%3Dcanned-answers'],
+      ['/auth?state=logout&form=signin', '/auth/login'],
+      ['/auth', '/auth/login'],
+      ['/auth/', '/auth/login'],
+      ['/AUTH?redirect=%2Fworkspace', '/auth/login?returnTo=%2Fworkspace'],
+      // any locale prefix, any query
+      ['/de/auth?redirect=%2Fc%2F42&state=x', '/de/auth/login?returnTo=%2Fc%2F42'],
+      ['/de-CH/auth?redirect=%2Fnotes', '/de-CH/auth/login?returnTo=%2Fnotes'],
+      // an address off this site, or a sign-in route again, is dropped
+      ['/auth?redirect=https%3A%2F%2Fevil.example%2F', '/auth/login'],
+      ['/auth?redirect=%2F%2Fevil.example', '/auth/login'],
+      ['/auth?redirect=%2F%5Cevil.example', '/auth/login'],
+      ['/auth?redirect=javascript%3Aalert(1)', '/auth/login'],
+      ['/auth?redirect=%2Fauth%3Fredirect%3D%252F', '/auth/login'],
+      ['/auth?redirect=%2Fde%2Fauth%2Flogout', '/auth/login'],
+    ];
+    for (const [path, location] of cases) {
+      it(`${path} -> ${location}`, async () => {
+        const res = await r.get(path).redirects(0).expect(302);
+        expect(res.headers.location).to.equal(location);
+        expect(res.headers['cache-control']).to.equal('no-store');
+      });
+    }
+
+    it('a sign-in page that works: it lists the providers and returns to the chat', async () => {
+      const res = await r.get('/auth?redirect=%2Fc%2F42').redirects(1).expect(200);
+      expect(hrefs(res.text)[0]).to.equal('/auth/start?idp=acme-entra&returnTo=%2Fc%2F42');
+    });
+
+    it('only for GET and HEAD, and only under a language tag (another first segment is a page: the logged-out guard)', async () => {
+      await r.get('/zzzzzzzzz/auth?redirect=%2F').redirects(0).expect(302).expect('location', '/auth/login?returnTo=%2Fzzzzzzzzz%2Fauth%3Fredirect%3D%252F');
+      await request(r.url).head('/auth?redirect=%2Fc%2F1').redirects(0).expect(302).expect('location', '/auth/login?returnTo=%2Fc%2F1');
+      await request(r.url).post('/auth').redirects(0).expect(404);
     });
   });
 

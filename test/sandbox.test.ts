@@ -11,6 +11,7 @@ import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
+import { accepts, alive, descendants, eventually, exited, listeningPorts } from './support/process-tree.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -105,6 +106,7 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
 
   it('prints the address, every demo login, the tenant links and how to flip the switches', () => {
     const out = sandbox.output();
+    expect(out, 'nothing to warn about').to.not.include('WARNING');
     expect(sandbox.url).to.match(/^http:\/\/localhost:\d+$/);
     for (const a of demoAccounts) expect(out).to.include(`${a.username} / ${a.password}`);
     expect(out).to.include(`${sandbox.url}/acme`);
@@ -182,15 +184,29 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
   let sandbox: Running;
 
   before(async () => {
-    sandbox = await npmStart({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true' });
+    // and one switch mistyped, as a newcomer may
+    sandbox = await npmStart({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true', CHATUI_ENABLE_ADMIN_EXPOT: 'true' });
   });
   after(async () => {
     await sandbox?.stop();
   });
 
+  it('a mistyped setting is warned about, in the banner and the log, as a production start and check-config do; its switch stays off', async () => {
+    const warning = 'CHATUI_ENABLE_ADMIN_EXPOT: not a setting of the gateway, ignored; did you mean CHATUI_ENABLE_ADMIN_EXPORT?';
+    expect(sandbox.output()).to.include(`WARNING: ${warning}`);
+    const logged = sandbox
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; event?: string; msg: string });
+    expect(logged.filter((l) => l.event === 'config-warning')).to.deep.equal([logged.find((l) => l.event === 'config-warning')]);
+    expect(logged.find((l) => l.event === 'config-warning')).to.include({ level: 40, msg: warning });
+    expect(sandbox.output()).to.include('CHATUI_ENABLE_ADMIN_EXPORT=false');
+  });
+
   it("the banner says so, and the sysadmin sees everyone's files; the export stays 401", async () => {
     expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
-    // the banner describes what the switch does now, not the default (issue 15)
+    // the banner describes what the switch does now, not the default
     expect(sandbox.output()).to.include("as sysadmin: everyone's files").and.not.include("only sysadmin's own files");
     const jar = await signInAs(sandbox.url, 'sysadmin');
     const body = (await browse(jar, `${sandbox.url}/api/v1/files/`)).json<FileList>();
@@ -241,6 +257,31 @@ describe('sandbox: kept apart from production', function () {
     expect(r.stderr).to.include('UPSTREAM_URL: required in production');
     expect(r.stdout + r.stderr).to.not.include('Sandbox ready');
   });
+});
+
+describe('sandbox: a signal to its npm process stops everything it started', function () {
+  this.timeout(30_000);
+
+  it('every sandbox command execs node: npm passes SIGTERM and SIGINT to its one child, and no shell in between drops them', () => {
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const sandboxes = Object.entries(scripts).filter(([name]) => name === 'start' || name.startsWith('sandbox:'));
+    expect(sandboxes.map(([name]) => name)).to.include.members(['start', 'sandbox:open-webui', 'sandbox:keycloak']);
+    for (const [name, command] of sandboxes) expect(command, name).to.match(/^exec node /);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const)
+    it(`${signal} to the npm process of \`npm start\`: no process and no listening port left`, async () => {
+      const sandbox = await npmStart();
+      const npm = sandbox.child;
+      const started = descendants(npm.pid!);
+      const ports = listeningPorts(started);
+      expect(ports.length, 'the gateway and the OpenID provider listen').to.be.at.least(2);
+      process.kill(npm.pid!, signal);
+      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 10_000);
+      expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${sandbox.output()}`).to.equal(true);
+      for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
+      await sandbox.stop();
+    });
 });
 
 describe('`npm start` runs what NODE_ENV says (bin/start.mjs)', function () {

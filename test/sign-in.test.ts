@@ -285,9 +285,10 @@ describe('sign-in: OIDC code flow through the gateway', function () {
     });
 
     it('a page visit with the session goes to the chat front-end; without one, the logged-out guard answers', async () => {
-      const page = await browse(admin, '/c/42');
+      // (not a chat's page: an admin's visit of /c/{id} needs the chat to be theirs, test/admin-routes.test.ts)
+      const page = await browse(admin, '/workspace/models');
       expect(page.status).to.equal(200);
-      expect(lastAt(w, '/c/42').headers['x-forwarded-email']).to.equal('sysadmin@platform.example');
+      expect(lastAt(w, '/workspace/models').headers['x-forwarded-email']).to.equal('sysadmin@platform.example');
       const anon = await browse(undefined, `${w.url}/c/42`);
       expect(anon.status).to.equal(302);
       expect(anon.location).to.match(/\/auth\/login/);

@@ -12,6 +12,8 @@ import { PAGE_HEADERS, renderSessionCheckDown } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
+/** An id that names nothing (Open WebUI's own words for it). */
+export const NOT_FOUND = "We could not find what you're looking for :/";
 export const UPSTREAM_DOWN = 'The chat front-end is not reachable';
 export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
 export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
@@ -60,6 +62,16 @@ export function sendJsonBody(res: ServerResponse, status: number, json: string |
     ...extraHeaders,
   });
   res.end(res.req?.method === 'HEAD' ? undefined : json);
+}
+
+/** A whole page of the gateway's own (gateway/pages/templates.ts), with the pages' headers. */
+export function sendPage(res: ServerResponse, status: number, html: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { ...PAGE_HEADERS, 'content-length': Buffer.byteLength(html) });
+  res.end(res.req?.method === 'HEAD' ? undefined : html);
 }
 
 /**

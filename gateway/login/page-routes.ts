@@ -1,10 +1,11 @@
 // The login pages' routes (spec area B; the HTML itself is gateway/pages/templates.ts):
 //
-//   /auth/login, /{locale}/auth/login                one button per provider (B1) or the welcome page (B3)
-//   /auth/login/{alias}, /{locale}/auth/login/{alias} one button (links 1)
-//   /auth/signed-in, /{locale}/auth/signed-in        signed in through a tenant's link without membership (links 10, 11)
+//   /auth/login, /{locale}/auth/login                one button per provider (list-1) or the welcome page (list-3)
+//   /auth/login/{alias}, /{locale}/auth/login/{alias} one button (links-1)
+//   /auth/signed-in, /{locale}/auth/signed-in        signed in through a tenant's link without membership (links-10, links-11)
 //   /{locale}/auth/callback                          a page in the browser's language, not JSON
 //   /auth/start?idp=, /{locale}/auth/start?idp=      (startCheck) an alias that names no usable provider never reaches the realm
+//   /auth?redirect=, /{locale}/auth?redirect=        Open WebUI's own sign-in page: the gateway's sign-in, `redirect` kept when safe
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
 import type { ProviderCatalog } from './catalog.js';
@@ -12,6 +13,7 @@ import {
   DIRECT_LOGIN_ALIAS,
   isUsableForLinks,
   buttonList,
+  frontEndSignInReturnTo,
   providerEntry,
   safeReturnTo,
   type IdentityProvider,
@@ -30,7 +32,7 @@ import {
   renderProblem,
   renderTenantNotMember,
 } from '../pages/templates.js';
-import { pageLocale, type PageLocale } from '../pages/locale.js';
+import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';
 import { callbackError } from '../pages/oauth-errors.js';
 
 /** Who is signed in on this request, if anyone: /auth/login then says so instead of offering to sign in. */
@@ -70,7 +72,7 @@ export function createLoginPageRoutes(
   const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
   const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
 
-  // /auth/login: one button per provider (B1), or the welcome page (B3).
+  // /auth/login: one button per provider (list-1), or the welcome page (list-3).
   const loginPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
     const locale = localeParam(req);
     if (!locale) return next();
@@ -88,7 +90,7 @@ export function createLoginPageRoutes(
     sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: login.showIdpLogin }));
   };
 
-  // /auth/login/{alias}: one button, found through the per-alias lookup (links 1).
+  // /auth/login/{alias}: one button, found through the per-alias lookup (links-1).
   const providerPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
     const locale = localeParam(req);
     if (!locale) return next();
@@ -106,7 +108,7 @@ export function createLoginPageRoutes(
     sendPage(res, 200, renderProviderPage({ locale, returnTo, provider: providerEntry(provider) }));
   };
 
-  // An unknown, disabled or link-only `idp` never goes to the realm as a hint (issue 15): the same
+  // An unknown, disabled or link-only `idp` never goes to the realm as a hint: the same
   // answer as its per-provider page. Without `idp` (direct login) nothing is checked.
   const startCheck = Router();
   const checkStart = async (req: Request, res: Response, next: (err?: unknown) => void) => {
@@ -129,7 +131,7 @@ export function createLoginPageRoutes(
   startCheck.get('/:locale/auth/start', checkStart);
 
   // `/{locale}/auth/callback` is no redirect URI (the realm only knows `$PUBLIC_URL/auth/callback`),
-  // but a browser that lands there gets a page in its language, not JSON (issue 28 item 5): what
+  // but a browser that lands there gets a page in its language, not JSON: what
   // the realm's error means, or that this is no sign-in answer, and the way back.
   const localizedCallback = (req: Request, res: Response, next: (err?: unknown) => void) => {
     const locale = localeParam(req);
@@ -155,6 +157,19 @@ export function createLoginPageRoutes(
   };
   router.get('/auth/signed-in', tenantNotice);
   router.get('/:locale/auth/signed-in', tenantNotice);
+
+  // Open WebUI's own sign-in page (`/auth?redirect=...`, whatever else the query holds): its
+  // front-end goes there after its own sign-out and when it holds no token. Everyone signs in at
+  // the gateway, so its login page, with Open WebUI's return address when that is safe.
+  const frontEndSignIn = (req: Request, res: Response, next: (err?: unknown) => void) => {
+    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+    if (prefix !== undefined && !isLocaleSegment(prefix)) return next();
+    const returnTo = frontEndSignInReturnTo(firstQuery(req.query.redirect));
+    res.set('cache-control', 'no-store');
+    res.redirect(302, loginPath(pageLocale(prefix)) + (returnTo ? `?${new URLSearchParams({ returnTo })}` : ''));
+  };
+  router.get('/auth', frontEndSignIn);
+  router.get('/:locale/auth', frontEndSignIn);
 
   router.get('/auth/login', loginPage);
   router.get('/:locale/auth/login', loginPage);

@@ -104,7 +104,7 @@ const PROVIDER_LIST = template<{ t: Texts; buttons: string[]; directLogin: boole
 <p class="small"><a id="direct-login" href="<%= it.directHref %>"><%= it.t.adminLogin %></a></p><% } %>`,
 );
 
-/** Switch off (B1): one button per provider. The direct-login entry, when present, is the small link. */
+/** Switch off (list-1): one button per provider. The direct-login entry, when present, is the small link. */
 export function renderProviderList(model: LoginPageModel & { providers: ProviderEntry[]; directLogin: boolean }): string {
   const t = TEXTS[model.locale.lang];
   const locale = model.locale.prefix;
@@ -125,7 +125,7 @@ const WELCOME = template<{ t: Texts; directLogin: boolean; directHref: string }>
 <p class="small"><a id="direct-login" href="<%= it.directHref %>"><%= it.t.adminLogin %></a></p><% } %>`,
 );
 
-/** Switch on (B3): the welcome message, and the small administrator link with the direct-login entry. */
+/** Switch on (list-3): the welcome message, and the small administrator link with the direct-login entry. */
 export function renderWelcome(model: LoginPageModel & { directLogin: boolean }): string {
   const t = TEXTS[model.locale.lang];
   const body = WELCOME({ t, directLogin: model.directLogin, directHref: startHref({ returnTo: model.returnTo, locale: model.locale.prefix }) });
@@ -217,6 +217,21 @@ export function renderProblem(model: LoginPageModel & { kind: 'sign-in-failed' |
   return page(model.locale, title, PROBLEM({ title, text, href: loginPath(model.locale), link }), model.kind);
 }
 
+const CHAT_NOT_YOURS = template<{ t: Texts }>(
+  `<h1 id="page-title"><%= it.t.chatNotYoursTitle %></h1>
+<p role="alert" id="why-not"><%= it.t.chatNotYoursText %></p>
+<p><a id="to-your-chats" class="button" href="/"><%= it.t.toYourChats %></a></p>`,
+);
+
+/**
+ * An admin opened the page of a chat that is not theirs (ENABLE_ADMIN_CHAT_ACCESS is fixed false):
+ * why it does not open, naming nothing of the chat, and the way to their own chats.
+ */
+export function renderChatNotYours(model: { locale: PageLocale }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(model.locale, t.chatNotYoursTitle, CHAT_NOT_YOURS({ t }), 'chat-not-yours');
+}
+
 const SIGN_IN_ERROR = template<{ t: Texts; title: string; text: string; kind: string; again: string; code: string }>(
   `<h1 id="page-title"><%= it.title %></h1>
 <p role="alert" id="sign-in-error" data-error="<%= it.kind %>"><%= it.text %></p>
@@ -243,7 +258,7 @@ const TENANT_NOT_MEMBER = template<{ t: Texts; notice: string; continueHref: str
 );
 
 /**
- * Said once after signing in through another tenant's link (spec links rules 10 and 11): the user
+ * Said once after signing in through another tenant's link (spec links-10 and links-11): the user
  * is signed in, in their own tenant (or none), not in the one of the link.
  */
 export function renderTenantNotMember(model: LoginPageModel & { linked: string; active: string | null; continueHref: string }): string {

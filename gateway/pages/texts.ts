@@ -31,6 +31,9 @@ export interface Texts {
   notFoundTitle: string;
   notFoundText: string;
   toSignIn: string;
+  chatNotYoursTitle: string;
+  chatNotYoursText: string;
+  toYourChats: string;
   /** What the realm's error answer at the callback means for the user (OAuth 2.0 / OIDC error codes). */
   oauthErrors: Record<OAuthErrorKind, { title: string; text: string }>;
   errorCode: (code: string) => string;
@@ -67,6 +70,9 @@ export const TEXTS: Record<Lang, Texts> = {
     notFoundTitle: 'Page not found',
     notFoundText: 'There is no page at this address.',
     toSignIn: 'Go to the sign-in page',
+    chatNotYoursTitle: 'This chat cannot be opened',
+    chatNotYoursText: 'On this platform administrators open only their own chats. This chat belongs to another user, or it does not exist.',
+    toYourChats: 'Go to your chats',
     oauthErrors: {
       access_denied: {
         title: 'Sign-in was cancelled',
@@ -137,6 +143,9 @@ export const TEXTS: Record<Lang, Texts> = {
     notFoundTitle: 'Seite nicht gefunden',
     notFoundText: 'Unter dieser Adresse gibt es keine Seite.',
     toSignIn: 'Zur Anmeldeseite',
+    chatNotYoursTitle: 'Dieser Chat kann nicht geöffnet werden',
+    chatNotYoursText: 'Auf dieser Plattform öffnen Administratoren nur ihre eigenen Chats. Dieser Chat gehört einer anderen Person oder existiert nicht.',
+    toYourChats: 'Zu Ihren Chats',
     oauthErrors: {
       access_denied: {
         title: 'Die Anmeldung wurde abgebrochen',

@@ -8,7 +8,9 @@ import { type Decision } from '../../policies/admin-scoping.js';
 import { isCallersOwnCollection, objectsNamedInBody } from '../../policies/body-objects.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
-import { NOT_AUTHENTICATED, sendJson } from '../http/respond.js';
+import { NOT_AUTHENTICATED, NOT_FOUND, sendJson, sendPage } from '../http/respond.js';
+import { renderChatNotYours } from '../pages/templates.js';
+import { pageLocale } from '../pages/locale.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
 import { ChatViews } from '../upstream/chat-views.js';
@@ -94,6 +96,7 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const callerId = await caller.upstreamUserId();
         if (await chatViews.mayAccess(decision.access, callerId, rewriteHeaders(upstreamHeaders, trusted))) return proceed(ctx, req, res, expectContinue);
         obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
+        if (decision.page) return sendPage(res, 403, renderChatNotYours({ locale: pageLocale(undefined, req.headers['accept-language']) }));
         return sendJson(res, 401, { detail: decision.detail });
       }
       case 'require-own-chat-in-body': {
@@ -126,8 +129,12 @@ export function createEnforcer(parts: { obs: Observability; upstream: Upstream; 
         const headers = rewriteHeaders(upstreamHeaders, trusted);
         const callerId = await caller.upstreamUserId();
         const who = await objectViews.principal(callerId, headers);
-        if (decision.lookup && !(await objectViews.mayAccess(decision.lookup, decision.permission, who, headers)).ok)
-          return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        if (decision.lookup) {
+          const found = await objectViews.mayAccess(decision.lookup, decision.permission, who, headers);
+          // no object behind the id: answered as Open WebUI answers it, nothing refused, nothing to audit
+          if (found.absent) return sendJson(res, 404, { detail: NOT_FOUND });
+          if (!found.ok) return refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
+        }
         if (!decision.inBody) return proceed(ctx, req, res, expectContinue);
         // Objects named in the body: the body is read once (bounded), every object checked as the
         // caller, then exactly those bytes forwarded.

@@ -26,7 +26,7 @@ import {
   keepModelIds,
   keepTags,
   leaderboardWithTags,
-  mayReach,
+  lookupVerdict,
   modelTagNames,
   OwnChatTags,
   OwnFeedbackTags,
@@ -78,14 +78,19 @@ export class ObjectViews {
     return { userId, groupIds };
   }
 
-  /** May the caller reach the object the upstream returns at `lookup`? Throws UpstreamError when it cannot be asked. */
-  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; owner?: string }> {
-    // An answer that is not an object is a refusal, as an object that is not there.
+  /**
+   * May the caller reach the object the upstream returns at `lookup`? `absent`: the upstream has no
+   * object there (404; policies/resource-access.ts lookupVerdict). Throws UpstreamError when it
+   * cannot be asked.
+   */
+  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
+    // An answer that is not an object is a refusal.
     const up = await callJson(this.upstream, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
-    if (up?.json === undefined) return { ok: false };
-    const object = up.json;
+    const verdict = lookupVerdict(up?.status ?? 0, up?.json, who, permission);
+    if (verdict === 'absent') return { ok: false, absent: true };
+    const object = up?.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;
-    return { ok: mayReach(object, who, permission), owner: typeof owner === 'string' ? owner : undefined };
+    return { ok: verdict === 'allow', owner: typeof owner === 'string' ? owner : undefined };
   }
 
   /** Answer a list route with the items the caller may read. */

@@ -1,4 +1,4 @@
-// Issue 24, item 5: the route table (policies/open-webui-routes.ts) on the REAL Open WebUI 0.12.4.
+// the route table (policies/open-webui-routes.ts) on the REAL Open WebUI 0.12.4.
 // With Open WebUI's own admin flags both ways (all TRUE = drifted, all false) and the gateway's
 // CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false, another user's note, channel messages, rated chat
 // (feedback snapshot), memory, knowledge base and folder with a chat never reach the admin through
@@ -172,7 +172,7 @@ for (const { title, flags } of FLAG_SETS) {
           await ok<{ id: string }>(
             via(jar, 'POST', '/api/v1/evaluations/feedback', {
               type: 'rating',
-              data: { rating: 1, model_id: 'tiny-test-model', comment: secret },
+              data: { rating: 1, model_id: w.model!.model, comment: secret },
               meta: { chat_id: chatId },
               snapshot: { chat: { id: chatId, chat: { title: secret, messages: [{ role: 'user', content: secret }] } } },
             }),

@@ -1,6 +1,6 @@
-// The REAL Open WebUI 0.12.4 behind the gateway, driven by headless Chromium (issue 23). Nothing of
+// The REAL Open WebUI 0.12.4 behind the gateway, driven by headless Chromium. Nothing of
 // Open WebUI is a stand-in: its own front-end, its own API, its own Socket.IO server. The one
-// stand-in is the language model (test/support/open-webui.ts `startModelServer`). One boot of
+// stand-in is the model provider (sandbox/canned-model.ts, canned answers). One boot of
 // Open WebUI for the whole file; the steps build on each other, as one user's visit.
 import { expect } from 'chai';
 import type { Browser, WebSocket as PwWebSocket } from 'playwright-core';

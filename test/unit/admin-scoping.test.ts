@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { ADMIN_CHAT_ACCESS_DISABLED, ADMIN_SCOPED, decide, EXPORT_DISABLED, type PolicySettings } from '../../policies/admin-scoping.js';
 import { objectsNamedInBody } from '../../policies/body-objects.js';
 import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage } from '../../policies/file-scoping.js';
-import { mayReach } from '../../policies/resource-access.js';
+import { lookupVerdict, mayReach } from '../../policies/resource-access.js';
 
 const off: PolicySettings = { bypassAdminAccessControl: false, enableAdminExport: false };
 const on: PolicySettings = { bypassAdminAccessControl: true, enableAdminExport: true };
@@ -127,7 +127,9 @@ describe('admin-scoping policy', () => {
   });
 
   it('A8: everything else passes untouched', () => {
-    for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/c/123']) expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+    // (a chat's page, /c/{id}, needs the chat to be the admin's own: below)
+    for (const path of ['/api/v1/chats/all', '/ws/socket.io', '/', '/workspace/models'])
+      expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
     // A3 to A5: lists of workspace objects are the gateway's to filter for admins while the bypass is off
     for (const path of ['/api/v1/models', '/api/v1/knowledge/']) {
       expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('filter-listing');
@@ -198,7 +200,7 @@ describe('admin-scoping: the object checked is the object Open WebUI acts on', (
   });
 });
 
-describe('admin-scoping: what a body names that opens other users\u2019 content (the review of 2026-11-26)', () => {
+describe('admin-scoping: what a body names that opens other users\u2019 content', () => {
   const off = { bypassAdminAccessControl: false, enableAdminExport: false };
   const on = { bypassAdminAccessControl: true, enableAdminExport: true };
   const admin = { admin: true };
@@ -289,6 +291,34 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
     }
   });
 
+  it('Admin Settings read the outbound event webhooks (configuration); aiming one stays refused for admins', () => {
+    expect(decide({ method: 'GET', path: '/api/events/webhooks' }, off, admin).action).to.equal('pass');
+    expect(decide({ method: 'POST', path: '/api/events/webhooks' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'PUT', path: '/api/events/webhooks/w1' }, off, admin)).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'DELETE', path: '/api/events/webhooks/w1' }, off, admin).action).to.equal('pass');
+  });
+
+  it('an admin\u2019s visit of a chat\u2019s page (/c/{id}) needs the chat to be their own, with either switch; a page refused says why', () => {
+    for (const s of [off, on]) {
+      for (const method of ['GET', 'HEAD'])
+        expect(decide({ method, path: '/c/C-1' }, s, admin)).to.deep.include({
+          action: 'require-own-chat',
+          access: { need: 'own-chat', chatId: 'C-1' },
+          page: true,
+        });
+      expect(decide({ method: 'GET', path: '/c/c-1' }, s, user).action).to.equal('pass');
+    }
+    for (const path of ['/c', '/c/', '/c/c-1/x', '/chat/c-1']) expect(decide({ method: 'GET', path }, off, admin).action, path).to.equal('pass');
+  });
+
+  it('by-id lookups: a 404 names no object (answered 404, not refused); anything else but a reachable object is refused', () => {
+    const who = { userId: 'u-admin', groupIds: new Set<string>() };
+    expect(lookupVerdict(404, undefined, who, 'read')).to.equal('absent');
+    expect(lookupVerdict(200, { user_id: 'u-admin' }, who, 'read')).to.equal('allow');
+    expect(lookupVerdict(200, { user_id: 'u-bob' }, who, 'read')).to.equal('deny');
+    for (const status of [0, 401, 403, 500, 502]) expect(lookupVerdict(status, undefined, who, 'read'), String(status)).to.equal('deny');
+  });
+
   it('refused for admins: the list of every user\u2019s running generations, and the context compaction settings; the group preview loses what others shared', () => {
     expect(decide({ method: 'GET', path: '/api/tasks' }, off, admin)).to.include({ action: 'deny', status: 403 });
     expect(decide({ method: 'POST', path: '/api/v1/chats/config' }, off, admin)).to.include({ action: 'deny', status: 403 });
@@ -306,7 +336,7 @@ describe('admin-scoping: what a body names that opens other users\u2019 content 
   });
 });
 
-describe('admin-scoping: what Open WebUI leaves to an object\u2019s owner (the review of 2026-11-26, by-id rows)', () => {
+describe('admin-scoping: what Open WebUI leaves to an object\u2019s owner', () => {
   const off = { bypassAdminAccessControl: false, enableAdminExport: false };
   const admin = { admin: true };
   const who = { userId: 'u-admin', groupIds: new Set(['g1']) };

@@ -1,0 +1,110 @@
+// What a command left running, read from Linux's /proc: the processes it started (however deep,
+// whatever their process group) and the TCP ports they listen on. Taken while the command runs,
+// then checked again after it was told to stop.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import net from 'node:net';
+
+/** Every process below `pid` (children, their children, ...), `pid` itself left out. */
+export function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // the command name may hold spaces and parentheses: the fields after the last ')' are fixed
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(entry), ppid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parentOf) {
+      if (parent === p) {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The TCP ports the processes listen on (IPv4 and IPv6), from their open sockets. */
+export function listeningPorts(pids: number[]): number[] {
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]!);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let lines: string[];
+    try {
+      lines = readFileSync(table, 'utf8').split('\n').slice(1);
+    } catch {
+      continue;
+    }
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      // local_address, rem_address, st (0A: LISTEN), ..., inode
+      if (f.length > 9 && f[3] === '0A' && inodes.has(f[9]!)) ports.add(parseInt(f[1]!.split(':')[1]!, 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
+/** Does anything accept a connection on 127.0.0.1:`port` (or ::1)? */
+export async function accepts(port: number): Promise<boolean> {
+  const one = (host: string) =>
+    new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+      s.setTimeout(2_000, () => {
+        s.destroy();
+        resolve(false);
+      });
+    });
+  return (await one('127.0.0.1')) || (await one('::1'));
+}
+
+/** Wait until `check` holds, or `ms` pass; whether it held. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Has the child process ended, by itself or by a signal? */
+export function exited(child: { exitCode: number | null; signalCode: NodeJS.Signals | null }): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
