@@ -35,7 +35,7 @@ import type { Upstream } from '../upstream/proxy.js';
 import type { UpstreamRelease } from '../upstream/release.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller, type Callers } from './caller.js';
-import { createEnforcer, type Enforcer } from './enforce.js';
+import { Enforcer } from './enforce.js';
 import {
   publicOriginOf,
   type PublicOrigin,
@@ -102,7 +102,7 @@ export class Pipeline implements RequestHandler {
     } = parts);
     this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs.metrics);
     this.trusted = trustedHeaderSet(this.settings.trustedHeaders);
-    this.enforce = createEnforcer({ obs: this.obs, upstream: this.upstream, trusted: this.trusted });
+    this.enforce = new Enforcer({ obs: this.obs, upstream: this.upstream, trusted: this.trusted });
     this.publicOrigin = publicOriginOf(this.settings.publicUrl);
   }
 
@@ -211,7 +211,7 @@ export class Pipeline implements RequestHandler {
     const decision = releaseDecision(facts, this.settings.upstream.releasePolicy, who, this.release.status) ?? decide(facts, this.settings.policy, who);
     ctx.decision = decision;
     // 7. carry it out
-    return this.enforce(ctx, decision, req, res);
+    return this.enforce.carryOut(ctx, decision, req, res);
   }
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
