@@ -92,10 +92,8 @@ export class FileStreamFilter {
   private inRecord = false; // inside a record of the items array (what it says: this.records)
   // the items array (the last one wins, as in JSON.parse)
   private itemsActive = false;
-  private itemsSeen = false;
-  private itemsValid = false;
+  private itemsValid = false; // seen, an array, and every element a file
   private readonly records: FileRecords;
-  private totalSeen = false;
   private total: number | undefined;
   private failed: string | undefined;
   private ended = false;
@@ -245,47 +243,7 @@ export class FileStreamFilter {
           else return this.fail('bad number');
           break;
         case S_N_INT:
-          if (isDigit(c)) {
-            // the rest of the digits without going round the state machine
-            i++;
-            while (i < len && isDigit(buf[i]!)) i++;
-            continue;
-          }
-        // falls through: after the integer part
-        case S_N_ZERO:
-          if (c === 0x2e) st = S_N_DOT;
-          else if (c === 0x65 || c === 0x45) st = S_N_E;
-          else {
-            st = this.endNumber(buf, i);
-            continue; // this byte belongs to what follows the number
-          }
-          break;
-        case S_N_DOT:
-          if (!isDigit(c)) return this.fail('bad number');
-          st = S_N_FRAC;
-          break;
         case S_N_FRAC:
-          if (isDigit(c)) {
-            // the rest of the digits without going round the state machine
-            i++;
-            while (i < len && isDigit(buf[i]!)) i++;
-            continue;
-          }
-          if (c === 0x65 || c === 0x45) st = S_N_E;
-          else {
-            st = this.endNumber(buf, i);
-            continue;
-          }
-          break;
-        case S_N_E:
-          if (c === 0x2b || c === 0x2d) st = S_N_ESIGN;
-          else if (isDigit(c)) st = S_N_EXP;
-          else return this.fail('bad number');
-          break;
-        case S_N_ESIGN:
-          if (!isDigit(c)) return this.fail('bad number');
-          st = S_N_EXP;
-          break;
         case S_N_EXP:
           if (isDigit(c)) {
             // the rest of the digits without going round the state machine
@@ -293,8 +251,25 @@ export class FileStreamFilter {
             while (i < len && isDigit(buf[i]!)) i++;
             continue;
           }
-          st = this.endNumber(buf, i);
-          continue;
+        // falls through: after a run of digits
+        case S_N_ZERO:
+          if (c === 0x2e && (st === S_N_INT || st === S_N_ZERO)) st = S_N_DOT;
+          else if ((c === 0x65 || c === 0x45) && st !== S_N_EXP) st = S_N_E;
+          else {
+            st = this.endNumber(buf, i);
+            continue; // this byte belongs to what follows the number
+          }
+          break;
+        case S_N_DOT:
+        case S_N_ESIGN:
+          if (!isDigit(c)) return this.fail('bad number');
+          st = st === S_N_DOT ? S_N_FRAC : S_N_EXP;
+          break;
+        case S_N_E:
+          if (c === 0x2b || c === 0x2d) st = S_N_ESIGN;
+          else if (isDigit(c)) st = S_N_EXP;
+          else return this.fail('bad number');
+          break;
         case S_LIT:
           if (c !== this.lit[this.litIdx]) return this.fail('bad literal');
           if (++this.litIdx === this.lit.length) st = this.endValue();
@@ -319,10 +294,9 @@ export class FileStreamFilter {
     let st = this.st;
     if (st === S_N_ZERO || st === S_N_INT || st === S_N_FRAC || st === S_N_EXP) st = this.endNumber(Buffer.alloc(0), 0);
     if (st !== S_DONE) this.fail('the body ends inside its JSON value');
-    if (!this.itemsSeen || !this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
+    if (!this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
     const total = this.total;
-    if (this.shape === 'list' && (!this.totalSeen || total === undefined || !Number.isInteger(total) || total < 0))
-      this.fail('total is not a whole number >= 0');
+    if (this.shape === 'list' && (total === undefined || !Number.isInteger(total) || total < 0)) this.fail('total is not a whole number >= 0');
     return this.records.answer(this.shape, total);
   }
 
@@ -336,7 +310,6 @@ export class FileStreamFilter {
       if (this.shape === 'list' && c !== 0x7b) this.fail('the answer is not an object');
       if (this.shape === 'array') {
         if (c !== 0x5b) this.fail('the answer is not an array');
-        this.itemsSeen = true;
         this.itemsValid = true;
         this.openItems = true;
       }
@@ -349,13 +322,11 @@ export class FileStreamFilter {
       else this.itemsValid = false;
     } else if (role !== R_NONE) {
       if (role === R_ITEMS) {
-        this.itemsSeen = true;
         this.records.clear();
         this.itemsValid = c === 0x5b;
         this.openItems = c === 0x5b;
       } else if (role === R_TOTAL) {
-        this.totalSeen = true;
-        this.total = undefined;
+        this.total = undefined; // the last one wins
         if (c === 0x2d || isDigit(c)) {
           this.cap = C_TOTAL;
           this.capStart = i;
