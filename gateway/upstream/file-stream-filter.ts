@@ -208,7 +208,9 @@ export class FileStreamFilter {
             this.strKey = true;
             this.strEsc = false;
             const depth = stack.length;
-            if ((this.shape === 'list' && depth === 1) || (this.inRecord && depth === this.itemsDepth + 1)) {
+            // in a record only user_id and id are read: a key that starts otherwise is skipped ('\\' may escape any)
+            const k = i + 1 < len ? buf[i + 1]! : 0x5c;
+            if (this.inRecord ? depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c) : this.shape === 'list' && depth === 1) {
               this.cap = C_KEY;
               this.capStart = i;
               if (this.capParts.length) this.capParts.length = 0;
