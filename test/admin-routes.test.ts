@@ -1,4 +1,4 @@
-// Issue 24 over real sockets: the gateway in front of the Open WebUI stand-in set the way the
+// The route table over real sockets: the gateway in front of the Open WebUI stand-in set the way the
 // upstream ships (every admin flag true, so the upstream hands an admin everything), with both
 // values of CHATUI_BYPASS_ADMIN_ACCESS_CONTROL. What an admin sees through the route table's
 // classes: another user's note, private channel message, DM, rated chat, memory, knowledge base

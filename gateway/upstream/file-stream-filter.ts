@@ -1,35 +1,21 @@
-// The machinery that applies rules A1/A2 (policies/file-scoping.ts) to a file list as its bytes arrive (issue 27): the upstream's JSON is checked byte by
-// byte as it streams, and only the records of the items array are judged (their `user_id` and `id`).
-// Records are never parsed into objects nor serialized again: a kept record is copied as the
-// upstream's bytes. The answer is the same as parsing the whole document (JSON.parse semantics:
-// duplicate keys, the last wins; `\u` escapes in keys and values; invalid UTF-8 as U+FFFD) and
-// filtering it with policies/file-scoping.ts (parseFileList / parseFileArray + keepOwn); the
-// property tests in test/file-stream-filter.test.ts hold the two together.
+// Applies rules A1/A2 (policies/file-scoping.ts) to a file list as its bytes arrive: the upstream's
+// JSON is checked byte by byte as it streams, and only the records of the items array are judged
+// (their `user_id` and `id`: file-answer.ts). Records are never parsed into objects nor
+// serialized again: a kept record is copied as the upstream's bytes. The answer is the same as
+// parsing the whole document (JSON.parse semantics: duplicate keys, the last wins; `\u` escapes in
+// keys and values; invalid UTF-8 as U+FFFD) and filtering it with parseFileList / parseFileArray +
+// keepOwn; the property tests in test/unit/file-stream-filter.test.ts hold the two together.
 //
 // Fail closed: a body that is not JSON, or not the expected shape, throws FileFilterError, at the
 // first bad byte when the syntax is wrong, at end() otherwise. Nothing is handed out before end()
 // has seen the whole body, so a bad tail can never let a filtered-so-far answer out as complete.
-import { isUtf8 } from 'node:buffer';
+import { FileFilterError, FileRecords, type FileAnswerShape, type FilteredFiles } from './file-answer.js';
+import { LIT_FALSE, LIT_NULL, LIT_TRUE, same } from './json-bytes.js';
 
-export type FileAnswerShape =
-  /** Open WebUI's GET /api/v1/files/: `{"items": [record...], "total": N}` */
-  | 'list'
-  /** GET /api/v1/files/search: `[record...]` */
-  | 'array';
+export { FileFilterError, type FileAnswerShape, type FilteredFiles } from './file-answer.js';
 
-export interface FilteredFiles {
-  /** The answer's JSON: `{"items":[own...],"total":N}` or `[own...]`. */
-  body: Buffer;
-  kept: number;
-  /** Records of other users left out. */
-  removed: number;
-  /** The upstream's `total` (list only). */
-  total: number;
-}
-
-export class FileFilterError extends Error {}
-
-// Scanner states.
+// The scanner's states and the byte tests of its loop stay beside the loop: imported, V8 would
+// read each through the module's import cell at every use, which costs in a loop this hot.
 const S_VALUE = 0; // a value is expected
 const S_ARR_FIRST = 1; // after '[': a value or ']'
 const S_OBJ_FIRST = 2; // after '{': a key or '}'
@@ -66,30 +52,10 @@ const C_TOTAL = 3;
 const ARR = 0;
 const OBJ = 1;
 
-const LIT_TRUE = Buffer.from('true');
-const LIT_FALSE = Buffer.from('false');
-const LIT_NULL = Buffer.from('null');
-const LIST_HEAD = Buffer.from('{"items":[');
-const ARRAY_HEAD = Buffer.from('[');
-const ARRAY_TAIL = Buffer.from(']');
-
 const UID = Buffer.from('user_id');
 const ID = Buffer.from('id');
 const ITEMS = Buffer.from('items');
 const TOTAL = Buffer.from('total');
-
-/** buf[from, to) holds exactly the bytes of `want` */
-function same(buf: Buffer, from: number, to: number, want: Buffer): boolean {
-  const n = want.length;
-  if (to - from !== n) return false;
-  for (let k = 0; k < n; k++) if (buf[from + k] !== want[k]) return false;
-  return true;
-}
-
-function isAscii(buf: Buffer, from: number, to: number): boolean {
-  for (let k = from; k < to; k++) if (buf[k]! >= 0x80) return false;
-  return true;
-}
 
 const NO_WORDS = new Int32Array(0);
 
@@ -123,26 +89,11 @@ export class FileStreamFilter {
   private cap = C_NONE;
   private capStart = 0;
   private capParts: Buffer[] = [];
-  // the record being read
-  private inRecord = false;
-  private recStart = 0;
-  private recParts: Buffer[] = [];
-  private uidKind = 0; // 0 absent, 1 string, 2 another type
-  private uidMine = false;
-  private idKind = 0;
+  private inRecord = false; // inside a record of the items array (what it says: this.records)
   // the items array (the last one wins, as in JSON.parse)
   private itemsActive = false;
-  private itemsSeen = false;
-  private itemsValid = false;
-  // kept records as (buffer, start, end), neighbours in one range: copied once into the answer at end()
-  private ownBuf: Buffer[] = [];
-  private ownStart: number[] = [];
-  private ownEnd: number[] = [];
-  private ownBytes = 0;
-  private readonly callerBytes: Buffer;
-  private kept = 0;
-  private removed = 0;
-  private totalSeen = false;
+  private itemsValid = false; // seen, an array, and every element a file
+  private readonly records: FileRecords;
   private total: number | undefined;
   private failed: string | undefined;
   private ended = false;
@@ -151,10 +102,10 @@ export class FileStreamFilter {
 
   constructor(
     private readonly shape: FileAnswerShape,
-    private readonly callerId: string,
+    callerId: string,
   ) {
     this.itemsDepth = shape === 'list' ? 2 : 1;
-    this.callerBytes = Buffer.from(callerId);
+    this.records = new FileRecords(callerId);
   }
 
   private fail(why: string): never {
@@ -257,7 +208,9 @@ export class FileStreamFilter {
             this.strKey = true;
             this.strEsc = false;
             const depth = stack.length;
-            if ((this.shape === 'list' && depth === 1) || (this.inRecord && depth === this.itemsDepth + 1)) {
+            // in a record only user_id and id are read: a key that starts otherwise is skipped ('\\' may escape any)
+            const k = i + 1 < len ? buf[i + 1]! : 0x5c;
+            if (this.inRecord ? depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c) : this.shape === 'list' && depth === 1) {
               this.cap = C_KEY;
               this.capStart = i;
               if (this.capParts.length) this.capParts.length = 0;
@@ -292,47 +245,7 @@ export class FileStreamFilter {
           else return this.fail('bad number');
           break;
         case S_N_INT:
-          if (isDigit(c)) {
-            // the rest of the digits without going round the state machine
-            i++;
-            while (i < len && isDigit(buf[i]!)) i++;
-            continue;
-          }
-        // falls through: after the integer part
-        case S_N_ZERO:
-          if (c === 0x2e) st = S_N_DOT;
-          else if (c === 0x65 || c === 0x45) st = S_N_E;
-          else {
-            st = this.endNumber(buf, i);
-            continue; // this byte belongs to what follows the number
-          }
-          break;
-        case S_N_DOT:
-          if (!isDigit(c)) return this.fail('bad number');
-          st = S_N_FRAC;
-          break;
         case S_N_FRAC:
-          if (isDigit(c)) {
-            // the rest of the digits without going round the state machine
-            i++;
-            while (i < len && isDigit(buf[i]!)) i++;
-            continue;
-          }
-          if (c === 0x65 || c === 0x45) st = S_N_E;
-          else {
-            st = this.endNumber(buf, i);
-            continue;
-          }
-          break;
-        case S_N_E:
-          if (c === 0x2b || c === 0x2d) st = S_N_ESIGN;
-          else if (isDigit(c)) st = S_N_EXP;
-          else return this.fail('bad number');
-          break;
-        case S_N_ESIGN:
-          if (!isDigit(c)) return this.fail('bad number');
-          st = S_N_EXP;
-          break;
         case S_N_EXP:
           if (isDigit(c)) {
             // the rest of the digits without going round the state machine
@@ -340,8 +253,25 @@ export class FileStreamFilter {
             while (i < len && isDigit(buf[i]!)) i++;
             continue;
           }
-          st = this.endNumber(buf, i);
-          continue;
+        // falls through: after a run of digits
+        case S_N_ZERO:
+          if (c === 0x2e && (st === S_N_INT || st === S_N_ZERO)) st = S_N_DOT;
+          else if ((c === 0x65 || c === 0x45) && st !== S_N_EXP) st = S_N_E;
+          else {
+            st = this.endNumber(buf, i);
+            continue; // this byte belongs to what follows the number
+          }
+          break;
+        case S_N_DOT:
+        case S_N_ESIGN:
+          if (!isDigit(c)) return this.fail('bad number');
+          st = st === S_N_DOT ? S_N_FRAC : S_N_EXP;
+          break;
+        case S_N_E:
+          if (c === 0x2b || c === 0x2d) st = S_N_ESIGN;
+          else if (isDigit(c)) st = S_N_EXP;
+          else return this.fail('bad number');
+          break;
         case S_LIT:
           if (c !== this.lit[this.litIdx]) return this.fail('bad literal');
           if (++this.litIdx === this.lit.length) st = this.endValue();
@@ -355,10 +285,7 @@ export class FileStreamFilter {
       this.capParts.push(buf.subarray(this.capStart));
       this.capStart = 0;
     }
-    if (this.inRecord) {
-      this.recParts.push(buf.subarray(this.recStart));
-      this.recStart = 0;
-    }
+    if (this.inRecord) this.records.carry(buf);
   }
 
   /** The filtered answer, once the whole body was written. Throws FileFilterError if it is not one. */
@@ -369,23 +296,10 @@ export class FileStreamFilter {
     let st = this.st;
     if (st === S_N_ZERO || st === S_N_INT || st === S_N_FRAC || st === S_N_EXP) st = this.endNumber(Buffer.alloc(0), 0);
     if (st !== S_DONE) this.fail('the body ends inside its JSON value');
-    if (!this.itemsSeen || !this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
+    if (!this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
     const total = this.total;
-    if (this.shape === 'list' && (!this.totalSeen || total === undefined || !Number.isInteger(total) || total < 0))
-      this.fail('total is not a whole number >= 0');
-    const head = this.shape === 'list' ? LIST_HEAD : ARRAY_HEAD;
-    const tail = this.shape === 'list' ? Buffer.from(`],"total":${JSON.stringify(total)}}`) : ARRAY_TAIL;
-    const n = this.ownBuf.length;
-    let body = Buffer.allocUnsafe(head.length + this.ownBytes + Math.max(0, n - 1) + tail.length);
-    let at = head.copy(body, 0);
-    for (let k = 0; k < n; k++) {
-      if (k > 0) body[at++] = 0x2c;
-      at += this.ownBuf[k]!.copy(body, at, this.ownStart[k], this.ownEnd[k]);
-    }
-    tail.copy(body, at);
-    // Invalid UTF-8 inside kept strings reads as U+FFFD, as the whole-document parse reads it.
-    if (!isUtf8(body)) body = Buffer.from(body.toString('utf8'));
-    return { body, kept: this.kept, removed: this.removed, total: total ?? 0 };
+    if (this.shape === 'list' && (total === undefined || !Number.isInteger(total) || total < 0)) this.fail('total is not a whole number >= 0');
+    return this.records.answer(this.shape, total);
   }
 
   private startValue(buf: Buffer, i: number, c: number): number {
@@ -398,7 +312,6 @@ export class FileStreamFilter {
       if (this.shape === 'list' && c !== 0x7b) this.fail('the answer is not an object');
       if (this.shape === 'array') {
         if (c !== 0x5b) this.fail('the answer is not an array');
-        this.itemsSeen = true;
         this.itemsValid = true;
         this.openItems = true;
       }
@@ -406,26 +319,16 @@ export class FileStreamFilter {
       // an element of the items array: a record
       if (c === 0x7b) {
         this.inRecord = true;
-        this.recStart = i;
-        if (this.recParts.length) this.recParts.length = 0;
-        this.uidKind = 0;
-        this.idKind = 0;
+        this.records.begin(i);
       } else if (this.shape === 'array') this.fail('an element is not a file');
       else this.itemsValid = false;
     } else if (role !== R_NONE) {
       if (role === R_ITEMS) {
-        this.itemsSeen = true;
-        this.ownBuf = [];
-        this.ownStart = [];
-        this.ownEnd = [];
-        this.ownBytes = 0;
-        this.kept = 0;
-        this.removed = 0;
+        this.records.clear();
         this.itemsValid = c === 0x5b;
         this.openItems = c === 0x5b;
       } else if (role === R_TOTAL) {
-        this.totalSeen = true;
-        this.total = undefined;
+        this.total = undefined; // the last one wins
         if (c === 0x2d || isDigit(c)) {
           this.cap = C_TOTAL;
           this.capStart = i;
@@ -436,10 +339,8 @@ export class FileStreamFilter {
           this.cap = C_UID;
           this.capStart = i;
           if (this.capParts.length) this.capParts.length = 0;
-        } else this.uidKind = 2;
-      } else {
-        this.idKind = c === 0x22 ? 1 : 2;
-      }
+        } else this.records.userIdOther();
+      } else this.records.idValue(c);
     }
     switch (c) {
       case 0x7b:
@@ -483,7 +384,10 @@ export class FileStreamFilter {
     return this.stack.length === 0 ? S_DONE : S_AFTER;
   }
 
-  /** The bytes of the kept token, quotes included for a string, ending before `end`. */
+  /**
+   * The bytes of the kept token, quotes included for a string, ending before `end`. Not shared with
+   * a record's (file-answer.ts) on purpose: one helper for both made V8 deoptimize at chunk ends.
+   */
   private token(buf: Buffer, end: number): Buffer {
     const last = buf.subarray(this.capStart, end);
     if (this.capParts.length === 0) return last;
@@ -505,9 +409,7 @@ export class FileStreamFilter {
         else this.role = same(buf, from, quote, ITEMS) ? R_ITEMS : same(buf, from, quote, TOTAL) ? R_TOTAL : R_NONE;
         return S_COLON;
       }
-      this.uidKind = 1;
-      // equal bytes are the same id; other bytes can only decode to it through U+FFFD (invalid UTF-8)
-      this.uidMine = same(buf, from, quote, this.callerBytes) || (!isAscii(buf, from, quote) && buf.toString('utf8', from, quote) === this.callerId);
+      this.records.userIdBytes(buf, from, quote);
       return this.endValue();
     }
     const raw = this.token(buf, quote + 1);
@@ -517,9 +419,7 @@ export class FileStreamFilter {
       else this.role = text === 'items' ? R_ITEMS : text === 'total' ? R_TOTAL : R_NONE;
       return S_COLON;
     }
-    // C_UID
-    this.uidKind = 1;
-    this.uidMine = text === this.callerId;
+    this.records.userIdText(text); // C_UID
     return this.endValue();
   }
 
@@ -537,47 +437,13 @@ export class FileStreamFilter {
     const depth = stack.length;
     if (kind === OBJ && this.inRecord && depth === this.itemsDepth) {
       this.inRecord = false;
-      if (this.uidKind !== 1 || this.idKind !== 1) {
+      if (!this.records.end(buf, i)) {
         if (this.shape === 'array') this.fail('an element is not a file');
         this.itemsValid = false;
-        if (this.recParts.length) this.recParts.length = 0;
-      } else if (this.uidMine) {
-        let rec = buf;
-        let start = this.recStart;
-        let end = i + 1;
-        if (this.recParts.length > 0) {
-          this.recParts.push(buf.subarray(this.recStart, i + 1));
-          rec = Buffer.concat(this.recParts);
-          this.recParts.length = 0;
-          start = 0;
-          end = rec.length;
-        }
-        const last = this.ownBuf.length - 1;
-        if (last >= 0 && this.ownBuf[last] === rec && this.ownEnd[last] === start - 1 && rec[start - 1] === 0x2c) {
-          // the record right after the last kept one, a ',' between: one range, copied at once
-          this.ownBytes += end - this.ownEnd[last]!;
-          this.ownEnd[last] = end;
-        } else {
-          this.ownBuf.push(rec);
-          this.ownStart.push(start);
-          this.ownEnd.push(end);
-          this.ownBytes += end - start;
-        }
-        this.kept++;
-      } else {
-        if (this.recParts.length) this.recParts.length = 0;
-        this.removed++;
       }
     } else if (kind === ARR && this.itemsActive && depth === this.itemsDepth - 1) {
       this.itemsActive = false;
     }
     return this.endValue();
   }
-}
-
-/** The filter over a whole body at once (the same code; for callers that already hold the body). */
-export function filterFiles(shape: FileAnswerShape, callerId: string, body: Buffer): FilteredFiles {
-  const f = new FileStreamFilter(shape, callerId);
-  f.write(body);
-  return f.end();
 }

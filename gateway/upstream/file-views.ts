@@ -7,8 +7,8 @@
 //     the audit stream (rule A7 lets it happen; the platform wants to know).
 // Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
 // headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
-// The list and search answers are filtered as their bytes arrive (gateway/upstream/file-stream-filter.ts,
-// issue 27): kept records are copied as the upstream wrote them, never parsed and serialized again;
+// The list and search answers are filtered as their bytes arrive (gateway/upstream/file-stream-filter.ts):
+// kept records are copied as the upstream wrote them, never parsed and serialized again;
 // nothing is sent before the whole body was checked. The drift walks (rare) still parse pages whole.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';

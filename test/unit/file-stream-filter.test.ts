@@ -1,4 +1,4 @@
-// The streamed file filter (gateway/upstream/file-stream-filter.ts, issue 27) gives the same answer as the
+// The streamed file filter (gateway/upstream/file-stream-filter.ts) gives the same answer as the
 // whole-document filter it replaces (JSON.parse, parseFileList / parseFileArray, keepOwn,
 // JSON.stringify) for any body split into any chunks: valid pages, pages with foreign and broken
 // records, duplicate and escaped keys, and malformed or hostile JSON, which must fail closed.
@@ -11,7 +11,7 @@ const CALLER = 'alice';
 
 type Outcome = { ok: false } | { ok: true; json: string; kept: number; removed: number };
 
-/** What the gateway answered before issue 27: the whole document parsed, filtered, serialized. */
+/** The whole-document filter the streamed one replaced: the document parsed, filtered, serialized. */
 function whole(shape: FileAnswerShape, body: Buffer): Outcome {
   let value: unknown;
   try {
@@ -190,7 +190,7 @@ const body = fc.oneof(
 );
 const cuts = fc.array(fc.nat(), { maxLength: 6 });
 
-describe('streamed file filter = whole-document filter (issue 27)', function () {
+describe('streamed file filter = whole-document filter', function () {
   this.timeout(120_000);
 
   it('any file list, any chunking: the same answer, or both refuse it', () => {
