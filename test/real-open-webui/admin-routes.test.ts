@@ -510,14 +510,14 @@ for (const { title, flags } of FLAG_SETS) {
       return id;
     };
 
-    it('chats: Open WebUI alone lets the admin delete another user\u2019s chat exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; through the gateway never, with either flag, a foldered chat included', async () => {
+    it('chats: Open WebUI alone lets the admin delete another user\u2019s chat (0.12.4: exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; 0.11.4: always); through the gateway never, with either flag, a foldered chat included', async () => {
       const reads = async (jar: Jar, id: string) => (await via(jar, 'GET', `/api/v1/chats/${id}`)).status;
       const probe = await chatWith(bob, 'Bob probe chat', 'BOB-PROBE-CHAT');
       const door = await direct('DELETE', `/api/v1/chats/${probe}`);
-      expect(door.status, door.text).to.equal(flags.ENABLE_ADMIN_CHAT_ACCESS ? 200 : 404);
-      expect(await reads(bob, probe), 'bob\u2019s probe chat after the admin\u2019s delete straight at Open WebUI').to.equal(
-        flags.ENABLE_ADMIN_CHAT_ACCESS ? 401 : 200,
-      );
+      // 0.12.4 deletes it exactly when its own flag is on; 0.11.4 for any admin, whatever the flag
+      const open = flags.ENABLE_ADMIN_CHAT_ACCESS || !releaseAtLeast('0.12');
+      expect(door.status, door.text).to.equal(open ? 200 : 404);
+      expect(await reads(bob, probe), 'bob\u2019s probe chat after the admin\u2019s delete straight at Open WebUI').to.equal(open ? 401 : 200);
 
       const kept = await chatWith(bob, 'Bob kept chat', 'BOB-KEPT-CHAT');
       for (const id of [kept, c.folderChat]) await refused(await via(admin, 'DELETE', `/api/v1/chats/${id}`), 'DELETE', `/api/v1/chats/${id}`, 401);
