@@ -20,9 +20,11 @@
  * - one file per area of routes, each registering on the router given the state:
  *   open-webui-pages.ts (app shell, static, health, version, config), open-webui-auth.ts (who a
  *   request is; sign-in and sign-out), open-webui-files.ts, open-webui-chats.ts,
- *   open-webui-analytics.ts, open-webui-completions.ts (SSE), open-webui-workspace.ts (notes,
- *   folders, knowledge, channels, feedback, memories, models, prompts, tools, skills) and
- *   open-webui-socket.ts (Socket.IO over WebSocket);
+ *   open-webui-analytics.ts, open-webui-completions.ts (SSE), open-webui-socket.ts (Socket.IO
+ *   over WebSocket), and the workspace: open-webui-workspace.ts (its records and access rules),
+ *   open-webui-workspace-content.ts (users, notes, folders, knowledge, channels) and
+ *   open-webui-workspace-models.ts (feedback, memories, models, prompts, tools, skills), whose
+ *   routes are handed a kit of this server's helpers instead of the state;
  * - this file: the server itself, which records every request and routes it.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -41,31 +43,37 @@ import { Router } from './open-webui-router.js';
 import { SocketEndpoint } from './open-webui-socket.js';
 import { StandInState } from './open-webui-state.js';
 import type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest } from './open-webui-types.js';
-import { installWorkspace } from './open-webui-workspace.js';
+import type { Kit } from './open-webui-workspace.js';
+import { installContentRoutes } from './open-webui-workspace-content.js';
+import { installModelRoutes } from './open-webui-workspace-models.js';
 
 export type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest, StandInChat, StandInFile, StandInGrant, StandInUser } from './open-webui-types.js';
+
+/** What the workspace routes are handed: the stand-in's helpers and the maps they read. */
+function workspaceKit(router: Router, state: StandInState): Kit<Ctx> {
+  return {
+    route: router.route,
+    authenticate: (ctx, level) => authenticate(state, ctx, level),
+    sendJson,
+    readJsonObject,
+    readText: async (ctx) => (await readBody(ctx)).toString('utf8'),
+    sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'),
+    query: q,
+    fail: (status, detail) => new HttpError(status, detail),
+    flags: state.flags,
+    users: state.users,
+    chats: state.chats,
+    files: state.files,
+  };
+}
 
 /** Every route of the stand-in, in the order they are matched. */
 function buildRouter(state: StandInState): Router {
   const router = new Router(sendAppShell);
   // workspace objects first: their literal routes before any of the stand-in's own patterns
-  installWorkspace<Ctx>(
-    {
-      route: router.route,
-      authenticate: (ctx, level) => authenticate(state, ctx, level),
-      sendJson,
-      readJsonObject,
-      readText: async (ctx) => (await readBody(ctx)).toString('utf8'),
-      sendText: (ctx, status, text) => send(ctx, status, Buffer.from(text), 'text/plain'),
-      query: q,
-      fail: (status, detail) => new HttpError(status, detail),
-      flags: state.flags,
-      users: state.users,
-      chats: state.chats,
-      files: state.files,
-    },
-    state.workspace,
-  );
+  const kit = workspaceKit(router, state);
+  installContentRoutes(kit, state.workspace);
+  installModelRoutes(kit, state.workspace);
   registerMetaRoutes(router, state);
   registerAuthRoutes(router, state);
   registerFileRoutes(router, state);
