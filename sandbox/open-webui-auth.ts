@@ -1,0 +1,174 @@
+// Who a request is, as utils/auth.py decides it: a session JWT (Bearer, the `token` cookie) or an
+// API key, checked against the trusted email header; and the routes that sign users in and out
+// (routers/auths.py, trusted-header sign-in) or change them (routers/users.py update).
+import type { IncomingMessage } from 'node:http';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify } from 'jose';
+import { readJsonObject, sendJson, type Ctx } from './open-webui-context.js';
+import {
+  ACCESS_PROHIBITED,
+  HttpError,
+  INVALID_CRED,
+  NOT_AUTHENTICATED,
+  USER_MISMATCH,
+  firstHeader,
+  nowS,
+  parseCookies,
+  unprocessable,
+  type ValidationIssue,
+} from './open-webui-http.js';
+import type { Router } from './open-webui-router.js';
+import type { StandInState } from './open-webui-state.js';
+import type { StandInUser } from './open-webui-types.js';
+
+const JWT_TTL_S = 4 * 7 * 24 * 3600; // JWT_EXPIRES_IN default: 4 weeks
+
+const DEFAULT_PERMISSIONS = {
+  workspace: { models: false, knowledge: false, prompts: false, tools: false },
+  sharing: { public_models: false, public_knowledge: false, public_prompts: false, public_tools: false },
+  chat: { controls: true, file_upload: true, delete: true, edit: true, share: true, export: true, temporary: true },
+  features: { web_search: true, image_generation: true, code_interpreter: true },
+};
+
+export async function issueToken(state: StandInState, userId: string): Promise<{ token: string; exp: number }> {
+  const iat = nowS();
+  const exp = iat + JWT_TTL_S;
+  const token = await new SignJWT({ id: userId })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuedAt(iat)
+    .setJti(randomUUID())
+    .setExpirationTime(exp)
+    .sign(state.secret);
+  return { token, exp };
+}
+
+/** A user's API key, made on first use: 'sk-' + hex, accepted as Bearer or x-api-key. */
+export function apiKeyFor(state: StandInState, userId: string): string {
+  let key = state.apiKeyOf.get(userId);
+  if (!key) {
+    key = `sk-${randomBytes(16).toString('hex')}`;
+    state.apiKeyOf.set(userId, key);
+    state.apiKeys.set(key, userId);
+  }
+  return key;
+}
+
+function tokenCookie(token: string, exp: number): string {
+  return `token=${token}; expires=${new Date(exp * 1000).toUTCString()}; HttpOnly; Path=/; SameSite=lax`;
+}
+
+/** The credential a request carries: Bearer first, then the `token` cookie, then x-api-key. */
+export function findToken(req: IncomingMessage): string | undefined {
+  const authz = firstHeader(req, 'authorization');
+  if (authz) {
+    const m = /^\s*(\S+)\s+(.+?)\s*$/.exec(authz);
+    if (m && (m[1] ?? '').toLowerCase() === 'bearer' && m[2]) return m[2];
+  }
+  const cookie = parseCookies(firstHeader(req, 'cookie')).get('token');
+  if (cookie) return cookie;
+  const key = firstHeader(req, 'x-api-key');
+  if (key) return key.trim();
+  return undefined;
+}
+
+export async function userOfToken(state: StandInState, token: string): Promise<StandInUser | undefined> {
+  if (token.startsWith('sk-')) {
+    const id = state.apiKeys.get(token);
+    return id ? state.users.get(id) : undefined;
+  }
+  try {
+    const { payload } = await jwtVerify(token, state.secret, { algorithms: ['HS256'] });
+    return typeof payload['id'] === 'string' ? state.users.get(payload['id']) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** get_current_user / get_verified_user / get_admin_user */
+export async function authenticate(state: StandInState, ctx: Ctx, level: 'any' | 'verified' | 'admin'): Promise<{ user: StandInUser; token: string }> {
+  const token = findToken(ctx.req);
+  if (!token) throw new HttpError(401, NOT_AUTHENTICATED);
+  const user = await userOfToken(state, token);
+  if (!user) throw new HttpError(401, NOT_AUTHENTICATED);
+  const claimed = firstHeader(ctx.req, state.trusted.email);
+  if (claimed && claimed.toLowerCase() !== user.email.toLowerCase()) throw new HttpError(401, USER_MISMATCH);
+  if (level !== 'any' && user.role === 'pending') throw new HttpError(401, ACCESS_PROHIBITED);
+  if (level === 'admin' && user.role !== 'admin') throw new HttpError(401, ACCESS_PROHIBITED);
+  return { user, token };
+}
+
+function sessionUser(user: StandInUser): Record<string, unknown> {
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    role: user.role,
+    profile_image_url: '/user.png',
+    permissions: DEFAULT_PERMISSIONS,
+  };
+}
+
+export function registerAuthRoutes(router: Router, state: StandInState): void {
+  const { route } = router;
+  const { users, groups, trusted } = state;
+
+  // auths
+  route('POST', '/api/v1/auths/signin', async (ctx) => {
+    const body = await readJsonObject(ctx);
+    const issues: ValidationIssue[] = [];
+    for (const k of ['email', 'password']) {
+      if (!(k in body)) issues.push({ type: 'missing', loc: ['body', k], msg: 'Field required', input: body });
+      else if (typeof body[k] !== 'string') issues.push({ type: 'string_type', loc: ['body', k], msg: 'Input should be a valid string', input: body[k] });
+    }
+    if (issues.length) throw unprocessable(issues);
+    const headerEmail = firstHeader(ctx.req, trusted.email);
+    if (!headerEmail) throw new HttpError(400, INVALID_CRED);
+    const email = headerEmail.toLowerCase();
+    let user = [...users.values()].find((u) => u.email.toLowerCase() === email);
+    if (!user) {
+      user = { id: randomUUID(), email, name: firstHeader(ctx.req, trusted.name) || email, role: 'user', groups: [] };
+      users.set(user.id, user);
+    }
+    const role = firstHeader(ctx.req, trusted.role);
+    if (role === 'admin' || role === 'user' || role === 'pending') user.role = role;
+    // 0.12.4 auths.py: groups are synced only when the header names at least one; an absent or
+    // empty header leaves the user's memberships as they were.
+    const groupHeader = firstHeader(ctx.req, trusted.groups);
+    const wanted = (groupHeader ?? '')
+      .split(',')
+      .map((g) => g.trim())
+      .filter(Boolean);
+    if (wanted.length) user.groups = [...new Set(wanted.filter((g) => groups.has(g)))];
+    const { token, exp } = await issueToken(state, user.id);
+    sendJson(ctx, 200, { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) }, { 'set-cookie': tokenCookie(token, exp) });
+  });
+  route('GET', '/api/v1/auths/', async (ctx) => {
+    const { user, token } = await authenticate(state, ctx, 'any');
+    let exp = nowS() + JWT_TTL_S;
+    if (!token.startsWith('sk-')) {
+      try {
+        const { payload } = await jwtVerify(token, state.secret, { algorithms: ['HS256'] });
+        if (typeof payload.exp === 'number') exp = payload.exp;
+      } catch {
+        /* authenticate() already verified it */
+      }
+    }
+    sendJson(ctx, 200, { token, token_type: 'Bearer', expires_at: exp, ...sessionUser(user) }, { 'set-cookie': tokenCookie(token, exp) });
+  });
+  // POST since 0.10.2 (a GET falls through to the single-page app, 200 text/html, in 0.12.4).
+  route('POST', '/api/v1/auths/signout', (ctx) =>
+    sendJson(ctx, 200, { status: true }, { 'set-cookie': 'token=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=lax' }),
+  );
+
+  // users
+  route('POST', '/api/v1/users/{id}/update', async (ctx, [id]) => {
+    await authenticate(state, ctx, 'admin');
+    const body = await readJsonObject(ctx);
+    const user = users.get(id ?? '');
+    if (!user) throw new HttpError(400, 'User not found');
+    if (body['role'] === 'admin' || body['role'] === 'user' || body['role'] === 'pending') user.role = body['role'];
+    if (typeof body['name'] === 'string') user.name = body['name'];
+    if (typeof body['email'] === 'string') user.email = body['email'].toLowerCase();
+    sendJson(ctx, 200, sessionUser(user));
+  });
+}

@@ -1,0 +1,218 @@
+// The workspace routes around models, as Open WebUI 0.12.4 answers them (routers/evaluations.py,
+// analytics.py, memories.py, retrieval.py, models.py, prompts.py, tools.py, skills.py and
+// main.py's /api/models).
+import {
+  FORBIDDEN,
+  NOT_FOUND,
+  WorkspaceAccess,
+  hasAccess,
+  readable,
+  type Grant,
+  type Kit,
+  type Workspace,
+  type WorkspaceObject,
+} from './open-webui-workspace.js';
+
+export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
+  const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;
+  const { get, listed, byIdAdminAny, withUser } = new WorkspaceAccess(kit, ws);
+
+  // evaluations.py: feedback carries snapshot.chat, the whole rated chat
+  route('GET', '/api/v1/evaluations/feedbacks/all/export', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    sendJson(ctx, 200, [...ws.objects.feedback.values()]);
+  });
+  route('GET', '/api/v1/evaluations/feedbacks/list', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const items = [...ws.objects.feedback.values()].map(withUser);
+    sendJson(ctx, 200, { items, total: items.length });
+  });
+  // the caller's own ratings, 30 a page, newest first (get_user_feedbacks)
+  route('GET', '/api/v1/evaluations/feedbacks/user', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
+    const own = [...ws.objects.feedback.values()].filter((f) => f.user_id === user.id).map(withUser);
+    sendJson(ctx, 200, { items: own.slice((page - 1) * 30, page * 30), total: own.length });
+  });
+  // get_leaderboard without a query: Elo over every user's ratings (_calculate_elo) and each model's
+  // top 5 tags of every user's ratings (_get_top_tags)
+  route('GET', '/api/v1/evaluations/leaderboard', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const stats = new Map<string, { rating: number; won: number; lost: number }>();
+    const tags = new Map<string, Map<string, number>>();
+    const of = (m: string) => stats.get(m) ?? (stats.set(m, { rating: 1000, won: 0, lost: 0 }), stats.get(m)!);
+    for (const f of ws.objects.feedback.values()) {
+      const data = (f.data ?? {}) as { model_id?: string; rating?: unknown; sibling_model_ids?: string[]; tags?: string[] };
+      if (data.model_id)
+        for (const t of data.tags ?? []) tags.set(data.model_id, (tags.get(data.model_id) ?? new Map()).set(t, (tags.get(data.model_id)?.get(t) ?? 0) + 1));
+      const rating = String(data.rating ?? '');
+      if (!data.model_id || (rating !== '1' && rating !== '-1')) continue;
+      for (const opponent of data.sibling_model_ids ?? []) {
+        const [w, o] = [of(data.model_id), of(opponent)];
+        const expected = 1 / (1 + 10 ** ((o.rating - w.rating) / 400));
+        w.rating += 32 * ((rating === '1' ? 1 : 0) - expected);
+        o.rating += 32 * ((rating === '1' ? 0 : 1) - (1 - expected));
+        if (rating === '1') [w.won, o.lost] = [w.won + 1, o.lost + 1];
+        else [w.lost, o.won] = [w.lost + 1, o.won + 1];
+      }
+    }
+    const entries = [...stats.entries()]
+      .map(([model_id, s]) => ({
+        model_id,
+        rating: Math.round(s.rating),
+        won: s.won,
+        lost: s.lost,
+        count: s.won + s.lost,
+        top_tags: [...(tags.get(model_id) ?? new Map<string, number>()).entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 5)
+          .map(([tag, count]) => ({ tag, count })),
+      }))
+      .sort((a, b) => b.rating - a.rating);
+    sendJson(ctx, 200, { entries });
+  });
+  // Feedbacks.get_distinct_model_ids: the rated models of every user's ratings
+  route('GET', '/api/v1/evaluations/feedbacks/models', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const ids = new Set<string>();
+    for (const f of ws.objects.feedback.values()) {
+      const id = (f.data as { model_id?: unknown } | undefined)?.model_id;
+      if (typeof id === 'string' && id) ids.add(id);
+    }
+    sendJson(ctx, 200, [...ids]);
+  });
+  route('GET', '/api/v1/evaluations/feedback/{id}', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const o = get('feedback', id);
+    if (user.role !== 'admin' && o.user_id !== user.id) throw fail(404, NOT_FOUND);
+    sendJson(ctx, 200, o);
+  });
+
+  // analytics.py (ENABLE_ADMIN_ANALYTICS): message text of every user
+  route('GET', '/api/v1/analytics/messages', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const chatId = kit.query(ctx, 'chat_id');
+    const out = [...kit.chats.values()]
+      .filter((c) => !chatId || c.id === chatId)
+      .map((c) => ({ chat_id: c.id, user_id: c.user_id, content: JSON.stringify(c.chat) }));
+    sendJson(ctx, 200, out);
+  });
+
+  // memories.py and retrieval.py: user-memory-<id> is any admin's to query
+  route('GET', '/api/v1/memories/', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    sendJson(
+      ctx,
+      200,
+      [...ws.objects.memory.values()].filter((m) => m.user_id === user.id),
+    );
+  });
+  route('POST', '/api/v1/retrieval/query/collection', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const body = await readJsonObject(ctx);
+    const names = Array.isArray(body.collection_names) ? (body.collection_names as string[]) : [];
+    const docs: string[] = [];
+    for (const n of names) {
+      const uid = /^user-memory-(.+)$/.exec(n)?.[1];
+      if (!uid) continue;
+      if (uid !== user.id && user.role !== 'admin') throw fail(403, FORBIDDEN);
+      docs.push(...[...ws.objects.memory.values()].filter((m) => m.user_id === uid).map((m) => String(m.content)));
+    }
+    sendJson(ctx, 200, { documents: [docs], metadatas: [docs.map(() => ({}))], distances: [docs.map(() => 0)] });
+  });
+
+  // main.py /api/models with utils/models.py get_filtered_models (0.12.4): with the bypass off an
+  // admin still gets the arena model when it has no grants, and base models without a DB entry
+  route('GET', '/api/models', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const all = [...ws.objects.model.values()];
+    const data = all
+      .filter((m) => {
+        if (user.role === 'admin' && flags.bypassAdminAccessControl) return true;
+        if (m.arena) {
+          const grants = ((m.info as { meta?: { access_grants?: Grant[] } } | undefined)?.meta?.access_grants ?? []) as Grant[];
+          return (grants.length === 0 && user.role === 'admin') || hasAccess(user, { ...m, access_grants: grants }, 'read');
+        }
+        if (!m.info) return user.role === 'admin';
+        const info = m.info as { user_id?: string; access_grants?: Grant[] };
+        return info.user_id === user.id || hasAccess(user, { ...m, access_grants: info.access_grants ?? [] }, 'read');
+      })
+      .map(({ user_id: _owner, access_grants: _g, ...m }) => m);
+    sendJson(ctx, 200, { data });
+  });
+  // routers/models.py get_model_by_id (0.12.4): a model with a DB entry (`info` here), to its owner, a
+  // holder of a grant, or an admin with the bypass on (else 401); base models and arena models have
+  // no entry (404)
+  route('GET', '/api/v1/models/model', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const id = kit.query(ctx, 'id') ?? '';
+    const m = ws.objects.model.get(id);
+    if (!m || m.arena || !m.info) throw fail(404, NOT_FOUND);
+    const info = m.info as { user_id?: string; access_grants?: Grant[] };
+    const entry = { ...m, user_id: info.user_id ?? '', access_grants: info.access_grants ?? [] };
+    const may = (user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, entry);
+    if (!may) throw fail(401, FORBIDDEN);
+    sendJson(ctx, 200, { id: m.id, name: m.name, user_id: entry.user_id, access_grants: entry.access_grants, base_model_id: null, params: {}, meta: {} });
+  });
+  /** a model's DB entry as models/models.py ModelModel answers it (the stand-in keeps owner and grants in `info`) */
+  const modelRecord = (m: WorkspaceObject) => {
+    const info = (m.info ?? {}) as { user_id?: string; access_grants?: Grant[] };
+    return {
+      id: m.id,
+      user_id: info.user_id ?? '',
+      base_model_id: typeof m.base_model_id === 'string' ? m.base_model_id : null,
+      name: m.name,
+      params: {},
+      meta: (m.meta as object | undefined) ?? {},
+      access_grants: info.access_grants ?? [],
+      is_active: true,
+      created_at: 0,
+      updated_at: 0,
+    };
+  };
+  /** the models with a DB entry (not the arena, not a connection's model without one) */
+  const modelEntries = () => [...ws.objects.model.values()].filter((m) => m.info && !m.arena).map(modelRecord);
+  // main.py /api/models/base (admin): the connections' models (utils/models.py get_all_base_models),
+  // here the models without a stored entry
+  route('GET', '/api/models/base', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    const data = [...ws.objects.model.values()]
+      .filter((m) => !m.info && !m.arena)
+      .map((m) => ({ id: m.id, name: m.name, object: 'model', owned_by: 'openai' }));
+    sendJson(ctx, 200, { data });
+  });
+  route('GET', '/api/v1/models/all', async (ctx) => {
+    await authenticate(ctx, 'admin');
+    sendJson(ctx, 200, modelEntries());
+  });
+  // routers/models.py get_model_tags: Models.get_all_tags of workspace models (a base model set), every
+  // one for an admin with the bypass on, else those the caller owns or holds a read grant on
+  route('GET', '/api/v1/models/tags', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const names = new Set<string>();
+    for (const m of modelEntries()) {
+      if (!m.base_model_id || !((user.role === 'admin' && flags.bypassAdminAccessControl) || readable(user, m))) continue;
+      for (const t of ((m.meta as { tags?: unknown[] }).tags ?? []) as unknown[]) {
+        const name = typeof t === 'object' && t !== null ? (t as { name?: unknown }).name : t;
+        if (typeof name === 'string' && name) names.add(name);
+      }
+    }
+    sendJson(ctx, 200, [...names].sort());
+  });
+  // routers/prompts.py get_prompt_tags: Prompts.get_tags (every active prompt) for an admin with the bypass on, else get_tags_by_user_id
+  route('GET', '/api/v1/prompts/tags', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const names = new Set<string>();
+    for (const p of listed(user, 'prompt'))
+      if (p.is_active !== false) for (const t of (p.tags ?? []) as unknown[]) if (typeof t === 'string' && t) names.add(t);
+    sendJson(ctx, 200, [...names].sort());
+  });
+  for (const kind of ['prompt', 'tool', 'skill'] as const) {
+    const base = `/api/v1/${kind}s`;
+    route('GET', `${base}/`, async (ctx) => {
+      const { user } = await authenticate(ctx, 'verified');
+      sendJson(ctx, 200, listed(user, kind).map(withUser));
+    });
+    route('GET', `${base}/id/{id}`, async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, kind, id)).o));
+  }
+}
