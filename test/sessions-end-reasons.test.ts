@@ -6,11 +6,11 @@
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { logoutThroughIdp } from '../sandbox/idp.js';
-import { createGateway, type Gateway } from '../gateway/app.js';
+import type { Gateway } from '../gateway/app.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
-import { browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
+import { browse, signIn, startSecondInstance, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
 
 const TTL = 3;
 const MARGIN = Math.floor(TTL / 2);
@@ -176,13 +176,7 @@ describe('sessions: an end decided at one instance is told there only', function
     w = await startWorld({ accessTokenTtl: TTL, env: { REDIS_URL: redis.url, DRIFT_CHECK_SECONDS: '0' } });
     const obs = capturingObservability();
     bLines = obs.lines;
-    b = await createGateway(w.settings, { obs });
-    bUrl = (await b.listen(0, '127.0.0.1')).url;
-    const deadline = Date.now() + 10_000;
-    while (!(b.sharedState.ready().ok && w.gateway.sharedState.ready().ok)) {
-      if (Date.now() > deadline) throw new Error('instances not in sync with Redis');
-      await sleep(50);
-    }
+    ({ gateway: b, url: bUrl } = await startSecondInstance(w, obs));
   });
   after(async () => {
     await b?.close();

@@ -8,9 +8,18 @@
 // stand-in of Open WebUI (which echoes every frame).
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
-import { createGateway, type Gateway } from '../gateway/app.js';
-import { capturingObservability } from './support/gateway-harness.js';
+import {
+  changeableDemoAccounts,
+  browse,
+  signIn,
+  startSecondInstance,
+  startWorld,
+  CLIENT_ID,
+  SESSION_SECRET,
+  type Jar,
+  type World,
+} from './support/cookie-jar.js';
+import type { Gateway } from '../gateway/app.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 
@@ -255,13 +264,7 @@ describe('sessions that end close their open WebSockets', function () {
       redis = await startRedis();
       w = await startWorld({ env: { REDIS_URL: redis.url, WEBSOCKET_SESSION_CHECK_SECONDS: '1' } });
       // Instance B: the same settings (PUBLIC_URL is A's, the load balancer's address), its own process state.
-      b = await createGateway(w.settings, { obs: capturingObservability() });
-      bUrl = (await b.listen(0, '127.0.0.1')).url;
-      const deadline = Date.now() + 10_000;
-      while (!(b.sharedState.ready().ok && w.gateway.sharedState.ready().ok)) {
-        if (Date.now() > deadline) throw new Error('instances not in sync with Redis');
-        await sleep(50);
-      }
+      ({ gateway: b, url: bUrl } = await startSecondInstance(w));
     });
     after(async () => {
       await b?.close();

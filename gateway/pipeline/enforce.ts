@@ -22,6 +22,12 @@ import type { Observability } from '../observability/observability.js';
 import type { Caller } from './caller.js';
 import type { RequestContext } from './context.js';
 
+/** Whom the gateway asks the upstream as: the request's caller, with the headers of its lookups. */
+interface AskingAs {
+  caller: Caller;
+  headers: Record<string, string | string[] | undefined>;
+}
+
 /** Objects of one body asked of the upstream at a time (a batch of files names many). */
 const BODY_LOOKUPS_AT_ONCE = 8;
 
@@ -41,7 +47,7 @@ export class Enforcer {
     this.chatViews = new ChatViews(this.upstream);
   }
 
-  /** `pass` and `deny` answer at once; the others ask the upstream first. */
+  /** `pass` and `deny` answer at once; the others ask the upstream first, as the caller. */
   async carryOut(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { caller, path, expectContinue } = ctx;
     this.obs.metrics.policyDecisions.tally(decision.action, decision.rule);
@@ -51,26 +57,31 @@ export class Enforcer {
       case 'deny':
         this.obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
         return sendJson(res, decision.status, { detail: decision.detail });
-      case 'filter-own-files':
-        return this.filterOwnFiles(ctx, decision, req, res);
       case 'audit-file-access':
         return this.auditFileAccess(ctx, decision, req, res);
+    }
+    // Every other decision asks the upstream about the request as its caller: there must be one.
+    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+    const as: AskingAs = { caller, headers: rewriteHeaders(ctx.headers!, this.trusted) };
+    switch (decision.action) {
+      case 'filter-own-files':
+        return this.filterOwnFiles(ctx, decision, as, res);
       case 'require-own-chat':
-        return this.requireOwnChat(ctx, decision, req, res);
+        return this.requireOwnChat(ctx, decision, as, req, res);
       case 'require-own-chat-in-body':
-        return this.requireOwnChatInBody(ctx, decision, req, res);
+        return this.requireOwnChatInBody(ctx, decision, as, req, res);
       case 'require-access':
-        return this.requireAccess(ctx, decision, req, res);
+        return this.requireAccess(ctx, decision, as, req, res);
       case 'require-own-account':
-        return this.requireOwnAccount(ctx, decision, req, res);
+        return this.requireOwnAccount(ctx, decision, as, req, res);
       case 'filter-listing':
-        return this.filterListing(ctx, decision, req, res);
+        return this.filterListing(ctx, decision, as, req, res);
       case 'redact-fields':
-        return this.redactFields(ctx, decision, req, res);
+        return this.objectViews.serveRedacted(res, ctx.path + ctx.search, as.headers, decision.fields, decision.emptied);
       case 'scope-names':
-        return this.scopeNames(ctx, decision, req, res);
+        return this.scopeNames(ctx, decision, as, req, res);
       case 'guard-socketio-post':
-        return this.guardSocketioPost(ctx, decision, req, res);
+        return this.guardSocketioPost(ctx, decision, as, req, res);
     }
   }
 
@@ -99,14 +110,13 @@ export class Enforcer {
   private async filterOwnFiles(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'filter-own-files' }>,
-    req: IncomingMessage,
+    as: AskingAs,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, search } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+    const { path, search } = ctx;
+    const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
-    return this.fileViews.serveOwn(res, decision.view, path, search, rewriteHeaders(upstreamHeaders, this.trusted), callerId);
+    return this.fileViews.serveOwn(res, decision.view, path, search, headers, callerId);
   }
 
   private async auditFileAccess(
@@ -145,16 +155,15 @@ export class Enforcer {
   private async requireOwnChat(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'require-own-chat' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-    // Known before anything is forwarded: a write never reaches the this.upstream on a guess.
+    const { path, expectContinue } = ctx;
+    const { caller, headers } = as;
+    // Known before anything is forwarded: a write never reaches the upstream on a guess.
     const callerId = await caller.upstreamUserId();
-    if (await this.chatViews.mayAccess(decision.access, callerId, rewriteHeaders(upstreamHeaders, this.trusted)))
-      return this.proceed(ctx, req, res, expectContinue);
+    if (await this.chatViews.mayAccess(decision.access, callerId, headers)) return this.proceed(ctx, req, res, expectContinue);
     this.obs.audit.warn({ event: 'admin-chat-access-denied', rule: decision.rule, caller: caller.label, callerId, method: req.method, path }, decision.detail);
     if (decision.page) return sendPage(res, 403, renderChatNotYours({ locale: pageLocale(undefined, req.headers['accept-language']) }));
     return sendJson(res, 401, { detail: decision.detail });
@@ -163,18 +172,17 @@ export class Enforcer {
   private async requireOwnChatInBody(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'require-own-chat-in-body' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+    const { path, expectContinue } = ctx;
+    const { caller, headers } = as;
     // The body is read (bounded) to find the chat it names, then sent on unchanged.
     if (expectContinue) res.writeContinue();
     const body = await readJsonBody(req);
     if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
     const named = chatNamedInBody(body.json);
-    const headers = rewriteHeaders(upstreamHeaders, this.trusted);
     const callerId = await caller.upstreamUserId();
     let allowed = named.kind !== 'unreadable';
     if (named.kind === 'chat') allowed = await this.chatViews.mayAccess({ need: 'own-chat', chatId: named.id }, callerId, headers);
@@ -201,13 +209,12 @@ export class Enforcer {
   private async requireAccess(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'require-access' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-    const headers = rewriteHeaders(upstreamHeaders, this.trusted);
+    const { path, expectContinue } = ctx;
+    const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     const who = await this.objectViews.principal(callerId, headers);
     if (decision.lookup) {
@@ -230,12 +237,12 @@ export class Enforcer {
   private async requireOwnAccount(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'require-own-account' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+    const { path, expectContinue } = ctx;
+    const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     if (!callerId || decision.userId !== callerId) return this.refuse(res, caller, callerId, req.method, path, decision.rule, decision.detail);
     if (!decision.keepEmail) return this.proceed(ctx, req, res, expectContinue);
@@ -244,9 +251,9 @@ export class Enforcer {
     if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
     const email = body.json && typeof body.json === 'object' ? (body.json as { email?: unknown }).email : undefined;
     // absent or null leaves the email as it is; anything else must be the one the account has
-    // (asked of the this.upstream, as the caller) and, for a realm identity, the realm's
+    // (asked of the upstream, as the caller) and, for a realm identity, the realm's
     if (email !== undefined && email !== null) {
-      const current = await callJson(this.upstream, AccountEmailAnswer, 'GET', '/api/v1/auths/', rewriteHeaders(upstreamHeaders, this.trusted)).then(
+      const current = await callJson(this.upstream, AccountEmailAnswer, 'GET', '/api/v1/auths/', headers).then(
         (up) => up.json?.email,
         () => undefined,
       );
@@ -264,13 +271,12 @@ export class Enforcer {
   private async filterListing(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'filter-listing' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, search } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-    const headers = rewriteHeaders(upstreamHeaders, this.trusted);
+    const { path, search } = ctx;
+    const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     const who = await this.objectViews.principal(callerId, headers);
     return this.objectViews.serveListing(res, path + search, headers, who, (removed) =>
@@ -281,28 +287,15 @@ export class Enforcer {
     );
   }
 
-  private async redactFields(
-    ctx: RequestContext,
-    decision: Extract<Decision, { action: 'redact-fields' }>,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): Promise<void> {
-    const { caller, path, search } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-    return this.objectViews.serveRedacted(res, path + search, rewriteHeaders(upstreamHeaders, this.trusted), decision.fields, decision.emptied);
-  }
-
   private async scopeNames(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'scope-names' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, search } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
-    const headers = rewriteHeaders(upstreamHeaders, this.trusted);
+    const { path, search } = ctx;
+    const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     const who = await this.objectViews.principal(callerId, headers);
     return this.objectViews.serveNames(res, decision, path + search, headers, who, (removed) =>
@@ -316,16 +309,15 @@ export class Enforcer {
   private async guardSocketioPost(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'guard-socketio-post' }>,
+    as: AskingAs,
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    const { caller, path, expectContinue } = ctx;
-    const upstreamHeaders = ctx.headers!;
-    if (!caller) return sendJson(res, 401, { detail: NOT_AUTHENTICATED });
+    const { path, expectContinue } = ctx;
+    const { caller, headers } = as;
     if (expectContinue) res.writeContinue();
     const body = await readRawBody(req);
     if (!body.ok) return sendJson(res, body.status, { detail: body.detail });
-    const headers = rewriteHeaders(upstreamHeaders, this.trusted);
     const kept = await guardPollingBody(body.raw.toString('utf8'), this.socketJudge(caller, headers), this.dropReport(caller, path, 'polling'), decision.notes);
     if (kept === undefined) {
       // every packet dropped: answered as Engine.IO answers a POST
@@ -333,14 +325,16 @@ export class Enforcer {
       return void res.end('OK');
     }
     const out = Buffer.from(kept, 'utf8');
-    delete upstreamHeaders['transfer-encoding'];
-    upstreamHeaders['content-length'] = String(out.length);
+    // the body forwarded is the one rebuilt: its own length, no chunked framing
+    const forwarded = ctx.headers!;
+    delete forwarded['transfer-encoding'];
+    forwarded['content-length'] = String(out.length);
     return this.proceed(ctx, req, res, false, out);
   }
 
   /**
-   * Why the caller may not have the objects a JSON body names (policies/admin-scoping.ts
-   * objectsNamedInBody), each asked of the this.upstream as the caller; undefined when every one is
+   * Why the caller may not have the objects a JSON body names (policies/body-objects.ts
+   * objectsNamedInBody), each asked of the upstream as the caller; undefined when every one is
    * theirs or granted to them.
    */
   private async unreachableInBody(json: unknown, refs: readonly BodyRef[], who: Principal, headers: Record<string, string | string[] | undefined>) {

@@ -202,6 +202,22 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
   };
 }
 
+/**
+ * A second instance of the world's gateway, sharing its settings (and so its Redis): as a load
+ * balancer's second backend would run, its own process state. Resolves once both instances are in
+ * sync with Redis.
+ */
+export async function startSecondInstance(w: World, obs: Observability = capturingObservability()): Promise<{ gateway: Gateway; url: string }> {
+  const gateway = await createGateway(w.settings, { obs });
+  const url = (await gateway.listen(0, '127.0.0.1')).url;
+  const deadline = Date.now() + 10_000;
+  while (!(gateway.sharedState.ready().ok && w.gateway.sharedState.ready().ok)) {
+    if (Date.now() > deadline) throw new Error('instances not in sync with Redis');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { gateway, url };
+}
+
 /** The demo realm's accounts as copies a test may change (roles, groups, tenants) while its world runs. */
 export function changeableDemoAccounts(): DemoAccount[] {
   return demoAccounts.map((a) => ({ ...a, roles: [...a.roles], groups: [...a.groups], tenants: [...a.tenants] }));
