@@ -101,6 +101,11 @@ export class Enforcer {
     this.upstream.forward(req, res, body, ctx.setCookies);
   }
 
+  /** The audit line of an answer the gateway took other users' items out of: how many. */
+  private removed(caller: Caller, callerId: string, req: IncomingMessage, path: string, rule: string, event: string, msg: string): (removed: number) => void {
+    return (removed) => this.obs.audit.info({ event, rule, caller: caller.label, callerId, method: req.method, path, removed }, msg);
+  }
+
   /** A refusal of the route table (admins, bypass off): audited with its rule, never forwarded. */
   private refuse(res: ServerResponse, caller: Caller, callerId: string, method: string | undefined, path: string, rule: string, detail: string): void {
     this.obs.audit.warn({ event: 'admin-access-denied', rule, caller: caller.label, callerId, method, path }, detail);
@@ -279,11 +284,12 @@ export class Enforcer {
     const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     const who = await this.objectViews.principal(callerId, headers);
-    return this.objectViews.serveListing(res, path + search, headers, who, (removed) =>
-      this.obs.audit.info(
-        { event: 'admin-list-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
-        'items of other users removed from an admin\u2019s list',
-      ),
+    return this.objectViews.serveListing(
+      res,
+      path + search,
+      headers,
+      who,
+      this.removed(caller, callerId, req, path, decision.rule, 'admin-list-filtered', 'items of other users removed from an admin\u2019s list'),
     );
   }
 
@@ -298,9 +304,19 @@ export class Enforcer {
     const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
     const who = await this.objectViews.principal(callerId, headers);
-    return this.objectViews.serveNames(res, decision, path + search, headers, who, (removed) =>
-      this.obs.audit.info(
-        { event: 'admin-names-filtered', rule: decision.rule, caller: caller.label, callerId, method: req.method, path, removed },
+    return this.objectViews.serveNames(
+      res,
+      decision,
+      path + search,
+      headers,
+      who,
+      this.removed(
+        caller,
+        callerId,
+        req,
+        path,
+        decision.rule,
+        'admin-names-filtered',
         'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',
       ),
     );
