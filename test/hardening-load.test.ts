@@ -5,6 +5,8 @@
 // sessions, realm bearer JWTs and Open WebUI API keys. Everything runs in this process.
 // Held: no 5xx, no broken request, stream or socket; afterwards no client connection and no
 // upstream request left, heap (after a real GC) and open handles back near the warm-up baseline.
+// It runs in a process of its own (`npm run test:load`, the last step of `npm run test:gateway`): the
+// gateway runs inline, and the heap a thousand tests before it leave in a shared process stalls it.
 import { expect } from 'chai';
 import { runSoak, formatReport, type SoakReport } from '../bench/soak.js';
 
