@@ -75,7 +75,8 @@ export type Decision =
    * the client: `tags` of the admin's own chats and ratings and of objects they may read
    * (policies/resource-access.ts: `models` and `prompts` lists of names, `chats-of-model` the analytics
    * overview of `modelId`, `feedbacks` the leaderboard); `modelIds`, the ids of models they may see
-   * (policies/resource-access.ts).
+   * (policies/resource-access.ts). `modelId`: the answer is about that one model, and is given only
+   * when it is one of the models the admin may see (else 403, whether or not it exists).
    */
   | { action: 'scope-names'; tags?: TagSource; modelIds?: ModelIdShape; modelId?: string; rule: string }
   /** A Socket.IO long-polling POST of an admin: read its packets, drop note events on notes the admin may not reach. */
@@ -296,12 +297,12 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
-  if (row.tags || row.modelIds) {
+  if (row.tags || row.modelIds || row.ofModel) {
     const names = { ...(row.tags ? { tags: row.tags } : {}), ...(row.modelIds ? { modelIds: row.modelIds } : {}) };
     // the leaderboard's query weighs every user's ratings by how near their tags are to it
     if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
-    if (row.tags !== 'chats-of-model') return { action: 'scope-names', ...names, rule };
+    if (!row.ofModel) return { action: 'scope-names', ...names, rule };
     // Starlette decodes the path before it hands the model id to the route
     let modelId: string | undefined;
     try {
@@ -309,7 +310,7 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
     } catch {
       modelId = undefined;
     }
-    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id to count tags of)` };
+    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id)` };
     return { action: 'scope-names', ...names, modelId, rule };
   }
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');

@@ -65,6 +65,11 @@ export interface RouteRow {
   tags?: TagSource;
   /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/resource-access.ts). */
   modelIds?: ModelIdShape;
+  /**
+   * The answer counts the uses or ratings of the model `{model_id}` names: answered only for a model
+   * the admin may see, so that counts do not tell whether a guessed private model exists.
+   */
+  ofModel?: true;
 }
 
 /**
@@ -788,7 +793,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // models by id and each one's tags
   // each model's `top_tags`: the tags of every user's ratings of it
   row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks', modelIds: 'entries' }),
-  cfg('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history'),
+  // every user's wins and losses of one model, by day
+  row('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history', 'admin-config', { ofModel: true }),
   cfg('GET,POST', '/api/v1/evaluations/config'),
   row('GET', '/api/v1/evaluations/feedbacks/models', 'admin-config', { modelIds: 'ids' }),
   list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
@@ -813,7 +819,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/analytics/tokens', 'admin-config', { modelIds: 'models' }),
   refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
   // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
-  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model' }),
+  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model', ofModel: true }),
 
   // ---- routers/utils.py
   own('GET', '/api/v1/utils/gravatar'),

@@ -71,6 +71,35 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
       .sort((a, b) => b.rating - a.rating);
     sendJson(ctx, 200, { entries });
   });
+  // get_model_history (Feedbacks.get_model_evaluation_history): every user's wins and losses of one
+  // model by day, the last `days` days (0: from its first rating)
+  route('GET', '/api/v1/evaluations/leaderboard/*/history', async (ctx, [rawId]) => {
+    await authenticate(ctx, 'admin');
+    const modelId = decodeURIComponent(rawId ?? '');
+    const days = Number(kit.query(ctx, 'days') ?? '30');
+    if (!Number.isInteger(days)) throw fail(422, 'days: Input should be a valid integer');
+    const cutoff = Math.floor(Date.now() / 1000) - days * 86_400;
+    const day = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0, 10);
+    const counts = new Map<string, { won: number; lost: number }>();
+    for (const f of ws.objects.feedback.values()) {
+      const data = (f.data ?? {}) as { model_id?: string; rating?: unknown };
+      const rating = String(data.rating ?? '');
+      const at = Number(f.created_at ?? 0);
+      if (data.model_id !== modelId || (rating !== '1' && rating !== '-1') || (days !== 0 && at < cutoff)) continue;
+      const c = counts.get(day(at)) ?? { won: 0, lost: 0 };
+      if (rating === '1') c.won++;
+      else c.lost++;
+      counts.set(day(at), c);
+    }
+    const first = [...counts.keys()].sort()[0];
+    const today = Date.parse(day(Date.now() / 1000));
+    const span = days === 0 ? (first ? Math.round((today - Date.parse(first)) / 86_400_000) + 1 : 0) : days;
+    const history = Array.from({ length: span }, (_, i) => {
+      const date = day((today - (span - 1 - i) * 86_400_000) / 1000);
+      return { date, ...(counts.get(date) ?? { won: 0, lost: 0 }) };
+    });
+    sendJson(ctx, 200, { model_id: modelId, history });
+  });
   // Feedbacks.get_distinct_model_ids: the rated models of every user's ratings
   route('GET', '/api/v1/evaluations/feedbacks/models', async (ctx) => {
     await authenticate(ctx, 'admin');

@@ -70,6 +70,8 @@ function seed(): Workspace {
     data: { rating: -1, model_id: 'm-tenant-a', sibling_model_ids: ['m-admin'], tags: ['shared-word', 'admin-rating-tag'] },
     snapshot: { chat: {} },
   });
+  // bob rates his own private model: its history of wins and losses names no text, but tells it exists and is used
+  put('feedback', { id: 'fb-bob-private', user_id: 'u-bob', type: 'rating', data: { rating: 1, model_id: 'm-bob', sibling_model_ids: [] }, snapshot: {} });
   put('memory', { id: 'm-bob', user_id: 'u-bob', content: `${SECRET} memory` });
   put('model', { id: 'arena-model', user_id: '', arena: true, name: 'Arena Model', info: { meta: { access_grants: [] } } });
   put('model', {
@@ -424,6 +426,44 @@ describe('admin route table against the stand-in upstream', function () {
           // m-admin is the admin's own; ratings of models nobody may see are gone too
           expect(rated).to.deep.equal(['m-tenant-a']);
           expect(gw.obs.lines.some((l) => l.event === 'admin-names-filtered' && l.path === '/api/v1/analytics/models')).to.equal(true);
+        },
+      );
+
+      it(
+        bypass
+          ? 'one model\u2019s counts: any model id is answered, as Open WebUI answers it'
+          : 'one model\u2019s counts (overview, wins and losses) only for a model the admin may see: a guessed private id is refused like an id that names nothing',
+        async () => {
+          const history = (id: string) => call('GET', `/api/v1/evaluations/leaderboard/${encodeURIComponent(id)}/history?days=7`, adminKey);
+          const overview = (id: string) => call('GET', `/api/v1/analytics/models/${encodeURIComponent(id)}/overview?days=7`, adminKey);
+          const wins = async (res: Response) => (JSON.parse(await text(res)) as { history: Array<{ won: number }> }).history.reduce((n, d) => n + d.won, 0);
+          const bobs = await history('m-bob');
+          if (bypass) {
+            expect(bobs.status).to.equal(200);
+            expect(await wins(bobs), 'bob\u2019s rating of his private model').to.equal(1);
+            return;
+          }
+          const seen = { history: reached('GET', '/history'), overview: reached('GET', '/overview') };
+          const refusals = [bobs, await history('m-nothing'), await overview('m-bob'), await overview('m-nothing')];
+          for (const res of refusals) {
+            expect(res.status).to.equal(403);
+            expect(JSON.parse(await text(res))).to.deep.equal({ detail: 'Admins reach only their own content and content shared with them on this platform' });
+          }
+          expect({ history: reached('GET', '/history'), overview: reached('GET', '/overview') }, 'never asked of the upstream').to.deep.equal(seen);
+          expect(denied('not a model the admin may see').map((l) => l.path)).to.include.members([
+            '/api/v1/evaluations/leaderboard/m-bob/history',
+            '/api/v1/analytics/models/m-nothing/overview',
+          ]);
+          // a model shared with the admin's tenant, the admin's own, a connection's: answered
+          const shared = await history('m-tenant-a');
+          expect(shared.status).to.equal(200);
+          expect(
+            (JSON.parse(await text(shared)) as { history: Array<{ won: number; lost: number }> }).history.reduce((n, d) => n + d.won + d.lost, 0),
+          ).to.equal(2);
+          for (const id of ['m-admin', 'gpt-base']) expect((await history(id)).status, id).to.equal(200);
+          expect((await call('GET', '/api/v1/evaluations/leaderboard/m-bob/history', aliceKey)).status, 'a plain user: Open WebUI\u2019s own answer').to.equal(
+            401,
+          );
         },
       );
 

@@ -54,6 +54,14 @@ describe('Open WebUI route table', () => {
       }
     });
 
+    it('rows about one model name it in the path ({model_id}), and a model\u2019s chat tags come with that check', () => {
+      for (const row of OPEN_WEBUI_ROUTES) {
+        if (row.ofModel) expect(row.path, row.path).to.match(/\{model_id(:path)?\}/);
+        if (row.tags === 'chats-of-model') expect(row.ofModel, row.path).to.equal(true);
+        if (/\{model_id(:path)?\}/.test(row.path) && row.class === 'admin-config') expect(row.ofModel, `${row.path}: counts of a named model`).to.equal(true);
+      }
+    });
+
     it('task routes name exactly one chat: own-chat check, and a chat id with a slash is refused', () => {
       const off = { bypassAdminAccessControl: false, enableAdminExport: false };
       expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: true })).to.deep.include({

@@ -4,7 +4,7 @@
 // an audit line when an admin reads or deletes a file that is not theirs (rule A7); the chat
 // decisions ask the upstream, as the caller, whose chat it is before anything is forwarded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Decision } from '../../policies/admin-scoping.js';
+import { ADMIN_SCOPED, type Decision } from '../../policies/admin-scoping.js';
 import { isCallersOwnCollection, objectsNamedInBody } from '../../policies/body-objects.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
@@ -319,6 +319,7 @@ export class Enforcer {
         'admin-names-filtered',
         'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',
       ),
+      () => this.refuse(res, caller, callerId, req.method, path, `${decision.rule}: not a model the admin may see`, ADMIN_SCOPED),
     );
   }
 

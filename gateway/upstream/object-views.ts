@@ -17,6 +17,8 @@
 //         /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
 //       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
 //         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
+//       one model's counts (overview, leaderboard history): asked only for a model the admin may
+//         see, by the same two lists; any other id is refused before the upstream is asked.
 // The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
@@ -130,7 +132,11 @@ export class ObjectViews {
     this.groups.clear();
   }
 
-  /** Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the upstream's answer lost. */
+  /**
+   * Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the
+   * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `who` may
+   * see that model; otherwise `refuse` answers, the same for a private model as for none.
+   */
   async serveNames(
     res: ServerResponse,
     names: { tags?: TagSource; modelIds?: ModelIdShape; modelId?: string },
@@ -138,25 +144,19 @@ export class ObjectViews {
     headers: Headers,
     who: Principal,
     audit: (removed: number) => void,
+    refuse: () => void,
   ): Promise<void> {
     try {
+      let visible: Promise<ReadonlySet<string>> | undefined;
+      const visibleIds = () => (visible ??= this.visibleModelIds(headers, who));
+      if (names.modelId !== undefined && !(await visibleIds()).has(names.modelId)) return refuse();
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up.status, up.body);
       let body: unknown = up.json;
       let removed = 0;
       if (names.tags) ({ body, removed } = await this.ownTags(names.tags, body, headers, who, names.modelId));
       if (names.modelIds) {
-        const [base, stored] = await Promise.all(
-          ['/api/models/base', '/api/v1/models/all'].map((p) =>
-            callJson(this.upstream, ListOrRecordAnswer, 'GET', p, headers).then((a) => {
-              if (a.json === undefined) throw new UpstreamError('bad-body', `${p} answered ${a.status}`);
-              return a.json;
-            }),
-          ),
-        );
-        const visible = visibleModelIds(base, stored, who);
-        if (!visible) throw new UpstreamError('bad-body', 'the models are not lists of records with ids');
-        const kept = keepModelIds(body, names.modelIds, visible);
+        const kept = keepModelIds(body, names.modelIds, await visibleIds());
         if (!kept) throw new UpstreamError('bad-body', `answer is not of the shape ${names.modelIds}`);
         body = kept.body;
         removed += kept.removed;
@@ -169,6 +169,21 @@ export class ObjectViews {
       this.obs.log.error({ err: { message: e.message } }, 'names route failed closed');
       sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
     }
+  }
+
+  /** The ids of the models `who` may see: every connection's models, and the stored ones they may read. */
+  private async visibleModelIds(headers: Headers, who: Principal): Promise<ReadonlySet<string>> {
+    const [base, stored] = await Promise.all(
+      ['/api/models/base', '/api/v1/models/all'].map((p) =>
+        callJson(this.upstream, ListOrRecordAnswer, 'GET', p, headers).then((a) => {
+          if (a.json === undefined) throw new UpstreamError('bad-body', `${p} answered ${a.status}`);
+          return a.json;
+        }),
+      ),
+    );
+    const visible = visibleModelIds(base, stored, who);
+    if (!visible) throw new UpstreamError('bad-body', 'the models are not lists of records with ids');
+    return visible;
   }
 
   /** The answer with only the tags `who` may see, and how many it lost. */

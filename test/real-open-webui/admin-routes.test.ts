@@ -653,6 +653,26 @@ for (const { title, flags } of FLAG_SETS) {
         expect(seen.text, path).to.not.include(suModel);
         expect(seen.text, `${path}: the connection\u2019s model stays`).to.include(model);
       }
+      // one model's counts: straight at Open WebUI they tell that the other admin's private model
+      // exists and was used and rated; through the gateway only a model the admin may see is answered,
+      // and a guessed private id is refused exactly like an id that names nothing
+      const won = (h: { history: Array<{ won: number }> }) => h.history.reduce((n, d) => n + d.won, 0);
+      const historyOf = (id: string) => `/api/v1/evaluations/leaderboard/${encodeURIComponent(id)}/history?days=7`;
+      const overviewOf = (id: string) => `/api/v1/analytics/models/${encodeURIComponent(id)}/overview?days=7`;
+      const ofOne = [overviewOf, historyOf];
+      for (const of of ofOne)
+        expect(won(await ok<{ history: Array<{ won: number }> }>(direct('GET', of(suModel)), of(suModel))), `the door: ${of(suModel)}`).to.equal(1);
+      const nothing = `no-such-model-${tag}`;
+      const answers = new Set<string>();
+      for (const path of ofOne.flatMap((of) => [of(suModel), of(nothing)])) {
+        const r = await via(admin, 'GET', path);
+        await refused(r, 'GET', path);
+        answers.add(`${r.status} ${r.text}`);
+      }
+      expect([...answers], 'one answer for a private model and for none').to.have.length(1);
+      expect(await ok(via(admin, 'GET', historyOf(model)), 'the connection model\u2019s history')).to.deep.equal(
+        await ok(direct('GET', historyOf(model)), 'straight'),
+      );
       const board2 = await via(admin, 'GET', `/api/v1/evaluations/leaderboard?query=divorce`);
       await refused(board2, 'GET', '/api/v1/evaluations/leaderboard');
       // audited where the answer lost names (model and prompt tags only while Open WebUI's own bypass lists everyone's)

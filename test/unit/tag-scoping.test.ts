@@ -41,7 +41,24 @@ describe('tag scoping (pure)', () => {
         status: 403,
       });
     expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard', search: '?query=' }, off, { admin: true }).action).to.equal('scope-names');
-    for (const path of ['/api/v1/models/tags', '/api/v1/prompts/tags', '/api/v1/analytics/models/m/overview', '/api/v1/evaluations/leaderboard']) {
+    // a model's history of wins and losses: no names, but answered only for a model the admin may see
+    expect(
+      decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard/openai%2Fgpt-4o/history', search: '?days=30' }, off, { admin: true }),
+    ).to.deep.include({
+      action: 'scope-names',
+      modelId: 'openai/gpt-4o',
+    });
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/leaderboard/%E0%A4%A/history' }, off, { admin: true })).to.include({
+      action: 'deny',
+      status: 403,
+    });
+    for (const path of [
+      '/api/v1/models/tags',
+      '/api/v1/prompts/tags',
+      '/api/v1/analytics/models/m/overview',
+      '/api/v1/evaluations/leaderboard',
+      '/api/v1/evaluations/leaderboard/m/history',
+    ]) {
       expect(decide({ method: 'GET', path }, on, { admin: true }).action, path).to.equal('pass');
       expect(decide({ method: 'GET', path }, off, { admin: false }).action, path).to.equal('pass');
     }
