@@ -78,7 +78,9 @@ export interface RedisSentinelSettings {
   tls: boolean;
   username?: string;
   password?: string;
-  /** the sentinels' own password (their requirepass), REDIS_SENTINEL_PASSWORD */
+  /** the sentinels' own ACL user, REDIS_SENTINEL_USERNAME (with sentinelPassword) */
+  sentinelUsername?: string;
+  /** the sentinels' own password (their requirepass, or their ACL user's), REDIS_SENTINEL_PASSWORD */
   sentinelPassword?: string;
 }
 
@@ -143,8 +145,9 @@ export function redisTarget(s: { redisUrl?: string; redisSentinel?: RedisSentine
 
 /**
  * One Redis topology, and only the variables it reads: REDIS_URL (credentials in the URL),
- * REDIS_SENTINELS with REDIS_SENTINEL_NAME, or REDIS_CLUSTER_NODES, the last two with the data
- * nodes' REDIS_USERNAME and REDIS_PASSWORD. Checked on the raw values, never echoing a password.
+ * REDIS_SENTINELS with REDIS_SENTINEL_NAME (and the sentinels' own REDIS_SENTINEL_USERNAME and
+ * REDIS_SENTINEL_PASSWORD), or REDIS_CLUSTER_NODES, the last two with the data nodes'
+ * REDIS_USERNAME and REDIS_PASSWORD. Checked on the raw values, never echoing a password.
  */
 export function redisProblems(env: Env): string[] {
   const problems: string[] = [];
@@ -159,7 +162,7 @@ export function redisProblems(env: Env): string[] {
     problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the sentinels monitor the primary under, e.g. mymaster)');
   if (has('REDIS_SENTINEL_NAME') && /\s/.test(env.REDIS_SENTINEL_NAME!.trim()))
     problems.push('REDIS_SENTINEL_NAME: must be one word (the name in `sentinel monitor <name> ...`)');
-  for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) {
+  for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD']) {
     if (has(name) && !sentinel) problems.push(`${name}: read only with REDIS_SENTINELS, which is not set`);
   }
   for (const name of ['REDIS_USERNAME', 'REDIS_PASSWORD']) {
@@ -168,5 +171,9 @@ export function redisProblems(env: Env): string[] {
     else if (!sentinel && !has('REDIS_CLUSTER_NODES')) problems.push(`${name}: read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES, neither of which is set`);
   }
   if (has('REDIS_USERNAME') && !has('REDIS_PASSWORD')) problems.push('REDIS_USERNAME: needs REDIS_PASSWORD (an ACL user signs in with both)');
+  if (has('REDIS_SENTINEL_USERNAME') && !has('REDIS_SENTINEL_PASSWORD'))
+    problems.push('REDIS_SENTINEL_USERNAME: needs REDIS_SENTINEL_PASSWORD (an ACL user of the sentinels signs in with both)');
+  for (const name of ['REDIS_USERNAME', 'REDIS_SENTINEL_USERNAME'])
+    if (has(name) && /\s/.test(env[name]!.trim())) problems.push(`${name}: must be one word (Redis refuses spaces in ACL user names)`);
   return problems;
 }

@@ -191,6 +191,7 @@ const schema = z.object({
   REDIS_URL: redisUrl,
   REDIS_SENTINELS: redisNodes(26379, 'REDIS_PASSWORD (the data nodes) or REDIS_SENTINEL_PASSWORD (the sentinels)'),
   REDIS_SENTINEL_NAME: optionalText,
+  REDIS_SENTINEL_USERNAME: optionalText,
   REDIS_SENTINEL_PASSWORD: secretText,
   REDIS_CLUSTER_NODES: redisNodes(6379, 'REDIS_PASSWORD'),
   REDIS_USERNAME: optionalText,
@@ -373,6 +374,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       tls: e.REDIS_SENTINELS.tls,
       username: e.REDIS_USERNAME,
       password: e.REDIS_PASSWORD,
+      sentinelUsername: e.REDIS_SENTINEL_USERNAME,
       sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
     },
     redisCluster: e.REDIS_CLUSTER_NODES && {

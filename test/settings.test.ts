@@ -112,6 +112,7 @@ describe('settings: Redis Sentinel and Cluster', () => {
       REDIS_SENTINEL_NAME: 'mymaster',
       REDIS_USERNAME: 'gateway',
       REDIS_PASSWORD: 'p@ss#word ',
+      REDIS_SENTINEL_USERNAME: 'watcher',
       REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
     });
     expect(s.redisSentinel).to.deep.equal({
@@ -124,6 +125,7 @@ describe('settings: Redis Sentinel and Cluster', () => {
       tls: false,
       username: 'gateway',
       password: 'p@ss#word ',
+      sentinelUsername: 'watcher',
       sentinelPassword: 'sentinel-secret',
     });
     expect(s.redisUrl).to.equal(undefined);
@@ -163,6 +165,9 @@ describe('settings: Redis Sentinel and Cluster', () => {
       [{ REDIS_URL: 'redis://r:6379', REDIS_PASSWORD: 'x' }, ['REDIS_PASSWORD: not read with REDIS_URL']],
       [{ REDIS_PASSWORD: 'x' }, ['REDIS_PASSWORD: read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES']],
       [{ REDIS_CLUSTER_NODES: 'n:6379', REDIS_USERNAME: 'u' }, ['REDIS_USERNAME: needs REDIS_PASSWORD']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379', REDIS_SENTINEL_USERNAME: 'w' }, ['REDIS_SENTINEL_USERNAME: read only with REDIS_SENTINELS']],
+      [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_SENTINEL_USERNAME: 'w' }, ['REDIS_SENTINEL_USERNAME: needs REDIS_SENTINEL_PASSWORD']],
+      [{ REDIS_CLUSTER_NODES: 'n:6379', REDIS_USERNAME: 'the gateway', REDIS_PASSWORD: 'x' }, ['REDIS_USERNAME: must be one word']],
       [{ REDIS_CLUSTER_NODES: 'n:6379,,m:6379' }, ['REDIS_CLUSTER_NODES: entry 2 of 3 is empty']],
       [{ REDIS_CLUSTER_NODES: 'n:6379/2' }, ['REDIS_CLUSTER_NODES: the entry "n:6379/2" holds more than host:port']],
       [{ REDIS_CLUSTER_NODES: 'http://n:6379' }, ['REDIS_CLUSTER_NODES: the entry "http://n:6379" is not redis:// or rediss://']],

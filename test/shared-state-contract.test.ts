@@ -1,12 +1,22 @@
 // One contract, every store: the shared state kept in this process and in real Redis servers (one
 // server, Sentinel, Cluster: gateway/state/) answer every question the gateway asks them the same way.
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { createObservability } from '../gateway/observability/observability.js';
 import { processState } from '../gateway/state/process-state.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
 import type { RedisTarget } from '../config/redis.js';
-import { asNodes, startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
+import {
+  asNodes,
+  redisCli,
+  startRedis,
+  startRedisCluster,
+  startSentinelRedis,
+  type RedisCluster,
+  type SentinelRedis,
+  type TestRedis,
+} from './support/redis.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const quiet = () => createObservability({ level: 'silent' });
@@ -14,6 +24,8 @@ const quiet = () => createObservability({ level: 'silent' });
 interface Store {
   name: string;
   open(): Promise<SharedState>;
+  /** servers with ACL users: what they refused them since last asked */
+  refusals?(): string[];
   done(): Promise<void>;
 }
 
@@ -33,6 +45,48 @@ async function openRedisState(target: string | RedisTarget): Promise<SharedState
 let redis: TestRedis | undefined;
 let sentinel: SentinelRedis | undefined;
 let cluster: RedisCluster | undefined;
+let signedRedis: TestRedis | undefined;
+let signedSentinel: SentinelRedis | undefined;
+let signedCluster: RedisCluster | undefined;
+
+// The ACL users docs/operating/settings.md gives operators, read from it: the tests hold it true.
+const ACL_LINES = [...readFileSync(new URL('../docs/operating/settings.md', import.meta.url), 'utf8').matchAll(/^user chat-gateway on >PASSWORD (.+)$/gm)].map(
+  (m) => m[1]!.split(' '),
+);
+const [DATA_RULES, SENTINEL_RULES] = ACL_LINES as [string[], string[]];
+// Passwords as operators write them, holding what a URL would have to escape.
+const DATA_USER = { username: 'chat-gateway', password: 'data p@ss#word/?:%41' };
+const SENTINEL_USER = { sentinelUsername: 'chat-gateway', sentinelPassword: 'sentinel p@ss#word' };
+
+/** Every key of these servers gone (a replica refuses): each test's state starts empty under the gateway's own prefix. */
+function flush(ports: number[]): void {
+  for (const port of ports)
+    try {
+      redisCli(port, 'flushall');
+    } catch {
+      // a replica
+    }
+}
+
+/** What these servers' ACL LOG holds: every command or key refused to a user since the last reset, which it then resets. */
+function refusals(ports: number[]): string[] {
+  return ports.flatMap((port) => {
+    const log = redisCli(port, 'acl', 'log');
+    redisCli(port, 'acl', 'log', 'reset');
+    return log ? [`${port}: ${log.replace(/\n/g, ' ')}`] : [];
+  });
+}
+
+/** The state as the gateway opens it (its own key prefix), ready before the test. */
+async function openGatewayState(target: string | RedisTarget): Promise<SharedState> {
+  const state = await redisState(target, quiet());
+  const deadline = Date.now() + 10_000;
+  while (!state.ready().ok) {
+    if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return state;
+}
 
 const STORES: Store[] = [
   { name: 'in this process', open: async () => processState(quiet()), done: async () => {} },
@@ -69,6 +123,47 @@ const STORES: Store[] = [
       cluster = undefined;
     },
   },
+  {
+    name: 'in Redis, signed in as the narrowest ACL user the gateway needs (REDIS_URL, the password percent-encoded)',
+    async open() {
+      signedRedis ??= await startRedis({ auth: { ...DATA_USER, rules: DATA_RULES } });
+      flush([signedRedis.port]);
+      return openGatewayState(signedRedis.url);
+    },
+    refusals: () => refusals([signedRedis!.port]),
+    async done() {
+      await signedRedis?.stop();
+      signedRedis = undefined;
+    },
+  },
+  {
+    name: 'in Redis Sentinel whose data nodes and sentinels each ask the narrowest ACL user the gateway needs',
+    async open() {
+      signedSentinel ??= await startSentinelRedis({ auth: { ...DATA_USER, rules: DATA_RULES, ...SENTINEL_USER, sentinelRules: SENTINEL_RULES } });
+      flush(signedSentinel.nodes.map((n) => n.port));
+      return openGatewayState({
+        sentinel: { sentinels: asNodes(signedSentinel.sentinels), name: signedSentinel.name, tls: false, ...DATA_USER, ...SENTINEL_USER },
+      });
+    },
+    refusals: () => refusals([...signedSentinel!.nodes, ...signedSentinel!.sentinelProcesses].map((n) => n.port)),
+    async done() {
+      await signedSentinel?.stop();
+      signedSentinel = undefined;
+    },
+  },
+  {
+    name: 'in a Redis Cluster whose nodes ask the narrowest ACL user the gateway needs',
+    async open() {
+      signedCluster ??= await startRedisCluster({ auth: { ...DATA_USER, rules: DATA_RULES } });
+      flush(signedCluster.nodes.map((n) => n.port));
+      return openGatewayState({ cluster: { nodes: asNodes(signedCluster.nodesSetting), tls: false, ...DATA_USER } });
+    },
+    refusals: () => refusals(signedCluster!.nodes.map((n) => n.port)),
+    async done() {
+      await signedCluster?.stop();
+      signedCluster = undefined;
+    },
+  },
 ];
 
 for (const store of STORES) {
@@ -76,7 +171,11 @@ for (const store of STORES) {
     this.timeout(20_000);
     let state: SharedState;
     beforeEach(async () => (state = await store.open()));
-    afterEach(async () => state.close());
+    afterEach(async function () {
+      await state.close();
+      // a missing permission can hide behind a fallback (rate limits count per instance then)
+      if (store.refusals && this.currentTest?.state === 'passed') expect(store.refusals(), 'ACL LOG: refused to the gateway\u2019s user').to.deep.equal([]);
+    });
     after(() => store.done());
 
     it('is ready, and says where its state lives', () => {

@@ -23,6 +23,20 @@ export function redisWhere(target: string | RedisTarget): string {
   return `cluster ${nodeList(target.cluster.nodes)}${target.cluster.tls ? ' (TLS)' : ''}`;
 }
 
+/**
+ * What to check when Redis refused the gateway's sign-in or a command (WRONGPASS, NOAUTH, NOPERM),
+ * by which servers refused it: the sentinels (ioredis says "All sentinels are unreachable") or the
+ * data nodes. Empty for any other error.
+ */
+export function refusalHint(to: RedisTarget, message: string): string {
+  const word = /\b(WRONGPASS|NOAUTH|NOPERM)\b/.exec(message)?.[1];
+  if (!word) return '';
+  if (word === 'NOPERM') return ': the ACL user lacks a permission the gateway needs (docs/operating/settings.md, ACL users)';
+  if ('url' in to) return ': Redis refused the sign-in, check the user and password in REDIS_URL';
+  if ('sentinel' in to && /sentinels/i.test(message)) return ': the sentinels refused the sign-in, check REDIS_SENTINEL_USERNAME and REDIS_SENTINEL_PASSWORD';
+  return ': the data nodes refused the sign-in, check REDIS_USERNAME and REDIS_PASSWORD';
+}
+
 /** What the state needs of its subscription: one Redis connection, or one to some node of a Cluster. */
 export interface Subscription extends EventEmitter {
   readonly status: string;
@@ -156,6 +170,7 @@ export function redisConnections(ioredis: IoRedis, to: RedisTarget): RedisConnec
             name: to.sentinel.name,
             username: to.sentinel.username,
             password: to.sentinel.password,
+            sentinelUsername: to.sentinel.sentinelUsername,
             sentinelPassword: to.sentinel.sentinelPassword,
             ...(to.sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
             sentinelRetryStrategy: retryMs,

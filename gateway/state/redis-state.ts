@@ -36,7 +36,7 @@ import { epochNow, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis.js';
-import { redisConnections, redisWhere, roleOf } from './redis-connections.js';
+import { redisConnections, redisWhere, refusalHint, roleOf } from './redis-connections.js';
 
 const SWEEP_MS = 60_000;
 /**
@@ -281,9 +281,17 @@ export async function redisState(
   }
 
   for (const conn of [client, subscriber] as EventEmitter[]) {
-    conn.on('ready', () => void resync());
-    conn.on('error', (err: Error) => setSynced(false, err.message));
-    conn.on('close', () => setSynced(false, 'connection closed'));
+    // a close that follows an error keeps the error as the reason (a refused sign-in says WRONGPASS)
+    let failed = false;
+    conn.on('ready', () => {
+      failed = false;
+      void resync();
+    });
+    conn.on('error', (err: Error) => {
+      failed = true;
+      setSynced(false, err.message + refusalHint(to, err.message));
+    });
+    conn.on('close', () => setSynced(false, failed ? undefined : 'connection closed'));
   }
   subscriber.on('message', (_channel: string, message: string) => {
     const space = message.indexOf(' ');

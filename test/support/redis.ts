@@ -88,11 +88,21 @@ function redisProcess(port: number, args: () => string[], what = 'redis-server')
   };
 }
 
-export async function startRedis(): Promise<TestRedis> {
+/** One server; with `auth`, its URL carries the credentials, percent-encoded as REDIS_URL wants them. */
+export async function startRedis(o: { auth?: Pick<RedisAuth, 'username' | 'password' | 'rules'> } = {}): Promise<TestRedis> {
   const port = await freePort();
-  const server = redisProcess(port, () => ['--port', String(port), ...EPHEMERAL]);
-  await server.start();
-  return { url: server.url, port, stop: server.stop, start: server.start };
+  const server = redisProcess(port, () => ['--port', String(port), ...EPHEMERAL, ...dataNodeAuth(o.auth)]);
+  const userinfo = o.auth ? `${encodeURIComponent(o.auth.username ?? '')}:${encodeURIComponent(o.auth.password)}@` : '';
+  const start = async () => {
+    cliSignIn.set(port, signIn(dataAdmin(o.auth)));
+    await server.start();
+  };
+  const stop = async () => {
+    await server.stop();
+    cliSignIn.delete(port);
+  };
+  await start();
+  return { url: `redis://${userinfo}127.0.0.1:${port}/0`, port, stop, start };
 }
 
 /** `host:port,host:port` (REDIS_SENTINELS, REDIS_CLUSTER_NODES) as the settings hold it. */
@@ -103,9 +113,57 @@ export function asNodes(setting: string): Array<{ host: string; port: number }> 
   });
 }
 
+/**
+ * What a topology's servers ask for. The data nodes: an ACL user with its rules (every key, channel
+ * and command unless told) and the default user off; or the default user's password alone. The
+ * sentinels the same, with their own. Replication, the sentinels' watch and the helpers' redis-cli
+ * sign in as an administrator of their own (with an ACL user), so that the users under test may be
+ * as narrow as an operator makes them.
+ */
+export interface RedisAuth {
+  username?: string;
+  password: string;
+  /** the ACL rules of `username` (`~pattern`, `&channel`, `+command`, ...) */
+  rules?: readonly string[];
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+  sentinelRules?: readonly string[];
+}
+
+const EVERYTHING = ['~*', '&*', '+@all'];
+const TOPOLOGY_ADMIN = { username: 'topology-admin', password: 'topology-admin-password' };
+
+/** redis-cli's sign-in for each port of a topology that asks for one. */
+const cliSignIn = new Map<number, string[]>();
+const signIn = (who: SignIn) => (who ? [...(who.username ? ['--user', who.username] : []), '--pass', who.password, '--no-auth-warning'] : []);
+/** Who replicates, watches and administers data nodes: the administrator beside an ACL user, else the default user. */
+type SignIn = { username?: string; password: string } | undefined;
+const dataAdmin = (auth: RedisAuth | undefined): SignIn => (!auth ? undefined : auth.username ? TOPOLOGY_ADMIN : { password: auth.password });
+const sentinelAdmin = (auth: RedisAuth | undefined): SignIn =>
+  auth?.sentinelPassword === undefined ? undefined : auth.sentinelUsername ? TOPOLOGY_ADMIN : { password: auth.sentinelPassword };
+
+/** A user's definition as the `user` directive's arguments. */
+const userLine = (username: string, password: string, rules: readonly string[]) => [username, 'on', `>${password}`, ...rules];
+
+/** A data node's users (config lines as arguments) and a replica's sign-in at its primary. */
+function dataNodeAuth(auth: RedisAuth | undefined): string[] {
+  if (!auth) return [];
+  if (!auth.username) return ['--requirepass', auth.password, '--masterauth', auth.password];
+  const admin = TOPOLOGY_ADMIN;
+  return [
+    ...['--user', ...userLine(auth.username, auth.password, auth.rules ?? EVERYTHING)],
+    ...['--user', ...userLine(admin.username, admin.password, EVERYTHING)],
+    ...['--user', 'default', 'off'],
+    ...['--masteruser', admin.username, '--masterauth', admin.password],
+  ];
+}
+
+/** A config file's quoted argument (sdssplitargs): the value as written, whatever it holds. */
+const quoted = (v: string) => JSON.stringify(v);
+
 /** `redis-cli -p port args...`, its output trimmed (throws when it fails). */
 export function redisCli(port: number, ...args: string[]): string {
-  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...(cliSignIn.get(port) ?? []), ...args], { encoding: 'utf8', timeout: 30_000 });
   if (r.status !== 0) throw new Error(`redis-cli -p ${port} ${args.join(' ')}: ${r.stderr || r.stdout}`);
   return r.stdout.trim();
 }
@@ -152,7 +210,9 @@ export interface SentinelRedis {
  * A primary, `replicas` replicas and `sentinels` sentinels (quorum: a majority), a replica promoted
  * within about `downAfterMs` + 1 s of the primary's loss.
  */
-export async function startSentinelRedis(o: { replicas?: number; sentinels?: number; downAfterMs?: number; name?: string } = {}): Promise<SentinelRedis> {
+export async function startSentinelRedis(
+  o: { replicas?: number; sentinels?: number; downAfterMs?: number; name?: string; auth?: RedisAuth } = {},
+): Promise<SentinelRedis> {
   const name = o.name ?? 'chat-primary';
   const replicaCount = o.replicas ?? 1;
   const sentinelCount = o.sentinels ?? 3;
@@ -168,9 +228,40 @@ export async function startSentinelRedis(o: { replicas?: number; sentinels?: num
   const nodes = dataPorts.map((port) =>
     redisProcess(port, () => {
       const primary = running ? askedPrimary() : dataPorts[0]!;
-      return ['--port', String(port), ...EPHEMERAL, '--dir', dir, ...(primary === port ? [] : ['--replicaof', '127.0.0.1', String(primary)])];
+      return [
+        '--port',
+        String(port),
+        ...EPHEMERAL,
+        ...dataNodeAuth(o.auth),
+        '--dir',
+        dir,
+        ...(primary === port ? [] : ['--replicaof', '127.0.0.1', String(primary)]),
+      ];
     }),
   );
+  // the sentinels sign in at the data nodes, at each other, and ask their clients to sign in
+  const a = o.auth;
+  const watcher = dataAdmin(a);
+  const peer = sentinelAdmin(a);
+  const sentinelAuth = [
+    ...(watcher?.username ? [`sentinel auth-user ${name} ${watcher.username}`] : []),
+    ...(watcher ? [`sentinel auth-pass ${name} ${quoted(watcher.password)}`] : []),
+    ...(a?.sentinelPassword === undefined
+      ? []
+      : a.sentinelUsername
+        ? [
+            `user ${userLine(a.sentinelUsername, a.sentinelPassword, a.sentinelRules ?? EVERYTHING)
+              .map(quoted)
+              .join(' ')}`,
+            `user ${userLine(TOPOLOGY_ADMIN.username, TOPOLOGY_ADMIN.password, EVERYTHING).map(quoted).join(' ')}`,
+            'user default off',
+          ]
+        : [`requirepass ${quoted(a.sentinelPassword)}`]),
+    ...(peer?.username ? [`sentinel sentinel-user ${peer.username}`] : []),
+    ...(peer ? [`sentinel sentinel-pass ${quoted(peer.password)}`] : []),
+  ];
+  for (const port of dataPorts) cliSignIn.set(port, signIn(watcher));
+  for (const port of sentinelPorts) cliSignIn.set(port, signIn(peer));
   const sentinelProcesses = sentinelPorts.map((port) => {
     const conf = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
@@ -183,6 +274,7 @@ export async function startSentinelRedis(o: { replicas?: number; sentinels?: num
         `sentinel down-after-milliseconds ${name} ${downAfter}`,
         `sentinel failover-timeout ${name} 10000`,
         `sentinel parallel-syncs ${name} 1`,
+        ...sentinelAuth,
         '',
       ].join('\n'),
     );
@@ -234,6 +326,7 @@ export async function startSentinelRedis(o: { replicas?: number; sentinels?: num
     },
     async stop() {
       await Promise.all([...sentinelProcesses, ...nodes].map((p) => p.stop()));
+      for (const port of ports) cliSignIn.delete(port);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -261,7 +354,9 @@ export interface RedisCluster {
 }
 
 /** `primaries` primaries with `replicasEach` replicas each, a replica promoted within about `nodeTimeoutMs` + 1 s of its primary's loss. */
-export async function startRedisCluster(o: { primaries?: number; replicasEach?: number; nodeTimeoutMs?: number } = {}): Promise<RedisCluster> {
+export async function startRedisCluster(
+  o: { primaries?: number; replicasEach?: number; nodeTimeoutMs?: number; auth?: Pick<RedisAuth, 'username' | 'password' | 'rules'> } = {},
+): Promise<RedisCluster> {
   const primaries = o.primaries ?? 3;
   const replicasEach = o.replicasEach ?? 1;
   const count = primaries * (1 + replicasEach);
@@ -275,6 +370,7 @@ export async function startRedisCluster(o: { primaries?: number; replicasEach?: 
       '--port',
       String(port),
       ...EPHEMERAL,
+      ...dataNodeAuth(o.auth),
       '--cluster-enabled',
       'yes',
       '--cluster-port',
@@ -330,14 +426,24 @@ export async function startRedisCluster(o: { primaries?: number; replicasEach?: 
     },
     async stop() {
       await Promise.all(nodes.map((n) => n.stop()));
+      for (const n of nodes) cliSignIn.delete(n.port);
       rmSync(dir, { recursive: true, force: true });
     },
   };
   try {
+    for (const n of nodes) cliSignIn.set(n.port, signIn(dataAdmin(o.auth)));
     for (const n of nodes) await n.start();
     const created = spawnSync(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicasEach), '--cluster-yes'],
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicasEach),
+        '--cluster-yes',
+        ...signIn(dataAdmin(o.auth)),
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     );
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed:\n${created.stdout}\n${created.stderr}`);
