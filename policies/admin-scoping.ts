@@ -67,7 +67,7 @@ export type Decision =
    */
   | { action: 'require-own-account'; userId: string; keepEmail?: boolean; detail: string; rule: string }
   /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
-  | { action: 'filter-listing'; rule: string }
+  | { action: 'filter-listing'; modelId?: string; rule: string }
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
   /**
@@ -297,26 +297,35 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   }
   const { row, params } = route;
   const rule = `route table: ${row.class} ${row.methods.join(',')} ${row.path}`;
-  if (row.tags || row.modelIds || row.ofModel) {
+  // the one model the answer is about, as Open WebUI reads it; undefined: every model
+  let modelId: string | undefined;
+  if (row.ofModel === '{model_id}') {
+    // Starlette decodes the path before it hands the model id to the route
+    try {
+      modelId = decodeURIComponent(params.model_id ?? '');
+    } catch {
+      modelId = '';
+    }
+    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id)` };
+  } else if (row.ofModel === '{?model_id}') {
+    const named = new URLSearchParams(search).getAll('model_id');
+    // one reading only: a server may take the first of repeated parameters, FastAPI the last
+    if (named.length > 1) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (model_id given twice)` };
+    modelId = named[0] || undefined;
+  }
+  const ofModel = modelId === undefined ? {} : { modelId };
+  if (row.tags || row.modelIds) {
     const names = { ...(row.tags ? { tags: row.tags } : {}), ...(row.modelIds ? { modelIds: row.modelIds } : {}) };
     // the leaderboard's query weighs every user's ratings by how near their tags are to it
     if (row.tags === 'feedbacks' && new URLSearchParams(search).getAll('query').some((q) => q.trim() !== ''))
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule}: its query weighs every user\u2019s ratings by their tags` };
-    if (!row.ofModel) return { action: 'scope-names', ...names, rule };
-    // Starlette decodes the path before it hands the model id to the route
-    let modelId: string | undefined;
-    try {
-      modelId = decodeURIComponent(params.model_id ?? '');
-    } catch {
-      modelId = undefined;
-    }
-    if (!modelId) return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: `${rule} (no model id)` };
-    return { action: 'scope-names', ...names, modelId, rule };
+    return { action: 'scope-names', ...names, ...ofModel, rule };
   }
+  if (row.ofModel && row.class === 'admin-config') return { action: 'scope-names', ...ofModel, rule };
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':
-      return { action: 'filter-listing', rule };
+      return { action: 'filter-listing', ...ofModel, rule };
     case 'by-id-read':
     case 'by-id-write': {
       const filled = fillLookup(row.lookup!, params, search, permission);

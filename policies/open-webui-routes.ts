@@ -66,10 +66,11 @@ export interface RouteRow {
   /** The answer names models by id, every user's: only the ids of models the admin may see reach them (policies/resource-access.ts). */
   modelIds?: ModelIdShape;
   /**
-   * The answer counts the uses or ratings of the model `{model_id}` names: answered only for a model
-   * the admin may see, so that counts do not tell whether a guessed private model exists.
+   * The answer counts the uses or ratings of one model, named by the path (`{model_id}`) or by the
+   * query (`{?model_id}`, where its absence means every model): answered only for a model the admin
+   * may see, so that counts do not tell whether a guessed private model is used or rated.
    */
-  ofModel?: true;
+  ofModel?: '{model_id}' | '{?model_id}';
 }
 
 /**
@@ -794,7 +795,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // each model's `top_tags`: the tags of every user's ratings of it
   row('GET', '/api/v1/evaluations/leaderboard', 'admin-config', { tags: 'feedbacks', modelIds: 'entries' }),
   // every user's wins and losses of one model, by day
-  row('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history', 'admin-config', { ofModel: true }),
+  row('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history', 'admin-config', { ofModel: '{model_id}' }),
   cfg('GET,POST', '/api/v1/evaluations/config'),
   row('GET', '/api/v1/evaluations/feedbacks/models', 'admin-config', { modelIds: 'ids' }),
   list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
@@ -802,7 +803,8 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   list('GET', '/api/v1/evaluations/feedbacks/all/export'),
   own('GET', '/api/v1/evaluations/feedbacks/user'),
   own('DELETE', '/api/v1/evaluations/feedbacks'),
-  list('GET', '/api/v1/evaluations/feedbacks/list'),
+  // its `total` counts every user's ratings (of `model_id` when named)
+  row('GET', '/api/v1/evaluations/feedbacks/list', 'listing', { ofModel: '{?model_id}' }),
   own('POST', '/api/v1/evaluations/feedback'),
   read('GET', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
   write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
@@ -819,7 +821,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/analytics/tokens', 'admin-config', { modelIds: 'models' }),
   refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
   // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
-  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model', ofModel: true }),
+  row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model', ofModel: '{model_id}' }),
 
   // ---- routers/utils.py
   own('GET', '/api/v1/utils/gravatar'),

@@ -22,10 +22,13 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     await authenticate(ctx, 'admin');
     sendJson(ctx, 200, [...ws.objects.feedback.values()]);
   });
+  // get_feedbacks: every user's ratings, of `model_id` when named, 30 a page; `total` counts them all
   route('GET', '/api/v1/evaluations/feedbacks/list', async (ctx) => {
     await authenticate(ctx, 'admin');
-    const items = [...ws.objects.feedback.values()].map(withUser);
-    sendJson(ctx, 200, { items, total: items.length });
+    const modelId = kit.query(ctx, 'model_id');
+    const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
+    const all = [...ws.objects.feedback.values()].filter((f) => !modelId || (f.data as { model_id?: unknown } | undefined)?.model_id === modelId);
+    sendJson(ctx, 200, { items: all.slice((page - 1) * 30, page * 30).map(withUser), total: all.length });
   });
   // the caller's own ratings, 30 a page, newest first (get_user_feedbacks)
   route('GET', '/api/v1/evaluations/feedbacks/user', async (ctx) => {

@@ -432,7 +432,7 @@ describe('admin route table against the stand-in upstream', function () {
       it(
         bypass
           ? 'one model\u2019s counts: any model id is answered, as Open WebUI answers it'
-          : 'one model\u2019s counts (overview, wins and losses) only for a model the admin may see: a guessed private id is refused like an id that names nothing',
+          : 'one model\u2019s counts (overview, wins and losses, its ratings list) only for a model the admin may see: a guessed private id gets the same refusal as an id that names nothing',
         async () => {
           const history = (id: string) => call('GET', `/api/v1/evaluations/leaderboard/${encodeURIComponent(id)}/history?days=7`, adminKey);
           const overview = (id: string) => call('GET', `/api/v1/analytics/models/${encodeURIComponent(id)}/overview?days=7`, adminKey);
@@ -441,15 +441,30 @@ describe('admin route table against the stand-in upstream', function () {
           if (bypass) {
             expect(bobs.status).to.equal(200);
             expect(await wins(bobs), 'bob\u2019s rating of his private model').to.equal(1);
+            const listed = await call('GET', '/api/v1/evaluations/feedbacks/list?model_id=m-bob', adminKey);
+            expect((JSON.parse(await text(listed)) as { total: number }).total).to.equal(1);
             return;
           }
-          const seen = { history: reached('GET', '/history'), overview: reached('GET', '/overview') };
-          const refusals = [bobs, await history('m-nothing'), await overview('m-bob'), await overview('m-nothing')];
+          const ratings = (search: string) => call('GET', `/api/v1/evaluations/feedbacks/list${search}`, adminKey);
+          const seen = { history: reached('GET', '/history'), overview: reached('GET', '/overview'), ratings: reached('GET', '/feedbacks/list') };
+          const refusals = [
+            bobs,
+            await history('m-nothing'),
+            await overview('m-bob'),
+            await overview('m-nothing'),
+            // the ratings list's `total` counts every user's ratings of the model its query names
+            await ratings('?model_id=m-bob&page=9'),
+            await ratings('?model_id=m-nothing'),
+            await ratings('?model_id=m-tenant-a&model_id=m-bob'),
+          ];
           for (const res of refusals) {
             expect(res.status).to.equal(403);
             expect(JSON.parse(await text(res))).to.deep.equal({ detail: 'Admins reach only their own content and content shared with them on this platform' });
           }
-          expect({ history: reached('GET', '/history'), overview: reached('GET', '/overview') }, 'never asked of the upstream').to.deep.equal(seen);
+          expect(
+            { history: reached('GET', '/history'), overview: reached('GET', '/overview'), ratings: reached('GET', '/feedbacks/list') },
+            'never asked of the upstream',
+          ).to.deep.equal(seen);
           expect(denied('not a model the admin may see').map((l) => l.path)).to.include.members([
             '/api/v1/evaluations/leaderboard/m-bob/history',
             '/api/v1/analytics/models/m-nothing/overview',
@@ -461,6 +476,10 @@ describe('admin route table against the stand-in upstream', function () {
             (JSON.parse(await text(shared)) as { history: Array<{ won: number; lost: number }> }).history.reduce((n, d) => n + d.won + d.lost, 0),
           ).to.equal(2);
           for (const id of ['m-admin', 'gpt-base']) expect((await history(id)).status, id).to.equal(200);
+          const ofShared = await ratings('?model_id=m-tenant-a');
+          expect(ofShared.status).to.equal(200);
+          expect((JSON.parse(await text(ofShared)) as { items: Array<{ id: string }> }).items.map((f) => f.id)).to.deep.equal(['fb-admin']);
+          expect((await ratings('')).status, 'every model\u2019s ratings, the admin\u2019s own listed').to.equal(200);
           expect((await call('GET', '/api/v1/evaluations/leaderboard/m-bob/history', aliceKey)).status, 'a plain user: Open WebUI\u2019s own answer').to.equal(
             401,
           );

@@ -54,11 +54,12 @@ describe('Open WebUI route table', () => {
       }
     });
 
-    it('rows about one model name it in the path ({model_id}), and a model\u2019s chat tags come with that check', () => {
+    it('rows about one model say where it is named, and a model\u2019s chat tags come with that check', () => {
       for (const row of OPEN_WEBUI_ROUTES) {
-        if (row.ofModel) expect(row.path, row.path).to.match(/\{model_id(:path)?\}/);
-        if (row.tags === 'chats-of-model') expect(row.ofModel, row.path).to.equal(true);
-        if (/\{model_id(:path)?\}/.test(row.path) && row.class === 'admin-config') expect(row.ofModel, `${row.path}: counts of a named model`).to.equal(true);
+        if (row.ofModel === '{model_id}') expect(row.path, row.path).to.match(/\{model_id(:path)?\}/);
+        if (row.tags === 'chats-of-model') expect(row.ofModel, row.path).to.equal('{model_id}');
+        if (/\{model_id(:path)?\}/.test(row.path) && row.class === 'admin-config')
+          expect(row.ofModel, `${row.path}: counts of a named model`).to.equal('{model_id}');
       }
     });
 

@@ -290,6 +290,8 @@ export class Enforcer {
       headers,
       who,
       this.removed(caller, callerId, req, path, decision.rule, 'admin-list-filtered', 'items of other users removed from an admin\u2019s list'),
+      decision.modelId,
+      () => this.refuse(res, caller, callerId, req.method, path, `${decision.rule}: not a model the admin may see`, ADMIN_SCOPED),
     );
   }
 

@@ -4,7 +4,8 @@
 //     GET whose answer never reaches the client); forward only when policies/resource-access.ts
 //     says the admin owns it or holds a grant on it. A write on another user's object therefore
 //     never reaches Open WebUI. An answer that is not a readable object is a refusal.
-//   - filter-listing: fetch the list as the caller and answer with the items the admin may read.
+//   - filter-listing: fetch the list as the caller and answer with the items the admin may read
+//     (a list of one model's items only for a model the admin may see, as below).
 //   - scope-names: answer a route that names tags users gave their chats or objects, or models by
 //     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
 //     only the ids of models they may see (policies/resource-access.ts decides):
@@ -17,8 +18,9 @@
 //         /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
 //       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
 //         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
-//       one model's counts (overview, leaderboard history): asked only for a model the admin may
-//         see, by the same two lists; any other id is refused before the upstream is asked.
+//       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
+//         only for a model the admin may see, by the same two lists; any other id is refused before
+//         the upstream is asked.
 // The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
@@ -96,8 +98,22 @@ export class ObjectViews {
   }
 
   /** Answer a list route with the items the caller may read. */
-  async serveListing(res: ServerResponse, pathAndQuery: string, headers: Headers, who: Principal, audit: (removed: number) => void): Promise<void> {
+  /**
+   * Answer the list at `pathAndQuery` with the items `who` may read; `audit` gets how many it lost.
+   * A list of one model's items (`modelId`) is asked for only when `who` may see that model;
+   * otherwise `refuse` answers.
+   */
+  async serveListing(
+    res: ServerResponse,
+    pathAndQuery: string,
+    headers: Headers,
+    who: Principal,
+    audit: (removed: number) => void,
+    modelId: string | undefined,
+    refuse: () => void,
+  ): Promise<void> {
     try {
+      if (modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(modelId)) return refuse();
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up.status, up.body);
       const filtered = filterList(up.json, who);

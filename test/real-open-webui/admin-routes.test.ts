@@ -662,9 +662,13 @@ for (const { title, flags } of FLAG_SETS) {
       const ofOne = [overviewOf, historyOf];
       for (const of of ofOne)
         expect(won(await ok<{ history: Array<{ won: number }> }>(direct('GET', of(suModel)), of(suModel))), `the door: ${of(suModel)}`).to.equal(1);
+      // the ratings list: past its last page no item is left to filter, and `total` counts every
+      // user's ratings of the model the query names
+      const ratingsOf = (id: string) => `/api/v1/evaluations/feedbacks/list?model_id=${encodeURIComponent(id)}&page=99`;
+      expect((await ok<{ total: number }>(direct('GET', ratingsOf(suModel)), 'ratings list')).total, 'the door: its ratings, counted').to.equal(1);
       const nothing = `no-such-model-${tag}`;
       const answers = new Set<string>();
-      for (const path of ofOne.flatMap((of) => [of(suModel), of(nothing)])) {
+      for (const path of [...ofOne, ratingsOf].flatMap((of) => [of(suModel), of(nothing)])) {
         const r = await via(admin, 'GET', path);
         await refused(r, 'GET', path);
         answers.add(`${r.status} ${r.text}`);
@@ -673,6 +677,7 @@ for (const { title, flags } of FLAG_SETS) {
       expect(await ok(via(admin, 'GET', historyOf(model)), 'the connection model\u2019s history')).to.deep.equal(
         await ok(direct('GET', historyOf(model)), 'straight'),
       );
+      expect((await via(admin, 'GET', ratingsOf(model))).status, 'the connection model\u2019s ratings').to.equal(200);
       const board2 = await via(admin, 'GET', `/api/v1/evaluations/leaderboard?query=divorce`);
       await refused(board2, 'GET', '/api/v1/evaluations/leaderboard');
       // audited where the answer lost names (model and prompt tags only while Open WebUI's own bypass lists everyone's)

@@ -52,6 +52,15 @@ describe('tag scoping (pure)', () => {
       action: 'deny',
       status: 403,
     });
+    // the ratings list: of one model when the query names it (its `total` counts every user's), once
+    const ratings = (search: string) => decide({ method: 'GET', path: '/api/v1/evaluations/feedbacks/list', search }, off, { admin: true });
+    expect(ratings('?page=2&model_id=openai%2Fgpt-4o')).to.deep.include({ action: 'filter-listing', modelId: 'openai/gpt-4o' });
+    expect(ratings('?page=2')).to.include({ action: 'filter-listing' }).and.not.have.property('modelId');
+    expect(ratings('?model_id=')).to.not.have.property('modelId');
+    expect(ratings('?model_id=a&model_id=b')).to.include({ action: 'deny', status: 403 });
+    expect(decide({ method: 'GET', path: '/api/v1/evaluations/feedbacks/list', search: '?model_id=a&model_id=b' }, on, { admin: true }).action).to.equal(
+      'pass',
+    );
     for (const path of [
       '/api/v1/models/tags',
       '/api/v1/prompts/tags',
