@@ -36,7 +36,7 @@ import { epochNow, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis.js';
-import { redisConnections, redisWhere, refusalHint, roleOf } from './redis-connections.js';
+import { redisConnections, redisWhere, REFUSED, refusalHint, roleOf } from './redis-connections.js';
 
 const SWEEP_MS = 60_000;
 /**
@@ -111,7 +111,10 @@ export async function redisState(
   let everSynced = false;
 
   const setSynced = (value: boolean, reason?: string) => {
-    if (reason) lastError = reason;
+    // a refusal (a wrong password, a missing permission) stays the reason until Redis is reached:
+    // the closes and lost nodes that follow it are its consequences
+    if (reason && !(REFUSED.test(lastError) && !REFUSED.test(reason))) lastError = reason;
+    if (value) lastError = 'connecting';
     if (value === synced) return;
     synced = value;
     obs.metrics.sharedStateUp.set(value ? 1 : 0);
@@ -287,9 +290,11 @@ export async function redisState(
       failed = false;
       void resync();
     });
-    conn.on('error', (err: Error) => {
+    conn.on('error', (err: Error & { lastNodeError?: Error }) => {
       failed = true;
-      setSynced(false, err.message + refusalHint(to, err.message));
+      // a Cluster's "Failed to refresh slots cache." carries what the nodes said in lastNodeError
+      const message = err.lastNodeError ? `${err.message} (${err.lastNodeError.message})` : err.message;
+      setSynced(false, message + refusalHint(to, message));
     });
     conn.on('close', () => setSynced(false, failed ? undefined : 'connection closed'));
   }
