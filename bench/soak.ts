@@ -53,6 +53,8 @@ export interface SoakOptions {
    * production, measured through its /metrics after a GC; 'inline' (the CI test): in this process.
    */
   gateway?: 'inline' | 'process';
+  /** a WebSocket echo not back within this is lost: a stall, not a slow answer; default 30 s */
+  echoLostMs?: number;
   /** progress lines (default: none) */
   log?: (line: string) => void;
   sampleEveryMs?: number;
@@ -93,8 +95,6 @@ const CLIENT_SECRET = 'soak-client-secret';
 const SESSION_SECRET = 'soak-session-secret-0123456789abcdef-0123456789';
 const HEAP_SLACK = 48 * 1024 * 1024;
 const HANDLE_SLACK = 40;
-/** A WebSocket echo not back within this is lost: a stall, not a slow answer. */
-const ECHO_LOST_MS = 30_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -564,6 +564,8 @@ async function soak(world: World, options: SoakOptions): Promise<SoakReport> {
   // ---- WebSockets ---------------------------------------------------------------------------
   const wsStats = { opened: 0, messages: 0, errors: 0, openMs: [] as number[], echoMs: [] as number[] };
   const sockets: WebSocket[] = [];
+  const closedBySoak = new WeakSet<WebSocket>();
+  const echoLostMs = options.echoLostMs ?? 30_000;
   let running = true;
   async function websocket(i: number): Promise<void> {
     const who = bearers[i % bearers.length]!;
@@ -583,38 +585,53 @@ async function soak(world: World, options: SoakOptions): Promise<SoakReport> {
       });
       ws.once('close', () => resolve());
     });
-    let pending = 0;
+    // Each echo is matched to what was sent: a duplicate cannot stand in for a lost one.
+    const outstanding = new Set<number>();
+    let sent = 0;
     ws.on('message', (data) => {
       const text = String(data);
-      if (text.startsWith('soak ')) {
-        wsStats.messages++;
-        wsStats.echoMs.push(Date.now() - Number(text.slice(text.lastIndexOf(' ') + 1)));
-        pending--;
+      if (!text.startsWith('soak ')) return;
+      const [, , seq, at] = text.split(' ');
+      if (!outstanding.delete(Number(seq))) {
+        wsStats.errors++;
+        return fail(`websocket: an echo of nothing outstanding (${text})`);
       }
+      wsStats.messages++;
+      wsStats.echoMs.push(Date.now() - Number(at));
+    });
+    // Only the soak closes its sockets: a close by the gateway or Open WebUI is a broken socket.
+    ws.on('close', (code) => {
+      if (closedBySoak.has(ws)) return;
+      wsStats.errors++;
+      fail(`websocket: closed by the other side (${code}) with ${outstanding.size} echoes outstanding`);
     });
     const open = () => ws.readyState === WebSocket.OPEN;
-    /** `done()` came true, or the socket closed, within `ms`. */
-    const within = async (done: () => boolean, ms: number) => {
+    /** `done()` came true within `ms`, while the socket stayed open (and, `duringRun`, while the run lasts). */
+    const within = async (done: () => boolean, ms: number, duringRun: boolean) => {
       const until = Date.now() + ms;
-      while (!done() && open() && Date.now() < until) await sleep(20);
-      return done() || !open();
+      while (!done() && open() && (!duringRun || running) && Date.now() < until) await sleep(20);
+      return done() || (duringRun && !running);
     };
     // A busy gateway echoes late, not never: at most 5 echoes outstanding, then wait for them. Lost
-    // is what does not come back within ECHO_LOST_MS, during the run or before the socket closes.
+    // is what does not come back within echoLostMs, during the run or before the socket closes.
+    let stalled = false;
     while (running && open()) {
-      if (pending > 5 && !(await within(() => pending <= 5, ECHO_LOST_MS))) {
+      if (outstanding.size > 5 && !(await within(() => outstanding.size <= 5, echoLostMs, true))) {
+        stalled = true;
         wsStats.errors++;
-        fail(`websocket: echoes stopped (${pending} outstanding for ${ECHO_LOST_MS / 1000} s)`);
+        fail(`websocket: echoes stopped (${outstanding.size} outstanding for ${echoLostMs / 1000} s)`);
         break;
       }
-      pending++;
-      ws.send(`soak ${i} ${Date.now()}`);
+      if (!running) break;
+      outstanding.add(++sent);
+      ws.send(`soak ${i} ${sent} ${Date.now()}`);
       await sleep(150 + Math.random() * 150);
     }
-    if (open() && !(await within(() => pending === 0, ECHO_LOST_MS))) {
+    if (!stalled && open() && !(await within(() => outstanding.size === 0, echoLostMs, false))) {
       wsStats.errors++;
-      fail(`websocket: ${pending} echoes never came back`);
+      fail(`websocket: ${outstanding.size} echoes never came back`);
     }
+    closedBySoak.add(ws);
     if (open()) ws.close(1000, 'soak over');
   }
 
@@ -689,7 +706,11 @@ async function soak(world: World, options: SoakOptions): Promise<SoakReport> {
   // mid-handshake is the soak's doing, not a broken socket. One that never opens still fails the run.
   const openingUntil = Date.now() + 30_000;
   while (sockets.some((ws) => ws.readyState === WebSocket.CONNECTING) && Date.now() < openingUntil) await sleep(50);
-  for (const ws of sockets) if (ws.readyState === WebSocket.CONNECTING) ws.close(1000, 'soak over');
+  for (const ws of sockets)
+    if (ws.readyState === WebSocket.CONNECTING) {
+      closedBySoak.add(ws);
+      ws.close(1000, 'soak over');
+    }
   // each open socket waits for its last echoes, then closes itself
   await Promise.all(wsLoops);
   clearInterval(sampler);
@@ -698,7 +719,10 @@ async function soak(world: World, options: SoakOptions): Promise<SoakReport> {
 
   // ---- afterwards: nothing left, back to the baseline ----------------------------------------
   for (const a of [warmAgent, ...agents]) a.destroy();
-  for (const ws of sockets) ws.terminate();
+  for (const ws of sockets) {
+    closedBySoak.add(ws);
+    ws.terminate();
+  }
   const settleUntil = Date.now() + 10_000;
   let gatewayConnections: number | undefined = Infinity;
   while (Date.now() < settleUntil) {
