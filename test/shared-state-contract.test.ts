@@ -32,8 +32,9 @@ interface Store {
 let prefixes = 0;
 
 /** A store in Redis reached through `target`, ready (subscribed, mirror loaded) before the test. */
-async function openRedisState(target: string | RedisTarget): Promise<SharedState> {
-  const state = await redisState(target, quiet(), { keyPrefix: `contract-${++prefixes}:` });
+async function openRedisState(target: string | RedisTarget, keyPrefix: string | null = `contract-${++prefixes}:`): Promise<SharedState> {
+  // null: the gateway's own prefix
+  const state = await redisState(target, quiet(), keyPrefix === null ? {} : { keyPrefix });
   const deadline = Date.now() + 10_000;
   while (!state.ready().ok) {
     if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
@@ -78,15 +79,7 @@ function refusals(ports: number[]): string[] {
 }
 
 /** The state as the gateway opens it (its own key prefix), ready before the test. */
-async function openGatewayState(target: string | RedisTarget): Promise<SharedState> {
-  const state = await redisState(target, quiet());
-  const deadline = Date.now() + 10_000;
-  while (!state.ready().ok) {
-    if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return state;
-}
+const openGatewayState = (target: string | RedisTarget) => openRedisState(target, null);
 
 const STORES: Store[] = [
   { name: 'in this process', open: async () => processState(quiet()), done: async () => {} },
