@@ -116,6 +116,8 @@ function seed(): Workspace {
     info: { user_id: 'u-provisioner', access_grants: [grant('model', 'm-tenant-b', 'group:tenant-b')] },
   });
   put('model', { id: 'gpt-base', user_id: '', name: 'base connection model' });
+  // a provider's model whose id holds a slash (OpenRouter's `org/model`, Ollama's `hf.co/...`)
+  put('model', { id: 'org/slashed', user_id: '', name: 'a provider model named org/model' });
   ws.settings.set('u-bob', { ui: { system: `${SECRET} system prompt` } });
   return ws;
 }
@@ -437,6 +439,9 @@ describe('admin route table against the stand-in upstream', function () {
           const history = (id: string) => call('GET', `/api/v1/evaluations/leaderboard/${encodeURIComponent(id)}/history?days=7`, adminKey);
           const overview = (id: string) => call('GET', `/api/v1/analytics/models/${encodeURIComponent(id)}/overview?days=7`, adminKey);
           const wins = async (res: Response) => (JSON.parse(await text(res)) as { history: Array<{ won: number }> }).history.reduce((n, d) => n + d.won, 0);
+          // the front-end asks for a model whose id holds a slash percent-encoded, as Starlette reads it
+          for (const res of [await history('org/slashed'), await overview('org/slashed')]) expect(res.status, 'org%2Fslashed').to.equal(200);
+          expect((JSON.parse(await text(await history('org/slashed'))) as { model_id: string }).model_id).to.equal('org/slashed');
           const bobs = await history('m-bob');
           if (bypass) {
             expect(bobs.status).to.equal(200);

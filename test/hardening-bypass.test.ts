@@ -379,7 +379,8 @@ describe('hardening: bypass (differential property over the request path)', func
       '/ws/../api/v1/chats/all/db',
       '/ws/%2e%2e/api/v1/utils/db/download',
       '/ws/socket.io/../../api/v1/chats/list/user/u-bob',
-      '/ws%2fsocket.io/',
+      '/ws%2f..%2fapi/v1/chats/all/db',
+      '/ws/socket.io%2F..%2F..%2Fapi/v1/chats/list/user/u-bob',
       '/ws\\socket.io/',
       '/ws/socket.io;x/',
       '/WS/socket.io/',
@@ -390,8 +391,10 @@ describe('hardening: bypass (differential property over the request path)', func
     expect(upstream.requests.slice(mark).filter((r) => r.upgrade)).to.deep.equal([]);
     const ok = await upgrade('//ws/./x/../socket.io/?EIO=4&transport=websocket');
     expect(ok.status).to.equal(101);
+    // an encoded slash is the separator Starlette makes of it: the same socket, forwarded canonical
+    expect((await upgrade('/ws%2fsocket.io/?EIO=4&transport=websocket')).status).to.equal(101);
     const seen = upstream.requests.slice(mark).filter((r) => r.upgrade);
-    expect(seen.map((r) => r.url)).to.deep.equal(['/ws/socket.io/?EIO=4&transport=websocket']);
+    expect(seen.map((r) => r.url)).to.deep.equal(['/ws/socket.io/?EIO=4&transport=websocket', '/ws/socket.io/?EIO=4&transport=websocket']);
   });
 
   it('generated targets: canonical forwarding, same decision upstream, nothing foreign, no export', async () => {

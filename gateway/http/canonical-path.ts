@@ -7,7 +7,10 @@
 //   - decodes %XX of unreserved characters and of sub-delims (`%61` -> `a`, `%2e` -> `.`),
 //     keeps every other escape in upper case (`%3f` -> `%3F`), and escapes raw characters that
 //     a URL parser would escape, so `new URL()` (used by http-proxy-3) leaves it unchanged;
-//   - refuses encoded `/` and `\`, raw `\`, `;` raw or encoded (`%3B`: a server that strips path
+//   - reads an encoded `/` (`%2F`) as the separator it is once decoded, as uvicorn does before
+//     Starlette routes (`/models/org%2Fmodel/overview` is `/models/org/model/overview` there), so
+//     the decision and what is forwarded hold a raw `/` where the client wrote `%2F`;
+//   - refuses encoded `\`, raw `\`, `;` raw or encoded (`%3B`: a server that strips path
 //     parameters after decoding reads `..%3B` as `..`), `%25` followed by two hex digits (double
 //     encoding: a server that decodes twice reads `%2561` as `a`), NUL and other control bytes,
 //     `#`, bytes outside ASCII, and percent-escapes that are not valid UTF-8 (overlong forms too);
@@ -97,7 +100,7 @@ export function decodeTarget(rawTarget: string | undefined): Canonicalized {
   const rawPath = q === -1 ? rawTarget : rawTarget.slice(0, q);
   const rawQuery = q === -1 ? '' : rawTarget.slice(q);
 
-  // Decode the path into segments of UTF-8 bytes; raw '/' separates, encoded '/' is refused.
+  // Decode the path into segments of UTF-8 bytes; '/' separates, raw or encoded.
   const segments: number[][] = [[]];
   for (let i = 0; i < rawPath.length; i++) {
     const ch = rawPath[i]!;
@@ -112,7 +115,11 @@ export function decodeTarget(rawTarget: string | undefined): Canonicalized {
       if (!HEX.test(hex)) return refuse('malformed percent-escape in path');
       byte = parseInt(hex, 16);
       i += 2;
-      if (byte === 0x2f || byte === 0x5c) return refuse('encoded slash or backslash in path');
+      if (byte === 0x2f) {
+        segments.push([]);
+        continue;
+      }
+      if (byte === 0x5c) return refuse('encoded backslash in path');
       if (byte < 0x20 || byte === 0x7f) return refuse('encoded control byte (NUL included) in path');
       if (byte === 0x3b) return refuse('encoded path parameters (%3B) are not accepted');
     } else {
