@@ -281,7 +281,8 @@ function fillLookup(
       missing = true;
       return '';
     }
-    return encodeURIComponent(v);
+    // a path parameter is a canonical segment, escapes kept: the id Open WebUI acts on is it decoded
+    return q ? encodeURIComponent(v) : encodeURIComponent(decodeURIComponent(v));
   });
   return missing ? undefined : { lookup };
 }

@@ -133,6 +133,14 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     expect(body.checks.policyDrift.detail).to.include('DRIFT_CHECK_SECONDS=0');
   });
 
+  it('a refused request is logged and counted as it was judged: its canonical path and route class', async () => {
+    const res = await fetch(`${gw.url}/api%2Fv1/files%2Ff-admin`, { method: 'POST', headers: { 'x-http-method-override': 'DELETE' } });
+    expect(res.status).to.equal(400);
+    const id = res.headers.get('x-request-id');
+    const line = await until('the request log line', () => gw.obs.lines.find((l) => l.msg === 'request' && l.requestId === id));
+    expect(line).to.include({ method: 'POST', path: '/api/v1/files/f-admin', status: 400, routeClass: 'api' });
+  });
+
   it('the request id goes upstream, back to the client, and into the request log line (without headers or query)', async () => {
     const res = await fetch(`${gw.url}/api/v1/files/f-admin?content=true&token=should-not-be-logged`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).to.equal(200);

@@ -152,6 +152,11 @@ export class Pipeline implements RequestHandler {
     // 1. canonical target; what cannot be judged is refused
     const canonical = canonicalize(req.url);
     if (!canonical.ok) return sendJson(res, 400, { detail: `Bad request: ${canonical.reason}` });
+    const { path, search, url } = canonical.target;
+    // judged as this target from here on: every log line and metric, refusals included, names it so
+    req.url = url;
+    const cls = classify(path);
+    found.routeClass = cls;
     if (hasMethodOverride(req.headers)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
     const method = req.method ?? 'GET';
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
@@ -168,11 +173,7 @@ export class Pipeline implements RequestHandler {
     if (req.headers['transfer-encoding'] !== undefined && (UNFRAMED_BODY_METHODS.has(method) || req.httpVersion === '1.0')) {
       return sendJson(res, 400, { detail: `Bad request: a chunked body is not accepted on ${method} HTTP/${req.httpVersion}` }, { connection: 'close' });
     }
-    const { path, search, url } = canonical.target;
-    req.url = url;
     // 2. route class: the gateway's own routes leave the hot path here
-    const cls = classify(path);
-    found.routeClass = cls;
     if (cls === 'control') {
       // The provider list (anonymous, cached, asked by every login page) is answered by its route's
       // own code without going through Express, which cost more than the answer (bench/README.md).

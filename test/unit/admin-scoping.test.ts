@@ -97,6 +97,9 @@ describe('admin-scoping policy', () => {
     }
     // the segment as the canonical path holds it: the upstream decodes it to the id it acts on
     expect(decide({ method: 'POST', path: '/api/v1/files/a%20b/rename' }, off, admin)).to.include({ lookup: '/api/v1/files/a%20b' });
+    // the same for every by-id lookup: the id decoded once, as Open WebUI decodes the path, then encoded
+    expect(decide({ method: 'POST', path: '/api/v1/knowledge/a%20b/update' }, off, admin)).to.deep.include({ lookup: '/api/v1/knowledge/a%20b' });
+    expect(decide({ method: 'GET', path: '/api/v1/notes/n%C3%A9' }, off, admin)).to.deep.include({ lookup: '/api/v1/notes/n%C3%A9' });
   });
 
   it('DELETE /api/v1/files/all (every user\u2019s files) is refused for admins while the bypass is off; with it on the upstream decides, audited', () => {
