@@ -105,7 +105,8 @@ def own_models(annotation, seen):
     return seen
 
 
-def fingerprint(endpoint, response_model=None):
+def handler_and_models(endpoint, response_model=None):
+    """The handler's function and the classes of Open WebUI's own its parameters and answer name."""
     fn = inspect.unwrap(endpoint)
     models = []
     try:
@@ -114,6 +115,11 @@ def fingerprint(endpoint, response_model=None):
     except (TypeError, ValueError):
         pass
     own_models(response_model, models)
+    return fn, models
+
+
+def fingerprint(endpoint, response_model=None):
+    fn, models = handler_and_models(endpoint, response_model)
     parts = [tree(fn)] + [f'{m.__module__}.{m.__qualname__}:{tree(m)}' for m in models]
     return hashlib.sha256('\n'.join(parts).encode()).hexdigest()[:16]
 
@@ -136,14 +142,7 @@ walk_handlers(main.app.routes)
 
 def source(endpoint, response_model=None):
     """The handler's source and the models it names, as a person reads them."""
-    fn = inspect.unwrap(endpoint)
-    models = []
-    try:
-        for param in inspect.signature(fn).parameters.values():
-            own_models(param.annotation, models)
-    except (TypeError, ValueError):
-        pass
-    own_models(response_model, models)
+    fn, models = handler_and_models(endpoint, response_model)
     parts = []
     for obj in [fn] + models:
         try:

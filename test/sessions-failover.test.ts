@@ -233,6 +233,22 @@ function afterTheWindow(o: Outcome, m: Measured): void {
   expect(after.filter((a) => a.status !== (a.kind === 'live' ? 200 : 401)).length, 'answers after the window other than 200 (live) or 401 (ended)').to.equal(0);
 }
 
+/**
+ * Kill the primary under load: cookie sessions answer 503 for at most the detection and failover
+ * time, then no error; every session ended before the kill stays ended, and sign-out holds.
+ */
+async function failsOver(world: World, what: string, kill: () => Promise<void>): Promise<void> {
+  const outcome = await underLoad(world, kill, { settleMs: 2_000, maxMs: 30_000 });
+  const m = measure(outcome);
+  report(what, m);
+  expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
+  expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
+  expect(m.errors).to.equal(0);
+  afterTheWindow(outcome, m);
+  await everyEndHolds(world, outcome.ended);
+  await signOutHolds(world, 500);
+}
+
 function report(what: string, m: Measured): void {
   const window = m.window ? `503 from +${m.window.from} ms to +${m.window.to} ms` : 'no 503';
   console.log(`    [failover] ${what}: ${m.requests} requests, ${window} (${m.unavailable} answered 503), ${m.errors} errors`);
@@ -292,15 +308,7 @@ describe('a Redis server lost under load: Sentinel (a primary, a replica, three 
   });
 
   it('the primary killed: 503 while the replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
-    const outcome = await underLoad(world, () => redis.primary().stop(), { settleMs: 2_000, maxMs: 30_000 });
-    const m = measure(outcome);
-    report('Sentinel, the primary killed', m);
-    expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
-    expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
-    expect(m.errors).to.equal(0);
-    afterTheWindow(outcome, m);
-    await everyEndHolds(world, outcome.ended);
-    await signOutHolds(world, 500);
+    await failsOver(world, 'Sentinel, the primary killed', () => redis.primary().stop());
   });
 });
 
@@ -319,14 +327,6 @@ describe('a Redis server lost under load: Cluster (three primaries, a replica ea
   });
 
   it('the primary holding the ended sessions killed: 503 while its replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
-    const outcome = await underLoad(world, () => redis.primaryOf('chat-gateway:ended').stop(), { settleMs: 2_000, maxMs: 30_000 });
-    const m = measure(outcome);
-    report('Cluster, the primary holding the ended sessions killed', m);
-    expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
-    expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
-    expect(m.errors).to.equal(0);
-    afterTheWindow(outcome, m);
-    await everyEndHolds(world, outcome.ended);
-    await signOutHolds(world, 500);
+    await failsOver(world, 'Cluster, the primary holding the ended sessions killed', () => redis.primaryOf('chat-gateway:ended').stop());
   });
 });

@@ -17,6 +17,7 @@ export const NOT_FOUND = "We could not find what you're looking for :/";
 export const UPSTREAM_DOWN = 'The chat front-end is not reachable';
 export const UPSTREAM_TIMEOUT = 'The chat front-end did not answer in time';
 export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
+export const UNCHECKABLE = 'The chat front-end gave an answer the gateway cannot check';
 /** What a signed-in user sees while ended sessions cannot be checked (REDIS_URL unreachable). */
 export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right now; try again in a few seconds';
 
@@ -145,6 +146,24 @@ export class UpstreamError extends Error {
   get detail(): string {
     return this.kind === 'timeout' ? UPSTREAM_TIMEOUT : this.kind === 'bad-answer' || this.kind === 'bad-status' ? UPSTREAM_INVALID : UPSTREAM_DOWN;
   }
+}
+
+/**
+ * An answer the gateway rewrites (a filtered list, a redacted record, names kept) that it could not
+ * get or check: counted, logged with `what` failed, and a 502 (504 on a timeout) in place of the
+ * upstream's bytes, never them.
+ */
+export function answerUncheckable(
+  res: ServerResponse,
+  err: unknown,
+  obs: Pick<Observability, 'metrics' | 'log'>,
+  what: string,
+  fields: Record<string, unknown> = {},
+): void {
+  const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
+  obs.metrics.upstreamErrors.inc({ kind: e.kind });
+  obs.log.error({ err: { message: e.message }, ...fields }, `${what} failed closed`);
+  sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : UNCHECKABLE });
 }
 
 /**

@@ -112,6 +112,11 @@ export class Enforcer {
     sendJson(res, 403, { detail });
   }
 
+  /** The refusal of an answer about one model the admin may not see, or that names none: the same 403 for both. */
+  private modelRefused(res: ServerResponse, caller: Caller, callerId: string, req: IncomingMessage, path: string, rule: string): () => void {
+    return () => this.refuse(res, caller, callerId, req.method, path, `${rule}: not a model the admin may see`, ADMIN_SCOPED);
+  }
+
   private async filterOwnFiles(
     ctx: RequestContext,
     decision: Extract<Decision, { action: 'filter-own-files' }>,
@@ -291,7 +296,7 @@ export class Enforcer {
       who,
       this.removed(caller, callerId, req, path, decision.rule, 'admin-list-filtered', 'items of other users removed from an admin\u2019s list'),
       decision.modelId,
-      () => this.refuse(res, caller, callerId, req.method, path, `${decision.rule}: not a model the admin may see`, ADMIN_SCOPED),
+      this.modelRefused(res, caller, callerId, req, path, decision.rule),
     );
   }
 
@@ -321,7 +326,7 @@ export class Enforcer {
         'admin-names-filtered',
         'tags and model names of other users\u2019 chats and objects removed from an admin\u2019s answer',
       ),
-      () => this.refuse(res, caller, callerId, req.method, path, `${decision.rule}: not a model the admin may see`, ADMIN_SCOPED),
+      this.modelRefused(res, caller, callerId, req, path, decision.rule),
     );
   }
 

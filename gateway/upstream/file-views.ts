@@ -16,7 +16,7 @@ import { keepOwn, pageOf, parseCount, parseFileArray, parseFileList, parsePage, 
 import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles } from './file-stream-filter.js';
 import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
 import { callJson, errorDetail, FileArrayAnswer, FileCountAnswer, FileListAnswer, FileOwnerAnswer } from './json.js';
-import { sendJson, sendJsonBody, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { answerUncheckable, sendJson, sendJsonBody } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
 
 /** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
@@ -73,10 +73,7 @@ export class FileViews {
       if (view === 'search') return await this.search(res, '/api/v1/files/search', params, headers, callerId);
       return await this.count(res, headers, callerId);
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
-      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      this.obs.log.error({ err: { message: e.message }, view }, 'rewritten file route failed closed');
-      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+      answerUncheckable(res, err, this.obs, 'rewritten file route', { view });
     }
   }
 

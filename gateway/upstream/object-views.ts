@@ -47,7 +47,7 @@ import {
 import { TtlCache } from '../cache/cache.js';
 import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
 import { callJson, errorDetail, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
-import { sendJson, UPSTREAM_TIMEOUT } from '../http/respond.js';
+import { answerUncheckable, sendJson } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -97,7 +97,6 @@ export class ObjectViews {
     return { ok: verdict === 'allow', owner: typeof owner === 'string' ? owner : undefined };
   }
 
-  /** Answer a list route with the items the caller may read. */
   /**
    * Answer the list at `pathAndQuery` with the items `who` may read; `audit` gets how many it lost.
    * A list of one model's items (`modelId`) is asked for only when `who` may see that model;
@@ -121,10 +120,7 @@ export class ObjectViews {
       if (filtered.removed > 0) audit(filtered.removed);
       sendJson(res, 200, filtered.body, { vary: 'Cookie, Authorization' });
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
-      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      this.obs.log.error({ err: { message: e.message } }, 'filtered list route failed closed');
-      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+      answerUncheckable(res, err, this.obs, 'filtered list route');
     }
   }
 
@@ -137,10 +133,7 @@ export class ObjectViews {
       if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
       sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
-      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      this.obs.log.error({ err: { message: e.message } }, 'redacted route failed closed');
-      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+      answerUncheckable(res, err, this.obs, 'redacted route');
     }
   }
 
@@ -180,10 +173,7 @@ export class ObjectViews {
       if (removed > 0) audit(removed);
       sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : new UpstreamError('bad-body', String(err));
-      this.obs.metrics.upstreamErrors.inc({ kind: e.kind });
-      this.obs.log.error({ err: { message: e.message } }, 'names route failed closed');
-      sendJson(res, e.status, { detail: e.kind === 'timeout' ? UPSTREAM_TIMEOUT : 'The chat front-end gave an answer the gateway cannot check' });
+      answerUncheckable(res, err, this.obs, 'names route');
     }
   }
 

@@ -4,34 +4,16 @@
 // so the suite pays for a JVM start, not for another boot (the stop of a sandbox that is up runs
 // the same exec and signal handling: test/real-open-webui/sandbox.test.ts).
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { accepts, alive, descendants, eventually, exited, listeningPorts } from '../support/process-tree.js';
+import { accepts, alive, descendants, eventually, exited, listeningPorts, runSandbox } from '../support/process-tree.js';
 import { freePort } from '../support/raw-http.js';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 describe('`npm run sandbox:keycloak`: SIGTERM to its npm process while Keycloak boots', function () {
   this.timeout(180_000);
 
   it('leaves no process and no listening port', async () => {
     const [port, idpPort] = [await freePort(), await freePort()];
-    const npm = spawn('npm', ['run', 'sandbox:keycloak'], {
-      cwd: ROOT,
-      detached: true,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
-        ...(process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}),
-        PORT: String(port),
-        SANDBOX_IDP_PORT: String(idpPort),
-      },
-    });
-    let output = '';
-    npm.stdout!.on('data', (d) => (output += d));
-    npm.stderr!.on('data', (d) => (output += d));
+    const run = runSandbox('sandbox:keycloak', { port, idpPort });
+    const npm = run.npm;
     let started: number[] = [];
     try {
       // Keycloak listens (its HTTP or management port) before its realms are imported
@@ -39,12 +21,12 @@ describe('`npm run sandbox:keycloak`: SIGTERM to its npm process while Keycloak 
         started = descendants(npm.pid!);
         return listeningPorts(started).length > 0;
       }, 150_000);
-      expect(listening, `Keycloak never listened:\n${output.slice(-3000)}`).to.equal(true);
+      expect(listening, `Keycloak never listened:\n${run.output().slice(-3000)}`).to.equal(true);
       started = descendants(npm.pid!);
       const ports = listeningPorts(started);
       process.kill(npm.pid!, 'SIGTERM');
       const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 15_000);
-      expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${output.slice(-3000)}`).to.equal(true);
+      expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${run.output().slice(-3000)}`).to.equal(true);
       for (const p of ports) expect(await accepts(p), `port ${p}`).to.equal(false);
     } finally {
       for (const pid of [npm.pid!, ...started])

@@ -5,18 +5,15 @@
 // out and goes Back; sysadmin finds neither her chat nor her file, and their own page loads leave
 // no warning in the audit log; SIGTERM to the npm process leaves no process and no listening port.
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import type { Browser } from 'playwright-core';
 import { launchChromium, openPage, signInAtRealm, type OpenPage } from '../support/browser.js';
 import { freePort } from '../support/raw-http.js';
-import { accepts, alive, descendants, eventually, exited, listeningPorts } from '../support/process-tree.js';
+import { accepts, alive, descendants, eventually, exited, listeningPorts, runSandbox, type SandboxRun } from '../support/process-tree.js';
 import { CANNED_WORDS } from '../../sandbox/canned-model.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { seededFileNames } from '../../sandbox/seed.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ANSWER = CANNED_WORDS.join('');
 
 interface LogLine {
@@ -32,7 +29,8 @@ interface LogLine {
 describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true banner, a clean stop', function () {
   this.timeout(120_000);
   let npm: ChildProcess;
-  let output = '';
+  let run: SandboxRun | undefined;
+  const output = () => run?.output() ?? '';
   let url = '';
   let browser: Browser;
   let alice: OpenPage;
@@ -41,34 +39,22 @@ describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true 
 
   /** The JSON lines the sandbox logged from `from` (an offset in its output) on. */
   const logged = (from = 0): LogLine[] =>
-    output
+    output()
       .slice(from)
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as LogLine);
-  const banner = () => output.slice(output.indexOf('Chat policy gateway: SANDBOX'), output.indexOf('Stop with Ctrl-C.'));
+  const banner = () => output().slice(output().indexOf('Chat policy gateway: SANDBOX'), output().indexOf('Stop with Ctrl-C.'));
 
   before(async function () {
     this.timeout(300_000);
     const [port, idpPort] = [await freePort(), await freePort()];
-    // Its own process group, so that a failed run can be cleaned up; the test signals only npm.
-    npm = spawn('npm', ['run', 'sandbox:open-webui'], {
-      cwd: ROOT,
-      detached: true,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
-        PORT: String(port),
-        SANDBOX_IDP_PORT: String(idpPort),
-      },
-    });
-    npm.stdout!.on('data', (d) => (output += d));
-    npm.stderr!.on('data', (d) => (output += d));
+    run = runSandbox('sandbox:open-webui', { port, idpPort });
+    npm = run.npm;
     browser = await launchChromium();
-    const ready = await eventually(() => output.includes('Stop with Ctrl-C.') || exited(npm), 280_000);
-    if (!ready || exited(npm)) throw new Error(`no banner:\n${output.slice(-6000)}`);
-    url = /Sandbox ready: (http:\/\/\S+?)\/?\s/.exec(output)![1]!;
+    const ready = await eventually(() => output().includes('Stop with Ctrl-C.') || exited(npm), 280_000);
+    if (!ready || exited(npm)) throw new Error(`no banner:\n${output().slice(-6000)}`);
+    url = /Sandbox ready: (http:\/\/\S+?)\/?\s/.exec(output())![1]!;
   });
 
   after(async () => {
@@ -181,7 +167,7 @@ describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true 
   it('sysadmin finds neither alice\u2019s chat nor her file; their own page loads leave no warning in the audit log', async () => {
     const tab = await openPage(browser);
     try {
-      const from = output.length;
+      const from = output().length;
       await signIn(tab, 'sysadmin', 'sysadmin-pass');
       const { page, context } = tab;
       // what an admin opens: the home page again, Admin Settings (a dialog over the home page) and the workspace
@@ -226,7 +212,7 @@ describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true 
     expect(ports.length, `listening: ${ports.join(', ')}`).to.be.at.least(4);
     process.kill(npm.pid!, 'SIGTERM');
     const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 30_000);
-    expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${output.slice(-3000)}`).to.equal(true);
+    expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${output().slice(-3000)}`).to.equal(true);
     for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
   });
 });

@@ -1,8 +1,13 @@
 // What a command left running, read from Linux's /proc: the processes it started (however deep,
 // whatever their process group) and the TCP ports they listen on. Taken while the command runs,
 // then checked again after it was told to stop.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Every process below `pid` (children, their children, ...), `pid` itself left out. */
 export function descendants(pid: number): number[] {
@@ -107,4 +112,36 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms: nu
 /** Has the child process ended, by itself or by a signal? */
 export function exited(child: { exitCode: number | null; signalCode: NodeJS.Signals | null }): boolean {
   return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** A sandbox command as a newcomer runs it. */
+export interface SandboxRun {
+  npm: ChildProcess;
+  /** everything it printed so far, stdout and stderr */
+  output(): string;
+}
+
+/**
+ * `npm run <script>` (or `npm start`) on free ports, in its own process group (so that a failed
+ * run can be cleaned up; tests signal only npm), with a newcomer's environment: PATH, HOME, the
+ * peers' cache and Java, and `env`.
+ */
+export function runSandbox(script: string, ports: { port: number; idpPort: number }, env: Record<string, string> = {}): SandboxRun {
+  const npm = spawn('npm', script === 'start' ? ['start'] : ['run', script], {
+    cwd: ROOT,
+    detached: true,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
+      ...(process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}),
+      PORT: String(ports.port),
+      SANDBOX_IDP_PORT: String(ports.idpPort),
+      ...env,
+    },
+  });
+  let output = '';
+  npm.stdout!.on('data', (d) => (output += d));
+  npm.stderr!.on('data', (d) => (output += d));
+  return { npm, output: () => output };
 }
