@@ -1,7 +1,7 @@
-// The session cookie's format, which the gateway owns (gateway/auth/session.ts, README "The session
-// cookie"): version 2 in the protected header, the cookies written before it (express-openid-connect's
+// The session cookie's format, which the gateway owns (gateway/auth/session-cookie.ts,
+// docs/design/session-cookie.md): version 2 in the protected header, the cookies written before it (express-openid-connect's
 // layout, no version) still read and renewed as version 2, any other version refused: signed out
-// cleanly, never a 5xx. The key is derived here as the README says, not through the gateway's code.
+// cleanly, never a 5xx. The key is derived here as docs/security.md says, not through the gateway's code.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';

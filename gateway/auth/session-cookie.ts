@@ -1,5 +1,5 @@
-// The gateway's session cookie: a format the gateway owns, written and read only here (README
-// "The session cookie"). Version 2:
+// The gateway's session cookie: a format the gateway owns, written and read only here
+// (docs/design/session-cookie.md). Version 2:
 //   - name `appSession`; a value that would not fit one 4096-byte cookie (with its attributes) is
 //     cut into `appSession.0`, `.1`, ... (joined in index order); a write clears the names of the
 //     other form that the request carried;
