@@ -197,7 +197,8 @@ async function main(): Promise<void> {
   ];
   const clientId = 'bench-gateway';
   const clientSecret = 'bench-gateway-secret';
-  const { startIdp, loginThroughIdp, CookieJar } = await import('../sandbox/idp.js');
+  const { startIdp } = await import('../sandbox/idp.js');
+  const { loginThroughIdp } = await import('../sandbox/idp-browser.js');
   const idp = await startIdp({
     clients: [
       {
@@ -331,7 +332,7 @@ async function main(): Promise<void> {
   const o2pTargets: Array<{ peer: Peer; name: string; url: string; headers: Record<string, string> }> = [];
   for (const p of [o2p, authRequest]) {
     if (!p) continue;
-    const headers = await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar());
+    const headers = await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'));
     const got = await status(`${p.url}/api/v1/bench/small`, headers);
     if (got !== 200) throw new Error(`${p.name} refused its own session cookie (${got})`);
     o2pTargets.push({ peer: p, name: p.name, url: p.url, headers });
@@ -546,7 +547,7 @@ async function main(): Promise<void> {
               peer: p,
               name: p.name,
               url: p.url,
-              headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice'), new CookieJar()),
+              headers: await signInOauth2Proxy(p.url, (authorizeUrl) => loginThroughIdp(authorizeUrl, 'alice')),
             });
         await compare(
           scenario,

@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 import { expect } from 'chai';
 import { createRemoteJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
-import { startIdp, loginThroughIdp, logoutThroughIdp, type TestIdp } from '../sandbox/idp.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { loginThroughIdp, logoutThroughIdp } from '../sandbox/idp-browser.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 
 const CLIENT_ID = 'gateway';

@@ -16,7 +16,8 @@ import { WebSocket } from 'ws';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
 import { baseEnv, capturingObservability, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings } from '../config/settings.js';
 import { type Env } from '../config/env.js';
@@ -384,7 +385,7 @@ describe('operations: no secrets or tokens in any log line', function () {
     const jar = new Jar(url);
     const start = await browse(jar, '/auth/start?returnTo=%2F');
     expect(start.status).to.equal(302);
-    const { callbackUrl, jar: idpJar } = await loginThroughIdp(start.location!, 'sysadmin', undefined, new IdpJar());
+    const { callbackUrl, jar: idpJar } = await loginThroughIdp(start.location!, 'sysadmin', undefined, new Jar());
     const code = new URL(callbackUrl).searchParams.get('code')!;
     const state = new URL(callbackUrl).searchParams.get('state')!;
     expect((await browse(jar, callbackUrl)).status).to.equal(302);

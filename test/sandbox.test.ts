@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loginThroughIdp, CookieJar as IdpJar } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
@@ -82,7 +82,7 @@ async function signInAs(url: string, username: string): Promise<Jar> {
   const jar = new Jar(url);
   const start = await browse(jar, `${url}/auth/start?returnTo=%2F`);
   expect(start.status, start.text).to.equal(302);
-  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new IdpJar());
+  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new Jar());
   const callback = await browse(jar, callbackUrl);
   expect(callback.status, callback.text).to.equal(302);
   return jar;
@@ -133,12 +133,12 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const start = await browse(new Jar(sandbox.url), link.location!);
     expect(start.status).to.equal(302);
     expect(new URL(start.location!).searchParams.get('kc_idp_hint')).to.equal('acme-entra');
-    const jar = new IdpJar();
+    const jar = new Jar();
     let at = start.location!;
     let html = '';
     for (let i = 0; i < 5 && !html; i++) {
       const res = await fetch(at, { redirect: 'manual', headers: { cookie: jar.header(at) } });
-      jar.store(at, res.headers.getSetCookie());
+      jar.store(res.headers.getSetCookie(), at);
       if (res.status >= 300 && res.status < 400) at = new URL(res.headers.get('location')!, at).href;
       else html = await res.text();
     }

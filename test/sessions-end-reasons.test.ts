@@ -5,7 +5,7 @@
 // most), its token answers altered where a case needs a realm that misbehaves.
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { logoutThroughIdp } from '../sandbox/idp.js';
+import { logoutThroughIdp } from '../sandbox/idp-browser.js';
 import type { Gateway } from '../gateway/app.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';

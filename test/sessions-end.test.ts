@@ -3,7 +3,7 @@
 // realm, against the real oidc-provider over real sockets. Several instances: sessions-shared.test.ts.
 import { expect } from 'chai';
 import { browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
-import { logoutThroughIdp, peekJwt } from '../sandbox/idp.js';
+import { logoutThroughIdp, peekJwt } from '../sandbox/idp-browser.js';
 
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };
