@@ -13,7 +13,8 @@ import { baseEnv, startGateway, type RunningGateway } from './support/gateway-ha
 import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from './support/keycloak-admin.js';
 import type { Authenticator } from '../gateway/auth/identity.js';
-import { connectionsOf, deadPort, settleTo, sleep, STACK_TRACE } from './support/raw-http.js';
+import { connectionsOf, deadPort, settleTo, STACK_TRACE } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;
 /** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */
@@ -334,7 +335,7 @@ describe('hardening: slow clients', function () {
   });
 
   /** Open a socket, run `drive` on it, and report when and how the server ended it. */
-  async function until(drive: (s: net.Socket) => void, ms = 10_000) {
+  async function howItEnds(drive: (s: net.Socket) => void, ms = 10_000) {
     const s = net.connect(port, '127.0.0.1');
     await once(s, 'connect');
     let text = '';
@@ -350,7 +351,7 @@ describe('hardening: slow clients', function () {
 
   it('slow headers (one header line every 300 ms) are cut with 408 soon after HEADERS_TIMEOUT_MS (regression: 30 s late)', async () => {
     let timer: NodeJS.Timeout | undefined;
-    const r = await until((s) => {
+    const r = await howItEnds((s) => {
       s.write('GET /static/app.js HTTP/1.1\r\nHost: x\r\n');
       timer = setInterval(() => s.writable && s.write('X-Slow: 1\r\n'), 300);
     });
@@ -416,7 +417,7 @@ describe('hardening: slow clients', function () {
   it('a body trickling in (a byte every 200 ms, never idle) is cut at REQUEST_TIMEOUT_MS with 408', async () => {
     let timer: NodeJS.Timeout | undefined;
     up.set(ok);
-    const r = await until((s) => {
+    const r = await howItEnds((s) => {
       s.write(`POST /api/v1/files/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`);
       timer = setInterval(() => s.writable && s.write('x'), 200);
     });

@@ -16,7 +16,8 @@ import { SessionCodec } from '../gateway/auth/session-cookie.js';
 import { CompactEncrypt } from 'jose';
 import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
-import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
+import { parseResponses, rawExchange, rawRequest, STACK_TRACE } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 /** A route of Open WebUI 0.12.4 open to every method and every caller (the route table refuses unknown routes for admins). */
 const PROBE = '/api/v1/terminals/probe/x';

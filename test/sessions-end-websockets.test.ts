@@ -22,10 +22,10 @@ import {
 import type { Gateway } from '../gateway/app.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
+import { sleep } from './support/wait.js';
 
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Client {
   ws: WebSocket;

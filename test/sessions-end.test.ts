@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import { browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { logoutThroughIdp, peekJwt } from '../sandbox/idp-browser.js';
+import { sleep } from './support/wait.js';
 
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };
@@ -131,13 +132,13 @@ describe("sessions that end: logout, the chat front-end's sign-out, back-channel
       const b = await signIn(w.url, 'bob');
       const carol = await signIn(w.url, 'alice');
       const sub = (await browse(a.jar, '/auth/session')).json<{ user: { sub: string } }>().user.sub;
-      await new Promise((r) => setTimeout(r, 1_100)); // iat has a resolution of one second
+      await sleep(1_100); // iat has a resolution of one second
       const token = await w.idp.signJwt({ aud: CLIENT_ID, sub, jti: 'sub-only-1', events: LOGOUT_EVENT, exp: undefined });
       expect((await postLogoutToken(token)).status).to.equal(204);
       expect((await browse(a.jar, '/api/v1/auths/')).status).to.equal(401);
       expect((await browse(b.jar, '/api/v1/auths/')).status).to.equal(401);
       expect((await browse(carol.jar, '/api/v1/auths/')).status, 'another user').to.equal(200);
-      await new Promise((r) => setTimeout(r, 1_100)); // a session begun in the token's own second counts as before it
+      await sleep(1_100); // a session begun in the token's own second counts as before it
       const after = await signIn(w.url, 'bob');
       expect((await browse(after.jar, '/api/v1/auths/')).status, 'a session begun after the token').to.equal(200);
     });

@@ -9,8 +9,7 @@
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 /** The admin's side of a world: straight at Open WebUI, through the gateway, and the refusal's audit line. */
 interface AdminSide {

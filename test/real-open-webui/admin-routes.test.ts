@@ -11,8 +11,7 @@ import WebSocket from 'ws';
 import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
   {

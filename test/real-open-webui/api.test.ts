@@ -6,8 +6,7 @@ import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { CLIENT_ID } from '../support/cookie-jar.js';
 import { callOpenWebUI, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 interface FileRecord {
   id: string;

@@ -68,6 +68,7 @@ import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui.js';
 import { freePort } from './raw-http.js';
+import { sleep } from './wait.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'gateway-client-secret';
@@ -165,7 +166,7 @@ export async function startSecondInstance(w: World, obs: Observability = capturi
   const deadline = Date.now() + 10_000;
   while (!(gateway.sharedState.ready().ok && w.gateway.sharedState.ready().ok)) {
     if (Date.now() > deadline) throw new Error('instances not in sync with Redis');
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return { gateway, url };
 }
