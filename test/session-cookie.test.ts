@@ -167,7 +167,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       expect(r.status).to.equal(401);
       expect(await r.json()).to.deep.equal({ detail: 'Not authenticated' });
       expect(r.headers.getSetCookie().some((c) => /^appSession=;.*Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
-      expect(r.headers.get('clear-site-data')).to.be.a('string');
+      expect(r.headers.get('clear-site-data')).to.equal('"cache", "cookies", "storage"');
       const page = await fetch(`${w.url}/c/1`, { headers: { cookie }, redirect: 'manual' });
       expect(page.status).to.equal(302);
       expect(page.headers.get('location')).to.match(/\/auth\/login/);

@@ -220,7 +220,7 @@ describe('the Open WebUI release behind the gateway', function () {
       expect(await socketStatus(w.url, 'admin')).to.equal(403);
       // their pages and the public assets are not the API
       expect((await as('admin', w.url, '/workspace')).status).to.equal(200);
-      expect((await as('admin', w.url, '/static/favicon.png')).status).to.not.equal(403);
+      expect((await as('admin', w.url, '/static/favicon.png')).status).to.equal(200);
       // plain users are unaffected
       expect((await as('user', w.url, '/api/v1/users/groups')).status).to.equal(200);
       expect((await as('user', w.url, '/api/config')).status).to.equal(200);
