@@ -14,6 +14,7 @@ import { SESSION_CHECK_UNAVAILABLE } from '../gateway/http/respond.js';
 import { capturingObservability, gatewayProcess } from './support/gateway-harness.js';
 import { CLIENT_ID, CLIENT_SECRET, signIn, worldEnv, browse } from './support/cookie-jar.js';
 import { freePort } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 describe('Redis unreachable from the start', function () {
   this.timeout(60_000);
@@ -52,7 +53,7 @@ describe('Redis unreachable from the start', function () {
 
   it('a warning line at start, /metrics says so, /readyz is 503 naming Redis while the rest is up, signed-in requests 503', async () => {
     const deadline = Date.now() + 5_000;
-    while (!gw.output().includes('shared-state-unreachable') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!gw.output().includes('shared-state-unreachable') && Date.now() < deadline) await sleep(100);
     const line = gw
       .output()
       .split('\n')
@@ -87,7 +88,7 @@ describe('Redis unreachable from the start', function () {
     const nothing = await freePort();
     const state = await redisState(`redis://user:pw@127.0.0.1:${nothing}/0`, obs, { downLogEveryMs: 400 });
     try {
-      await new Promise((r) => setTimeout(r, 3_700));
+      await sleep(3_700);
       const warnings = obs.lines.filter((l) => l.event === 'shared-state-unreachable');
       expect(warnings.length).to.be.at.least(3);
       expect(state.ready().ok).to.equal(false);
@@ -96,7 +97,7 @@ describe('Redis unreachable from the start', function () {
       await state.close();
     }
     const after = obs.lines.length;
-    await new Promise((r) => setTimeout(r, 900));
+    await sleep(900);
     expect(
       obs.lines.slice(after).filter((l) => l.event === 'shared-state-unreachable'),
       'quiet once closed',

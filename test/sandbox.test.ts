@@ -6,12 +6,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loginThroughIdp, CookieJar as IdpJar } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
-import { accepts, alive, descendants, eventually, exited, listeningPorts } from './support/process-tree.js';
+import { accepts, alive, descendants, exited, listeningPorts } from './support/process-tree.js';
+import { eventually, sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -47,7 +48,7 @@ async function npmStart(env: Record<string, string> = {}): Promise<Running> {
     // Ctrl-C in a terminal: SIGINT to the whole group. Everything must stop by itself.
     if (groupAlive(pgid)) process.kill(-pgid, 'SIGINT');
     const deadline = Date.now() + 8_000;
-    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (groupAlive(pgid) && Date.now() < deadline) await sleep(50);
     if (groupAlive(pgid)) {
       process.kill(-pgid, 'SIGKILL');
       throw new Error(`the sandbox did not stop on SIGINT:\n${output}`);
@@ -82,7 +83,7 @@ async function signInAs(url: string, username: string): Promise<Jar> {
   const jar = new Jar(url);
   const start = await browse(jar, `${url}/auth/start?returnTo=%2F`);
   expect(start.status, start.text).to.equal(302);
-  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new IdpJar());
+  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new Jar());
   const callback = await browse(jar, callbackUrl);
   expect(callback.status, callback.text).to.equal(302);
   return jar;
@@ -133,12 +134,12 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const start = await browse(new Jar(sandbox.url), link.location!);
     expect(start.status).to.equal(302);
     expect(new URL(start.location!).searchParams.get('kc_idp_hint')).to.equal('acme-entra');
-    const jar = new IdpJar();
+    const jar = new Jar();
     let at = start.location!;
     let html = '';
     for (let i = 0; i < 5 && !html; i++) {
       const res = await fetch(at, { redirect: 'manual', headers: { cookie: jar.header(at) } });
-      jar.store(at, res.headers.getSetCookie());
+      jar.store(res.headers.getSetCookie(), at);
       if (res.status >= 300 && res.status < 400) at = new URL(res.headers.get('location')!, at).href;
       else html = await res.text();
     }
@@ -163,7 +164,7 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const own = (await browse(alice, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     expect(own.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(demoAccounts.find((a) => a.username === 'alice')!).sort());
     // the sandbox logs at the gateway's default level, info, as the README and check-config say: a line per request
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(sandbox.output())
       .to.match(/"msg":"request"/)
       .and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
@@ -277,7 +278,7 @@ describe('sandbox: a signal to its npm process stops everything it started', fun
       const ports = listeningPorts(started);
       expect(ports.length, 'the gateway and the OpenID provider listen').to.be.at.least(2);
       process.kill(npm.pid!, signal);
-      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 10_000);
+      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), { ms: 10_000, everyMs: 100 });
       expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${sandbox.output()}`).to.equal(true);
       for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
       await sandbox.stop();

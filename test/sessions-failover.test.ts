@@ -20,6 +20,7 @@ import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort } from './support/raw-http.js';
 import { gatewayProcess } from './support/gateway-harness.js';
 import { startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
+import { sleep, until } from './support/wait.js';
 
 /** The sentinels' down-after-milliseconds and the cluster's node timeout: how long a lost server takes to be noticed. */
 const DETECTION_MS = 1_000;
@@ -29,16 +30,6 @@ const FAILOVER_MS = 4_000;
 const LIVE_USERS = 8;
 const PAUSE_MS = 100;
 const USERS = ['alice', 'bob', 'carol', 'tina'];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 interface Answer {
   at: number;
@@ -127,7 +118,16 @@ async function startWorld(redisEnv: Record<string, string>): Promise<World> {
       ...redisEnv,
     };
     for (const port of [portA, portB]) children.push((await gatewayProcess({ ...env, PORT: String(port) })).child);
-    for (const url of Object.values(urls)) await until(`${url} in sync with Redis`, async () => (await fetch(`${url}/readyz`)).status === 200);
+    for (const url of Object.values(urls))
+      await until(
+        `${url} in sync with Redis`,
+        () =>
+          fetch(`${url}/readyz`).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        { ms: 20_000, everyMs: 100 },
+      );
     const live: Jar[] = [];
     for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(urls.A, USERS[i % USERS.length]!)).jar);
     return { urls, live, close };

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
 import { loadSettings, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
 import { parseEnvFile } from '../config/env.js';
 import { parseTenantAliases } from '../config/tenant-aliases.js';
@@ -201,6 +202,40 @@ describe('settings: Redis Sentinel and Cluster', () => {
       REDIS_PASSWORD: '[redacted]',
       REDIS_SENTINEL_PASSWORD: '[redacted]',
     });
+  });
+});
+
+describe('settings: the stage file, read the same on every Node release the gateway supports', () => {
+  const read = (text: string) => parseEnvFile(text);
+
+  it('as shipped, it reads config/dev.env and config/prod.env as util.parseEnv does', () => {
+    for (const file of ['config/dev.env', 'config/prod.env']) {
+      const text = readFileSync(file, 'utf8');
+      expect(read(text), file).to.deep.equal({ ...parseEnv(text) });
+      expect(Object.keys(read(text)).length, file).to.be.greaterThan(8);
+    }
+  });
+
+  it('comments, blank lines, `export`, quotes, spaces and CRLF', () => {
+    const text = '# a comment\n\n  # an indented comment\nA=1\nexport B=2\nC="q v"\nD=\'s\'\r\n  E = sp  \nF=\nG=a=b\n';
+    expect(read(text)).to.deep.equal({ A: '1', B: '2', C: 'q v', D: 's', E: 'sp', F: '', G: 'a=b' });
+  });
+
+  it('an indented comment is a comment: the setting after it is kept (Node 20\u2019s util.parseEnv loses it)', () => {
+    expect(read('  # the switch below\nCHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false\n')).to.deep.equal({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false' });
+  });
+
+  it('`#` inside an unquoted value is kept, as docker compose keeps it (util.parseEnv cuts the value there)', () => {
+    expect(read('REDIS_SENTINEL_PASSWORD=p#ss\n')).to.deep.equal({ REDIS_SENTINEL_PASSWORD: 'p#ss' });
+    expect(parseEnv('REDIS_SENTINEL_PASSWORD=p#ss\n')).to.deep.equal({ REDIS_SENTINEL_PASSWORD: 'p' });
+  });
+
+  it('a quote left open stays in its own line\u2019s value: the lines after it are settings of their own', () => {
+    expect(read('A="open\nB=2\n')).to.deep.equal({ A: '"open', B: '2' });
+  });
+
+  it('one line is one setting: no multi-line values, no escapes, no names outside [A-Za-z_][A-Za-z0-9_]*', () => {
+    expect(read('A="line1\nline2"\nB="x\\ny"\n1C=1\nD.E=1\nexporter F=1\n')).to.deep.equal({ A: '"line1', B: 'x\\ny' });
   });
 });
 

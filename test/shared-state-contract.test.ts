@@ -17,6 +17,7 @@ import {
   type SentinelRedis,
   type TestRedis,
 } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const quiet = () => createObservability({ level: 'silent' });
@@ -38,7 +39,7 @@ async function openRedisState(target: string | RedisTarget, keyPrefix: string | 
   const deadline = Date.now() + 10_000;
   while (!state.ready().ok) {
     if (Date.now() > deadline) throw new Error(`Redis state not ready: ${state.ready().detail}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   return state;
 }
@@ -228,7 +229,7 @@ for (const store of STORES) {
       let runs = 0;
       const work = async () => {
         runs++;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
         return 'answer';
       };
       const answers = await Promise.all([1, 2, 3].map(() => state.singleFlight('flight-1', 60, 2_000, work)));

@@ -19,9 +19,9 @@ import {
   type TestRedis,
   type TopologyRedis,
 } from './support/redis.js';
+import { sleep, until } from './support/wait.js';
 
 const epoch = () => Math.floor(Date.now() / 1000);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const session = (id: string) => ({ id, sub: 'alice', iat: epoch() - 10 });
 
 async function openState(target: string | RedisTarget, keyPrefix = 'durable:'): Promise<SharedState> {
@@ -168,33 +168,26 @@ describe('ends an instance holds and Redis lacks reach Redis and every other ins
     redis ??= await startRedis();
     admin = new Redis(redis.url);
     const [toA, toB] = [await cutOffProxy(redis.port), await cutOffProxy(redis.port)];
-    const waitFor = async (what: string, check: () => boolean, ms = 5_000) => {
-      const deadline = Date.now() + ms;
-      while (!check()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await sleep(20);
-      }
-    };
     try {
       const a = await openState(`redis://127.0.0.1:${toA.port}/0`, 'lost:');
       const b = await openState(`redis://127.0.0.1:${toB.port}/0`, 'lost:');
       opened.push(a, b);
       // B is cut off when A ends the session: B never hears its message.
       toB.cut();
-      await waitFor('B to notice', () => !b.ready().ok);
+      await until('B to notice', () => !b.ready().ok, { everyMs: 20 });
       await a.end({ id: 'lost' }, epoch() + 600);
       // Then A is cut off, and Redis loses the end (a replica promoted before it had it).
       toA.cut();
-      await waitFor('A to notice', () => !a.ready().ok);
+      await until('A to notice', () => !a.ready().ok, { everyMs: 20 });
       expect(await admin.zrem('lost:ended', 'id:lost')).to.equal(1);
       // B comes back first and re-reads Redis, which lacks it.
       toB.reopen();
-      await waitFor('B back', () => b.ready().ok);
+      await until('B back', () => b.ready().ok, { everyMs: 20 });
       expect(b.isEnded(session('lost')), 'B re-read a Redis that lacks it').to.equal(false);
       // A comes back: it writes the end back, and B learns it at once, not at its next reconnection.
       toA.reopen();
-      await waitFor('A back', () => a.ready().ok);
-      await waitFor('B to learn the end A wrote back', () => b.isEnded(session('lost')) === true, 1_000);
+      await until('A back', () => a.ready().ok, { everyMs: 20 });
+      await until('B to learn the end A wrote back', () => b.isEnded(session('lost')) === true, { ms: 1_000, everyMs: 20 });
       expect(await admin.zscore('lost:ended', 'id:lost')).to.not.equal(null);
     } finally {
       await Promise.all([toA.close(), toB.close()]);

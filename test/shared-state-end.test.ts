@@ -7,6 +7,7 @@ import { redisState } from '../gateway/state/redis-state.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 describe('an ended session, as every instance learns it (REDIS_URL)', function () {
   this.timeout(30_000);
@@ -23,7 +24,7 @@ describe('an ended session, as every instance learns it (REDIS_URL)', function (
     admin = new Redis(redis.url);
     for (const s of [a, b]) {
       const deadline = Date.now() + 5_000;
-      while (!s.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (!s.ready().ok && Date.now() < deadline) await sleep(50);
       expect(s.ready().ok).to.equal(true);
     }
   });
@@ -65,6 +66,6 @@ describe('an ended session, as every instance learns it (REDIS_URL)', function (
     expect(Date.now() - started).to.be.within(1_800, 3_000);
     expect(token).to.equal(undefined);
     expect(first).to.equal(true);
-    await new Promise((r) => setTimeout(r, 1_800)); // the pause ends before the next file's Redis use
+    await sleep(1_800); // the pause ends before the next file's Redis use
   });
 });

@@ -1,4 +1,4 @@
-// Signing out (README "Signing out"): the gateway's /auth/logout and the chat front-end's own
+// Signing out (docs/operating/operations.md, "Signing out"): the gateway's /auth/logout and the chat front-end's own
 // sign-out (answered here, never forwarded) end the gateway session on every instance, revoke its
 // refresh token, clear the chat front-end's cookies and send the browser through the realm's
 // logout. Moved out of authenticator.ts as it was; given only the settings it reads.

@@ -6,7 +6,7 @@
 // unusable tenants (links-3): every lookup first makes sure every mapped alias is resolved (from
 // the cache, or one fetch per alias per cache period shared by all callers), then reads one entry.
 // What a mapping costs therefore does not depend on which tenant is asked. Rule 12 (tenant ids can
-// be probed) is met by an optional per-client rate limit: see README "Login routing".
+// be probed) is met by an optional per-client rate limit: see docs/policies.md, "Login routing".
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
 import type { SharedState } from '../state/shared-state.js';

@@ -21,7 +21,7 @@ export interface Observability {
   close(): Promise<void>;
 }
 
-/** Audit lines one anonymous client may cause per minute; the rest are counted (README "Audit"). */
+/** Audit lines one anonymous client may cause per minute; the rest are counted (docs/operating/operations.md, "Audit events"). */
 export const ANONYMOUS_AUDIT_PER_MINUTE = 20;
 /** Clients tracked per minute; past it, further clients' events are counted but not written. */
 const ANONYMOUS_AUDIT_CLIENTS = 50_000;

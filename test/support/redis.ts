@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './raw-http.js';
 import { freePorts } from '../../sandbox/ports.js';
+import { sleep, until } from './wait.js';
 
 export interface TestRedis {
   url: string;
@@ -67,7 +68,7 @@ function redisProcess(port: number, args: () => string[], what = 'redis-server')
     const deadline = Date.now() + 10_000;
     while (!(await reachable(port))) {
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not start (is the redis-server package installed?):\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   };
   const stop = async () => {
@@ -168,20 +169,19 @@ export function redisCli(port: number, ...args: string[]): string {
   return r.stdout.trim();
 }
 
-async function until(what: string, check: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    let ok = false;
-    try {
-      ok = check();
-    } catch {
-      // not yet
-    }
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** As `until`, a check that throws counting as not yet (a node still starting refuses redis-cli). */
+const settledWhen = (what: string, check: () => boolean, ms: number) =>
+  until(
+    what,
+    () => {
+      try {
+        return check();
+      } catch {
+        return false;
+      }
+    },
+    { ms, everyMs: 100 },
+  );
 
 /** `role:master` or `role:slave`, and the replicas a primary has online, from INFO replication. */
 function replication(port: number): { role: string; online: number } {
@@ -303,7 +303,7 @@ export async function startSentinelRedis(
       return nodes.find((n) => n.port === primaryPort)!;
     },
     async settled(ms = 20_000) {
-      await until(
+      await settledWhen(
         'the sentinels to agree on a primary with every live node its online replica, and to know each other',
         () => {
           const live = sentinelProcesses.filter((s) => s.alive());
@@ -405,7 +405,7 @@ export async function startRedisCluster(
     },
     async settled(ms = 30_000) {
       const live = (port: number | undefined) => nodes.some((x) => x.port === port && x.alive());
-      await until(
+      await settledWhen(
         'every live node to see the cluster whole, none of them failing, every replica linked to a live primary',
         () =>
           nodes
