@@ -303,7 +303,7 @@ function renderBanner(
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
-  const tenants = [...settings.login.tenantAliases.entries()];
+  const tenants = [...settings.policy.tenantAliases.entries()];
   let catalog: KeycloakIdentityProvider[] = [];
   try {
     catalog = parts.real ? demoIdentityProviders : (JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[]);
@@ -360,10 +360,10 @@ function renderBanner(
     ...demoAccounts.map((a, i) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}${alike ? '' : ` [${owning(held[i]!)}]`}`),
     '',
     '  Click through:',
-    settings.login.welcomePage
+    settings.policy.welcomePage
       ? `    ${u}/auth/login           the welcome page (IDP_LOGIN_WELCOME_PAGE=true: the provider list is withheld)`
       : `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
-    `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.login.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
+    `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.policy.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     ...(parts.real
       ? [

@@ -26,8 +26,10 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type express from 'express';
 import type { Settings } from '../../config/settings.js';
-import { decide } from '../../policies/admin-scoping.js';
+import type { PolicyReader, PolicySnapshot } from '../../config/policy.js';
+import { decide, type CallerFacts, type Decision, type RequestFacts } from '../../policies/admin-scoping.js';
 import { releaseDecision } from '../../policies/upstream-release.js';
+import { POLICY_CHANGED_RULE, requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
@@ -62,7 +64,9 @@ import type { Found, RequestHandler } from '../http/server.js';
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 export interface PipelineParts {
-  settings: Settings;
+  settings: Pick<Settings, 'trustedHeaders' | 'publicUrl' | 'allowedOrigins' | 'allowUpstreamApiKeys'>;
+  /** the live settings: read once at a request's start (or a WebSocket's open) */
+  policy: PolicyReader;
   obs: Observability;
   upstream: Upstream;
   /** the chat front-end's release, read by operations; its status is read here */
@@ -75,8 +79,18 @@ export interface PipelineParts {
 }
 
 /** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
+/** A request under way whose decision depends on the policy: judged again when a new one is applied. */
+interface UnderWay {
+  facts: RequestFacts;
+  who: CallerFacts;
+  decision: Decision;
+  caller: string;
+  res: ServerResponse;
+}
+
 export class Pipeline implements RequestHandler {
-  private readonly settings: Settings;
+  private readonly settings: PipelineParts['settings'];
+  private readonly policy: PolicyReader;
   private readonly obs: Observability;
   private readonly upstream: Upstream;
   private readonly release: Pick<UpstreamRelease, 'status'>;
@@ -88,10 +102,13 @@ export class Pipeline implements RequestHandler {
   private readonly trusted: ReadonlySet<string>;
   private readonly enforce: Enforcer;
   private readonly publicOrigin: PublicOrigin;
+  /** admins' requests (and exports) still being answered: a new policy judges them again */
+  private readonly underWay = new Set<UnderWay>();
 
   constructor(parts: PipelineParts) {
     ({
       settings: this.settings,
+      policy: this.policy,
       obs: this.obs,
       upstream: this.upstream,
       release: this.release,
@@ -192,13 +209,15 @@ export class Pipeline implements RequestHandler {
     // 3. the request's context; what the client may not send upstream is left out when the
     // upstream headers are assembled (before step 7), the client's own headers stay as they came
     const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
+    // the policy this request is judged under, from start to end, whatever is applied meanwhile
+    const policy = this.policy.current;
     // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
     const caller = await this.identify(ctx, req, res, cls, apiKey);
-    if (caller !== undefined) await this.judge(ctx, req, res, caller);
+    if (caller !== undefined) await this.judge(ctx, req, res, caller, policy);
   }
 
   /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
-  private judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
+  private judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null, policy: PolicySnapshot): Promise<void> {
     ctx.caller = caller;
     ctx.headers = upstreamHeaders(req.headers, ctx, {
       clientIp: req.socket.remoteAddress,
@@ -209,10 +228,49 @@ export class Pipeline implements RequestHandler {
     // 6. the policy: the release's status is a field (read by operations), never a request here
     const facts = { method: ctx.method, path: ctx.path, search: ctx.search };
     const who = { admin: caller?.admin ?? false };
-    const decision = releaseDecision(facts, this.settings.upstream.releasePolicy, who, this.release.status) ?? decide(facts, this.settings.policy, who);
+    const decision = this.decide(facts, who, policy);
     ctx.decision = decision;
+    // An admin's request (and the export, A6) may outlive the policy it was judged under: kept
+    // until its answer ends, judged again when another is applied. Nobody else's depends on it.
+    if (decision.action !== 'deny' && (who.admin || decision.rule.startsWith('A6')))
+      this.keepUnderWay({ facts, who, decision, caller: caller?.label ?? 'anonymous', res });
     // 7. carry it out
     return this.enforce.carryOut(ctx, decision, req, res);
+  }
+
+  private decide(facts: RequestFacts, who: CallerFacts, policy: PolicySnapshot): Decision {
+    return releaseDecision(facts, policy.upstreamRelease, who, this.release.status) ?? decide(facts, policy, who);
+  }
+
+  private keepUnderWay(u: UnderWay): void {
+    this.underWay.add(u);
+    u.res.once('close', () => this.underWay.delete(u));
+  }
+
+  /**
+   * A new policy is in force: every request under way that it would decide otherwise is cut (an
+   * export after the switch went off, an admin's event stream), and every open WebSocket is judged
+   * again (an admin's whose note events were not read closes: it reconnects under the new policy).
+   */
+  policyChanged(next: PolicySnapshot): void {
+    for (const u of [...this.underWay]) {
+      if (requestGoesOn(u.decision, this.decide(u.facts, u.who, next))) continue;
+      this.underWay.delete(u);
+      this.obs.audit.warn(
+        {
+          event: 'policy-cut',
+          rule: POLICY_CHANGED_RULE,
+          judged: u.decision.rule,
+          caller: u.caller,
+          method: u.facts.method,
+          path: u.facts.path,
+          version: next.version,
+        },
+        'a request under way was cut: the policy now in force decides it otherwise',
+      );
+      if (!u.res.writableEnded) u.res.destroy();
+    }
+    this.websockets.recheck();
   }
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
@@ -227,6 +285,8 @@ export class Pipeline implements RequestHandler {
     req.url = canonical.target.url;
     const origin = req.headers.origin;
     if (!isWebSocketUpgrade(req.headers)) return refuse(400, 'Only WebSocket upgrades are accepted');
+    // the policy the socket is let through under; a later one judges it again (policyChanged)
+    const policy = this.policy.current;
     // The client may leave while its sign-in is checked (that can ask the realm and Open WebUI):
     // a socket already closed is neither tracked (its 'close' would never come) nor forwarded.
     let gone = false;
@@ -245,7 +305,8 @@ export class Pipeline implements RequestHandler {
     const caller = await this.callers.forward(ctx, identity);
     ctx.caller = caller;
     // an admin's Socket.IO is an API request too (UPSTREAM_RELEASE_POLICY=refuse-admins)
-    const byRelease = releaseDecision({ method: ctx.method, path: ctx.path }, this.settings.upstream.releasePolicy, caller, this.release.status);
+    const facts = { method: ctx.method, path: ctx.path };
+    const byRelease = releaseDecision(facts, policy.upstreamRelease, caller, this.release.status);
     if (byRelease?.action === 'deny') {
       this.obs.audit.info(
         { event: 'policy-denied', rule: byRelease.rule, caller: caller.label, method: 'GET', path: ctx.path, websocket: true },
@@ -270,7 +331,16 @@ export class Pipeline implements RequestHandler {
     socket.on('close', () => this.obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
     const verdict = opened.verdict;
-    this.websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
+    const how = { admin: caller.admin, notesGuarded: !policy.bypassAdminAccessControl };
+    this.websockets.track(socket, {
+      session: verdict && { key: opened.key, label: identity.email, verdict },
+      setCookies: ctx.setCookies,
+      // judged again only when a policy is applied (never per frame)
+      policy: caller.admin
+        ? () => socketStaysOpen(how, this.policy.current, releaseDecision(facts, this.policy.current.upstreamRelease, caller, this.release.status))
+        : undefined,
+      label: identity.email,
+    });
     // A session that ended while this upgrade was under way is caught at once, not at the next check.
     if (verdict) this.websockets.recheck(opened.key);
     if (caller.admin) {
@@ -301,7 +371,7 @@ export class Pipeline implements RequestHandler {
               this.websockets.close(socket, code, why);
               fail(code, why);
             },
-            !this.settings.policy.bypassAdminAccessControl,
+            how.notesGuarded,
             flow,
           ),
         mayForward: () => this.websockets.mayForward(socket),
