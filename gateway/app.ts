@@ -35,6 +35,12 @@ import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
 import { pageLocale } from './pages/locale.js';
 import { Pipeline } from './pipeline/handle.js';
 
+/** The live switches Open WebUI also holds, under its own names, read once at its start. */
+const UPSTREAM_CEILING: Record<string, string> = {
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
+  CHATUI_ENABLE_ADMIN_EXPORT: 'ENABLE_ADMIN_EXPORT',
+};
+
 export interface GatewayOptions {
   obs?: Observability;
   authenticator?: Authenticator;
@@ -164,6 +170,12 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     const changes = policyChanges(previous, next);
     const fields = { event: 'policy-applied', version: next.version, previousVersion: previous.version, source: next.source, changes };
     obs.audit.info(fields, 'live settings applied');
+    // Open WebUI reads its own switches at its start: the gateway narrows at once, never widens past them
+    for (const c of changes.filter((c) => UPSTREAM_CEILING[c.setting] && c.to === 'true'))
+      obs.log.warn(
+        { event: 'policy-widened', setting: c.setting, version: next.version },
+        `${c.setting}=true takes effect where Open WebUI's own ${UPSTREAM_CEILING[c.setting]} is true as well (Open WebUI reads it at its start)`,
+      );
     if (next.logLevel !== previous.logLevel) obs.log.level = next.logLevel;
     // a request under way, an open WebSocket: judged again under the new policy
     pipeline.policyChanged(next);

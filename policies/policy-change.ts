@@ -1,19 +1,24 @@
-// What a new policy means for what is already open: a request still streaming (an export, an
-// admin's event stream) and an open WebSocket were judged under the policy in force when they
-// began. Pure: the gateway (gateway/pipeline/handle.ts) asks, and cuts or closes what may not go on.
+// What a new policy means for what is already open. A request is judged under the policy in force
+// when it began and, as Envoy does, an ordinary answer under way finishes under it. What stays open
+// for long is judged again: the export (rule A6), an event stream, an open WebSocket. Pure: the
+// gateway (gateway/pipeline/handle.ts) asks, and cuts or closes what may not go on.
 import type { Decision } from './admin-scoping.js';
 import type { SocketVerdict } from './session-ends.js';
 
 /** The rule id of what a policy change cuts or closes (docs/policies.md). */
 export const POLICY_CHANGED_RULE = 'live policy: judged again under the policy now in force';
 
+/** What a request under way is, for a new policy: an ordinary answer, or one that stays open. */
+export type UnderWayKind = 'answer' | 'event-stream';
+
 /**
- * May a request still under way go on under the new policy? Only when the new policy decides it
- * exactly as the old one did: the same action, rule and checks (an admin's completion whose body was
- * judged with fewer objects checked than the new policy checks is not). Anything else is cut, so
- * that no answer keeps streaming under a policy no longer in force (an export after the switch went off).
+ * May a request still under way go on under the new policy? An ordinary answer does (one policy from
+ * start to end: it was judged whole under the old one). The export and an event stream only when the
+ * new policy decides them exactly as the old one did: the same action, rule and checks (an admin's
+ * completion whose body was judged with fewer objects checked than the new policy checks does not).
  */
-export function requestGoesOn(judged: Decision, now: Decision): boolean {
+export function requestGoesOn(kind: UnderWayKind, judged: Decision, now: Decision): boolean {
+  if (kind === 'answer' && !judged.rule.startsWith('A6')) return true;
   // decisions are plain data built by one function, their keys always in the same order
   return judged.action === now.action && judged.rule === now.rule && JSON.stringify(judged) === JSON.stringify(now);
 }

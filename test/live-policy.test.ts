@@ -119,6 +119,11 @@ describe('live settings: POLICY_FILE followed by a running gateway', function ()
         { setting: 'CHATUI_ENABLE_ADMIN_EXPORT', from: 'false', to: 'true' },
       ],
     });
+    // Open WebUI's own switches are read at its start: a widening is said to hold only where they allow it
+    expect(w.lines.filter((l) => l.event === 'policy-widened').map((l) => l.msg)).to.deep.equal([
+      "CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true takes effect where Open WebUI's own BYPASS_ADMIN_ACCESS_CONTROL is true as well (Open WebUI reads it at its start)",
+      "CHATUI_ENABLE_ADMIN_EXPORT=true takes effect where Open WebUI's own ENABLE_ADMIN_EXPORT is true as well (Open WebUI reads it at its start)",
+    ]);
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
     expect(metrics).to.include(`gateway_policy_info{version="${now.policy.version}",source="file"} 1`);
     expect(metrics).to.not.include(`version="${first.policy.version}"`);

@@ -60,6 +60,9 @@ import { REFUSAL_RULES } from '../http/websocket-frames.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 import type { Found, RequestHandler } from '../http/server.js';
 
+/** Is the answer an event stream (its headers, as the upstream sent them, already on it)? */
+const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(res.getHeader('content-type') ?? ''));
+
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
@@ -248,29 +251,37 @@ export class Pipeline implements RequestHandler {
   }
 
   /**
-   * A new policy is in force: every request under way that it would decide otherwise is cut (an
-   * export after the switch went off, an admin's event stream), and every open WebSocket is judged
-   * again (an admin's whose note events were not read closes: it reconnects under the new policy).
+   * A new policy is in force: what stays open and the new policy decides otherwise is cut (an export
+   * after the switch went off, an admin's event stream, also one whose answer has not begun yet),
+   * and every open WebSocket is judged again (an admin's whose note events were not read closes: it
+   * reconnects under the new policy). Ordinary answers under way finish under the policy they began with.
    */
   policyChanged(next: PolicySnapshot): void {
     for (const u of [...this.underWay]) {
-      if (requestGoesOn(u.decision, this.decide(u.facts, u.who, next))) continue;
-      this.underWay.delete(u);
-      this.obs.audit.warn(
-        {
-          event: 'policy-cut',
-          rule: POLICY_CHANGED_RULE,
-          judged: u.decision.rule,
-          caller: u.caller,
-          method: u.facts.method,
-          path: u.facts.path,
-          version: next.version,
-        },
-        'a request under way was cut: the policy now in force decides it otherwise',
-      );
-      if (!u.res.writableEnded) u.res.destroy();
+      const now = this.decide(u.facts, u.who, next);
+      if (!requestGoesOn(eventStream(u.res) ? 'event-stream' : 'answer', u.decision, now)) this.cut(u, next);
+      // its answer has not begun: judged again when it does, should it be an event stream
+      else if (!u.res.headersSent)
+        u.res.once('pipe', () => !requestGoesOn(eventStream(u.res) ? 'event-stream' : 'answer', u.decision, now) && this.cut(u, next));
     }
     this.websockets.recheck();
+  }
+
+  private cut(u: UnderWay, next: PolicySnapshot): void {
+    if (!this.underWay.delete(u)) return;
+    this.obs.audit.warn(
+      {
+        event: 'policy-cut',
+        rule: POLICY_CHANGED_RULE,
+        judged: u.decision.rule,
+        caller: u.caller,
+        method: u.facts.method,
+        path: u.facts.path,
+        version: next.version,
+      },
+      'a request under way was cut: the policy now in force decides it otherwise',
+    );
+    if (!u.res.writableEnded) u.res.destroy();
   }
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {

@@ -13,18 +13,25 @@ describe('policies/policy-change.ts: what is under way, judged again under a new
   it('the export under way is cut when the export switch goes off, for every caller', () => {
     for (const path of ['/api/v1/chats/all/db', '/api/v1/utils/db/download']) {
       const request = { method: 'GET', path };
-      expect(requestGoesOn(decide(request, on, admin), decide(request, off, admin)), path).to.equal(false);
-      expect(requestGoesOn(decide(request, on, admin), decide(request, { ...off, enableAdminExport: true }, admin)), path).to.equal(true);
+      expect(requestGoesOn('answer', decide(request, on, admin), decide(request, off, admin)), path).to.equal(false);
+      expect(requestGoesOn('answer', decide(request, on, admin), decide(request, { ...off, enableAdminExport: true }, admin)), path).to.equal(true);
     }
   });
 
-  it('an admin\u2019s completion judged with the bypass on is cut when it goes off: the new policy checks more of its body', () => {
+  it('an admin\u2019s completion streaming as events, judged with the bypass on, is cut when it goes off: the new policy checks more of its body', () => {
     const request = { method: 'POST', path: '/api/chat/completions' };
     const before = decide(request, on, admin);
     const after = decide(request, off, admin);
     expect(before.action).to.equal(after.action);
-    expect(requestGoesOn(before, after)).to.equal(false);
-    expect(requestGoesOn(before, decide(request, on, admin))).to.equal(true);
+    expect(requestGoesOn('event-stream', before, after)).to.equal(false);
+    expect(requestGoesOn('event-stream', before, decide(request, on, admin))).to.equal(true);
+    // its answer, were it not a stream, finishes under the policy it began with
+    expect(requestGoesOn('answer', before, after)).to.equal(true);
+  });
+
+  it('an admin\u2019s ordinary answer under way finishes under the policy it began with (judged whole under one)', () => {
+    const request = { method: 'GET', path: '/api/v1/files/' };
+    expect(requestGoesOn('answer', decide(request, on, admin), decide(request, off, admin))).to.equal(true);
   });
 
   it('a request the switches do not concern goes on (a plain user\u2019s, an admin\u2019s file read by id)', () => {
@@ -32,7 +39,7 @@ describe('policies/policy-change.ts: what is under way, judged again under a new
       [{ method: 'GET', path: '/api/v1/chats/' }, { admin: false }],
       [{ method: 'GET', path: '/api/v1/files/abc/content' }, admin],
     ] as const) {
-      expect(requestGoesOn(decide(request, on, who), decide(request, off, who)), request.path).to.equal(true);
+      expect(requestGoesOn('event-stream', decide(request, on, who), decide(request, off, who)), request.path).to.equal(true);
     }
   });
 
