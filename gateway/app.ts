@@ -182,15 +182,18 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
+  let opened = false;
   const listen = (port = settings.listen.port, host = settings.listen.host) => {
-    const file = settings.policySources.file;
-    if (file && !watch) {
-      watch = watchPolicyFile({ live: policy, sources: { ...settings.policySources, file }, known: KNOWN_VARIABLES, warnings: settings.policyWarnings, obs });
+    if (!opened) {
+      opened = true;
+      const file = settings.policySources.file;
       const now = policy.current;
       obs.audit.info(
-        { event: 'policy-applied', version: now.version, source: now.source, file, values: policyVariables(now) },
+        { event: 'policy-applied', version: now.version, source: now.source, ...(file ? { file } : {}), values: policyVariables(now) },
         'live settings in force at start',
       );
+      if (file)
+        watch = watchPolicyFile({ live: policy, sources: { ...settings.policySources, file }, known: KNOWN_VARIABLES, warnings: settings.policyWarnings, obs });
     }
     return front.listen(port, host);
   };

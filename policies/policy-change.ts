@@ -2,11 +2,19 @@
 // when it began and, as Envoy does, an ordinary answer under way finishes under it. What stays open
 // for long is judged again: the export (rule A6), an event stream, an open WebSocket. Pure: the
 // gateway (gateway/pipeline/handle.ts) asks, and cuts or closes what may not go on.
-import type { Decision } from './admin-scoping.js';
+import type { CallerFacts, Decision } from './admin-scoping.js';
 import type { SocketVerdict } from './session-ends.js';
 
 /** The rule id of what a policy change cuts or closes (docs/policies.md). */
 export const POLICY_CHANGED_RULE = 'live policy: judged again under the policy now in force';
+
+/** The export (rule A6, for every caller): judged again under a new policy whatever its answer is. */
+const isExport = (d: Decision) => d.rule.startsWith('A6');
+
+/** May the request's answer, while under way, be judged again under a new policy? An admin's, and the export. */
+export function judgedAgainUnderWay(decision: Decision, caller: CallerFacts): boolean {
+  return decision.action !== 'deny' && (caller.admin || isExport(decision));
+}
 
 /** What a request under way is, for a new policy: an ordinary answer, or one that stays open. */
 export type UnderWayKind = 'answer' | 'event-stream';
@@ -18,7 +26,7 @@ export type UnderWayKind = 'answer' | 'event-stream';
  * completion whose body was judged with fewer objects checked than the new policy checks does not).
  */
 export function requestGoesOn(kind: UnderWayKind, judged: Decision, now: Decision): boolean {
-  if (kind === 'answer' && !judged.rule.startsWith('A6')) return true;
+  if (kind === 'answer' && !isExport(judged)) return true;
   // decisions are plain data built by one function, their keys always in the same order
   return judged.action === now.action && judged.rule === now.rule && JSON.stringify(judged) === JSON.stringify(now);
 }

@@ -6,6 +6,7 @@
 // the gateway's own process. The stand-in runs with Open WebUI's own switches on: the gateway's
 // policy is what narrows (docs/operating/settings.md, "Live settings").
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -265,16 +266,18 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
       writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
     }
     symlinkSync('a', join(dir, 'current'));
-    const gw = await gatewayProcess({
-      ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DRIFT_CHECK_SECONDS: '0',
-      POLICY_FILE: join(dir, 'current', 'policy.yaml'),
-      POLICY_FILE_CHECK_MS: '60000',
-    });
+    let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
     try {
-      const policy = async () => ((await (await fetch(`http://127.0.0.1:${gw.port}/readyz`)).json()) as { policy: PolicyStatus }).policy;
+      gw = await gatewayProcess({
+        ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DRIFT_CHECK_SECONDS: '0',
+        POLICY_FILE: join(dir, 'current', 'policy.yaml'),
+        POLICY_FILE_CHECK_MS: '60000',
+      });
+      const port = gw.port;
+      const policy = async () => ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { policy: PolicyStatus }).policy;
       const start = await policy();
       const listening = JSON.parse(
         gw
@@ -306,7 +309,89 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
         changes: [{ setting: 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', from: 'false', to: 'true' }],
       });
     } finally {
-      gw.child.kill('SIGKILL');
+      gw?.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('GATEWAY_WORKERS=2: SIGHUP to the primary reaches every worker, each applies the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'live-policy-hup-workers-'));
+    for (const [name, bypass] of [
+      ['a', false],
+      ['b', true],
+    ] as const) {
+      mkdirSync(join(dir, name));
+      writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
+    }
+    symlinkSync('a', join(dir, 'current'));
+    let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
+    try {
+      gw = await gatewayProcess({
+        ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
+        HOST: '127.0.0.1',
+        PORT: '0',
+        GATEWAY_WORKERS: '2',
+        DRIFT_CHECK_SECONDS: '0',
+        POLICY_FILE: join(dir, 'current', 'policy.yaml'),
+        POLICY_FILE_CHECK_MS: '60000',
+      });
+      const running = gw;
+      const applied = () =>
+        running
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"policy-applied"') && l.includes('"signal"'))
+          .map((l) => JSON.parse(l) as LogLine);
+      // both workers listening: each logs its own line
+      for (let i = 0; i < 200 && gw.output().split('gateway listening').length < 3; i++) await sleep(50);
+      symlinkSync('b', join(dir, 'current.tmp'));
+      renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+      gw.child.kill('SIGHUP');
+      for (let i = 0; i < 100 && applied().length < 2; i++) await sleep(50);
+      const lines = applied();
+      expect(new Set(lines.map((l) => l.pid)).size, 'two workers applied it').to.equal(2);
+      expect(new Set(lines.map((l) => l.version)).size, 'the same version').to.equal(1);
+      expect(gw.exited(), 'still running').to.equal(null);
+      // every worker answers with it (a new connection each: the primary hands them out in turn)
+      for (let i = 0; i < 4; i++) {
+        const ready = (await (await fetch(`http://127.0.0.1:${gw.port}/readyz`, { headers: { connection: 'close' } })).json()) as { policy: PolicyStatus };
+        expect(ready.policy).to.include({ version: lines[0]!.version, source: 'signal' });
+      }
+    } finally {
+      gw?.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('live settings: `npm run check-config -- --policy-file <file>`', function () {
+  this.timeout(60_000);
+  const run = (file: string) =>
+    spawnSync('npm', ['run', '--silent', 'check-config', '--', '--policy-file', file], {
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
+      },
+    });
+
+  it('a candidate that would be refused: exit 2, every problem named with the field; a good one: exit 0, its version and values', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'live-policy-check-'));
+    try {
+      writeFileSync(join(dir, 'bad.yaml'), 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "yes"\nCHATUI_ENABLE_ADMIN_EXPORT: "false"\nSHOW_IDP_LOGN: "true"\n');
+      const bad = run(join(dir, 'bad.yaml'));
+      expect(bad.status, bad.stdout + bad.stderr).to.equal(2);
+      expect(bad.stderr).to.include(`CHATUI_BYPASS_ADMIN_ACCESS_CONTROL (POLICY_FILE ${join(dir, 'bad.yaml')}): must be exactly 'true' or 'false' (got "yes")`);
+      expect(bad.stderr).to.include(`SHOW_IDP_LOGN (POLICY_FILE ${join(dir, 'bad.yaml')}): not a setting of the gateway`);
+      writeFileSync(join(dir, 'good.yaml'), policyText({ bypass: true, exportOn: false }));
+      const good = run(join(dir, 'good.yaml'));
+      expect(good.status, good.stdout + good.stderr).to.equal(0);
+      expect(good.stdout).to.match(
+        new RegExp(`Live settings \\(policy version [0-9a-f]{12}, from the environment and POLICY_FILE ${join(dir, 'good.yaml').replace(/[.]/g, '\\.')}\\):`),
+      );
+      expect(good.stdout).to.include('  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -29,7 +29,7 @@ import type { Settings } from '../../config/settings.js';
 import type { PolicyReader, PolicySnapshot } from '../../config/policy.js';
 import { decide, type CallerFacts, type Decision, type RequestFacts } from '../../policies/admin-scoping.js';
 import { releaseDecision } from '../../policies/upstream-release.js';
-import { POLICY_CHANGED_RULE, requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
+import { judgedAgainUnderWay, POLICY_CHANGED_RULE, requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
@@ -81,7 +81,6 @@ export interface PipelineParts {
   websockets: WebSocketTracker;
 }
 
-/** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
 /** A request under way whose decision depends on the policy: judged again when a new one is applied. */
 interface UnderWay {
   facts: RequestFacts;
@@ -91,6 +90,7 @@ interface UnderWay {
   res: ServerResponse;
 }
 
+/** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
 export class Pipeline implements RequestHandler {
   private readonly settings: PipelineParts['settings'];
   private readonly policy: PolicyReader;
@@ -235,8 +235,7 @@ export class Pipeline implements RequestHandler {
     ctx.decision = decision;
     // An admin's request (and the export, A6) may outlive the policy it was judged under: kept
     // until its answer ends, judged again when another is applied. Nobody else's depends on it.
-    if (decision.action !== 'deny' && (who.admin || decision.rule.startsWith('A6')))
-      this.keepUnderWay({ facts, who, decision, caller: caller?.label ?? 'anonymous', res });
+    if (judgedAgainUnderWay(decision, who)) this.keepUnderWay({ facts, who, decision, caller: caller?.label ?? 'anonymous', res });
     // 7. carry it out
     return this.enforce.carryOut(ctx, decision, req, res);
   }
@@ -346,7 +345,7 @@ export class Pipeline implements RequestHandler {
     this.websockets.track(socket, {
       session: verdict && { key: opened.key, label: identity.email, verdict },
       setCookies: ctx.setCookies,
-      // judged again only when a policy is applied (never per frame)
+      // judged again when a policy is applied, and with the session checks; never per frame
       policy: caller.admin
         ? () => socketStaysOpen(how, this.policy.current, releaseDecision(facts, this.policy.current.upstreamRelease, caller, this.release.status))
         : undefined,

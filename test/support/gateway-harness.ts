@@ -69,7 +69,11 @@ export async function gatewayProcess(
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    // a gateway that did not start in time is stopped: no process outlives the test that started it
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`gateway did not start:\n${output}`));
+    }, 20_000);
     // a gateway that stops at its settings: all it said ('close' comes after its output), nothing left polling
     child.once('close', (code) => {
       clearInterval(poll);

@@ -2,7 +2,7 @@
 // open WebSocket, decided from the decisions of policies/admin-scoping.ts and upstream-release.ts.
 import { expect } from 'chai';
 import { decide } from '../../policies/admin-scoping.js';
-import { requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
+import { judgedAgainUnderWay, requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
 import { releaseDecision } from '../../policies/upstream-release.js';
 
 const admin = { admin: true };
@@ -10,6 +10,15 @@ const on = { bypassAdminAccessControl: true, enableAdminExport: true };
 const off = { bypassAdminAccessControl: false, enableAdminExport: false };
 
 describe('policies/policy-change.ts: what is under way, judged again under a new policy', () => {
+  it('kept while under way: an admin\u2019s requests and the export, for anyone; a plain user\u2019s others and a refusal are not', () => {
+    const files = { method: 'GET', path: '/api/v1/files/' };
+    const exported = { method: 'GET', path: '/api/v1/chats/all/db' };
+    expect(judgedAgainUnderWay(decide(files, off, admin), admin)).to.equal(true);
+    expect(judgedAgainUnderWay(decide(files, off, { admin: false }), { admin: false })).to.equal(false);
+    expect(judgedAgainUnderWay(decide(exported, on, { admin: false }), { admin: false })).to.equal(true);
+    expect(judgedAgainUnderWay(decide(exported, off, admin), admin), 'refused: nothing under way').to.equal(false);
+  });
+
   it('the export under way is cut when the export switch goes off, for every caller', () => {
     for (const path of ['/api/v1/chats/all/db', '/api/v1/utils/db/download']) {
       const request = { method: 'GET', path };
