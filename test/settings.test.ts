@@ -1,7 +1,9 @@
 // Invalid settings stop startup naming every bad variable; the stage files hold the defaults.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadSettings, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
 import { parseEnvFile } from '../config/env.js';
 import { parseTenantAliases } from '../config/tenant-aliases.js';
@@ -215,6 +217,25 @@ describe('settings', () => {
     expect(dev.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
     const prod = loadSettings({ ...complete, NODE_ENV: 'production', PUBLIC_URL: 'https://chat.example' });
     expect(prod.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
+  });
+
+  it('POLICY_FILE: read at start over the stage file, the environment winning; a missing or invalid one stops startup naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'settings-policy-'));
+    try {
+      const file = join(dir, 'policy.yaml');
+      writeFileSync(file, 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"\nCHATUI_ENABLE_ADMIN_EXPORT: "true"\n');
+      const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: 'false', POLICY_FILE: file });
+      expect(s.policy).to.include({ bypassAdminAccessControl: true, enableAdminExport: false });
+      expect(s.policyWarnings).to.have.length(1);
+      expect(s.policyWarnings[0]).to.match(/^CHATUI_ENABLE_ADMIN_EXPORT \(POLICY_FILE .*\): set in the environment too, which wins/);
+      expect(problems({ ...complete, POLICY_FILE: join(dir, 'nothing.yaml') })).to.deep.equal([`POLICY_FILE ${join(dir, 'nothing.yaml')}: no such file`]);
+      writeFileSync(file, 'LOG_LEVEL: loud\n');
+      expect(problems({ ...complete, POLICY_FILE: file })).to.deep.equal([
+        `LOG_LEVEL (POLICY_FILE ${file}): must be one of fatal, error, warn, info, debug, trace, silent (got "loud")`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the process environment overrides the stage file', () => {
