@@ -1,4 +1,4 @@
-// The live settings in front of the REAL Open WebUI 0.12.4: its own switches on (read at its start,
+// The live settings in front of the REAL Open WebUI (0.12.4; 0.11.4 with OWUI_VERSION): its own switches on (read at its start,
 // the widest the platform allows), the gateway's POLICY_FILE flipped while users are connected.
 // Bypass on -> off: sysadmin's open Socket.IO WebSocket closes (1008 "policy changed") and its
 // reconnection is let through under the new policy, while alice's stays open; sysadmin's
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { policyText } from '../support/live-policy.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -22,7 +22,7 @@ const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, sleep(ms).then
 const CHATS = 24;
 const CHAT_BYTES = 2_000_000;
 
-describe('the real Open WebUI 0.12.4: live settings flipped with users connected', function () {
+describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: live settings flipped with users connected`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   let dir: string;
