@@ -298,12 +298,16 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
       expect(now).to.include({ source: 'signal' });
       expect(now.version).to.not.equal(start.version);
       expect(gw.exited(), 'still running after SIGHUP').to.equal(null);
-      const audit = gw
-        .output()
-        .split('\n')
-        .filter((l) => l.includes('"policy-applied"'))
-        .map((l) => JSON.parse(l) as LogLine);
-      expect(audit.at(-1)).to.deep.include({
+      const running = gw;
+      const audit = () =>
+        running
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"policy-applied"'))
+          .map((l) => JSON.parse(l) as LogLine);
+      // its output comes through a pipe, maybe after the answer that showed the new version
+      for (let i = 0; i < 100 && audit().at(-1)?.source !== 'signal'; i++) await sleep(20);
+      expect(audit().at(-1)).to.deep.include({
         source: 'signal',
         version: now.version,
         changes: [{ setting: 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', from: 'false', to: 'true' }],
