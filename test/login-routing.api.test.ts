@@ -12,6 +12,7 @@ import { Router } from 'express';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { type Env } from '../config/env.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
+import { LivePolicy, snapshotOf } from '../config/policy.js';
 import { createLoginRouting, type LoginRoutingImpl, type LoginRoutingOptions } from '../gateway/login/routes.js';
 import type { Authenticator } from '../gateway/auth/identity.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakAdminOptions } from './support/keycloak-admin.js';
@@ -59,8 +60,9 @@ async function rig(o: { env?: Env; kc?: Partial<KeycloakAdminOptions>; routing?:
     { stageFiles: false },
   );
   const obs = capturingObservability();
-  const routing = await createLoginRouting(settings, obs, { now: () => clock.t, warm: o.warm ?? false, ...o.routing });
-  const gateway = await createGateway(settings, { obs, authenticator: nobody, loginRouting: routing });
+  const policy = new LivePolicy(snapshotOf(settings.policy, 'environment', Date.now()));
+  const routing = await createLoginRouting(settings, policy, obs, { now: () => clock.t, warm: o.warm ?? false, ...o.routing });
+  const gateway = await createGateway(settings, { obs, authenticator: nobody, loginRouting: routing, policy });
   const { url } = await gateway.listen(0, '127.0.0.1');
   return {
     kc,

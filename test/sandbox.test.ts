@@ -112,8 +112,9 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     for (const a of demoAccounts) expect(out).to.include(`${a.username} / ${a.password}`);
     expect(out).to.include(`${sandbox.url}/acme`);
     expect(out).to.include(`${sandbox.url}/globex`);
-    expect(out).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start');
-    expect(out).to.include('CHATUI_ENABLE_ADMIN_EXPORT=true npm start');
+    expect(out).to.match(/Flip them while it runs: edit \/\S+\/policy\.yaml and save \(no restart\); the stand-in takes them too:/);
+    expect(out).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"   admins see everyone\'s files');
+    expect(out).to.include('Or at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start');
   });
 
   it('the provider buttons and the tenant link of the demo realm', async () => {
@@ -170,6 +171,34 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
       .and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
   });
 
+  it('the policy file the banner names: a switch flipped there is seen without a restart, and flipped back', async () => {
+    const file = /Flip them while it runs: edit (\S+) and save/.exec(sandbox.output())![1]!;
+    const original = readFileSync(file, 'utf8');
+    expect(original).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "false"').and.include('IDP_TENANT_IDP_ALIASES: "acme=acme-entra');
+    const jar = await signInAs(sandbox.url, 'sysadmin');
+    const total = async () => (await browse(jar, `${sandbox.url}/api/v1/files/`)).json<FileList>().total;
+    const until = async (what: () => Promise<unknown>, want: unknown) => {
+      for (let i = 0; i < 60 && (await what()) !== want; i++) await new Promise((r) => setTimeout(r, 50));
+      return what();
+    };
+    expect(await total()).to.equal(2);
+    try {
+      writeFileSync(
+        file,
+        original
+          .replace('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "false"', 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"')
+          .replace('CHATUI_ENABLE_ADMIN_EXPORT: "false"', 'CHATUI_ENABLE_ADMIN_EXPORT: "true"'),
+      );
+      expect(await until(total, sandboxSeed().files.length), 'everyone\u2019s files').to.equal(sandboxSeed().files.length);
+      expect((await browse(jar, `${sandbox.url}/api/v1/chats/all/db`)).status, 'the export').to.equal(200);
+      expect(sandbox.output()).to.match(/"event":"policy-applied".*"source":"file"/);
+    } finally {
+      writeFileSync(file, original);
+    }
+    expect(await until(total, 2), 'flipped back').to.equal(2);
+    expect((await browse(jar, `${sandbox.url}/api/v1/chats/all/db`)).status).to.equal(401);
+  });
+
   it('operations endpoints answer; the stand-in is set like the gateway, so no drift', async () => {
     const ready = await browse(undefined, `${sandbox.url}/readyz`);
     expect(ready.status, ready.text).to.equal(200);
@@ -206,7 +235,8 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
   });
 
   it("the banner says so, and the sysadmin sees everyone's files; the export stays 401", async () => {
-    expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    expect(sandbox.output()).to.include('Policy switches at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    expect(sandbox.output()).to.include('Held by the environment, which wins over the file: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL');
     // the banner describes what the switch does now, not the default
     expect(sandbox.output()).to.include("as sysadmin: everyone's files").and.not.include("only sysadmin's own files");
     const jar = await signInAs(sandbox.url, 'sysadmin');

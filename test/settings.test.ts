@@ -1,7 +1,9 @@
 // Invalid settings stop startup naming every bad variable; the stage files hold the defaults.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { loadSettings, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
 import { parseEnvFile } from '../config/env.js';
@@ -247,14 +249,33 @@ describe('settings', () => {
       expect(env.CHATUI_ENABLE_ADMIN_EXPORT, file).to.equal('false');
     }
     const dev = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined });
-    expect(dev.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+    expect(dev.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
     const prod = loadSettings({ ...complete, NODE_ENV: 'production', PUBLIC_URL: 'https://chat.example' });
-    expect(prod.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+    expect(prod.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
+  });
+
+  it('POLICY_FILE: read at start over the stage file, the environment winning; a missing or invalid one stops startup naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'settings-policy-'));
+    try {
+      const file = join(dir, 'policy.yaml');
+      writeFileSync(file, 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"\nCHATUI_ENABLE_ADMIN_EXPORT: "true"\n');
+      const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: 'false', POLICY_FILE: file });
+      expect(s.policy).to.include({ bypassAdminAccessControl: true, enableAdminExport: false });
+      expect(s.policyWarnings).to.have.length(1);
+      expect(s.policyWarnings[0]).to.match(/^CHATUI_ENABLE_ADMIN_EXPORT \(POLICY_FILE .*\): set in the environment too, which wins/);
+      expect(problems({ ...complete, POLICY_FILE: join(dir, 'nothing.yaml') })).to.deep.equal([`POLICY_FILE ${join(dir, 'nothing.yaml')}: no such file`]);
+      writeFileSync(file, 'LOG_LEVEL: loud\n');
+      expect(problems({ ...complete, POLICY_FILE: file })).to.deep.equal([
+        `LOG_LEVEL (POLICY_FILE ${file}): must be one of fatal, error, warn, info, debug, trace, silent (got "loud")`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the process environment overrides the stage file', () => {
     const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true', CHATUI_ENABLE_ADMIN_EXPORT: 'true' });
-    expect(s.policy).to.deep.equal({ bypassAdminAccessControl: true, enableAdminExport: true });
+    expect(s.policy).to.include({ bypassAdminAccessControl: true, enableAdminExport: true });
   });
 
   it('accepts the CHATUI_* switches only as exactly true or false', () => {
@@ -266,9 +287,9 @@ describe('settings', () => {
   });
 
   it('UPSTREAM_RELEASE_POLICY: warn by default, refuse-admins or strict; anything else stops startup naming it', () => {
-    expect(loadSettings(complete).upstream.releasePolicy).to.equal('warn');
-    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'refuse-admins' }).upstream.releasePolicy).to.equal('refuse-admins');
-    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'strict' }).upstream.releasePolicy).to.equal('strict');
+    expect(loadSettings(complete).policy.upstreamRelease).to.equal('warn');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'refuse-admins' }).policy.upstreamRelease).to.equal('refuse-admins');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'strict' }).policy.upstreamRelease).to.equal('strict');
     for (const bad of ['Strict', 'refuse', 'off', ' warn'])
       expect(problems({ ...complete, UPSTREAM_RELEASE_POLICY: bad }), bad).to.deep.equal([
         `UPSTREAM_RELEASE_POLICY: must be one of warn, refuse-admins, strict (got ${JSON.stringify(bad)})`,
@@ -313,7 +334,7 @@ describe('settings', () => {
       ['0', false],
       ['true', true],
     ] as const)
-      expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).login.showIdpLogin).to.equal(want);
+      expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).policy.showIdpLogin).to.equal(want);
   });
 
   it('runs the sandbox only without UPSTREAM_URL and outside production', () => {

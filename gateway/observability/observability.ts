@@ -85,6 +85,12 @@ export interface Metrics {
   quietCollections: Counter;
   /** 1 while the Open WebUI release behind the gateway is one its route table was checked against (gateway/upstream/release.ts) */
   upstreamReleaseSupported: Gauge<'release'>;
+  /** 1 for the live settings in force (label version: their hash; source: environment, file or signal) */
+  policyInfo: Gauge<'version' | 'source'>;
+  /** when the policy in force was applied, in seconds since the epoch */
+  policyAppliedAt: Gauge;
+  /** POLICY_FILE readings refused (the policy in force stayed) */
+  policyRefused: Counter;
 }
 
 /**
@@ -227,6 +233,22 @@ export function createObservability(options: { level: string; auditFile?: string
       name: 'gateway_upstream_release_supported',
       help: '1 when the Open WebUI release behind the gateway (label release: its version, or unreachable or unreadable) is one the route table was checked against, else 0',
       labelNames: ['release'],
+      registers: [registry],
+    }),
+    policyInfo: new Gauge({
+      name: 'gateway_policy_info',
+      help: '1 for the live settings in force: version is a hash of their values (instances with the same version judge alike), source where they came from',
+      labelNames: ['version', 'source'],
+      registers: [registry],
+    }),
+    policyAppliedAt: new Gauge({
+      name: 'gateway_policy_applied_timestamp_seconds',
+      help: 'When the live settings in force were applied on this instance, in seconds since the epoch',
+      registers: [registry],
+    }),
+    policyRefused: new Counter({
+      name: 'gateway_policy_refused_total',
+      help: 'Readings of POLICY_FILE refused because they did not parse or validate (the policy in force stayed)',
       registers: [registry],
     }),
   };
