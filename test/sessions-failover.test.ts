@@ -19,6 +19,7 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js'
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort } from './support/raw-http.js';
 import { gatewayProcess } from './support/gateway-harness.js';
+import { LEASE_MS } from '../gateway/state/redis-sync.js';
 import { startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
 
 /** The sentinels' down-after-milliseconds and the cluster's node timeout: how long a lost server takes to be noticed. */
@@ -246,7 +247,7 @@ async function failsOver(world: World, what: string, kill: () => Promise<void>):
   expect(m.errors).to.equal(0);
   afterTheWindow(outcome, m);
   await everyEndHolds(world, outcome.ended);
-  await signOutHolds(world, 500);
+  await signOutHolds(world, LEASE_MS + 500);
 }
 
 function report(what: string, m: Measured): void {
@@ -294,7 +295,7 @@ describe('a Redis server lost under load: Sentinel (a primary, a replica, three 
     expect(m.unavailable, 'requests answered 503').to.equal(0);
     expect(m.errors).to.equal(0);
     await everyEndHolds(world, outcome.ended);
-    await signOutHolds(world, 500);
+    await signOutHolds(world, LEASE_MS + 500);
     await killed!.start();
     await redis.settled();
   }
