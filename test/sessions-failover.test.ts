@@ -9,16 +9,8 @@
 //   - a replica or a sentinel killed changes nothing users see.
 // The measured window and counts are printed (operators' docs quote them).
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET, type Jar } from './support/cookie-jar.js';
-import { startIdp, type TestIdp } from '../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
-import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { freePort } from './support/raw-http.js';
-import { gatewayProcess } from './support/gateway-harness.js';
+import { browse, signIn, type Jar } from './support/cookie-jar.js';
+import { startTwoGateways, type TwoGateways } from './support/two-gateways.js';
 import { LEASE_MS } from '../gateway/state/redis-sync.js';
 import { startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
 
@@ -32,14 +24,6 @@ const PAUSE_MS = 100;
 const USERS = ['alice', 'bob', 'carol', 'tina'];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 interface Answer {
   at: number;
@@ -94,46 +78,19 @@ class Load {
   }
 }
 
-interface World {
-  urls: { A: string; B: string };
+interface World extends TwoGateways {
   live: Jar[];
-  close(): Promise<void>;
 }
 
-/** The realm, the chat front-end stand-in and two gateway processes sharing `redisEnv`; LIVE_USERS signed in. */
+/** Two gateway processes sharing `redisEnv` (test/support/two-gateways.ts); LIVE_USERS signed in. */
 async function startWorld(redisEnv: Record<string, string>): Promise<World> {
-  const upstream: OpenWebUIStandIn = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'] });
-  const [portA, portB] = [await freePort(), await freePort()];
-  const urls = { A: `http://127.0.0.1:${portA}`, B: `http://127.0.0.1:${portB}` };
-  const idp: TestIdp = await startIdp({
-    clients: [
-      { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${urls.A}/auth/callback`], post_logout_redirect_uris: [`${urls.A}/auth/login`] },
-    ],
-    accessTokenTtl: 300,
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'failover-'));
-  const providersFile = join(dir, 'providers.json');
-  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const children: ChildProcess[] = [];
-  const close = async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all([idp.close(), upstream.close()]);
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const gateways = await startTwoGateways(redisEnv);
   try {
-    const env = {
-      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: urls.A, issuer: idp.issuer, providersFile }),
-      HOST: '127.0.0.1',
-      DRIFT_CHECK_SECONDS: '0',
-      ...redisEnv,
-    };
-    for (const port of [portA, portB]) children.push((await gatewayProcess({ ...env, PORT: String(port) })).child);
-    for (const url of Object.values(urls)) await until(`${url} in sync with Redis`, async () => (await fetch(`${url}/readyz`)).status === 200);
     const live: Jar[] = [];
-    for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(urls.A, USERS[i % USERS.length]!)).jar);
-    return { urls, live, close };
+    for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(gateways.urls.A, USERS[i % USERS.length]!)).jar);
+    return { ...gateways, live };
   } catch (err) {
-    await close();
+    await gateways.close();
     throw err;
   }
 }
