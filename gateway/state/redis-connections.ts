@@ -50,6 +50,9 @@ export function refusalHint(to: RedisTarget, message: string): string {
 export const SOCKET_TIMEOUT_MS = 1_000;
 /** How long a sentinel has to say where the primary is before the next one is asked. */
 const SENTINEL_TIMEOUT_MS = 1_000;
+/** How long a Cluster node has to give its slot map, and how often a Cluster subscription that is down reads it. */
+const SLOTS_TIMEOUT_MS = 500;
+const FOLLOW_MS = 250;
 const CONNECT_TIMEOUT_MS = 2_000;
 
 /** The ended sessions' channel, listened to on the server that holds the ended set. */
@@ -68,6 +71,16 @@ export interface Subscription extends EventEmitter {
   disconnect(): void;
 }
 // Its events: 'ready', 'close', 'error' (an Error), 'ended' (a message published on the channel).
+
+/**
+ * ioredis 5 leaves the socketTimeout timer of a connection that closed armed, and when it fires it
+ * destroys the connection made since (ioredis 6 clears it on close): cleared here when one closes.
+ */
+function clearStaleSocketTimeout(conn: Redis): void {
+  const internals = conn as unknown as { socketTimeoutTimer?: NodeJS.Timeout };
+  clearTimeout(internals.socketTimeoutTimer);
+  internals.socketTimeoutTimer = undefined;
+}
 
 /** A PING answered on a subscribed connection (RESP2: ["pong", ""]); a plain "PONG" means the subscription is gone. */
 const subscribedPong = (answer: unknown) => Array.isArray(answer) && String(answer[0]).toLowerCase() === 'pong';
@@ -130,6 +143,8 @@ class ShardSubscription extends EventEmitter implements Subscription {
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** while not subscribed: the slot map read again, to leave a node that hangs as soon as another holds the slot */
+  private readonly follow = setInterval(() => this.followSlot(), FOLLOW_MS).unref();
 
   constructor(
     private readonly cluster: Cluster,
@@ -178,6 +193,19 @@ class ShardSubscription extends EventEmitter implements Subscription {
     this.timer = setTimeout(() => this.cluster.refreshSlotsCache(() => this.connect()), this.retryMs(++this.attempt));
   }
 
+  /** Not subscribed (a node that hangs takes a connection and never answers): go to the slot's new holder at once. */
+  private followSlot(): void {
+    if (this.closed || this.conn?.status === 'ready' || this.cluster.status !== 'ready') return;
+    this.cluster.refreshSlotsCache(() => {
+      const owner = this.cluster.slots[this.slot]?.[0];
+      if (this.closed || !owner || owner === this.node || this.conn?.status === 'ready') return;
+      const left = this.conn;
+      clearTimeout(this.timer);
+      this.connect();
+      left?.disconnect();
+    });
+  }
+
   subscribe(): Promise<unknown> {
     return this.conn ? this.conn.ssubscribe(this.channel) : Promise.reject(new Error('no cluster node to subscribe on'));
   }
@@ -197,6 +225,7 @@ class ShardSubscription extends EventEmitter implements Subscription {
   disconnect(): void {
     this.closed = true;
     clearTimeout(this.timer);
+    clearInterval(this.follow);
     this.conn?.disconnect();
   }
 }
@@ -223,14 +252,19 @@ export interface RedisConnections {
   /** PUBLISH, or in a Cluster SPUBLISH (a shard channel, delivered by the node holding the slot). */
   publish: 'publish' | 'spublish';
   connectTimeout: number;
+  /** Every connection closed for good (the writer's too). */
+  close(): void;
 }
 
-/** Sentinel and Cluster: retry soon (a promoted replica answers within a second or two). */
-const retryOf = (to: RedisTarget) => (attempt: number) => Math.min(100 * attempt, 'url' in to ? 2_000 : 500);
+/** Sentinel and Cluster: retry soon (a promoted replica answers within a second or two); one server: back off to 2 s. */
+const retryOf = (to: RedisTarget) => (attempt: number) => ('url' in to ? Math.min(100 * attempt, 2_000) : Math.min(50 * attempt, 250));
 
 /** What every connection to a data node shares. */
 const COMMON = {
   connectTimeout: CONNECT_TIMEOUT_MS,
+  // a connection let go of (a failover, a silent server) is destroyed if the server does not
+  // close its side within this, not after ioredis's 2 s: a hung server never does
+  disconnectTimeout: 100,
   autoResubscribe: false,
   // no CLIENT SETINFO on each connection: one round trip and one ACL permission less
   disableClientInfo: true,
@@ -255,25 +289,35 @@ function serverConnections(ioredis: IoRedis, to: Exclude<RedisTarget, { cluster:
     retryStrategy: retryMs,
     socketTimeout: SOCKET_TIMEOUT_MS,
   } satisfies RedisOptions;
-  const open = (extra: RedisOptions = {}) =>
-    'url' in to
-      ? new ioredis.Redis(to.url, { ...options, ...extra })
-      : new ioredis.Redis({
-          ...options,
-          sentinels: to.sentinel.sentinels,
-          name: to.sentinel.name,
-          username: to.sentinel.username,
-          password: to.sentinel.password,
-          sentinelUsername: to.sentinel.sentinelUsername,
-          sentinelPassword: to.sentinel.sentinelPassword,
-          ...(to.sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
-          sentinelRetryStrategy: retryMs,
-          sentinelCommandTimeout: SENTINEL_TIMEOUT_MS,
-          // Each connection hears the sentinels' +switch-master and moves to the new primary at once,
-          // even from one that hangs rather than closing its connections.
-          failoverDetector: true,
-          ...extra,
-        });
+  const opened: Redis[] = [];
+  let closed = false;
+  const open = (extra: RedisOptions = {}) => {
+    const conn =
+      'url' in to
+        ? new ioredis.Redis(to.url, { ...options, ...extra })
+        : new ioredis.Redis({
+            ...options,
+            sentinels: to.sentinel.sentinels,
+            name: to.sentinel.name,
+            username: to.sentinel.username,
+            password: to.sentinel.password,
+            sentinelUsername: to.sentinel.sentinelUsername,
+            sentinelPassword: to.sentinel.sentinelPassword,
+            ...(to.sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+            sentinelRetryStrategy: retryMs,
+            sentinelCommandTimeout: SENTINEL_TIMEOUT_MS,
+            // Each connection hears the sentinels' +switch-master and moves to the new primary at once,
+            // even from one that hangs rather than closing its connections.
+            failoverDetector: true,
+            ...extra,
+          });
+    // ioredis gives a connection up for good ('end') when its failover detector closes it while it
+    // is still asking the sentinels where the primary is: it is started again.
+    conn.on('end', () => setTimeout(() => !closed && conn.status === 'end' && conn.connect().catch(() => undefined), retryMs(1)).unref());
+    conn.on('close', () => clearStaleSocketTimeout(conn));
+    opened.push(conn);
+    return conn;
+  };
   const client = open();
   return {
     client,
@@ -284,6 +328,10 @@ function serverConnections(ioredis: IoRedis, to: Exclude<RedisTarget, { cluster:
     refresh: () => undefined,
     publish: 'publish',
     connectTimeout: CONNECT_TIMEOUT_MS,
+    close() {
+      closed = true;
+      for (const conn of opened) conn.disconnect();
+    },
   };
 }
 
@@ -298,21 +346,31 @@ function clusterConnections(ioredis: IoRedis, to: RedisClusterSettings, o: { cha
     // a node that died without closing its connections is noticed here at the latest; the state
     // asks for the map at once whenever a node stops answering
     slotsRefreshInterval: 5_000,
-    slotsRefreshTimeout: SOCKET_TIMEOUT_MS,
+    slotsRefreshTimeout: SLOTS_TIMEOUT_MS,
     redisOptions: { ...nodeOptions, maxRetriesPerRequest: 1, socketTimeout },
   });
   const client = new ioredis.Cluster(nodes, clusterOptions(SOCKET_TIMEOUT_MS, false));
   const slot = new ioredis.Command('exists', [o.channel]).getSlot() ?? 0;
   const open = (node: RedisNode) =>
     new ioredis.Redis({ ...node, ...nodeOptions, retryStrategy: () => null, enableOfflineQueue: false, socketTimeout: SOCKET_TIMEOUT_MS });
+  const subscription = new ShardSubscription(client, slot, o.channel, open, retryMs);
+  const writers: Cluster[] = [];
   return {
     client,
-    subscription: new ShardSubscription(client, slot, o.channel, open, retryMs),
+    subscription,
     // Queued until connected: a WAIT is bounded by the sign-out's wait anyway.
-    writer: () => new ioredis.Cluster(nodes, clusterOptions(o.waitMs + SOCKET_TIMEOUT_MS, true)),
+    writer: () => {
+      const writer = new ioredis.Cluster(nodes, clusterOptions(o.waitMs + SOCKET_TIMEOUT_MS, true));
+      writers.push(writer);
+      return writer;
+    },
     primary: () => client.slots[slot]?.[0],
     refresh: () => client.refreshSlotsCache(),
     publish: 'spublish',
     connectTimeout: CONNECT_TIMEOUT_MS,
+    close() {
+      subscription.disconnect();
+      for (const conn of [client, ...writers]) conn.disconnect();
+    },
   };
 }

@@ -181,9 +181,8 @@ export class EndWriter {
     return outcome;
   }
 
-  /** Ends still waiting are answered as not written (the instance is stopping). */
+  /** Ends still waiting are answered as not written (the instance is stopping; its connections are closed with the others). */
   close(): void {
     for (const e of this.pending) e.settle(undefined);
-    this.durableWriter?.disconnect();
   }
 }

@@ -130,8 +130,7 @@ export async function redisState(target: string | RedisTarget, obs: Observabilit
       mirrorSync.close();
       health.close();
       ends.close();
-      client.disconnect();
-      conns.subscription.disconnect();
+      conns.close();
     },
   };
 }
