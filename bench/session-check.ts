@@ -1,17 +1,23 @@
-// What the check of a signed-in request costs with Redis: the gateway at a baseline revision and
-// today's, each its own process (gateway/main.ts through tsx) with REDIS_URL to one redis-server,
-// in front of the same Open WebUI stand-in, each with a session signed in at the sandbox's OpenID
-// provider, measured in interleaved rounds with autocannon on a signed-in API route. Today's check
-// reads the clock to see whether the mirror's lease runs (gateway/state/redis-sync.ts); what the
-// rest of the request costs is the same in both. One server is enough: the check made on every
-// request is the same map lookup and clock read on Sentinel and Cluster. Usage:
-//   node --import tsx bench/session-check.ts [--baseline=REV] [--rounds=5] [--seconds=8] [--connections=16]
+// What the check of a signed-in request costs with Redis, at a baseline revision and today. Today's
+// check reads the clock to see whether the mirror's lease runs (gateway/state/redis-sync.ts); the
+// rest of the request is the same in both. In one run:
+//   1. the check alone: both revisions' SharedState in Redis (gateway/state/redis-state.ts) in this
+//      process, against one redis-server, each mirror holding the same ended sessions, asked about
+//      live sessions (a miss: the case every signed-in request meets) in interleaved rounds; CPU ns
+//      per check;
+//   2. the request: each revision's gateway in its own process (gateway/main.ts through tsx) with
+//      REDIS_URL, in front of the same Open WebUI stand-in, a session signed in at the sandbox's
+//      OpenID provider, autocannon on a signed-in API route in interleaved rounds (skipped with
+//      --check-only).
+// One server is enough: the check is the same map lookup and clock read on Sentinel and Cluster.
+// The baseline is exported with `git archive` into .tmp/ and removed at the end. Usage:
+//   node --import tsx bench/session-check.ts [--baseline=REV] [--rounds=5] [--seconds=8] [--connections=16] [--check-only]
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { startOpenWebUI } from '../sandbox/open-webui.js';
@@ -27,6 +33,7 @@ const { values: opts } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '16' },
+    'check-only': { type: 'boolean', default: false },
   },
 });
 const rounds = Number(opts.rounds);
@@ -64,6 +71,68 @@ async function redisServer(): Promise<string> {
 }
 
 const redisUrl = await redisServer();
+
+// ---- 1. the check alone
+interface Checker {
+  end(by: { id: string }, until: number): Promise<unknown>;
+  isEnded(s: { id: string; sid?: string | null; sub: string; iat: number }): boolean | undefined;
+  ready(): { ok: boolean };
+  close(): Promise<void>;
+}
+async function checker(tree: string, prefix: string): Promise<Checker> {
+  const { redisState } = (await import(pathToFileURL(join(tree, 'gateway/state/redis-state.ts')).href)) as {
+    redisState: (url: string, obs: unknown, o: { keyPrefix: string }) => Promise<Checker>;
+  };
+  const { createObservability } = (await import(pathToFileURL(join(tree, 'gateway/observability/observability.ts')).href)) as {
+    createObservability: (o: { level: string }) => unknown;
+  };
+  const state = await redisState(redisUrl, createObservability({ level: 'silent' }), { keyPrefix: prefix });
+  while (!state.ready().ok) await new Promise((r) => setTimeout(r, 20));
+  const until = Math.floor(Date.now() / 1000) + 3_600;
+  await Promise.all(Array.from({ length: 2_000 }, (_, i) => state.end({ id: `ended-${i}` }, until)));
+  return state;
+}
+const CHECKS = 2_000_000;
+const live = Array.from({ length: 1_000 }, (_, i) => ({ id: `live-${i}`, sid: `sid-${i}`, sub: `user-${i % 50}`, iat: Math.floor(Date.now() / 1000) - 60 }));
+/**
+ * CPU ns per check: `CHECKS` checks of live sessions (each must say "live"), in slices of 10,000
+ * with the event loop let go between them, as requests interleave with the heartbeats that keep
+ * the lease (a loop that held it for longer than the lease would rightly be told "cannot know").
+ */
+async function nsPerCheck(state: Checker): Promise<number> {
+  let used = 0;
+  for (let done = 0; done < CHECKS; done += 10_000) {
+    await new Promise((r) => setImmediate(r));
+    const before = process.cpuUsage();
+    for (let i = done; i < done + 10_000; i++) if (state.isEnded(live[i % live.length]!) !== false) throw new Error('a live session not said live');
+    const slice = process.cpuUsage(before);
+    used += slice.user + slice.system;
+  }
+  return (used * 1000) / CHECKS;
+}
+const checkers = { [`@${rev}`]: await checker(base, 'bench-then:'), today: await checker(root, 'bench-now:') };
+for (const c of Object.values(checkers)) await nsPerCheck(c); // warm
+const ns: Record<string, number[]> = {};
+for (let round = 0; round < 2 * rounds; round++) {
+  const order = Object.entries(checkers);
+  if (round % 2) order.reverse();
+  for (const [name, c] of order) (ns[name] ??= []).push(await nsPerCheck(c));
+}
+const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(
+  `\nthe check alone: ${CHECKS} checks of live sessions per round, a mirror of 2,000 ended sessions, ${2 * rounds} interleaved rounds; CPU ns per check, median (rounds)`,
+);
+for (const [name, xs] of Object.entries(ns))
+  console.log(`  ${name.padEnd(12)} ${mid(xs).toFixed(1).padStart(6)} ns   (${xs.map((x) => x.toFixed(1)).join(', ')})`);
+console.log(`  today - @${rev}: ${(mid(ns.today!) - mid(ns[`@${rev}`]!)).toFixed(1)} ns per check`);
+for (const c of Object.values(checkers)) await c.close();
+if (opts['check-only']) {
+  stopAll();
+  if (process.env.KEEP_BASE !== '1') rmSync(base, { recursive: true, force: true });
+  process.exit(0);
+}
+
+// ---- 2. the request
 const upstream = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'] });
 const ports = [await freePort(), await freePort()];
 const urls = ports.map((p) => `http://127.0.0.1:${p}`);

@@ -34,42 +34,56 @@ export interface SignOutParts {
   realm: Pick<RealmClient, 'endSessionUrl' | 'revoke'>;
 }
 
-/** GET /auth/logout, and the chat front-end's sign-out (GET and POST {SIGNOUT_PATH}). */
-export function mountSignOut(router: Router, { settings, store, shared, obs, realm }: SignOutParts): void {
-  /**
-   * End the gateway session behind this request (cookie cleared, every copy refused on every
-   * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
-   * cookies: the next user of this browser must not carry them). Returns the ID token kept for it,
-   * and how the end stood when answered ('durable' without a session).
-   */
-  async function endSession(req: Request, res: Response, how: string): Promise<{ idToken?: string; end: EndOutcome }> {
-    const found = readSessionCookie(req.headers.cookie);
-    const data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
-    if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
-    let idToken: string | undefined;
-    let end: EndOutcome = 'durable';
-    if (isSessionData(data)) {
-      // ended here at once; answered once every instance refuses it (the next request, wherever it
-      // goes), or with the page that says it is still being written
-      const ended = store.revoke(data.id);
-      idToken = await shared.idToken(data.id);
-      end = await ended;
-      tellSessionEnd(obs, 'sign_out', { event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how, end }, 'signed out');
-      if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
+/** What both sign-outs do: end the session behind a request, and say where the realm ends its own. */
+function sessionEnder({ settings, store, shared, obs, realm }: SignOutParts) {
+  async function revokeRefreshToken(token: string): Promise<void> {
+    try {
+      await realm.revoke(token);
+    } catch (err) {
+      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
     }
-    for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
-    res.set('cache-control', 'no-store');
-    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser
-    return { idToken, end };
   }
 
-  /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
-  async function realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
-    const back = new URL(loginPage, settings.publicUrl).href;
-    const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
-    return url ?? back;
-  }
+  return {
+    /**
+     * End the gateway session behind this request (cookie cleared, every copy refused on every
+     * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
+     * cookies: the next user of this browser must not carry them). Returns the ID token kept for
+     * it, and how the end stood when answered ('durable' without a session).
+     */
+    async endSession(req: Request, res: Response, how: string): Promise<{ idToken?: string; end: EndOutcome }> {
+      const found = readSessionCookie(req.headers.cookie);
+      const data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
+      if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
+      let idToken: string | undefined;
+      let end: EndOutcome = 'durable';
+      if (isSessionData(data)) {
+        // ended here at once; answered once every instance refuses it (the next request, wherever
+        // it goes), or with the page that says it is still being written
+        const ended = store.revoke(data.id);
+        idToken = await shared.idToken(data.id);
+        end = await ended;
+        tellSessionEnd(obs, 'sign_out', { event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how, end }, 'signed out');
+        if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
+      }
+      for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
+      res.set('cache-control', 'no-store');
+      res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser
+      return { idToken, end };
+    },
 
+    /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
+    async realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
+      const back = new URL(loginPage, settings.publicUrl).href;
+      const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
+      return url ?? back;
+    },
+  };
+}
+
+/** GET /auth/logout, and the chat front-end's sign-out (GET and POST {SIGNOUT_PATH}). */
+export function mountSignOut(router: Router, parts: SignOutParts): void {
+  const { endSession, realmLogoutUrl } = sessionEnder(parts);
   const localeOf = (req: Request, res: Response) =>
     pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
 
@@ -100,7 +114,7 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
   const signOut = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // A page elsewhere must not sign the user out (an <img> or a cross-site form pointing here).
-      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, settings.allowedOrigins);
+      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, parts.settings.allowedOrigins);
       if (!allowed.allow) return void res.status(allowed.status).json({ detail: allowed.detail });
       const { idToken, end } = await endSession(req, res, 'chat front-end');
       const locale = pageLocale(undefined);
@@ -112,12 +126,4 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
   router.get(SIGNOUT_PATH, signOut);
   router.post(SIGNOUT_PATH, signOut);
   router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET, POST').json({ detail: 'Method Not Allowed' }));
-
-  async function revokeRefreshToken(token: string): Promise<void> {
-    try {
-      await realm.revoke(token);
-    } catch (err) {
-      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
-    }
-  }
 }

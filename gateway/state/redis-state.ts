@@ -32,7 +32,7 @@ import { epochNow, type RateLimit, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis.js';
-import { redisConnections, redisWhere } from './redis-connections.js';
+import { redisConnections, redisWhere, type RedisConnections } from './redis-connections.js';
 import { EndWriter, REPLICA_WAIT_MS } from './redis-ends.js';
 import { RedisHealth } from './redis-health.js';
 import { LEASE_MS, MirrorSync, within } from './redis-sync.js';
@@ -70,16 +70,25 @@ export async function redisState(target: string | RedisTarget, obs: Observabilit
     if (problem) throw new Error(`REDIS_URL: ${problem}`);
   }
   const prefix = options.keyPrefix ?? 'chat-gateway:';
-  const endedKey = `${prefix}ended`;
+  return sharedState(statePartsFor(redisConnections(ioredis, to, { channel: `${prefix}ended`, waitMs: REPLICA_WAIT_MS }), to, obs, options), prefix);
+}
+
+/** What the state is made of, each part in its file (see the top of this one). */
+interface StateParts {
+  conns: RedisConnections;
+  ended: EndedMirror;
+  health: RedisHealth;
+  ends: EndWriter;
+  sync: MirrorSync;
+  obs: Observability;
+}
+
+function statePartsFor(conns: RedisConnections, to: RedisTarget, obs: Observability, options: RedisStateOptions): StateParts {
+  const endedKey = `${options.keyPrefix ?? 'chat-gateway:'}ended`;
   const where = redisWhere(to);
-  const conns = redisConnections(ioredis, to, { channel: endedKey, waitMs: REPLICA_WAIT_MS });
   const ended = new EndedMirror();
-  const health = new RedisHealth(
-    obs,
-    where,
-    { firstCheckMs: conns.connectTimeout + 500, downLogEveryMs: options.downLogEveryMs ?? REDIS_DOWN_LOG_MS },
-    () => ended.size,
-  );
+  const downLogEveryMs = options.downLogEveryMs ?? REDIS_DOWN_LOG_MS;
+  const health = new RedisHealth(obs, where, { firstCheckMs: conns.connectTimeout + 500, downLogEveryMs }, () => ended.size);
   const ends = new EndWriter({
     client: conns.client,
     writer: conns.writer,
@@ -92,16 +101,20 @@ export async function redisState(target: string | RedisTarget, obs: Observabilit
     leaseMs: LEASE_MS,
     endWaitMs: options.endWaitMs ?? END_WAIT_MS,
     // called only once an end is written, after the sync below exists
-    lost: (reason) => mirrorSync.lose(reason),
+    lost: (reason) => sync.lose(reason),
   });
-  const mirrorSync = new MirrorSync({ to, conns, endedKey, ended, ends, health, where, log: (fields, msg) => obs.log.info(fields, msg) });
+  const sync = new MirrorSync({ to, conns, endedKey, ended, ends, health, where, log: (fields, msg) => obs.log.info(fields, msg) });
+  return { conns, ended, health, ends, sync, obs };
+}
+
+/** The SharedState over its parts: the check on every request is the mirror and the lease. */
+function sharedState({ conns, ended, health, ends, sync, obs }: StateParts, prefix: string): SharedState {
   const { client } = conns;
   const sweep = setInterval(() => {
     const now = epochNow();
     ended.sweep(now);
-    if (mirrorSync.trusted()) client.zremrangebyscore(endedKey, '-inf', now).catch(() => undefined);
+    if (sync.trusted()) client.zremrangebyscore(`${prefix}ended`, '-inf', now).catch(() => undefined);
   }, SWEEP_MS).unref();
-
   const idTokens = new TtlCache<string, string>(50_000, 12 * 3600_000);
   return {
     async end(by, until) {
@@ -111,7 +124,7 @@ export async function redisState(target: string | RedisTarget, obs: Observabilit
     },
     isEnded(s, now = epochNow()) {
       if (ended.has(s, now)) return true;
-      return mirrorSync.trusted() ? false : undefined;
+      return sync.trusted() ? false : undefined;
     },
     keepIdToken(id, token, until) {
       const ttl = Math.max(1, until - epochNow());
@@ -127,7 +140,7 @@ export async function redisState(target: string | RedisTarget, obs: Observabilit
     ready: () => health.ready(),
     async close() {
       clearInterval(sweep);
-      mirrorSync.close();
+      sync.close();
       health.close();
       ends.close();
       conns.close();
