@@ -3,13 +3,15 @@
 // or a Cluster (three primaries, a replica each), real redis-servers, no failure at all. Each trial
 // signs a session out at A and, 0 to 20 ms after A answered, replays a copy of its cookie at B,
 // where it was served just before: it must not be served again. Many trials run at once, as
-// sign-outs come in under load. The counts are printed (operators' docs quote them).
+// sign-outs come in under load; at least 200 of them replayed within the 20 ms. The counts are
+// printed (operators' docs quote them).
 import { expect } from 'chai';
 import { browse, type Jar } from './support/cookie-jar.js';
-import { mintSessions, sessionStatus, startTwoGateways, type TwoGateways } from './support/two-gateways.js';
+import { sessionMinter, sessionStatus, startTwoGateways, type TwoGateways } from './support/two-gateways.js';
 import { startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
 
 const TRIALS = 200;
+const MAX_TRIALS = 600;
 const AT_ONCE = 20;
 const REPLAY_WITHIN_MS = 20;
 
@@ -68,23 +70,34 @@ for (const topology of TOPOLOGIES) {
     });
 
     it(`${TRIALS} sign-outs at A, each replayed at B within ${REPLAY_WITHIN_MS} ms of the answer: none served`, async () => {
-      const jars = await mintSessions(world.urls.A, 'alice', TRIALS);
-      for (const jar of jars) expect(await sessionStatus(jar, world.urls.B), 'served at B before its sign-out').to.equal(200);
+      // On a busy machine a replay can leave later than asked: only those within the bound count
+      // towards the trials, and more are made until there are enough (or MAX_TRIALS were made).
       const results: Array<Awaited<ReturnType<typeof trial>>> = [];
+      const inTime = () => results.filter((r) => r.afterMs <= REPLAY_WITHIN_MS);
+      // AT_ONCE sign-outs in flight, started apart, each followed by the next: answers spread over
+      // time, as users' do, rather than all in one burst
+      const mint = await sessionMinter(world.urls.A, 'alice');
+      const worker = async (n: number) => {
+        await sleep(n * 50);
+        while (inTime().length < TRIALS && results.length < MAX_TRIALS) {
+          const jar = await mint();
+          expect(await sessionStatus(jar, world.urls.B), 'served at B before its sign-out').to.equal(200);
+          results.push(await trial(world, jar));
+        }
+      };
       const started = Date.now();
-      for (let i = 0; i < jars.length; i += AT_ONCE) results.push(...(await Promise.all(jars.slice(i, i + AT_ONCE).map((jar) => trial(world, jar)))));
-      const took = Date.now() - started;
-      const count = (status: number) => results.filter((r) => r.replayed === status).length;
+      await Promise.all(Array.from({ length: AT_ONCE }, (_, n) => worker(n)));
+      const count = (status: number, of = results) => of.filter((r) => r.replayed === status).length;
       console.log(
-        `    [sign-out everywhere] ${topology.name}: ${TRIALS} trials (${AT_ONCE} at once, ${took} ms), replayed ${Math.min(...results.map((r) => r.afterMs))} to ${Math.max(...results.map((r) => r.afterMs))} ms after the answer: ${count(200)} served, ${count(401)} refused (401), ${count(503)} not checkable (503)`,
+        `    [sign-out everywhere] ${topology.name}: ${results.length} trials (${AT_ONCE} at once, ${Date.now() - started} ms), ${inTime().length} replayed within ${REPLAY_WITHIN_MS} ms of the answer (the rest up to ${Math.max(...results.map((r) => r.afterMs))} ms): ${count(200)} served, ${count(401)} refused (401), ${count(503)} not checkable (503)`,
       );
       expect(
         results.map((r) => r.signOut).filter((s) => s !== 302),
         'every sign-out answered as usual',
       ).to.deep.equal([]);
       expect(count(200), 'signed-out copies served at B').to.equal(0);
-      expect(count(401) + count(503)).to.equal(TRIALS);
-      expect(results.filter((r) => r.afterMs > REPLAY_WITHIN_MS + 10).length, 'replays sent later than asked (a busy test process)').to.be.below(TRIALS / 10);
+      expect(count(401) + count(503)).to.equal(results.length);
+      expect(inTime().length, `trials replayed within ${REPLAY_WITHIN_MS} ms`).to.be.at.least(TRIALS);
     });
   });
 }

@@ -73,24 +73,22 @@ export async function startTwoGateways(redisEnv: Record<string, string>): Promis
 }
 
 /**
- * `count` jars, each holding a session of its own (a new id, no refresh token), minted from one
- * signed in at `url` as `user`: what a trial needs of many sessions, without as many sign-ins.
+ * A minter of sessions from one signed in at `url` as `user`: each jar it gives holds a session of
+ * its own (a new id, no refresh token), what a trial needs of many sessions without as many sign-ins.
  */
-export async function mintSessions(url: string, user: string, count: number): Promise<Jar[]> {
+export async function sessionMinter(url: string, user: string): Promise<() => Promise<Jar>> {
   const { jar } = await signIn(url, user);
   const codec = new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 86_400, absoluteSeconds: 7 * 86_400 });
   const found = readSessionCookie(jar.header('/'));
   const session = found && (await codec.decrypt(found.value));
-  if (!session || !isSessionData(session.data)) throw new Error('mintSessions: no session to mint from');
-  const base = session.data;
-  return Promise.all(
-    Array.from({ length: count }, async () => {
-      const value = await codec.encrypt({ ...base, id: randomUUID(), refresh_token: null }, session.header);
-      const minted = new Jar(url);
-      minted.store(codec.setCookieLines(value, session.header.exp, []));
-      return minted;
-    }),
-  );
+  if (!session || !isSessionData(session.data)) throw new Error('sessionMinter: no session to mint from');
+  const { data, header } = session;
+  return async () => {
+    const value = await codec.encrypt({ ...data, id: randomUUID(), refresh_token: null }, header);
+    const minted = new Jar(url);
+    minted.store(codec.setCookieLines(value, header.exp, []));
+    return minted;
+  };
 }
 
 /** The status of the jar's session at `url` (a signed-in API route), the jar itself left as it is. */
