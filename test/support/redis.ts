@@ -273,7 +273,10 @@ export async function startSentinelRedis(
         `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${dataPorts[0]} ${Math.floor(sentinelCount / 2) + 1}`,
         `sentinel down-after-milliseconds ${name} ${downAfter}`,
-        `sentinel failover-timeout ${name} 10000`,
+        // a vote that elects no leader is tried again after this (Redis's 10 s would stretch a
+        // failover test's window by as much), and a sentinel that led a failover may lead the next
+        // one after twice this
+        `sentinel failover-timeout ${name} 3000`,
         `sentinel parallel-syncs ${name} 1`,
         ...sentinelAuth,
         '',
