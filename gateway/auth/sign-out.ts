@@ -100,7 +100,8 @@ export function mountSignOut(router: Router, parts: SignOutParts): void {
   });
 
   // Where the chat front-end's sign-out sends a browser whose end is still being written: the same
-  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm).
+  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm). Open WebUI
+  // 0.12.4's front-end adds `post_logout_redirect_uri` and `state` to a URL without them: ignored.
   router.get('/auth/logout/pending', (req, res) => {
     const locale = localeOf(req, res);
     sendPage(res, 200, renderSignOutPending({ locale, continueHref: logoutPath(locale) }));
