@@ -108,7 +108,9 @@ describe('a sign-out while Redis cannot take its end (two instances, REDIS_URL)'
     // the chat front-end's sign-out: sent to the same words, in the browser's language
     expect(signout.status).to.equal(200);
     expect(signout.json<{ status: boolean; redirect_url: string }>()).to.deep.equal({ status: true, redirect_url: '/auth/logout/pending' });
-    const page = await browse(second.jar, `${a.url}/auth/logout/pending`, { headers: { 'accept-language': 'de-CH, en;q=0.5' } });
+    // where Open WebUI 0.12.4's front-end goes with it: the URL with post_logout_redirect_uri and state added
+    const followed = `${a.url}/auth/logout/pending?${new URLSearchParams({ post_logout_redirect_uri: `${a.url}/auth`, state: 'logout' })}`;
+    const page = await browse(second.jar, followed, { headers: { 'accept-language': 'de-CH, en;q=0.5' } });
     expect(page.status).to.equal(200);
     expect(page.text).to.include('Sie sind in diesem Browser abgemeldet').and.include('href="/auth/logout"');
 
