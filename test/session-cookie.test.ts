@@ -111,7 +111,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       flaky,
       { refreshMarginSeconds: 60, rollingSeconds: 100, absoluteSeconds: 1000 },
       { refresh: () => Promise.reject(new Error('no refresh here')), ended: () => {}, unavailable: () => {} },
-      { end: async () => {}, isEnded: () => false },
+      { end: async () => 'durable' as const, isEnded: () => false },
     );
     const t = now() - 60; // past half the rolling duration: the next request renews it
     const value = await codec.encrypt(session(), { iat: t, uat: t, exp: t + 100 });

@@ -81,6 +81,8 @@ export interface Metrics {
   sessionChecksUnavailable: Counter;
   /** sessions ended, once each, where the end was decided (gateway/auth/session-end.ts `SESSION_END_REASONS` names the reasons) */
   sessionsEnded: Counter<'reason'>;
+  /** ends answered before they were durable in Redis, by why (gateway/state/redis-ends.ts) */
+  sessionEndsNotDurable: Counter<'reason'>;
   /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;
   /** 1 while the Open WebUI release behind the gateway is one its route table was checked against (gateway/upstream/release.ts) */
@@ -221,6 +223,12 @@ export function createObservability(options: { level: string; auditFile?: string
     sessionsEnded: new Counter({
       name: 'gateway_sessions_ended_total',
       help: 'Sessions ended, by reason (sign-out, back-channel logout, a refused refresh, ...), counted once where the end was decided',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    sessionEndsNotDurable: new Counter({
+      name: 'gateway_session_ends_not_durable_total',
+      help: 'Session ends answered before Redis had them on two servers: replica_unconfirmed (the primary only), redis_unreachable (not written yet)',
       labelNames: ['reason'],
       registers: [registry],
     }),
