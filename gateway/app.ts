@@ -153,6 +153,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // what happened on other instances and for expiry (gateway/http/websockets.ts).
   const websockets = new WebSocketTracker({
     checkEveryMs: settings.oidc.socketCheckSeconds * 1000,
+    settle: () => sharedState.settle(),
     closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
     closedForPolicy: (caller, reason, rule) =>
       obs.audit.warn({ event: 'policy-cut', rule, caller, transport: 'websocket', version: policy.current.version }, `WebSocket closed: ${reason}`),

@@ -10,9 +10,9 @@ import { LEASE_MS } from '../gateway/state/redis-sync.js';
 import type { SharedState } from '../gateway/state/shared-state.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { cutOffProxy, startRedis, type CutOffProxy, type TestRedis } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 const epoch = () => Math.floor(Date.now() / 1000);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const session = (id: string) => ({ id, sub: 'alice', iat: epoch() - 10 });
 
 async function openState(url: string): Promise<SharedState> {
@@ -69,6 +69,32 @@ describe('an end answered at one instance is refused at every instance from then
       const trustedFor = Date.now() - stalledAt;
       console.log(`    [lease] a partitioned instance stopped trusting its mirror ${trustedFor} ms after the partition`);
       expect(trustedFor).to.be.at.most(LEASE_MS + 250 + 100);
+    } finally {
+      toB.reopen();
+    }
+    while (!b.ready().ok) await sleep(20);
+  });
+
+  it('a lease that only lapsed (this process stalled, Redis there) is renewed when asked: the check answers again within the lease, the connections the stall dropped included', async () => {
+    while (!b.ready().ok) await sleep(20);
+    // a busy event loop: no heartbeat is sent or heard meanwhile
+    for (const until = Date.now() + LEASE_MS + 300; Date.now() < until;);
+    expect(b.isEnded(session('stalled')), 'the lapsed lease cannot vouch for the mirror').to.equal(undefined);
+    const askedAt = Date.now();
+    await b.settle();
+    expect(Date.now() - askedAt, 'within the lease').to.be.at.most(LEASE_MS + 50);
+    expect(b.isEnded(session('stalled')), 'trusted again').to.equal(false);
+  });
+
+  it('asking cannot vouch for a partitioned mirror: settle gives up within the lease and the check stays unknown', async () => {
+    while (!b.ready().ok) await sleep(20);
+    toB.stall();
+    try {
+      while (b.isEnded(session('cut off')) === false) await sleep(20);
+      const askedAt = Date.now();
+      await b.settle();
+      expect(Date.now() - askedAt).to.be.at.most(LEASE_MS + 200);
+      expect(b.isEnded(session('cut off'))).to.equal(undefined);
     } finally {
       toB.reopen();
     }

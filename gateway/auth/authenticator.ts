@@ -108,13 +108,14 @@ export async function createAuthenticator(
   const changed = (sessionId: string | undefined) => {
     for (const listener of changeListeners) listener(sessionId);
   };
-  const ends: Pick<SharedState, 'end' | 'isEnded' | 'firstUse'> = {
+  const ends: Pick<SharedState, 'end' | 'isEnded' | 'settle' | 'firstUse'> = {
     end(by, until) {
       const written = shared.end(by, until);
       changed('id' in by ? by.id : undefined);
       return written;
     },
     isEnded: (s, now) => shared.isEnded(s, now),
+    settle: () => shared.settle(),
     firstUse: (jti, until) => shared.firstUse(jti, until),
   };
   const store = new SessionStore(

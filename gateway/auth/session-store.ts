@@ -47,6 +47,8 @@ export interface EndedSessions {
   end(by: { id: string }, untilEpoch: number): Promise<EndOutcome>;
   /** undefined: cannot be known now */
   isEnded(session: { id: string; sid?: string | null; sub: string; iat: number }, now?: number): boolean | undefined;
+  /** settles once isEnded can answer again, or asking did not help (SharedState.settle) */
+  settle(): Promise<void>;
 }
 
 export class SessionStore {
@@ -98,7 +100,8 @@ export class SessionStore {
       if (this.ended.isEnded(facts, now) === false) this.tell(entry.data, 'lifetime_reached', 'the session cookie outlived its idle or absolute lifetime');
       return this.cleared(found, jar);
     }
-    const ended = this.ended.isEnded(facts, now);
+    // Where the check only lapsed, Redis is asked before anyone is refused.
+    const ended = this.ended.isEnded(facts, now) ?? (await this.ended.settle(), this.ended.isEnded(facts, epoch()));
     // Fail closed: a session whose end may have been missed is not honoured (and not cleared).
     if (ended === undefined) throw new SharedStateUnavailable('Redis is not reachable');
     if (ended) return this.cleared(found, jar);

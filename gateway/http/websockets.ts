@@ -60,6 +60,8 @@ export interface TrackerOptions {
   closedForSession?: (label: string, reason: string) => void;
   /** a socket closed because the policy now in force would not let it through as it is */
   closedForPolicy?: (label: string, reason: string, rule: string) => void;
+  /** asked once before sockets are closed because their sessions' ends could not be known (SharedState.settle) */
+  settle?: () => Promise<void>;
 }
 
 /** Follows RFC 6455 frame boundaries in a byte stream without buffering payloads. */
@@ -306,12 +308,18 @@ export class WebSocketTracker {
     }
   }
 
-  private judge(sockets: Iterable<Tracked>): void {
+  /** `settled`: the shared state was asked already; what still cannot be known closes its socket. */
+  private judge(sockets: Iterable<Tracked>, settled = false): void {
+    const unsure: Tracked[] = [];
     for (const t of [...sockets]) {
       const s = t.session;
       if (t.closing || t.closed) continue;
       if (s) {
         const verdict = failClosed(s.verdict, 'sign-in cannot be checked');
+        if (!verdict.keep && verdict.unknown && !settled && this.options.settle) {
+          unsure.push(t);
+          continue;
+        }
         if (!verdict.keep) {
           this.closeForSession(t, s, verdict.reason);
           continue;
@@ -324,6 +332,10 @@ export class WebSocketTracker {
           this.closeWith(t, POLICY_VIOLATION, verdict.reason);
         }
       }
+    }
+    if (unsure.length > 0) {
+      const again = () => this.judge(unsure, true);
+      void this.options.settle!().then(again, again);
     }
   }
 

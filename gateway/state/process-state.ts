@@ -22,6 +22,7 @@ export function processState(obs: Observability): SharedState {
       return 'durable';
     },
     isEnded: (s, now = epochNow()) => ended.has(s, now),
+    settle: () => Promise.resolve(),
     keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
     idToken: async (id) => idTokens.get(id),
     async firstUse(jti, until) {

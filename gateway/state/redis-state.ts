@@ -126,6 +126,9 @@ function sharedState({ conns, ended, health, ends, sync, obs }: StateParts, pref
       if (ended.has(s, now)) return true;
       return sync.trusted() ? false : undefined;
     },
+    async settle() {
+      await sync.renew();
+    },
     keepIdToken(id, token, until) {
       const ttl = Math.max(1, until - epochNow());
       idTokens.set(id, token, ttl * 1000);

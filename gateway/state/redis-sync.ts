@@ -30,6 +30,8 @@ const HEARTBEAT_MS = 250;
 /** How often the primary holding the ended set is asked whether it is still there, and how long it has to answer. */
 const PROBE_EVERY_MS = 1_000;
 const PROBE_TIMEOUT_MS = 1_500;
+/** how often a caller waiting for trust looks at the connections between resyncs (a reconnect under way) */
+const RESYNC_LOOK_MS = 25;
 const BATCH = 500;
 
 const TIMED_OUT = Symbol('timed out');
@@ -66,6 +68,10 @@ export class MirrorSync {
   private generation = 0;
   /** performance.now() when the newest answered heartbeat was sent */
   private heardAt = -Infinity;
+  /** the heartbeat asked for by callers that met a lapsed lease, while it is under way */
+  private renewing: Promise<boolean> | undefined;
+  /** told when a resync makes the mirror synced again */
+  private syncedWaiters: Array<() => void> = [];
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly p: MirrorSyncParts) {
@@ -80,6 +86,45 @@ export class MirrorSync {
   /** The mirror may be trusted now: synced, and its lease runs. The check made on every signed-in request. */
   trusted(): boolean {
     return this.synced && performance.now() - this.heardAt < LEASE_MS;
+  }
+
+  /**
+   * Trust asked for now, when it only lapsed (a stalled event loop: a late heartbeat, or a
+   * connection its silence timer dropped): the resync under way awaited, then one heartbeat on
+   * the subscription; shared by every caller meanwhile, within LEASE_MS in all. True when the
+   * mirror may be trusted again.
+   */
+  renew(): Promise<boolean> {
+    if (this.trusted()) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    this.renewing ??= this.trustedWithin(performance.now() + LEASE_MS).finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  // A stall longer than a connection's silence timer also drops the connections that had a command
+  // in flight, maybe only after the heartbeat was answered: so until the deadline, not only once.
+  private async trustedWithin(deadline: number): Promise<boolean> {
+    while (!this.closed && performance.now() < deadline) {
+      if (!this.synced || this.p.conns.subscription.status !== 'ready') {
+        await this.resyncSeen(deadline);
+        continue;
+      }
+      if (this.trusted()) return true;
+      const sentAt = performance.now();
+      const answered = this.p.conns.subscription.heartbeat().catch(() => false);
+      if (await within(answered, Math.max(0, deadline - sentAt), false)) this.heardAt = Math.max(this.heardAt, sentAt);
+      this.report();
+      if (this.trusted()) return true;
+    }
+    return this.trusted();
+  }
+
+  /** Back when a resync made the mirror synced again, or after a short look. */
+  private resyncSeen(deadline: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, Math.min(RESYNC_LOOK_MS, deadline - performance.now())));
+      this.syncedWaiters.push(() => (clearTimeout(timer), resolve()));
+    });
   }
 
   private connected(): boolean {
@@ -176,6 +221,7 @@ export class MirrorSync {
       if (mine === this.generation && this.connected()) {
         this.synced = true;
         this.report();
+        for (const told of this.syncedWaiters.splice(0)) told();
       }
     } catch (err) {
       this.lose((err as Error).message);

@@ -45,6 +45,11 @@ export interface SharedState {
   end(by: EndedBy, untilEpoch: number): Promise<EndOutcome>;
   /** true: ended; false: live; undefined: cannot be known now (fail closed). */
   isEnded(session: SessionFacts, now?: number): boolean | undefined;
+  /**
+   * Settles once `isEnded` can answer again, or once asking did not help within a bound: called
+   * after an undefined, so that a check that only lapsed (a stalled event loop) is asked, not refused.
+   */
+  settle(): Promise<void>;
   keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
   idToken(sessionId: string): Promise<string | undefined>;
   /** false when this logout token id was seen before (replay). */
