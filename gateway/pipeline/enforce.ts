@@ -44,7 +44,7 @@ export class Enforcer {
     ({ obs: this.obs, upstream: this.upstream, trusted: this.trusted } = parts);
     this.fileViews = new FileViews(this.upstream, this.obs);
     this.objectViews = new ObjectViews(this.upstream, this.obs);
-    this.chatViews = new ChatViews(this.upstream);
+    this.chatViews = new ChatViews(this.upstream, (callerId, headers) => this.objectViews.principal(callerId, headers));
   }
 
   /** `pass` and `deny` answer at once; the others ask the upstream first, as the caller. */

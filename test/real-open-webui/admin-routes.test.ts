@@ -32,6 +32,8 @@ const OWUI_ENV = {
   USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: 'True',
   USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: 'True',
   USER_PERMISSIONS_FOLDERS_ALLOW_SHARING: 'True',
+  USER_PERMISSIONS_CHAT_ALLOW_PUBLIC_SHARING: 'True',
+  USER_PERMISSIONS_CHAT_ALLOW_OPEN_SHARING: 'True',
 };
 
 for (const { title, flags } of FLAG_SETS) {
@@ -528,17 +530,15 @@ for (const { title, flags } of FLAG_SETS) {
       expect(await ok<boolean>(via(admin, 'DELETE', `/api/v1/chats/${own}`), 'own chat deleted')).to.equal(true);
     });
 
-    it('chats: a share id of another user\u2019s chat shared with someone else: Open WebUI alone lets the admin read and clone it exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; the gateway never; a share granted to the admin works while that flag is false', async () => {
-      const shared = async (secret: string, to: string) => {
+    it('chats: shares of another user\u2019s chat by share id: Open WebUI alone lets the admin read and clone every one exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; through the gateway, with either flag, the ones granted to the admin or open to everyone are served, the rest refused', async () => {
+      const grant = (principal_type: string, principal_id: string) => [{ principal_type, principal_id, permission: 'read' }];
+      const shared = async (secret: string, access_grants: unknown[]) => {
         const id = await chatWith(bob, `Bob shared ${secret}`, secret);
         const share = (await ok<{ share_id: string }>(via(bob, 'POST', `/api/v1/chats/${id}/share`, {}), 'share')).share_id;
-        await ok(
-          via(bob, 'POST', `/api/v1/chats/shared/${id}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: to, permission: 'read' }] }),
-          'grant',
-        );
-        return share;
+        await ok(via(bob, 'POST', `/api/v1/chats/shared/${id}/access/update`, { access_grants }), 'grant');
+        return { id, share };
       };
-      const forCarol = await shared('BOB-SHARE-FOR-CAROL', ids.carol);
+      const forCarol = (await shared('BOB-SHARE-FOR-CAROL', grant('user', ids.carol))).share;
       const door = await direct('GET', `/api/v1/chats/share/${forCarol}`);
       expect(door.status, door.text).to.equal(flags.ENABLE_ADMIN_CHAT_ACCESS ? 200 : 401);
       if (flags.ENABLE_ADMIN_CHAT_ACCESS) expect(door.text, 'the door, without the gateway').to.include('BOB-SHARE-FOR-CAROL');
@@ -549,12 +549,28 @@ for (const { title, flags } of FLAG_SETS) {
       await refused(await via(admin, 'POST', `/api/v1/chats/${forCarol}/clone/shared`, {}), 'POST', `/api/v1/chats/${forCarol}/clone/shared`, 401);
       expect((await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/chats/'), 'admin chats')).length, 'no clone made').to.equal(before);
 
-      // one granted to the admin: Open WebUI's answer tells it from the other only while its flag is false
-      const forAdmin = await shared('BOB-SHARE-FOR-ADMIN', ids.admin);
-      const mine = await via(admin, 'GET', `/api/v1/chats/share/${forAdmin}`);
-      if (flags.ENABLE_ADMIN_CHAT_ACCESS) return refused(mine, 'GET', `/api/v1/chats/share/${forAdmin}`, 401);
-      expect(mine.status, mine.text).to.equal(200);
-      expect(mine.text).to.include('BOB-SHARE-FOR-ADMIN');
+      // served: granted to the admin by name, to every user, open to anyone on the web; one whose
+      // chat was renamed after sharing (the share keeps the old title) too
+      const forAdmin = await shared('BOB-SHARE-FOR-ADMIN', grant('user', ids.admin));
+      const forEveryone = await shared('BOB-SHARE-FOR-EVERY-USER', grant('user', '*'));
+      const open = await shared('BOB-SHARE-OPEN', grant('anyone', '*'));
+      const renamed = await shared('BOB-SHARE-RENAMED', grant('user', ids.admin));
+      await ok(via(bob, 'POST', `/api/v1/chats/${renamed.id}`, { chat: { title: 'Bob renamed it afterwards' } }), 'rename');
+      const anonymous = await fetch(`${w.owui.url}/api/v1/chats/share/${open.share}`);
+      expect(anonymous.status, 'Open WebUI answers an open share without any identity').to.equal(200);
+      for (const [secret, s] of [
+        ['BOB-SHARE-FOR-ADMIN', forAdmin],
+        ['BOB-SHARE-FOR-EVERY-USER', forEveryone],
+        ['BOB-SHARE-OPEN', open],
+        ['BOB-SHARE-RENAMED', renamed],
+      ] as const) {
+        const mine = await via(admin, 'GET', `/api/v1/chats/share/${s.share}`);
+        expect(mine.status, `${secret}: ${mine.text}`).to.equal(200);
+        expect(mine.text).to.include(secret);
+      }
+      const clone = await via(admin, 'POST', `/api/v1/chats/${forAdmin.share}/clone/shared`, {});
+      expect(clone.status, clone.text).to.equal(200);
+      expect(clone.json<{ user_id: string }>().user_id).to.equal(ids.admin);
     });
 
     it('tags and model names: Open WebUI alone gives the admin the tag names of other users\u2019 chats, ratings, models and prompts, and the ids of their private models; through the gateway only those of the admin\u2019s own and of what is shared with them', async () => {
