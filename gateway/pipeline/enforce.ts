@@ -9,7 +9,7 @@ import { isCallersOwnCollection, objectsNamedInBody } from '../../policies/body-
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
 import { NOT_AUTHENTICATED, NOT_FOUND, sendJson, sendPage } from '../http/respond.js';
-import { renderChatNotYours } from '../pages/templates.js';
+import { renderChatNotYours, renderReleaseNotChecked } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
@@ -56,6 +56,12 @@ export class Enforcer {
         return this.proceed(ctx, req, res, expectContinue);
       case 'deny':
         this.obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
+        if (decision.page)
+          return sendPage(
+            res,
+            decision.status,
+            renderReleaseNotChecked({ locale: pageLocale(undefined, req.headers['accept-language']), page: decision.page }),
+          );
         return sendJson(res, decision.status, { detail: decision.detail });
       case 'audit-file-access':
         return this.auditFileAccess(ctx, decision, req, res);
