@@ -28,6 +28,14 @@ interface AskingAs {
   headers: Record<string, string | string[] | undefined>;
 }
 
+/** Which rule dropped an admin's Socket.IO event, for its audit line. */
+function dropRule(event: string | undefined, why: string): string {
+  if (/\btoken\b/.test(why) || event === 'connect') return 'token (the admin\u2019s own account only)';
+  if (event === 'events:chat') return 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)';
+  if (/collaborative document update/.test(why)) return 'document update (one Open WebUI can decode)';
+  return 'note events';
+}
+
 /** Objects of one body asked of the upstream at a time (a batch of files names many). */
 const BODY_LOOKUPS_AT_ONCE = 8;
 
@@ -403,7 +411,7 @@ export class Enforcer {
       this.obs.audit.warn(
         {
           event: 'admin-socket-event-dropped',
-          rule: `route table: Socket.IO ${/\btoken\b/.test(why) || event === 'connect' ? 'token (the admin\u2019s own account only)' : event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`,
+          rule: `route table: Socket.IO ${dropRule(event, why)}`,
           caller: caller.label,
           socketEvent: event ?? 'unknown',
           transport,

@@ -967,6 +967,63 @@ for (const { title, flags } of FLAG_SETS) {
         }
       });
 
+      it('the admin\u2019s own note, edited live: Open WebUI 0.11.4 alone keeps an update that does not decode, after which the note cannot be joined again (0.12 refuses such an update itself); through the gateway it is dropped, and the own note joins and keeps its edits', async () => {
+        const Y = await import('yjs');
+        const ownNote = async (title: string) =>
+          (
+            await ok<{ id: string }>(
+              via(admin, 'POST', '/api/v1/notes/create', { title, data: { content: { md: title, html: `<p>${title}</p>`, json: null } }, access_grants: [] }),
+              title,
+            )
+          ).id;
+        const joinError = (s: Sock) => s.events.find(([e]) => e === 'error');
+        const bogus = (note: string) => ({ document_id: `note:${note}`, update: [1, 2, 3], user_id: ids.admin });
+
+        // the door, straight at Open WebUI, on a note of the admin's made for it
+        const probe = await ownNote('Admin probe note');
+        const first = await open(w.owui.url, adminToken);
+        joinDoc(first, probe);
+        expect(await until(() => stateOf(first, probe)), 'joined').to.not.equal(undefined);
+        first.emit('ydoc:document:update', bogus(probe));
+        await sleep(500);
+        const second = await open(w.owui.url, adminToken);
+        joinDoc(second, probe);
+        if (releaseAtLeast('0.12')) expect(await until(() => stateOf(second, probe)), 'no door: 0.12 does not keep it').to.not.equal(undefined);
+        else {
+          expect(JSON.stringify(await until(() => joinError(second))), 'the door: the note can no longer be joined').to.include('Failed to join document');
+          expect(stateOf(second, probe)).to.equal(undefined);
+        }
+        first.close();
+        second.close();
+
+        const own = await ownNote('Admin note edited live');
+        const token = (await ok<{ token: string }>(via(admin, 'GET', '/api/v1/auths/'), 'token')).token;
+        const through = () => open(w.url, token, { cookie: admin.header('/ws/socket.io/'), origin: w.url });
+        const before = w.obs.lines.length;
+        const editor = await through();
+        joinDoc(editor, own);
+        expect(await until(() => stateOf(editor, own)), 'joined through the gateway').to.not.equal(undefined);
+        editor.emit('ydoc:document:update', bogus(own));
+        const doc = new Y.Doc();
+        doc.getText('t').insert(0, 'EDITED-LIVE-THROUGH-THE-GATEWAY');
+        editor.emit('ydoc:document:update', { document_id: `note:${own}`, update: Array.from(Y.encodeStateAsUpdate(doc)), user_id: ids.admin });
+        await sleep(500);
+        const reader = await through();
+        joinDoc(reader, own);
+        const state = (await until(() => stateOf(reader, own))) as [string, { state: number[] }] | undefined;
+        expect(state, `joined again: ${JSON.stringify(reader.events)}`).to.not.equal(undefined);
+        expect(joinError(reader)).to.equal(undefined);
+        const seen = new Y.Doc();
+        Y.applyUpdate(seen, Uint8Array.from(state![1].state));
+        expect(seen.getText('t').toString(), 'the edit is in the document').to.equal('EDITED-LIVE-THROUGH-THE-GATEWAY');
+        const dropped = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-event-dropped');
+        expect(dropped.map((l) => [l.socketEvent, l.rule])).to.deep.equal([
+          ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+        ]);
+        editor.close();
+        reader.close();
+      });
+
       it('another account\u2019s token on the admin\u2019s socket: Open WebUI alone connects it as that account; through the gateway the admin\u2019s CONNECT with it is dropped and audited', async () => {
         const alices = (await ok<{ token: string }>(via(alice, 'GET', '/api/v1/auths/'), 'alice\u2019s token')).token;
         const door = await open(w.owui.url, alices);
