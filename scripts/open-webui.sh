@@ -3,6 +3,7 @@
 #
 #   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
 #   scripts/open-webui.sh install-checked  the same for every release the route table was checked against
+#   scripts/open-webui.sh test-checked     the real-peer suites against each of them (npm test)
 #   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
 #   scripts/open-webui.sh path         print the venv's folder
 #
@@ -77,7 +78,7 @@ PY
 
 serve() {
   local port="${1:?usage: open-webui.sh serve PORT}"
-  [ -f "$MARKER" ] || { echo "open-webui $OWUI_VERSION is not installed: run scripts/open-webui.sh install" >&2; exit 1; }
+  [ -f "$MARKER" ] || { echo "open-webui $OWUI_VERSION is not installed: run npm test (its set-up installs it) or OWUI_VERSION=$OWUI_VERSION scripts/open-webui.sh install" >&2; exit 1; }
   : "${DATA_DIR:?set DATA_DIR (a temporary folder)}"
   : "${WEBUI_SECRET_KEY:?set WEBUI_SECRET_KEY}"
   # Nothing reaches the network or loads a local model at start.
@@ -95,19 +96,42 @@ serve() {
   exec "$VENV/bin/open-webui" serve --host 127.0.0.1 --port "$port"
 }
 
-# Every release the route table was checked against (policies/open-webui-releases.ts), each in a
-# venv of its own: what `npm test` runs against.
-install_checked() {
-  local here releases
+# Every release the route table was checked against (policies/open-webui-releases.ts), the table's first.
+checked_releases() {
+  local here
   here="$(cd "$(dirname "$0")/.." && pwd)"
-  releases="$(cd "$here" && node --import tsx --input-type=module -e "console.log((await import('./policies/open-webui-releases.ts')).CHECKED_VERSIONS.join(' '))")"
+  (cd "$here" && node --import tsx --input-type=module -e "console.log((await import('./policies/open-webui-releases.ts')).CHECKED_VERSIONS.join(' '))")
+}
+
+# Each checked release in a venv of its own: what `npm test` runs against.
+install_checked() {
+  local releases; releases="$(checked_releases)"
   for release in $releases; do OWUI_VERSION="$release" bash "$0" install; done
+}
+
+# Every real-peer suite (npm run test:open-webui) against each checked release in turn; every
+# release is run even when one fails, and the run fails when any did, with how long each took.
+test_checked() {
+  local releases; releases="$(checked_releases)"
+  local summary=() failed=0 started
+  for release in $releases; do
+    started=$SECONDS
+    echo "=== the real-peer suites against Open WebUI $release (test/real-open-webui/)"
+    if OWUI_VERSION="$release" npm run --silent test:open-webui; then
+      summary+=("Open WebUI $release: passed in $((SECONDS - started)) s")
+    else
+      summary+=("Open WebUI $release: FAILED after $((SECONDS - started)) s"); failed=1
+    fi
+  done
+  printf 'real-peer suites:\n'; printf '  %s\n' "${summary[@]}"
+  return $failed
 }
 
 case "${1:-}" in
   install) install ;;
   install-checked) install_checked ;;
+  test-checked) test_checked ;;
   serve) shift; serve "$@" ;;
   path) echo "$VENV" ;;
-  *) echo "usage: $0 install | install-checked | serve PORT | path" >&2; exit 2 ;;
+  *) echo "usage: $0 install | install-checked | test-checked | serve PORT | path" >&2; exit 2 ;;
 esac
