@@ -8,7 +8,7 @@
 #      it is missing: every Open WebUI release the route table was checked against
 #      (scripts/open-webui.sh install-checked) and Keycloak (scripts/keycloak.sh install).
 #
-# With everything there it takes about a second. Needs `npm install` (or `npm ci`) first: the list
+# With everything there it takes a few seconds. Needs `npm install` (or `npm ci`) first: the list
 # of checked releases is read from policies/open-webui-releases.ts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
