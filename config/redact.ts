@@ -101,7 +101,9 @@ export interface SettingsWithSecrets {
   oidc: { clientSecret?: string; sessionSecrets: readonly string[] };
   trustedHeaders: { noGroups: string };
   catalog: { clientSecret?: string };
-  login: { tenantAliases: ReadonlyMap<string, string> };
+  policy: { tenantAliases: ReadonlyMap<string, string> };
+  policySources?: { file?: string; checkMs: number };
+  policyWarnings?: readonly string[];
   redisUrl?: string;
   redisSentinel?: { password?: string; sentinelPassword?: string };
   redisCluster?: { password?: string };
@@ -112,12 +114,15 @@ const secretShown = (value: string | undefined) => (value ? REDACTED : undefined
 
 /** The resolved settings as plain JSON, every secret replaced. */
 export function redactSettings(settings: SettingsWithSecrets): Record<string, unknown> {
+  // how the live settings are read again: where from (the values are `policy`); warnings are said apart
+  const { policySources, policyWarnings: _warned, ...shown } = settings;
   return {
-    ...settings,
+    ...shown,
+    ...(policySources ? { policySources: { file: policySources.file, checkMs: policySources.checkMs } } : {}),
     oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },
     trustedHeaders: { ...settings.trustedHeaders, noGroups: REDACTED },
     catalog: { ...settings.catalog, clientSecret: settings.catalog.clientSecret ? REDACTED : '' },
-    login: { ...settings.login, tenantAliases: Object.fromEntries(settings.login.tenantAliases) },
+    policy: { ...settings.policy, tenantAliases: Object.fromEntries(settings.policy.tenantAliases) },
     ...(settings.redisUrl ? { redisUrl: redactUrl(settings.redisUrl) } : {}),
     ...(settings.redisSentinel
       ? {

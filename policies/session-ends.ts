@@ -1,4 +1,4 @@
-// When a session ends, everything it opened ends with it (README "Signing out"): an open
+// When a session ends, everything it opened ends with it (docs/operating/operations.md, "Signing out"): an open
 // WebSocket keeps the identity it was upgraded with, so it is judged again when its session may
 // have changed (a sign-out, back-channel logout or refused refresh here, a refresh, and on a timer
 // for what happened on other instances). And when one user holds several sessions whose identity

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { authenticate, findToken } from './open-webui-auth.js';
 import { readJsonObject, sendJson, sendStream, type Ctx } from './open-webui-context.js';
-import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND } from './open-webui-http.js';
+import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG } from './open-webui-http.js';
 import type { Router } from './open-webui-router.js';
 import type { StandInState } from './open-webui-state.js';
 import type { StandInChat, StandInUser } from './open-webui-types.js';
@@ -226,6 +226,16 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     chatGrants.delete(chat.id);
     sendJson(ctx, 200, true);
   });
+  // routers/chats.py pin_chat_by_id: the caller's own chat only, whatever the admin flags.
+  route('POST', '/api/v1/chats/{id}/pin', async (ctx, [id]) => {
+    const { user } = await authenticate(state, ctx, 'verified');
+    const chat = chats.get(id ?? '');
+    if (!chat || chat.user_id !== user.id) throw new HttpError(401, SOMETHING_WENT_WRONG);
+    chat.pinned = !chat.pinned;
+    chat.updated_at = Math.floor(Date.now() / 1000);
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+
   route('GET', '/api/v1/chats/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(state, ctx, 'verified');
     const chat = chats.get(id ?? '');

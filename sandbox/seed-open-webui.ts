@@ -9,7 +9,8 @@
 //   - for every account, the files and the chat sandbox/seed.ts gives it (uploaded and stored as
 //     that account's own).
 // What was done is reported, step by step, so the banner says only that.
-import { CookieJar, loginThroughIdp } from './idp.js';
+import { CookieJar } from './cookie-jar.js';
+import { loginThroughIdp } from './idp-browser.js';
 import { RELEASE_NOT_CHECKED } from '../policies/upstream-release.js';
 import { demoAccounts, type DemoAccount } from './demo-realm.js';
 import { isPlatformSysAdmin, sandboxSeed, userIdOf, type Seed } from './seed.js';
@@ -90,7 +91,7 @@ async function request(
     redirect: 'manual',
     signal: AbortSignal.timeout(60_000),
   });
-  jar.store(url, res.headers.getSetCookie());
+  jar.store(res.headers.getSetCookie(), url);
   const location = res.headers.get('location');
   return { status: res.status, ...(location ? { location: new URL(location, url).href } : {}), text: await res.text() };
 }

@@ -12,8 +12,8 @@
 #
 # Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
 # (shipped inside the wheel: Open WebUI's pinned torch-free subset, what its slim image runs).
-# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see README
-# "The real Open WebUI" for what is left out and why. A marker file records a complete install;
+# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see
+# docs/development.md, "Open WebUI 0.12.4" for what is left out and why. A marker file records a complete install;
 # a half-done one (no marker) is removed and done again.
 #
 # Serve: settings come from the environment (test/support/open-webui.ts sets them); this script

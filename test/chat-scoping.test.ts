@@ -170,7 +170,7 @@ for (const upstreamFlag of [true, false]) {
       expect([...upstream.chats.values()].filter((c) => c.user_id === 'u-admin')).to.have.length(1);
     });
 
-    it('the admin\u2019s own chat: read, message update, grants, stats and clone all work', async () => {
+    it('the admin\u2019s own chat: read, message update, grants, stats and pin work', async () => {
       const read = await call(adminKey, 'GET', `/api/v1/chats/${ADMIN_CHAT}`);
       expect(read.status).to.equal(200);
       expect((await read.json()).id).to.equal(ADMIN_CHAT);
@@ -180,9 +180,36 @@ for (const upstreamFlag of [true, false]) {
       expect((await call(adminKey, 'GET', `/api/v1/chats/shared/${ADMIN_CHAT}/access`)).status).to.equal(200);
       expect((await call(adminKey, 'POST', `/api/v1/chats/shared/${ADMIN_CHAT}/access/update`, { access_grants: [] })).status).to.equal(200);
       expect((await call(adminKey, 'GET', `/api/v1/chats/stats/export/${ADMIN_CHAT}`)).status).to.equal(200);
-      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`)).status).to.be.oneOf([200, 401]); // own, unshared: as the upstream answers
-      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`)).status).to.not.equal(401);
+      const pinned = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`);
+      expect(pinned.status).to.equal(200);
+      expect(await pinned.json()).to.deep.include({ id: ADMIN_CHAT, pinned: true });
+      expect(upstream.chats.get(ADMIN_CHAT)!.pinned).to.equal(true);
     });
+
+    it(
+      upstreamFlag
+        ? 'the admin\u2019s own chat cloned by its chat id: forwarded, and the upstream (its own flag on) makes the copy'
+        : 'the admin\u2019s own chat cloned by its chat id: the upstream (its own flag off) knows no share by that id, so the gateway refuses it unasked (401)',
+      async () => {
+        const clone = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`);
+        if (!upstreamFlag) {
+          await expectRefused(clone, 'POST clone/shared by the own chat id');
+          expect(forwarded('POST', ADMIN_CHAT), 'the clone reached the upstream').to.deep.equal([]);
+          // the upstream itself, asked straight: no chat by that share id, and no clone either
+          const straight = (method: string, path: string) => fetch(upstream.url + path, { method, headers: { authorization: `Bearer ${adminKey}` } });
+          expect((await straight('GET', `/api/v1/chats/share/${ADMIN_CHAT}`)).status).to.equal(401);
+          expect((await straight('POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`)).status).to.equal(401);
+          expect([...upstream.chats.values()].filter((c) => c.user_id === 'u-admin')).to.have.length(1);
+          return;
+        }
+        expect(clone.status).to.equal(200);
+        expect(forwarded('POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`), 'forwarded once').to.have.length(1);
+        const copy = await clone.json();
+        expect(copy).to.include({ user_id: 'u-admin', title: `Clone of ${upstream.chats.get(ADMIN_CHAT)!.title}` });
+        expect(copy.id).to.not.equal(ADMIN_CHAT);
+        expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+      },
+    );
 
     it('a chat shared with the admin keeps working by its share id: read and clone (the upstream answers any admin for any share while its flag is true: the gateway reads the share\u2019s grants)', async () => {
       const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);

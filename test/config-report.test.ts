@@ -13,6 +13,7 @@ import { baseEnv, capturingObservability, gatewayProcess } from './support/gatew
 import { redisState } from '../gateway/state/redis-state.js';
 import { freePort } from './support/raw-http.js';
 import { startSandbox } from '../sandbox/main.js';
+import { sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -306,7 +307,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
       LOG_LEVEL: 'debug',
     });
     try {
-      await new Promise((r) => setTimeout(r, 3_000)); // Redis at nothing: its warnings come within the connect timeout
+      await sleep(3_000); // Redis at nothing: its warnings come within the connect timeout
       expect(gw.output()).to.include('effective settings');
       expect(gw.output()).to.match(/Redis/);
       clean('the gateway log', gw.output());
@@ -329,7 +330,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
         LOG_LEVEL: 'debug',
       });
       try {
-        await new Promise((r) => setTimeout(r, 3_000));
+        await sleep(3_000);
         expect(gw.output()).to.include('effective settings');
         expect(gw.output()).to.match(/shared-state-unreachable/);
         clean('the gateway log', gw.output());
@@ -420,7 +421,7 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
       const gw = await gatewayProcess(env);
       try {
         // Redis at nothing: its warning comes once the connect timeout passed
-        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await new Promise((r) => setTimeout(r, 100));
+        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await sleep(100);
         expect(gw.output(), why).to.include('effective settings').and.include('shared-state-unreachable');
         clean('the gateway log', url, gw.output());
         const ready = await fetch(`http://127.0.0.1:${gw.port}/readyz`);
@@ -446,7 +447,7 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
         }
         const state = await started;
         try {
-          await new Promise((r) => setTimeout(r, 3_300));
+          await sleep(3_300);
           expect(obs.lines.some((l) => l.event === 'shared-state-unreachable')).to.equal(true);
           clean('the shared state log', url, JSON.stringify(obs.lines));
           clean('readiness', url, state.ready().detail);

@@ -1,7 +1,7 @@
-// The session cookie's format, which the gateway owns (gateway/auth/session.ts, README "The session
-// cookie"): version 2 in the protected header, the cookies written before it (express-openid-connect's
+// The session cookie's format, which the gateway owns (gateway/auth/session-cookie.ts,
+// docs/design/session-cookie.md): version 2 in the protected header, the cookies written before it (express-openid-connect's
 // layout, no version) still read and renewed as version 2, any other version refused: signed out
-// cleanly, never a 5xx. The key is derived here as the README says, not through the gateway's code.
+// cleanly, never a 5xx. The key is derived here as docs/security.md says, not through the gateway's code.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';
@@ -111,7 +111,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       flaky,
       { refreshMarginSeconds: 60, rollingSeconds: 100, absoluteSeconds: 1000 },
       { refresh: () => Promise.reject(new Error('no refresh here')), ended: () => {}, unavailable: () => {} },
-      { end: async () => {}, isEnded: () => false },
+      { end: async () => 'durable' as const, isEnded: () => false },
     );
     const t = now() - 60; // past half the rolling duration: the next request renews it
     const value = await codec.encrypt(session(), { iat: t, uat: t, exp: t + 100 });
@@ -167,7 +167,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       expect(r.status).to.equal(401);
       expect(await r.json()).to.deep.equal({ detail: 'Not authenticated' });
       expect(r.headers.getSetCookie().some((c) => /^appSession=;.*Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
-      expect(r.headers.get('clear-site-data')).to.be.a('string');
+      expect(r.headers.get('clear-site-data')).to.equal('"cache", "cookies", "storage"');
       const page = await fetch(`${w.url}/c/1`, { headers: { cookie }, redirect: 'manual' });
       expect(page.status).to.equal(302);
       expect(page.headers.get('location')).to.match(/\/auth\/login/);

@@ -82,7 +82,11 @@ export function usersOfTokens(o: OidcSettings, realm: RealmClient) {
 }
 
 /** The sign-in parts put together: the realm, sessions, bearer tokens and the /auth routes. */
-export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
+export async function createAuthenticator(
+  settings: Pick<Settings, 'oidc' | 'publicUrl' | 'allowedOrigins'>,
+  obs: Observability,
+  shared: SharedState = processState(obs),
+): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) return unconfiguredAuthenticator(obs);
   const issuer = trimSlash(o.issuerUrl);

@@ -186,6 +186,21 @@ export function renderSessionCheckDown(model: LoginPageModel & { retryHref: stri
   return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
 }
 
+const SIGN_OUT_PENDING = template<{ t: Texts; continueHref: string }>(
+  `<h1 id="page-title"><%= it.t.signOutPendingTitle %></h1>
+<p role="status" id="sign-out-pending"><%= it.t.signOutPendingText %></p>
+<p><a id="finish-sign-out" class="button" href="<%= it.continueHref %>"><%= it.t.finishSignOut %></a></p>`,
+);
+
+/**
+ * A sign-out whose end Redis did not confirm in time (gateway/auth/sign-out.ts): signed out here,
+ * the truth about the other servers, and the way on to the realm's sign-out.
+ */
+export function renderSignOutPending(model: { locale: PageLocale; continueHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(model.locale, t.signOutPendingTitle, SIGN_OUT_PENDING({ t, continueHref: model.continueHref }), 'sign-out-pending');
+}
+
 const SIGNED_IN = template<{ t: Texts; signedInAs: string; continueHref: string; logout: string }>(
   `<h1 id="page-title"><%= it.t.signedInTitle %></h1>
 <p id="signed-in-as"><%= it.signedInAs %></p>

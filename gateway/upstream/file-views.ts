@@ -41,7 +41,7 @@ export function rewriteHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySe
 /**
  * Upstream pages one rebuilt view may fetch, one after the other (a list page holds 50 files, a
  * search batch 1,000): 2,000 own files of a list, 40,000 search matches. Past it the answer is a 502
- * rather than a guess: one request must not cost thousands of upstream calls (README "Policies").
+ * rather than a guess: one request must not cost thousands of upstream calls (docs/policies.md, "Files").
  */
 export const MAX_WALK_PAGES = 40;
 const NO_MATCH = 'No files found matching the pattern.';

@@ -36,7 +36,8 @@ export async function readRelease(upstream: Pick<Upstream, 'call'>, timeoutMs = 
 }
 
 export interface UpstreamReleaseOptions {
-  policy: UpstreamReleasePolicy;
+  /** UPSTREAM_RELEASE_POLICY in force (a live setting) */
+  policy: () => UpstreamReleasePolicy;
   timeoutMs?: number;
   warnEveryMs?: number;
   now?: () => number;
@@ -48,7 +49,7 @@ export class UpstreamRelease {
   private inFlight: Promise<ReleaseStatus> | undefined;
   private warnedAt = 0;
   private warnedFor = '';
-  private readonly policy: UpstreamReleasePolicy;
+  private readonly policy: () => UpstreamReleasePolicy;
   private readonly timeoutMs: number;
   private readonly warnEveryMs: number;
   private readonly now: () => number;
@@ -85,11 +86,12 @@ export class UpstreamRelease {
     gauge.reset();
     gauge.set({ release: label }, status.state === 'supported' ? 1 : 0);
     const before = this.status;
-    const fields = { release: label, supported: CHECKED_VERSIONS, policy: this.policy };
+    const policy = this.policy();
+    const fields = { release: label, supported: CHECKED_VERSIONS, policy };
     if (status.state === 'supported') {
       if (before.state !== 'supported' || before.version !== status.version) {
         const again = before.state !== 'not-read';
-        this.obs.log.info({ event: 'upstream-release', ...fields }, describeRelease(status, this.policy) + (again ? ' (again)' : ''));
+        this.obs.log.info({ event: 'upstream-release', ...fields }, describeRelease(status, policy) + (again ? ' (again)' : ''));
       }
       this.warnedFor = '';
       return;
@@ -100,7 +102,7 @@ export class UpstreamRelease {
       this.warnedAt = t;
       this.obs.log.warn(
         { event: 'upstream-release-unsupported', ...fields, ...(status.state === 'unreachable' || status.state === 'unreadable' ? { why: status.why } : {}) },
-        describeRelease(status, this.policy),
+        describeRelease(status, policy),
       );
     }
   }

@@ -9,8 +9,7 @@
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 /** The admin's side of a world: straight at Open WebUI, through the gateway, and the refusal's audit line. */
 interface AdminSide {
@@ -200,7 +199,7 @@ describe(`objects named in an admin\u2019s request body, on the real Open WebUI 
     });
     await ok(direct('POST', '/api/v1/models/create', model(`probe-${tag}`, c.kb)), 'the door');
     await refused(await via(admin, 'POST', '/api/v1/models/create', model(`planted-${tag}`, c.kb)), 'POST', '/api/v1/models/create');
-    expect((await via(admin, 'GET', `/api/v1/models/model?id=planted-${tag}`)).status).to.not.equal(200);
+    expect((await via(admin, 'GET', `/api/v1/models/model?id=planted-${tag}`)).status, 'no model planted').to.equal(404);
     await ok(via(admin, 'POST', '/api/v1/models/create', model(`own-${tag}`, c.kbOwn)), 'own base');
   });
 

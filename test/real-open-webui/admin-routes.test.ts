@@ -11,8 +11,8 @@ import WebSocket from 'ws';
 import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
+import { NOT_FOUND } from '../../sandbox/open-webui-http.js';
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
   {
@@ -471,7 +471,7 @@ for (const { title, flags } of FLAG_SETS) {
       const probe = await folderWithChat('Alice shared probe');
       expect(await aliceReads(probe.chat)).to.equal(200);
       expect((await direct('DELETE', `/api/v1/folders/${probe.folder}`)).status, 'the door').to.equal(200);
-      expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.not.equal(200);
+      expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.equal(401);
       // and re-shares it with bob: a write grant is not the owner\u2019s say over who else reads it
       const everyone = [...writable, { principal_type: 'user', principal_id: ids.bob, permission: 'read' }];
       const reshare = await folderWithChat('Alice reshare probe');
@@ -528,6 +528,22 @@ for (const { title, flags } of FLAG_SETS) {
       // the admin's own chat is theirs to delete
       const own = await chatWith(admin, 'Admin chat to delete', 'ADMIN-OWN-CHAT');
       expect(await ok<boolean>(via(admin, 'DELETE', `/api/v1/chats/${own}`), 'own chat deleted')).to.equal(true);
+    });
+
+    it('chats: the admin\u2019s own chat through the gateway is pinned and unpinned; cloned by its chat id exactly when Open WebUI\u2019s own ENABLE_ADMIN_CHAT_ACCESS lets any admin clone any chat by id, else refused as Open WebUI itself refuses it (401)', async () => {
+      const own = await chatWith(admin, 'Admin chat to pin', 'ADMIN-PIN-CHAT');
+      expect(await ok<{ id: string; pinned: boolean }>(via(admin, 'POST', `/api/v1/chats/${own}/pin`), 'pin')).to.deep.include({ id: own, pinned: true });
+      expect(await ok<{ id: string; pinned: boolean }>(via(admin, 'POST', `/api/v1/chats/${own}/pin`), 'unpin')).to.deep.include({ id: own, pinned: false });
+      const door = await direct('POST', `/api/v1/chats/${own}/clone/shared`);
+      const clone = await via(admin, 'POST', `/api/v1/chats/${own}/clone/shared`);
+      if (!flags.ENABLE_ADMIN_CHAT_ACCESS) {
+        expect(door.status, door.text).to.equal(401);
+        expect(door.json<{ detail: string }>().detail).to.equal(NOT_FOUND);
+        return refused(clone, 'POST', `/api/v1/chats/${own}/clone/shared`, 401);
+      }
+      expect([door.status, clone.status], `${door.text} / ${clone.text}`).to.deep.equal([200, 200]);
+      expect(clone.json<{ user_id: string; id: string }>()).to.deep.include({ user_id: ids.admin });
+      expect(clone.json<{ id: string }>().id).to.not.equal(own);
     });
 
     it('chats: shares of another user\u2019s chat by share id: Open WebUI alone lets the admin read and clone every one exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; through the gateway, with either flag, the ones granted to the admin or open to everyone are served, the rest refused', async () => {

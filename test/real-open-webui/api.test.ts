@@ -6,8 +6,8 @@ import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { CLIENT_ID } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
+import { INVALID_TRUSTED_HEADER } from '../../sandbox/open-webui-http.js';
 
 interface FileRecord {
   id: string;
@@ -90,6 +90,16 @@ for (const { title, flags } of FLAG_SETS) {
       expect(owners.has(ids.alice), "Open WebUI alone shows the admin alice's file").to.equal(flags.BYPASS_ADMIN_ACCESS_CONTROL);
       const exportStatus = (await fetch(`${w.owui.url}/api/v1/chats/all/db`, { headers: { authorization: `Bearer ${token}` } })).status;
       expect(exportStatus).to.equal(flags.ENABLE_ADMIN_EXPORT ? 200 : 401);
+    });
+
+    it('a sign-in straight at Open WebUI without the trusted header is refused (400), in the words the stand-in uses', async () => {
+      const r = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'alice@acme.example', password: 'x' }),
+      });
+      expect(r.status).to.equal(400);
+      expect(((await r.json()) as { detail: string }).detail).to.equal(INVALID_TRUSTED_HEADER);
     });
 
     it('readiness: the upstream is reachable, and the drift check does not claim a match it cannot see', async () => {

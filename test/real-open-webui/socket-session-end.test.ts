@@ -5,8 +5,7 @@ import { expect } from 'chai';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an open Socket.IO WebSocket ends with its session`, function () {
   this.timeout(120_000);

@@ -22,6 +22,7 @@ import { launchChromium, openPage, signInAtRealm } from '../support/browser.js';
 import { capturingObservability } from '../support/gateway-harness.js';
 import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { freePort } from '../support/raw-http.js';
+import { sleep } from '../support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const REPORTED = '0.12.5';
@@ -197,7 +198,7 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a rel
 
   it('last: Open WebUI gone, the release is "unreachable" at the next readiness check, never supported', async () => {
     await w.owui.close();
-    await new Promise((r) => setTimeout(r, 1_100));
+    await sleep(1_100);
     const r = await readyz(w.url);
     expect(r.status).to.equal(503);
     expect(r.body.checks.upstreamRelease.detail).to.include('could not be read (unreachable');
