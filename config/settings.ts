@@ -34,8 +34,20 @@ const optionalText = z
 /** A URL refused for a reason of its own, said instead of the setting's usual message. */
 class UrlProblem extends Error {}
 
+/** Why a value is not an absolute URL of one of `schemes` (the first condition it fails), in words. */
+function urlDefect(raw: string, schemes: string[], err: unknown): string {
+  const named = schemes.map((s) => `${s}//`).join(' or ');
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return `it does not start with ${named}`;
+  if (!URL.canParse(raw)) return 'it does not read as a URL after its scheme (the host, port or path)';
+  const scheme = new URL(raw).protocol;
+  if (!schemes.includes(scheme)) return `its scheme is ${scheme}//, not ${named}`;
+  if (err instanceof Error && err.message === 'credentials') return 'it holds a user or password (user:password@)';
+  if (err instanceof Error && err.message === 'host') return 'it names no host';
+  return 'it is not one';
+}
+
 /** An absolute URL of one of `schemes`; `check` refuses what else the setting must not hold. */
-const urlSetting = (schemes: string[], message: (v: string) => string, check: (u: URL, raw: string) => string) =>
+const urlSetting = (schemes: string[], message: (v: string, why: string) => string, check: (u: URL, raw: string) => string) =>
   z
     .string()
     .optional()
@@ -46,14 +58,14 @@ const urlSetting = (schemes: string[], message: (v: string) => string, check: (u
         if (!schemes.includes(u.protocol)) throw new Error('scheme');
         return check(u, v.trim());
       } catch (err) {
-        ctx.addIssue({ code: 'custom', message: err instanceof UrlProblem ? err.message : message(v) });
+        ctx.addIssue({ code: 'custom', message: err instanceof UrlProblem ? err.message : message(v, urlDefect(v.trim(), schemes, err)) });
         return z.NEVER;
       }
     });
 
 const httpUrl = urlSetting(
   ['http:', 'https:'],
-  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(redactUrl(v))})`,
+  (v, why) => `must be an absolute http(s) URL without credentials: ${why} (got ${JSON.stringify(redactUrl(v))})`,
   (u) => {
     if (u.username || u.password) throw new Error('credentials');
     return u.href.replace(/\/$/, '');
@@ -66,7 +78,7 @@ const httpUrl = urlSetting(
  */
 const redisUrl = urlSetting(
   ['redis:', 'rediss:'],
-  (v) => `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)${redisPasswordHint(v)}`,
+  (v, why) => `must be redis://[user:password@]host:port[/db] or rediss://...: ${why}${redisPasswordHint(v)}`,
   (u, raw) => {
     if (!u.hostname) throw new Error('host');
     const problem = redisCredentialsProblem(raw);

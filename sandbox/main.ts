@@ -25,6 +25,8 @@ import { redisTarget, type RedisNode } from '../config/redis.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
+import { readRelease } from '../gateway/upstream/release.js';
+import { describeRelease } from '../policies/upstream-release.js';
 import { exitOnSignals, reloadOnHangup } from '../gateway/lifecycle.js';
 import { LIVE_VARIABLES, policyVariables, type Policy } from '../config/policy.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
@@ -81,6 +83,9 @@ function fail(message: string): never {
   process.stderr.write(`\nThe sandbox did not start: ${message}\n`);
   process.exit(2);
 }
+
+/** Why the sandbox cannot start, found once something is running: what it started is stopped first, then fail(). */
+class CannotStart extends Error {}
 
 async function loadIdp(): Promise<typeof import('./idp.js')> {
   try {
@@ -183,7 +188,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         });
       } catch (err) {
         if ((err as { code?: string }).code === 'EADDRINUSE')
-          fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
+          throw new CannotStart(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
         throw err;
       }
     if (idp) cleanups.push(() => idp.close());
@@ -212,7 +217,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         POLICY_FILE: policyFile,
       });
     } catch (err) {
-      if (err instanceof SettingsError) fail(err.message);
+      if (err instanceof SettingsError) throw new CannotStart(err.message);
       throw err;
     }
 
@@ -228,13 +233,17 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     try {
       await gateway.start(port, host);
     } catch (err) {
-      if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
+      if ((err as { code?: string }).code === 'EADDRINUSE')
+        throw new CannotStart(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
       throw err;
     }
 
     // With Redis, the first connection decides whether "ready" is true.
     const deadline = Date.now() + 2_500;
     while (redisTarget(settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // A release the route table was not checked against is said atop the banner, as a mistyped setting is.
+    const release = await readRelease(gateway.upstream);
+    if (release.state !== 'supported') warnings.push(describeRelease(release, gateway.policy.current.upstreamRelease));
     let seeded: RealSeedReport | undefined;
     if (real?.seed && gateway.sharedState.ready().ok) {
       if (options.print !== false) process.stdout.write('Putting the demo files and chats into Open WebUI through the gateway...\n');
@@ -261,7 +270,9 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     }
     return sandbox;
   } catch (err) {
+    // nothing left behind: its temporary directory, the stand-ins, a real peer started for it
     await cleanup();
+    if (err instanceof CannotStart) fail(err.message);
     throw err;
   }
 }

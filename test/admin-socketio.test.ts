@@ -179,6 +179,30 @@ for (const bypass of [false, true]) {
       admin.close();
     });
 
+    it('WebSocket, with either switch: an update of the admin\u2019s own note that does not decode as Yjs is dropped and audited (Open WebUI 0.11.4 would keep it and the note could no longer be joined); one that does goes on', async () => {
+      const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+      await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
+      const Y = await import('yjs');
+      const doc = new Y.Doc();
+      doc.getText('t').insert(0, 'own words, edited');
+      const sent = {
+        malformed: event('ydoc:document:update', { document_id: 'note:n-admin', update: [1, 2, 3] }),
+        notBytes: event('ydoc:document:update', { document_id: 'note:n-admin', update: 'AQID' }),
+        valid: event('ydoc:document:update', { document_id: 'note:n-admin', update: Array.from(Y.encodeStateAsUpdate(doc)) }),
+      };
+      const before = w.obs.lines.length;
+      for (const m of Object.values(sent)) admin.send(m);
+      // the stand-in echoes what reaches it
+      await until('the valid update echoed', () => admin.received.includes(sent.valid), WAIT);
+      for (const m of [sent.malformed, sent.notBytes]) expect(admin.received, m).to.not.include(m);
+      const dropped = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-event-dropped');
+      expect(dropped.map((l) => [l.socketEvent, l.rule])).to.deep.equal([
+        ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+        ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+      ]);
+      admin.close();
+    });
+
     it('WebSocket: an admin\u2019s socket is never compressed (Open WebUI would negotiate permessage-deflate), so every frame can be read; a plain user\u2019s is', async () => {
       const offer = { 'Sec-WebSocket-Extensions': 'permessage-deflate; client_max_window_bits' };
       const straight = await rawWebSocket(w.upstream.url, offer);

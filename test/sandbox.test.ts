@@ -11,6 +11,13 @@ import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { startOpenWebUI } from '../sandbox/open-webui.js';
+import { startSandbox } from '../sandbox/main.js';
+import { loadSettings } from '../config/settings.js';
+import { CHECKED_VERSIONS } from '../policies/open-webui-releases.js';
 import { accepts, alive, descendants, exited, listeningPorts } from './support/process-tree.js';
 import { eventually, sleep } from './support/wait.js';
 
@@ -250,6 +257,72 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
     const own = (await browse(bob, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     expect(own.items.every((f) => f.user_id === 'user-bob')).to.equal(true);
     expect(own.total).to.equal(2);
+  });
+});
+
+describe('sandbox: what it says when something is not right', function () {
+  this.timeout(60_000);
+
+  it('a port in use: exit 2 naming it, and nothing left behind (not even its temporary directory)', async () => {
+    const taken = createServer();
+    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
+    const port = (taken.address() as AddressInfo).port;
+    const tmp = mkdtempSync(join(tmpdir(), 'sandbox-port-taken-'));
+    try {
+      const run = spawnSync('npm', ['start'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), SANDBOX_IDP_PORT: String(await freePort()), TMPDIR: tmp },
+      });
+      expect(run.status, run.stdout + run.stderr).to.equal(2);
+      expect(run.stderr).to.include(`The sandbox did not start: port ${port} is in use`);
+      // (tsx keeps its own cache there)
+      expect(
+        readdirSync(tmp).filter((f) => f.startsWith('chat-gateway-sandbox-')),
+        'its temporary directory',
+      ).to.deep.equal([]);
+    } finally {
+      taken.close();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('behind an Open WebUI release the gateway was not checked against: a warning atop the banner; with refuse-admins, why the demo model was not registered', async () => {
+    const env = {
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      UPSTREAM_RELEASE_POLICY: 'refuse-admins',
+      PORT: '0',
+      LOG_LEVEL: 'error',
+    };
+    const upstream = await startOpenWebUI({ version: '0.12.5' });
+    const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), {
+      env: { ...env, SANDBOX_IDP_PORT: '0' },
+      print: false,
+      signals: false,
+      command: 'npm run sandbox:open-webui',
+      openWebUI: {
+        url: upstream.url,
+        version: '0.12.5',
+        model: { id: 'canned-answers', name: 'Canned answers', description: 'canned', baseUrl: 'http://127.0.0.1:9/v1' },
+        seed: true,
+        close: () => upstream.close(),
+      },
+    });
+    try {
+      const warnings = sandbox.banner.split('\n').filter((l) => l.startsWith('  WARNING: '));
+      expect(warnings[0]).to.include(
+        `WARNING: Open WebUI 0.12.5: NOT a release the route table was checked against (${CHECKED_VERSIONS.join(', ')}); routes it added are refused for admins`,
+      );
+      expect(warnings[0]).to.include('npm run routes:check -- 0.12.5').and.to.include('UPSTREAM_RELEASE_POLICY=refuse-admins');
+      const model = warnings.find((l) => l.includes('the model canned-answers'));
+      expect(model, sandbox.banner).to.include(
+        "the demo data: the model canned-answers was not registered for everyone, so nobody can chat with it until an admin registers a model: sysadmin's POST /api/v1/models/create answered 403: The chat front-end runs a release this gateway was not checked against: admin requests are refused until it is (Open WebUI 0.12.5) (UPSTREAM_RELEASE_POLICY=refuse-admins refuses every API request of an admin",
+      );
+    } finally {
+      await sandbox.close();
+    }
   });
 });
 

@@ -44,8 +44,8 @@ export interface UpstreamReleaseOptions {
 }
 
 export class UpstreamRelease {
-  /** The latest reading: a field, read by the pipeline on an admin's request. */
-  status: ReleaseStatus = { state: 'not-read' };
+  /** The latest reading: a field, read by the pipeline on an admin's request; `since` it was first read so. */
+  status: ReleaseStatus;
   private inFlight: Promise<ReleaseStatus> | undefined;
   private warnedAt = 0;
   private warnedFor = '';
@@ -63,6 +63,7 @@ export class UpstreamRelease {
     this.timeoutMs = options.timeoutMs ?? RELEASE_PROBE_MS;
     this.warnEveryMs = options.warnEveryMs ?? RELEASE_WARNING_EVERY_MS;
     this.now = options.now ?? Date.now;
+    this.status = { state: 'not-read', since: this.now() };
   }
 
   /** Read the release now (callers at the same moment share one request). */
@@ -70,8 +71,10 @@ export class UpstreamRelease {
     this.inFlight ??= readRelease(this.upstream, this.timeoutMs)
       .then((status) => {
         this.report(status);
-        this.status = status;
-        return status;
+        // the same reading as before keeps the moment it was first seen (what an admin's page says)
+        const same = releaseLabel(status) === releaseLabel(this.status);
+        this.status = { ...status, since: same ? (this.status.since ?? this.now()) : this.now() };
+        return this.status;
       })
       .finally(() => (this.inFlight = undefined));
     return this.inFlight;

@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
+import { pointRealmAt } from '../../sandbox/keycloak.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
 import { sleep, until } from '../support/wait.js';
@@ -47,7 +48,9 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
 
   before(async function () {
     this.timeout(400_000);
-    [w, browser] = await Promise.all([kcWorld(), launchChromium()]);
+    // one after the other: a Keycloak that fails to start leaves no browser open behind it
+    browser = await launchChromium();
+    w = await kcWorld();
   });
   after(async () => {
     await browser?.close();
@@ -248,6 +251,43 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         await page.goto(`${w.a.url}/auth/start`);
         await page.waitForSelector('#kc-form-login');
       } finally {
+        await close();
+      }
+    });
+
+    it('a brokered user signing out also ends their session at the tenant\u2019s provider (Keycloak\u2019s back-channel logout to it), so the tenant link asks for the password again; without it that session survives the sign-out', async () => {
+      // Here the gateway and Keycloak share a host (127.0.0.1), so the sign-out's Clear-Site-Data
+      // drops Keycloak's cookies as well; in a deployment they do not share one, and a provider's
+      // session that survives signs the person straight back in. What Keycloak holds is read here.
+      const idpSessions = async () => {
+        const dana = (await w.kc.admin<Array<{ id: string }>>('GET', '/admin/realms/acme-idp/users?username=dana&exact=true')).body[0]!;
+        return (await w.kc.admin<unknown[]>('GET', `/admin/realms/acme-idp/users/${dana.id}/sessions`)).body.length;
+      };
+      const signInThroughTenantLink = async (page: Page) => {
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        expect(new URL(page.url()).pathname, 'the provider\u2019s own form').to.match(/^\/realms\/acme-idp\/protocol\/openid-connect\/auth/);
+        await signInAtKeycloak(page, 'dana', 'dana-pass', w.a.url);
+        await page.waitForSelector('#who');
+      };
+      const signOut = (page: Page) => Promise.all([page.waitForURL(`${w.a.url}/auth/login`), page.click('#sign-out')]);
+      const { page, close } = await openPage(browser);
+      try {
+        // as the demo realm is set (sandbox/keycloak.ts pointRealmAt): the provider's session ends too
+        await signInThroughTenantLink(page);
+        expect(await idpSessions(), 'dana is signed in at Acme\u2019s provider').to.equal(1);
+        await signOut(page);
+        expect(await idpSessions(), 'ended there too').to.equal(0);
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        await page.waitForSelector('#kc-form-login');
+
+        // without it (Keycloak's default for a provider): signed out of the gateway and the platform
+        // realm, yet the provider's session stays
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout`, tenantLogout: false });
+        await signInThroughTenantLink(page);
+        await signOut(page);
+        expect(await idpSessions(), 'the provider\u2019s session survives the sign-out').to.equal(1);
+      } finally {
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout` });
         await close();
       }
     });

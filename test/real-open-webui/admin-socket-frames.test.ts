@@ -6,13 +6,13 @@
 // Real Open WebUI, the real oidc-provider, real sockets.
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { clientFrame, rawWebSocket, type RawWebSocket } from '../support/websocket-wire.js';
 import { eventually } from '../support/wait.js';
 
 const OFFER = { 'Sec-WebSocket-Extensions': 'permessage-deflate; client_max_window_bits' };
 
-describe('the real Open WebUI 0.12.4: an admin\u2019s WebSocket frames, read by the gateway', function () {
+describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an admin\u2019s WebSocket frames, read by the gateway`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   let admin: Jar;
