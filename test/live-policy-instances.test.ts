@@ -17,8 +17,8 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js'
 import { baseEnv, capturingObservability, gatewayProcess, headerAuthenticator } from './support/gateway-harness.js';
 import { PEOPLE, policyText } from './support/live-policy.js';
 import { seedFiles, seedUsers } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CHECK_MS = 500;
 /** What the gateway promises: the poll's period and the settle time. */
 const BOUND_MS = CHECK_MS + POLICY_SETTLE_MS;

@@ -15,8 +15,7 @@ import type { StandInChat } from '../sandbox/open-webui-types.js';
 import { baseEnv, capturingObservability, headerAuthenticator, type LogLine } from './support/gateway-harness.js';
 import { seedChats, seedFiles, seedUsers } from './support/raw-http.js';
 import { PEOPLE } from './support/live-policy.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './support/wait.js';
 
 /**
  * Chats big enough that their export is still streaming while the test looks (48 MB: more than the

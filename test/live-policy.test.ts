@@ -19,8 +19,7 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js'
 import { baseEnv, capturingObservability, gatewayProcess, headerAuthenticator, type LogLine } from './support/gateway-harness.js';
 import { seedChats, seedFiles, seedUsers } from './support/raw-http.js';
 import { PEOPLE, policyText } from './support/live-policy.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './support/wait.js';
 
 interface World {
   upstream: OpenWebUIStandIn;

@@ -117,7 +117,6 @@ describe('a Redis server that takes connections and never answers', function () 
   before(async () => (silent = await silentServer()));
   after(() => silent?.close());
   const epoch = () => Math.floor(Date.now() / 1000);
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   async function readyWithin(state: SharedState, ms: number): Promise<number> {
     const started = Date.now();

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { browse, type Jar } from './support/cookie-jar.js';
 import { sessionMinter, sessionStatus, startTwoGateways, type TwoGateways } from './support/two-gateways.js';
 import { startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 const TRIALS = 200;
 const MAX_TRIALS = 600;
@@ -44,8 +45,6 @@ const TOPOLOGIES: Topology[] = [
     stop: async () => cluster?.stop(),
   },
 ];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One trial: signed out at A, its copy replayed at B 0..REPLAY_WITHIN_MS after A answered; B's status, and when the replay was sent. */
 async function trial(world: TwoGateways, jar: Jar): Promise<{ signOut: number; replayed: number; afterMs: number }> {

@@ -18,10 +18,10 @@ import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import { freePort } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const END_WAIT_MS = 3_000;
 const SIGNOUT = '/api/v1/auths/signout';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Instance {
   url: string;

@@ -15,8 +15,8 @@ import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { policyText } from '../support/live-policy.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, sleep(ms).then(() => 'still open' as const)]);
 /** Alice's chats: an export of all of them is larger than what the sockets on its way buffer. */
 const CHATS = 24;

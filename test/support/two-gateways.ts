@@ -14,6 +14,7 @@ import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { SessionCodec, isSessionData, readSessionCookie } from '../../gateway/auth/session-cookie.js';
+import { sleep } from './wait.js';
 
 export interface TwoGateways {
   urls: { A: string; B: string };
@@ -21,8 +22,6 @@ export interface TwoGateways {
   output: { A: () => string; B: () => string };
   close(): Promise<void>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Both processes started and in sync with Redis. */
 export async function startTwoGateways(redisEnv: Record<string, string>): Promise<TwoGateways> {
