@@ -85,6 +85,24 @@ async function applied(gateway: Gateway, change: () => void, ms = 5_000): Promis
 /** How many files the admin's list holds (0.12.4 answers `{items, total}`). */
 const adminFiles = async (w: World) => ((await (await w.as('admin', '/api/v1/files/')).json()) as { total: number }).total;
 
+/** Two policies in folders `a` (bypass off) and `b` (bypass on), and `current` pointing at `a`. */
+function twoPolicies(dir: string): void {
+  for (const [name, bypass] of [
+    ['a', false],
+    ['b', true],
+  ] as const) {
+    mkdirSync(join(dir, name));
+    writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
+  }
+  symlinkSync('a', join(dir, 'current'));
+}
+
+/** `current` re-pointed at once (a new link renamed over the old one), as a deploy tool swaps it. */
+function repoint(dir: string, to: string): void {
+  symlinkSync(to, join(dir, 'current.tmp'));
+  renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+}
+
 describe('live settings: POLICY_FILE followed by a running gateway', function () {
   this.timeout(30_000);
   let w: World;
@@ -212,19 +230,11 @@ describe('live settings: POLICY_FILE followed by a running gateway', function ()
       file: 'current/policy.yaml',
       env: { POLICY_FILE_CHECK_MS: '300' },
       layout: (dir) => {
-        for (const [name, bypass] of [
-          ['a', false],
-          ['b', true],
-        ] as const) {
-          mkdirSync(join(dir, name));
-          writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
-        }
-        symlinkSync('a', join(dir, 'current'));
+        twoPolicies(dir);
       },
     });
     const ms = await applied(w.gateway, () => {
-      symlinkSync('b', join(w.dir, 'current.tmp'));
-      renameSync(join(w.dir, 'current.tmp'), join(w.dir, 'current'));
+      repoint(w.dir, 'b');
     });
     console.log(`      [live policy] directory re-pointed, POLICY_FILE_CHECK_MS=300 -> applied in ${ms.toFixed(0)} ms`);
     expect(ms).to.be.lessThan(300 + 50 + 500);
@@ -257,14 +267,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
 
   it('SIGHUP reads POLICY_FILE at once (a change no watch saw, the poll a minute away); the process keeps running; the startup line names the version', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'live-policy-hup-'));
-    for (const [name, bypass] of [
-      ['a', false],
-      ['b', true],
-    ] as const) {
-      mkdirSync(join(dir, name));
-      writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
-    }
-    symlinkSync('a', join(dir, 'current'));
+    twoPolicies(dir);
     let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
     try {
       gw = await gatewayProcess({
@@ -285,8 +288,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
           .find((l) => l.includes('gateway listening'))!,
       ) as { policy: PolicyStatus };
       expect(listening.policy).to.include({ version: start.version, source: 'file', appliedAt: start.appliedAt });
-      symlinkSync('b', join(dir, 'current.tmp'));
-      renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+      repoint(dir, 'b');
       await sleep(500);
       expect((await policy()).version, 'no watch saw it, the poll is a minute away').to.equal(start.version);
       const sent = performance.now();
@@ -319,14 +321,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
 
   it('GATEWAY_WORKERS=2: SIGHUP to the primary reaches every worker, each applies the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'live-policy-hup-workers-'));
-    for (const [name, bypass] of [
-      ['a', false],
-      ['b', true],
-    ] as const) {
-      mkdirSync(join(dir, name));
-      writeFileSync(join(dir, name, 'policy.yaml'), policyText({ bypass, exportOn: false }));
-    }
-    symlinkSync('a', join(dir, 'current'));
+    twoPolicies(dir);
     let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
     try {
       gw = await gatewayProcess({
@@ -347,8 +342,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
           .map((l) => JSON.parse(l) as LogLine);
       // both workers listening: each logs its own line
       for (let i = 0; i < 200 && gw.output().split('gateway listening').length < 3; i++) await sleep(50);
-      symlinkSync('b', join(dir, 'current.tmp'));
-      renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+      repoint(dir, 'b');
       gw.child.kill('SIGHUP');
       for (let i = 0; i < 100 && applied().length < 2; i++) await sleep(50);
       const lines = applied();

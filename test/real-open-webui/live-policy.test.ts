@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld, openSocketIO } from '../support/open-webui.js';
 import { policyText } from '../support/live-policy.js';
 import { sleep } from '../support/wait.js';
 
@@ -60,17 +60,9 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: live settings flipped with 
 
   /** Open WebUI's Engine.IO handshake over the WebSocket transport, through the gateway. */
   async function socketOf(jar: Jar) {
-    const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
-      headers: { cookie: jar.header('/ws/socket.io/'), origin: w.url },
-    });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-    const opened = await new Promise<string>((resolve, reject) => {
-      ws.once('message', (d) => resolve(String(d)));
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
-    });
-    expect(opened.startsWith('0{'), opened).to.equal(true);
-    return { ws, closed };
+    const socket = await openSocketIO(w.url, jar);
+    expect(socket.opened.startsWith('0{'), socket.opened).to.equal(true);
+    return socket;
   }
 
   it('bypass on -> off: sysadmin\u2019s open Socket.IO closes (1008) and reconnects under the new policy; alice\u2019s stays open', async () => {

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld, openSocketIO } from '../support/open-webui.js';
 import { sleep } from '../support/wait.js';
 
 describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an open Socket.IO WebSocket ends with its session`, function () {
@@ -18,19 +18,7 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an open Socket.IO WebSocket
     await w?.close();
   });
 
-  /** Open WebUI's engine.io handshake over the WebSocket transport: resolves once its open packet came. */
-  async function socketOf(jar: Jar) {
-    const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
-      headers: { cookie: jar.header('/ws/socket.io/'), origin: w.url },
-    });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-    const opened = await new Promise<string>((resolve, reject) => {
-      ws.once('message', (d) => resolve(String(d)));
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
-    });
-    return { ws, opened, closed };
-  }
+  const socketOf = (jar: Jar) => openSocketIO(w.url, jar);
 
   it("Open WebUI's sign-out closes that session's socket (1008), not another user's", async () => {
     const alice = (await signIn(w.url, 'alice')).jar;

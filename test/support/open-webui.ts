@@ -3,6 +3,7 @@
 // gateway in front of it, and the one stand-in allowed, the model provider: the sandbox's
 // canned-answers server (sandbox/canned-model.ts).
 import { writeFileSync } from 'node:fs';
+import WebSocket from 'ws';
 import { join } from 'node:path';
 import { cannedModelConnection, startCannedModel, type CannedModel } from '../../sandbox/canned-model.js';
 import { demoIdentityProviders, type DemoAccount } from '../../sandbox/demo-realm.js';
@@ -12,7 +13,7 @@ import { type Env } from '../../config/env.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/observability/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
-import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from './cookie-jar.js';
+import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv, type Jar } from './cookie-jar.js';
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
@@ -153,4 +154,18 @@ export async function callOpenWebUI(baseUrl: string, token: string, method: stri
   });
   const text = await res.text();
   return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+}
+
+/** Open WebUI's Engine.IO handshake over the WebSocket transport, through the gateway at `url`: once its open packet came. */
+export async function openSocketIO(url: string, jar: Jar): Promise<{ ws: WebSocket; opened: string; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
+    headers: { cookie: jar.header('/ws/socket.io/'), origin: url },
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const opened = await new Promise<string>((resolve, reject) => {
+    ws.once('message', (d) => resolve(String(d)));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+  });
+  return { ws, opened, closed };
 }
