@@ -262,6 +262,18 @@ describe('live settings: POLICY_FILE followed by a running gateway', function ()
   });
 });
 
+/** A gateway process following `dir`/current/policy.yaml, its poll a minute away: only a signal reads it soon. */
+const followingProcess = (dir: string, env: Env = {}) =>
+  gatewayProcess({
+    ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DRIFT_CHECK_SECONDS: '0',
+    POLICY_FILE: join(dir, 'current', 'policy.yaml'),
+    POLICY_FILE_CHECK_MS: '60000',
+    ...env,
+  });
+
 describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.ts)', function () {
   this.timeout(60_000);
 
@@ -270,14 +282,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
     twoPolicies(dir);
     let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
     try {
-      gw = await gatewayProcess({
-        ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
-        HOST: '127.0.0.1',
-        PORT: '0',
-        DRIFT_CHECK_SECONDS: '0',
-        POLICY_FILE: join(dir, 'current', 'policy.yaml'),
-        POLICY_FILE_CHECK_MS: '60000',
-      });
+      gw = await followingProcess(dir);
       const port = gw.port;
       const policy = async () => ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { policy: PolicyStatus }).policy;
       const start = await policy();
@@ -324,15 +329,7 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
     twoPolicies(dir);
     let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
     try {
-      gw = await gatewayProcess({
-        ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
-        HOST: '127.0.0.1',
-        PORT: '0',
-        GATEWAY_WORKERS: '2',
-        DRIFT_CHECK_SECONDS: '0',
-        POLICY_FILE: join(dir, 'current', 'policy.yaml'),
-        POLICY_FILE_CHECK_MS: '60000',
-      });
+      gw = await followingProcess(dir, { GATEWAY_WORKERS: '2' });
       const running = gw;
       const applied = () =>
         running

@@ -52,6 +52,12 @@ export interface Texts {
   releaseNotCheckedMessage: (release: string | undefined, unread: string | undefined, checked: string) => string;
 }
 
+// What the admin passes on to the operator stays in English, the operators' docs' language, in every locale.
+const operatorMessage: Texts['releaseNotCheckedMessage'] = (release, unread, checked) =>
+  release
+    ? `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): Open WebUI ${release} is not a release its route table was checked against (${checked}). Check it with "npm run routes:check -- ${release}", or run a checked release.`
+    : `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): it cannot read Open WebUI's release from /api/version (${unread ?? 'unknown'}). See its /readyz and its log (upstream-release-unsupported).`;
+
 export const TEXTS: Record<Lang, Texts> = {
   en: {
     signInTitle: 'Sign in',
@@ -135,10 +141,7 @@ export const TEXTS: Record<Lang, Texts> = {
     releaseNotCheckedSince: (when) => `Since ${when}.`,
     releaseNotCheckedUsers: 'People who are not administrators keep using the chat as before.',
     releaseNotCheckedTell: 'Tell the operator of the platform:',
-    releaseNotCheckedMessage: (release, unread, checked) =>
-      release
-        ? `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): Open WebUI ${release} is not a release its route table was checked against (${checked}). Check it with "npm run routes:check -- ${release}", or run a checked release.`
-        : `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): it cannot read Open WebUI's release from /api/version (${unread ?? 'unknown'}). See its /readyz and its log (upstream-release-unsupported).`,
+    releaseNotCheckedMessage: operatorMessage,
   },
   de: {
     signInTitle: 'Anmelden',
@@ -224,9 +227,6 @@ export const TEXTS: Record<Lang, Texts> = {
     releaseNotCheckedSince: (when) => `Seit ${when}.`,
     releaseNotCheckedUsers: 'Wer kein Administrator ist, nutzt den Chat weiter wie bisher.',
     releaseNotCheckedTell: 'Sagen Sie dem Betrieb der Plattform:',
-    releaseNotCheckedMessage: (release, unread, checked) =>
-      release
-        ? `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): Open WebUI ${release} is not a release its route table was checked against (${checked}). Check it with "npm run routes:check -- ${release}", or run a checked release.`
-        : `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): it cannot read Open WebUI's release from /api/version (${unread ?? 'unknown'}). See its /readyz and its log (upstream-release-unsupported).`,
+    releaseNotCheckedMessage: operatorMessage,
   },
 };
