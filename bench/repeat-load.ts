@@ -1,4 +1,4 @@
-// The bounded load test (test/hardening-load.test.ts: 1,000 connections, 100 WebSockets, mixed
+// The bounded load test (test/hardening/hardening-load.test.ts: 1,000 connections, 100 WebSockets, mixed
 // traffic, 5 s) run N times in a row in one process (`npm run load:repeat`, N=50 by default,
 // about 10 minutes on two cores). It proves the gateway survives the races a single run hits
 // only now and then: before the fix of the proxy's error listener, about one run in twelve ended with an uncaught

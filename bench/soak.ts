@@ -5,7 +5,7 @@
 // The gateway runs alone in a child process (gateway/main.ts, as in production; its log goes to a
 // file named at the start), measured through its own /metrics after a full GC (a preloaded SIGUSR2
 // handler). This process holds the load, the realm (the real oidc-provider) and the Open WebUI
-// stand-in. `--inline` runs the gateway in this process instead, as test/hardening-load.test.ts
+// stand-in. `--inline` runs the gateway in this process instead, as test/hardening/hardening-load.test.ts
 // does for a few seconds in CI.
 // Traffic: `connections` virtual users, each on its own keep-alive connection, started over `ramp`
 // seconds: file lists, searches and counts (rewritten by the gateway), per-file reads, uploads

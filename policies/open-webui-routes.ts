@@ -3,7 +3,7 @@
 // Pure data plus a matcher; policies/admin-scoping.ts turns a row into a decision.
 //
 // Read from the installed 0.12.4 (routers/*.py, main.py, socket/main.py); the test
-// test/open-webui-routes.test.ts compares this table with the routes the real app registers
+// test/operations/open-webui-routes.test.ts compares this table with the routes the real app registers
 // (scripts/open-webui-routes.py) and fails on any route or event missing here.
 //
 // Classes:

@@ -2,7 +2,7 @@
 // the gateway's route table covers: policies/open-webui-routes.ts, the record of checked releases
 // (policies/open-webui-releases.ts) and the handler fingerprints recorded for them
 // (policies/open-webui-releases.json). Used by `npm run routes:check` (scripts/routes-check.ts) and
-// by test/open-webui-routes.test.ts, so both read the same differences the same way.
+// by test/operations/open-webui-routes.test.ts, so both read the same differences the same way.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the route table of the installed Open WebUI as JSON, for test/open-webui-routes.test.ts
+"""Print the route table of the installed Open WebUI as JSON, for test/operations/open-webui-routes.test.ts
 and `npm run routes:check` (scripts/routes-check.ts).
 
 Run with the Python of a venv where open-webui is installed. Every optional router is switched on

@@ -3,7 +3,7 @@
 // keeps for one-click logout, logout tokens already used, single flights and the tenant-lookup
 // rate limit. Two stores keep it: this process (gateway/state/process-state.ts: one instance, the
 // sandbox) and Redis (gateway/state/redis-state.ts: every instance); both pass one contract suite
-// (test/shared-state-contract.test.ts).
+// (test/shared-state/shared-state-contract.test.ts).
 //
 // Fail closed: while a store cannot say whether a session ended, "has this session ended?" answers
 // "unknown" and the data plane answers cookie sessions 503.

@@ -1,4 +1,4 @@
-// Run by test/upstream-memory.test.ts in a child process with --expose-gc, --trace-gc-nvp and a
+// Run by test/hardening/upstream-memory.test.ts in a child process with --expose-gc, --trace-gc-nvp and a
 // young generation large enough to hold the whole run: proxies `count` small requests through
 // new Upstream() (gateway/upstream/proxy.ts) after a warm-up, then runs two young-generation GCs
 // between two marker lines. V8's own trace of those GCs says how many bytes they promoted to the
