@@ -30,11 +30,15 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     const all = [...ws.objects.feedback.values()].filter((f) => !modelId || (f.data as { model_id?: unknown } | undefined)?.model_id === modelId);
     sendJson(ctx, 200, { items: all.slice((page - 1) * 30, page * 30).map(withUser), total: all.length });
   });
-  // the caller's own ratings, 30 a page, newest first (get_user_feedbacks)
+  // the caller's own ratings, 30 a page, newest change first (get_user_feedbacks: updated_at descending)
   route('GET', '/api/v1/evaluations/feedbacks/user', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
-    const own = [...ws.objects.feedback.values()].filter((f) => f.user_id === user.id).map(withUser);
+    const changed = (f: WorkspaceObject) => Number((f as { updated_at?: unknown }).updated_at ?? 0);
+    const own = [...ws.objects.feedback.values()]
+      .filter((f) => f.user_id === user.id)
+      .sort((a, b) => changed(b) - changed(a))
+      .map(withUser);
     sendJson(ctx, 200, { items: own.slice((page - 1) * 30, page * 30), total: own.length });
   });
   // get_leaderboard without a query: Elo over every user's ratings (_calculate_elo) and each model's

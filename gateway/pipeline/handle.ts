@@ -102,7 +102,13 @@ export class Pipeline implements RequestHandler {
     } = parts);
     this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs.metrics);
     this.trusted = trustedHeaderSet(this.settings.trustedHeaders);
-    this.enforce = new Enforcer({ obs: this.obs, upstream: this.upstream, trusted: this.trusted });
+    this.enforce = new Enforcer({
+      obs: this.obs,
+      upstream: this.upstream,
+      trusted: this.trusted,
+      release: () => this.release.status,
+      rewriteMaxBytes: this.settings.upstream.rewriteMaxBytes,
+    });
     this.publicOrigin = publicOriginOf(this.settings.publicUrl);
   }
 
