@@ -42,11 +42,17 @@ export interface VolumeUser {
   /** the tags their chats are filed under, and their ratings' */
   tags: string[];
   ratingTags: string[];
+  /** workspace models they own (on the first model, a connection's), shared with nobody */
+  models: string[];
 }
 
 export interface VolumeSpec {
   seed: number;
-  /** model ids chats and ratings name, in turn */
+  /**
+   * model ids chats and ratings name, in turn: the first a connection's (the sandbox's canned
+   * answers), the second a workspace model of the admin's, the others workspace models of another
+   * user's, private to them
+   */
   models: string[];
   users: VolumeUser[];
 }
@@ -131,6 +137,7 @@ export function platformVolume(shape: PlatformShape): VolumeSpec {
       updatedShare: 0.1,
       tags: [...ADMIN_ONLY_TAGS, ...SHARED_TAGS],
       ratingTags: [...ADMIN_ONLY_TAGS, ...SHARED_TAGS],
+      models: shape.models.slice(1, 2),
     },
   ];
   for (let i = 0; i < others; i++) {
@@ -151,6 +158,7 @@ export function platformVolume(shape: PlatformShape): VolumeSpec {
       updatedShare: 0.1,
       tags: [...OTHERS_ONLY_TAGS, ...SHARED_TAGS],
       ratingTags: [...OTHERS_ONLY_TAGS, ...SHARED_TAGS],
+      models: i === 0 ? shape.models.slice(2) : [],
     });
   }
   return { seed, models: shape.models, users };
@@ -191,10 +199,12 @@ async function migratedTemplate(): Promise<string> {
       dataDir,
     });
     await owui.close();
-    // its write-ahead log folded into the file, so that one file is the whole database
+    // its write-ahead log folded into the file, so that one file is the whole database; the settings
+    // that boot stored dropped, so that a boot on a copy takes its own environment's (a model
+    // connection, the flags), as a fresh install does
     execFileSync(releasePython(), [
       '-c',
-      'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_checkpoint(TRUNCATE)"); c.close()',
+      'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DELETE FROM config"); c.commit(); c.execute("PRAGMA wal_checkpoint(TRUNCATE)"); c.close()',
       join(dataDir, 'webui.db'),
     ]);
     const partial = `${template}.${process.pid}.part`;

@@ -112,6 +112,7 @@ REQUIRED = {
     'chat_message': ('id', 'chat_id', 'user_id', 'role', 'model_id', 'created_at'),
     'tag': ('id', 'name', 'user_id'),
     'feedback': ('id', 'user_id', 'data', 'meta', 'snapshot', 'created_at', 'updated_at'),
+    'model': ('id', 'user_id', 'base_model_id', 'meta'),
 }
 
 
@@ -153,6 +154,25 @@ def main():
         # no password: the platform signs users in by trusted headers only
         t.insert('auth', [{'id': uid, 'email': u['email'].lower(), 'password': '!', 'active': 1}])
         counts['users'] += 1
+
+        # ---- workspace models they own (models/models.py: a stored model on the connection's), no grants
+        t.insert(
+            'model',
+            [
+                {
+                    'id': mid,
+                    'user_id': uid,
+                    'base_model_id': models[0],
+                    'name': mid,
+                    'params': '{}',
+                    'meta': json.dumps({'description': f"{u['prefix']}'s model", 'tags': [{'name': f"{u['prefix']}-model-tag"}]}),
+                    'updated_at': created,
+                    'created_at': created,
+                    'is_active': 1,
+                }
+                for mid in u.get('models', [])
+            ],
+        )
 
         # ---- files (models/files.py insert_new_file, then the processed text in `data`)
         rows = []

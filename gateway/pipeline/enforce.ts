@@ -60,6 +60,16 @@ export class Enforcer {
   async carryOut(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { caller, path, expectContinue } = ctx;
     this.obs.metrics.policyDecisions.tally(decision.action, decision.rule);
+    // an admin's write to their ratings: the copy their views are answered from is brought up to date next
+    if (caller?.admin && req.method !== 'GET' && req.method !== 'HEAD' && path.toLowerCase().startsWith('/api/v1/evaluations/feedback'))
+      res.once(
+        'finish',
+        () =>
+          void caller.upstreamUserId().then(
+            (id) => this.objectViews.ratingsChanged(id),
+            () => {},
+          ),
+      );
     switch (decision.action) {
       case 'pass':
         return this.proceed(ctx, req, res, expectContinue);

@@ -35,10 +35,10 @@ export interface FilteredFiles {
 
 export class FileFilterError extends Error {}
 
-/** Where kept records go when they are written out as judged. */
+/** Where kept records go when they are handed out as judged. */
 export interface KeptOutput {
-  /** bytes of the answer, in order (a record, or the ',' between two) */
-  write(bytes: Buffer): void;
+  /** one kept record's bytes (well-formed UTF-8), in order; `first`: no record came before it */
+  record(bytes: Buffer, first: boolean): void;
 }
 
 /** A rule over a parsed record (and its bytes, as the upstream wrote them): keep it? It may throw to refuse the answer. */
@@ -62,7 +62,6 @@ interface ListFrame {
   total: number | undefined;
 }
 
-const COMMA = Buffer.from(',');
 const ARRAY_HEAD = Buffer.from('[');
 const ARRAY_TAIL = Buffer.from(']');
 
@@ -239,11 +238,7 @@ export class FileRecords {
   }
 
   private keep(rec: Buffer, start: number, end: number): void {
-    if (this.out) {
-      if (this.kept > 0) this.out.write(COMMA);
-      this.out.write(wellFormed(rec.subarray(start, end)));
-      return;
-    }
+    if (this.out) return this.out.record(wellFormed(rec.subarray(start, end)), this.kept === 0);
     const last = this.bufs.length - 1;
     if (last >= 0 && this.bufs[last] === rec && this.ends[last] === start - 1 && rec[start - 1] === 0x2c) {
       // the record right after the last kept one, a ',' between: one range, copied at once

@@ -18,6 +18,7 @@ import type { Observability } from '../observability/observability.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 const VARY = { vary: 'Cookie, Authorization' };
+const COMMA = Buffer.from(',');
 
 /** The rule of a listing: items `who` owns or holds a grant on (A3 to A5). */
 export function readableBy(who: Principal): RecordRule {
@@ -83,9 +84,10 @@ export async function rebuildPage(
 }
 
 /**
- * A list too large to hold (an export of every user's ratings, each with its chat): the items
- * `who` may read written out as they are judged. An answer that turns out bad after the first
- * bytes went out is cut off (the client sees an incomplete answer, never a complete one).
+ * A list too large to hold (an export of every user's ratings, each with its chat): the records of
+ * `who`'s own written out as they are judged, by their `user_id` read as bytes (a rating has no
+ * grants: the admin may read their own only), never parsed. An answer that turns out bad after the
+ * first bytes went out is cut off (the client sees an incomplete answer, never a complete one).
  */
 export async function streamListing(
   upstream: Pick<Upstream, 'call'>,
@@ -102,7 +104,7 @@ export async function streamListing(
     if (status !== 200) return undefined;
     const writer = startJsonStream(res, 200, VARY);
     writer.write(Buffer.from('['));
-    const f = new FileStreamFilter('array', who.userId, { rule: readableBy(who), out: writer });
+    const f = new FileStreamFilter('array', who.userId, { out: { record: (bytes, first) => (first || writer.write(COMMA), writer.write(bytes)) } });
     [out, filter] = [writer, f];
     return { write: (chunk) => (f.write(chunk), writer.waitForRoom()) };
   };

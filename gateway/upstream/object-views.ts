@@ -18,10 +18,10 @@
 //         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
 //         intersection never shows a name the upstream did not list.
 //       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
-//         (GET /api/v1/chats/stats/usage: one short line per chat of theirs, read as it arrives);
+//         (gateway/upstream/own-chats.ts: which models each chat's answers name, its tags);
 //         `history` kept.
-//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings;
-//         ratings and counts kept.
+//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings
+//         (gateway/upstream/own-ratings.ts); ratings and counts kept.
 //       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
 //         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
 //       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
@@ -45,7 +45,6 @@ import {
   parseGroupIds,
   promptTagNames,
   redactFields,
-  usageUsedModel,
   type ModelIdShape,
   type Permission,
   type Principal,
@@ -60,6 +59,7 @@ import { FileFilterError } from './file-stream-filter.js';
 import { filteredAnswer, readRecords } from './stream-reads.js';
 import { passError, readableBy, rebuildPage, serveRatingsPage, streamListing } from './listing-views.js';
 import { OwnRatings } from './own-ratings.js';
+import { OwnChats } from './own-chats.js';
 import { answerUncheckable, sendJson, sendJsonBody } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
 
@@ -70,14 +70,13 @@ const GROUPS_TTL_MS = 60_000;
 /** Where the objects whose tags the admin may see are listed, as the caller. */
 const OBJECTS_OF: Record<'models' | 'prompts', string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
 
-/** The caller's chats read per request of their usage lines (each a few hundred bytes). */
-const USAGE_PAGE = 500;
 const MAX_ENTRIES = 20_000;
 const VARY = { vary: 'Cookie, Authorization' };
 
 export class ObjectViews {
   private readonly groups = new TtlCache<string, ReadonlySet<string>>(MAX_ENTRIES, GROUPS_TTL_MS);
   private readonly ownRatings: OwnRatings;
+  private readonly ownChats: OwnChats;
 
   constructor(
     private readonly upstream: Upstream,
@@ -86,6 +85,7 @@ export class ObjectViews {
     private readonly maxKeptBytes = Infinity,
   ) {
     this.ownRatings = new OwnRatings(upstream);
+    this.ownChats = new OwnChats(upstream);
   }
 
   /** The caller as a principal of grants: their id and their groups (inherited ones too). */
@@ -167,9 +167,15 @@ export class ObjectViews {
     }
   }
 
+  /** The caller wrote to their ratings (rated, changed or deleted one): their kept copy is brought up to date at its next use. */
+  ratingsChanged(callerId: string): void {
+    this.ownRatings.changed(callerId);
+  }
+
   clear(): void {
     this.groups.clear();
     this.ownRatings.clear();
+    this.ownChats.clear();
   }
 
   /**
@@ -274,34 +280,12 @@ export class ObjectViews {
     };
   }
 
-  /**
-   * The caller's own chats that used the model, their tags counted: the usage lines of their chats
-   * (ids, the models each used, the tags; never the messages), a page at a time, in the order Open
-   * WebUI reads the chats for its own count (by id).
-   */
+  /** The caller's own chats that used the model, their tags counted in the order Open WebUI reads the chats for its own count (by id). */
   private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
-    const used: Array<{ id: string; history_models: unknown; tags: unknown }> = [];
-    for (let page = 1; ; page++) {
-      let seen = 0;
-      const path = `/api/v1/chats/stats/usage?items_per_page=${USAGE_PAGE}&page=${page}`;
-      const { total } = await readRecords(
-        this.upstream,
-        path,
-        headers,
-        (line) => {
-          seen++;
-          const usedIt = usageUsedModel(line, modelId);
-          if (usedIt === undefined) throw new FileFilterError('not a usage line of a chat');
-          if (usedIt) used.push({ id: line.id as string, history_models: line.history_models, tags: line.tags });
-        },
-        'list',
-      );
-      // `total` counts every chat of theirs, the lines only those with messages
-      if (seen === 0 || page * USAGE_PAGE >= total) break;
-    }
+    const used = (await this.ownChats.chats(callerId, headers)).filter((c) => c.models.has(modelId));
     used.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const counted = new OwnChatTags(callerId, modelId);
-    for (const line of used) counted.addUsage(line);
+    for (const c of used) counted.addUsage({ id: c.id, history_models: { [modelId]: 1 }, tags: c.tags });
     return counted;
   }
 }

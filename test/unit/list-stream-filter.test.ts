@@ -68,7 +68,7 @@ function streamed(body: Buffer, cuts: number[], shape: 'any' | 'array'): Outcome
 /** Written out as judged: the bytes that went out, and whether the body was accepted. */
 function writtenOut(body: Buffer, cuts: number[]): { ok: boolean; out: Buffer; kept: number; removed: number } {
   const parts: Buffer[] = [];
-  const f = new FileStreamFilter('array', '', { rule, out: { write: (b) => parts.push(Buffer.from(b)) } });
+  const f = new FileStreamFilter('array', '', { rule, out: { record: (b, first) => parts.push(...(first ? [] : [Buffer.from(',')]), Buffer.from(b)) } });
   try {
     for (const c of chunked(body, cuts)) f.write(c);
     const counts = f.end();
@@ -85,7 +85,11 @@ const owner = fc.constantFrom('"alice"', '"bob"', '"al\\u0069ce"', '7', 'null');
 const grants = fc.constantFrom('[]', '["alice"]', '["bob","alice"]', '"alice"', '{"alice":1}');
 const anyJson = fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v));
 const record = fc
-  .tuple(fc.option(owner, { freq: 8 }), fc.option(grants, { freq: 3 }), fc.array(fc.tuple(fc.constantFrom('id', 'name', 'meta', 'user_id', 'grants'), anyJson), { maxLength: 3 }))
+  .tuple(
+    fc.option(owner, { freq: 8 }),
+    fc.option(grants, { freq: 3 }),
+    fc.array(fc.tuple(fc.constantFrom('id', 'name', 'meta', 'user_id', 'grants'), anyJson), { maxLength: 3 }),
+  )
   .map(([o, g, rest]) => `{${[...(o ? [`"user_id":${o}`] : []), ...(g ? [`"grants":${g}`] : []), ...rest.map(([k, v]) => `"${k}":${v}`)].join(',')}}`);
 const element = fc.oneof({ weight: 10, arbitrary: record }, { weight: 1, arbitrary: anyJson });
 const array = fc.array(element, { maxLength: 6 }).map((xs) => `[${xs.join(',')}]`);
@@ -170,6 +174,20 @@ describe('streamed listing filter = whole-document listing filter', function () 
     expect(got.ok).to.equal(true);
     expect(got.out.toString()).to.not.include('globex');
     expect((JSON.parse(`[${got.out}]`) as Array<{ id: number }>).map((r) => r.id)).to.deep.equal([1, 3]);
+  });
+
+  it('an export judged by owner, written out: the caller\u2019s records as the upstream wrote them, each whole, in order', () => {
+    const rows = Array.from({ length: 40 }, (_, id) => ({
+      id: `r${id}`,
+      user_id: id % 3 ? 'bob' : 'alice',
+      snapshot: { text: `t${id} \u00e9 ${'z'.repeat(id * 97)}` },
+    }));
+    const b = Buffer.from(JSON.stringify(rows));
+    const got: string[] = [];
+    const f = new FileStreamFilter('array', 'alice', { out: { record: (bytes) => got.push(bytes.toString('utf8')) } });
+    for (const c of chunked(b, [7, 100, 1000, 1001, 2500, 4000])) f.write(c);
+    expect(f.end()).to.include({ kept: 14, removed: 26 });
+    expect(got).to.deep.equal(rows.filter((r) => r.user_id === 'alice').map((r) => JSON.stringify(r)));
   });
 
   it('a held answer keeps at most maxKeptBytes: more is refused, not cut', () => {
