@@ -229,7 +229,8 @@ async function listingAtOnce(
 async function main(): Promise<void> {
   const spec = volumeSpec();
   const model = await startCannedModel();
-  const results: Array<{ set: string; rows: Row[]; load: Awaited<ReturnType<typeof listingAtOnce>> & { idle: number }; rss: { now: number; peak: number } }> = [];
+  const results: Array<{ set: string; rows: Row[]; load: Awaited<ReturnType<typeof listingAtOnce>> & { idle: number }; rss: { now: number; peak: number } }> =
+    [];
   try {
     for (const set of FLAG_SETS) {
       console.log(`\n${set.name}: Open WebUI ${OPEN_WEBUI_VERSION} on the ${VOLUME} volume`);
