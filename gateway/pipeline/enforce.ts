@@ -60,13 +60,13 @@ export class Enforcer {
   async carryOut(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { caller, path, expectContinue } = ctx;
     this.obs.metrics.policyDecisions.tally(decision.action, decision.rule);
-    // an admin's write to their ratings: the copy their views are answered from is brought up to date next
-    if (caller?.admin && req.method !== 'GET' && req.method !== 'HEAD' && path.toLowerCase().startsWith('/api/v1/evaluations/feedback'))
+    // an admin's write (a chat, a message, a rating): the copies their views are answered from are brought up to date next
+    if (caller?.admin && req.method !== 'GET' && req.method !== 'HEAD')
       res.once(
         'finish',
         () =>
           void caller.upstreamUserId().then(
-            (id) => this.objectViews.ratingsChanged(id),
+            (id) => this.objectViews.ownRecordsChanged(id, path),
             () => {},
           ),
       );

@@ -167,9 +167,14 @@ export class ObjectViews {
     }
   }
 
-  /** The caller wrote to their ratings (rated, changed or deleted one): their kept copy is brought up to date at its next use. */
-  ratingsChanged(callerId: string): void {
-    this.ownRatings.changed(callerId);
+  /**
+   * The caller wrote through the gateway (`path`, canonical): the kept copies their views are
+   * answered from are brought up to date at their next use (their ratings for a write under
+   * /evaluations/feedback, their chats for any other).
+   */
+  ownRecordsChanged(callerId: string, path: string): void {
+    if (path.toLowerCase().startsWith('/api/v1/evaluations/feedback')) this.ownRatings.changed(callerId);
+    else this.ownChats.changed(callerId);
   }
 
   clear(): void {
