@@ -302,7 +302,10 @@ describe('hardening: bypass (differential property over the request path)', func
         expect(res.headers['cache-control'], where).to.equal('private, no-store');
         for (const r of received()) {
           expect(r.method, where).to.equal('GET');
-          expect(['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count'], `${where}: rewrite fetched ${r.url}`).to.include(r.url.split('?')[0]);
+          expect(
+            ['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count', '/api/v1/files/user/search', '/api/v1/files/user/count'],
+            `${where}: rewrite fetched ${r.url}`,
+          ).to.include(r.url.split('?')[0]);
         }
         if (res.status === 200 && s.method === 'GET') {
           const body = JSON.parse(res.body) as unknown;
