@@ -255,7 +255,9 @@ for (const { title, flags } of FLAG_SETS) {
       }
       expect(listed).to.have.length(1_300);
       expect(new Set(listed)).to.deep.equal(mine);
-      const ofModel = json<{ items: Rating[]; total: number }>(await through(`/api/v1/evaluations/feedbacks/list?model_id=${ADMIN_MODEL}`));
+      const ofModelAnswer = await through(`/api/v1/evaluations/feedbacks/list?model_id=${ADMIN_MODEL}`);
+      expect(ofModelAnswer.status, ofModelAnswer.text.slice(0, 200)).to.equal(200);
+      const ofModel = json<{ items: Rating[]; total: number }>(ofModelAnswer);
       expect(ofModel.items.every((f) => f.data.model_id === ADMIN_MODEL)).to.equal(true);
       const ids = json<Array<{ id: string; user_id: string }>>(await through('/api/v1/evaluations/feedbacks/all/ids'));
       expect(new Set(ids.map((i) => i.id))).to.deep.equal(mine);
