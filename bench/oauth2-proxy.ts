@@ -14,6 +14,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { CookieJar } from '../sandbox/cookie-jar.js';
 import { freePort, logPath, spawnChild, type Child } from './proc.js';
 import { nginxPreamble, type Peer } from './peers.js';
 
@@ -206,16 +207,16 @@ export async function startNginxAuthRequest(
 export async function signInOauth2Proxy(
   url: string,
   login: (authorizeUrl: string) => Promise<{ callbackUrl: string }>,
-  jar: { store(url: string, setCookies: string[]): void; header(url: string): string },
+  jar = new CookieJar(),
 ): Promise<Record<string, string>> {
   const startUrl = `${url}/oauth2/start?rd=%2F`;
   const start = await fetch(startUrl, { redirect: 'manual' });
-  jar.store(startUrl, start.headers.getSetCookie());
+  jar.store(start.headers.getSetCookie(), startUrl);
   const location = start.headers.get('location');
   if (start.status !== 302 || !location) throw new Error(`oauth2-proxy /oauth2/start answered ${start.status}`);
   const { callbackUrl } = await login(new URL(location, startUrl).href);
   const callback = await fetch(callbackUrl, { redirect: 'manual', headers: { cookie: jar.header(callbackUrl) } });
-  jar.store(callbackUrl, callback.headers.getSetCookie());
+  jar.store(callback.headers.getSetCookie(), callbackUrl);
   if (callback.status !== 302) throw new Error(`oauth2-proxy /oauth2/callback answered ${callback.status}: ${(await callback.text()).slice(0, 300)}`);
   const cookie = jar.header(`${url}/`);
   if (!/_oauth2_proxy/.test(cookie)) throw new Error('oauth2-proxy set no session cookie');

@@ -11,7 +11,12 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** Secrets never come from a file the gateway reads at runtime. */
 export const SECRETS = ['OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'IDP_ADMIN_CLIENT_SECRET'];
 
-/** Reads `KEY=value` lines; `#` comments and blank lines are skipped, quotes are removed. */
+/**
+ * Reads `KEY=value` lines; `#` comments and blank lines are skipped, quotes are removed. Not
+ * util.parseEnv: on Node 20 it takes an indented comment for the next line's name (that setting is
+ * lost), and on every release it cuts an unquoted value at `#`, which docker compose, reading the
+ * same file, keeps (test/settings.test.ts).
+ */
 export function parseEnvFile(text: string): Env {
   const env: Env = {};
   for (const line of text.split(/\r?\n/)) {

@@ -23,8 +23,9 @@ const GATEWAY_PREFIXES: readonly string[] = [
 ];
 
 /**
- * Read by something else that shares the env file (README: one env file serves both): Open WebUI's
- * own variables with a gateway prefix, the compose file's, the sandbox's. Not typos.
+ * Read by something else that shares the env file (one env file serves both: docs/operating/settings.md,
+ * "The variables"): Open WebUI's own variables with a gateway prefix, the compose file's, the
+ * sandbox's. Not typos.
  */
 const READ_ELSEWHERE: ReadonlySet<string> = new Set([
   // the sandbox (sandbox/main.ts)

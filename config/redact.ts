@@ -18,15 +18,28 @@ const URL_LIST_VARIABLES: readonly string[] = ['REDIS_SENTINELS', 'REDIS_CLUSTER
  * split it: a password may hold '@', '#', '/' or '?' written raw, and a parser then reads part of
  * it as the host, a path or a fragment (the last '@' may also be one of a query: more is hidden
  * then, never less). The values of a query are taken out too (ioredis reads `?password=`), and a
- * fragment. A value without an '@' that is no URL is shown only up to its scheme.
+ * fragment. A value that is no `scheme://` URL is shown the same way, so an operator sees the typo
+ * (`kc.example.com/realms/platform`, `https//chat.example.com`); only where it has no '@' and its
+ * host part reads as `user:password` (a ':' not followed by a port) is what follows the ':' taken
+ * out.
  */
 export function redactUrl(value: string): string {
   const v = value.trim();
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v)?.[0] ?? '';
   const at = v.lastIndexOf('@');
-  if (at < scheme.length && !URL.canParse(v)) return scheme ? `${scheme}${REDACTED}` : REDACTED;
-  const rest = at >= scheme.length ? v.slice(at) : v.slice(scheme.length);
-  return `${scheme}${at >= scheme.length ? REDACTED : ''}${redactQuery(rest)}`;
+  if (at >= scheme.length) return `${scheme}${REDACTED}${redactQuery(v.slice(at))}`;
+  const rest = v.slice(scheme.length);
+  // `default:secret` parses too (as a URL of the scheme `default:`): only a `scheme://` one is taken as read
+  return `${scheme}${scheme && URL.canParse(v) ? redactQuery(rest) : redactBareCredentials(redactQuery(rest))}`;
+}
+
+/** `user:secret/path` as `user:[redacted]/path`; `host:8080/path` unchanged (a port is no secret). */
+function redactBareCredentials(rest: string): string {
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  const colon = authority.indexOf(':');
+  if (colon < 0 || /^:\d*$/.test(authority.slice(colon))) return rest;
+  return `${authority.slice(0, colon + 1)}${REDACTED}${end < 0 ? '' : rest.slice(end)}`;
 }
 
 /** As redactUrl, without the mark where the credentials were: `redis://host:6379/0` (how log lines name a server). */
@@ -88,7 +101,9 @@ export interface SettingsWithSecrets {
   oidc: { clientSecret?: string; sessionSecrets: readonly string[] };
   trustedHeaders: { noGroups: string };
   catalog: { clientSecret?: string };
-  login: { tenantAliases: ReadonlyMap<string, string> };
+  policy: { tenantAliases: ReadonlyMap<string, string> };
+  policySources?: { file?: string; checkMs: number };
+  policyWarnings?: readonly string[];
   redisUrl?: string;
   redisSentinel?: { password?: string; sentinelPassword?: string };
   redisCluster?: { password?: string };
@@ -99,12 +114,15 @@ const secretShown = (value: string | undefined) => (value ? REDACTED : undefined
 
 /** The resolved settings as plain JSON, every secret replaced. */
 export function redactSettings(settings: SettingsWithSecrets): Record<string, unknown> {
+  // how the live settings are read again: where from (the values are `policy`); warnings are said apart
+  const { policySources, policyWarnings: _warned, ...shown } = settings;
   return {
-    ...settings,
+    ...shown,
+    ...(policySources ? { policySources: { file: policySources.file, checkMs: policySources.checkMs } } : {}),
     oidc: { ...settings.oidc, clientSecret: settings.oidc.clientSecret ? REDACTED : '', sessionSecrets: settings.oidc.sessionSecrets.map(() => REDACTED) },
     trustedHeaders: { ...settings.trustedHeaders, noGroups: REDACTED },
     catalog: { ...settings.catalog, clientSecret: settings.catalog.clientSecret ? REDACTED : '' },
-    login: { ...settings.login, tenantAliases: Object.fromEntries(settings.login.tenantAliases) },
+    policy: { ...settings.policy, tenantAliases: Object.fromEntries(settings.policy.tenantAliases) },
     ...(settings.redisUrl ? { redisUrl: redactUrl(settings.redisUrl) } : {}),
     ...(settings.redisSentinel
       ? {

@@ -27,8 +27,9 @@ function writtenUserinfo(value: string): string | undefined {
 export function redisPasswordHint(value: string): string {
   const rest = value.trim().replace(/^rediss?:\/\//i, '');
   const at = rest.lastIndexOf('@');
-  const userinfo = at >= 0 ? rest.slice(0, at) : (rest.split(/[/?]/)[0] ?? '');
-  const chars = ['#', '@', '/', '?'].filter((c) => (c === '#' ? rest.includes('#') : userinfo.includes(c)));
+  const userinfo = at >= 0 ? rest.slice(0, at) : (rest.split(/[/?#]/)[0] ?? '');
+  // only what is written before the last '@' can be the password: a '#' after the host is a fragment
+  const chars = ['#', '@', '/', '?'].filter((c) => userinfo.includes(c));
   if (/%(?![0-9a-f]{2})/i.test(userinfo)) chars.push('%');
   if (!chars.length) return '';
   return `; a ${chars.map((c) => `'${c}'`).join(' or ')} in the password must be percent-encoded (${chars.map((c) => `${c} as ${ENCODED[c]}`).join(', ')})`;

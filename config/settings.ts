@@ -8,30 +8,9 @@ import { z } from 'zod';
 import { effectiveEnv, type Env } from './env.js';
 import { requiredProblems } from './required.js';
 import { redisCredentialsProblem, redisNodes, redisPasswordHint, redisProblems, type RedisClusterSettings, type RedisSentinelSettings } from './redis.js';
-import { tenantAliasProblems } from './tenant-aliases.js';
-import { UPSTREAM_RELEASE_POLICIES, type UpstreamReleasePolicy } from '../policies/upstream-release.js';
 import { redactUrl, redactValue } from './redact.js';
-
-/** `true`/`false`, exactly: the two policy switches must never be guessed from `1` or `TRUE`. */
-const strictSwitch = z
-  .enum(['true', 'false'], {
-    error: (issue) => `must be exactly 'true' or 'false' (got ${issue.input === undefined ? 'nothing' : JSON.stringify(issue.input)})`,
-  })
-  .transform((v) => v === 'true');
-
-/** Lenient booleans for the other switches, as the contract says. */
-const flag = (fallback: boolean) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === '') return fallback;
-      const s = v.trim().toLowerCase();
-      if (['true', '1', 'yes'].includes(s)) return true;
-      if (['false', '0', 'no'].includes(s)) return false;
-      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no (got ${JSON.stringify(v)})` });
-      return z.NEVER;
-    });
+import { flag, liveVariablesOf, LIVE_VARIABLES, readPolicy, type Policy, type PolicySources } from './policy.js';
+import { readPolicyFile } from './policy-file.js';
 
 const int = (fallback: number, min: number, max: number) =>
   z
@@ -55,8 +34,20 @@ const optionalText = z
 /** A URL refused for a reason of its own, said instead of the setting's usual message. */
 class UrlProblem extends Error {}
 
+/** Why a value is not an absolute URL of one of `schemes` (the first condition it fails), in words. */
+function urlDefect(raw: string, schemes: string[], err: unknown): string {
+  const named = schemes.map((s) => `${s}//`).join(' or ');
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return `it does not start with ${named}`;
+  if (!URL.canParse(raw)) return 'it does not read as a URL after its scheme (the host, port or path)';
+  const scheme = new URL(raw).protocol;
+  if (!schemes.includes(scheme)) return `its scheme is ${scheme}//, not ${named}`;
+  if (err instanceof Error && err.message === 'credentials') return 'it holds a user or password (user:password@)';
+  if (err instanceof Error && err.message === 'host') return 'it names no host';
+  return 'it is not one';
+}
+
 /** An absolute URL of one of `schemes`; `check` refuses what else the setting must not hold. */
-const urlSetting = (schemes: string[], message: (v: string) => string, check: (u: URL, raw: string) => string) =>
+const urlSetting = (schemes: string[], message: (v: string, why: string) => string, check: (u: URL, raw: string) => string) =>
   z
     .string()
     .optional()
@@ -67,14 +58,14 @@ const urlSetting = (schemes: string[], message: (v: string) => string, check: (u
         if (!schemes.includes(u.protocol)) throw new Error('scheme');
         return check(u, v.trim());
       } catch (err) {
-        ctx.addIssue({ code: 'custom', message: err instanceof UrlProblem ? err.message : message(v) });
+        ctx.addIssue({ code: 'custom', message: err instanceof UrlProblem ? err.message : message(v, urlDefect(v.trim(), schemes, err)) });
         return z.NEVER;
       }
     });
 
 const httpUrl = urlSetting(
   ['http:', 'https:'],
-  (v) => `must be an absolute http(s) URL without credentials (got ${JSON.stringify(redactUrl(v))})`,
+  (v, why) => `must be an absolute http(s) URL without credentials: ${why} (got ${JSON.stringify(redactUrl(v))})`,
   (u) => {
     if (u.username || u.password) throw new Error('credentials');
     return u.href.replace(/\/$/, '');
@@ -87,7 +78,7 @@ const httpUrl = urlSetting(
  */
 const redisUrl = urlSetting(
   ['redis:', 'rediss:'],
-  (v) => `must be redis://[user:password@]host:port[/db] or rediss://... (got a value that is not)${redisPasswordHint(v)}`,
+  (v, why) => `must be redis://[user:password@]host:port[/db] or rediss://...: ${why}${redisPasswordHint(v)}`,
   (u, raw) => {
     if (!u.hostname) throw new Error('host');
     const problem = redisCredentialsProblem(raw);
@@ -129,15 +120,6 @@ const headerName = (fallback: string) =>
       return name.toLowerCase();
     });
 
-const tenantAliases = z
-  .string()
-  .optional()
-  .transform((v, ctx) => {
-    const { map, problems } = tenantAliasProblems(v);
-    for (const message of problems) ctx.addIssue({ code: 'custom', message });
-    return problems.length ? z.NEVER : map;
-  });
-
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: int(8080, 0, 65535),
@@ -147,12 +129,6 @@ const schema = z.object({
   UPSTREAM_URL: httpUrl,
   UPSTREAM_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   UPSTREAM_MAX_SOCKETS: int(256, 1, 100_000),
-  /** what to do behind an Open WebUI release the route table was not checked against (policies/upstream-release.ts) */
-  UPSTREAM_RELEASE_POLICY: z
-    .enum(UPSTREAM_RELEASE_POLICIES, {
-      error: (issue) => `must be one of ${UPSTREAM_RELEASE_POLICIES.join(', ')} (got ${JSON.stringify(issue.input)})`,
-    })
-    .default('warn'),
   REWRITE_MAX_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   HEADERS_TIMEOUT_MS: int(15_000, 1_000, 600_000),
   REQUEST_TIMEOUT_MS: int(0, 0, 86_400_000),
@@ -175,12 +151,6 @@ const schema = z.object({
   TENANTS_CLAIM: z.string().default('tenants'),
   ALLOWED_ORIGINS: list([]),
 
-  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: strictSwitch,
-  CHATUI_ENABLE_ADMIN_EXPORT: strictSwitch,
-
-  IDP_LOGIN_WELCOME_PAGE: flag(false),
-  SHOW_IDP_LOGIN: flag(false),
-  IDP_TENANT_IDP_ALIASES: tenantAliases,
   IDP_ADMIN_URL: httpUrl,
   IDP_ADMIN_CLIENT_ID: optionalText,
   IDP_ADMIN_CLIENT_SECRET: optionalText,
@@ -203,17 +173,21 @@ const schema = z.object({
   WEBUI_AUTH_TRUSTED_GROUPS_HEADER: headerName('X-Forwarded-Groups'),
   ALLOW_UPSTREAM_API_KEYS: flag(false),
 
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   AUDIT_LOG_FILE: optionalText,
   METRICS_PORT: int(0, 0, 65535),
   DRIFT_CHECK_SECONDS: int(300, 0, 86_400),
   GATEWAY_WORKERS: int(1, 1, 256),
   /** production: accept an http: OIDC_ISSUER_URL that is not loopback (e.g. a realm inside a trusted network) */
   ALLOW_INSECURE_ISSUER: flag(false),
+  /** the live settings (config/policy.ts), read again whenever the file changes and on SIGHUP */
+  POLICY_FILE: optionalText,
+  POLICY_FILE_CHECK_MS: int(1_000, 100, 60_000),
 });
 
-type Parsed = z.output<typeof schema>;
-
+/**
+ * The configuration read once at start. The live settings are `policy` (config/policy.ts): the
+ * gateway hands each request the policy in force when it began (gateway/app.ts), never these.
+ */
 export interface Settings {
   /** No UPSTREAM_URL outside production: `npm start` runs the self-contained sandbox. */
   sandbox: boolean;
@@ -226,8 +200,6 @@ export interface Settings {
     timeoutMs: number;
     maxSockets: number;
     rewriteMaxBytes: number;
-    /** UPSTREAM_RELEASE_POLICY: behind a release the route table was not checked against */
-    releasePolicy: UpstreamReleasePolicy;
   };
   server: { headersTimeoutMs: number; requestTimeoutMs: number; idleTimeoutMs: number; shutdownGraceMs: number; quietGcMs: number; workers: number };
   oidc: {
@@ -246,11 +218,7 @@ export interface Settings {
     groupsClaim: string;
     tenantsClaim: string;
   };
-  policy: { bypassAdminAccessControl: boolean; enableAdminExport: boolean };
   login: {
-    welcomePage: boolean;
-    showIdpLogin: boolean;
-    tenantAliases: ReadonlyMap<string, string>;
     cacheSeconds: number;
     tenantLookupRateLimit: number;
     tenantLookupRateWindowSeconds: number;
@@ -265,7 +233,7 @@ export interface Settings {
    */
   trustedHeaders: { email: string; name: string; role: string; groups: string; noGroups: string };
   allowUpstreamApiKeys: boolean;
-  log: { level: Parsed['LOG_LEVEL']; auditFile?: string };
+  log: { auditFile?: string };
   driftCheckSeconds: number;
   /**
    * Where the state every instance shares lives, at most one of the three (config: one topology);
@@ -274,6 +242,12 @@ export interface Settings {
   redisUrl?: string;
   redisSentinel?: RedisSentinelSettings;
   redisCluster?: RedisClusterSettings;
+  /** the live settings at start: the environment, then POLICY_FILE, then the stage file */
+  policy: Policy;
+  /** where the live settings are read again while the gateway runs */
+  policySources: PolicySources;
+  /** what reading them said besides (a key the environment also sets, one that needs a restart) */
+  policyWarnings: string[];
 }
 
 export class SettingsError extends Error {
@@ -300,7 +274,12 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
   if (!result.success) {
     for (const issue of result.error.issues) problems.push(`${String(issue.path[0] ?? '(environment)')}: ${issue.message}`);
   }
-  if (problems.length || !result.success) throw new SettingsError(problems.sort());
+  const sources = policySourcesOf(processEnv, env);
+  const file = sources.file === undefined ? undefined : readPolicyFile(sources.file);
+  if (file && !file.ok) problems.push(file.problem);
+  const policy = readPolicy(sources, file?.ok ? file.text : undefined, KNOWN_VARIABLES);
+  if (!policy.ok) problems.push(...policy.problems);
+  if (problems.length || !result.success || !policy.ok) throw new SettingsError([...new Set(problems)].sort());
   const e = result.data;
   const sandbox = e.NODE_ENV !== 'production' && !e.UPSTREAM_URL;
 
@@ -317,7 +296,6 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       timeoutMs: e.UPSTREAM_TIMEOUT_MS,
       maxSockets: e.UPSTREAM_MAX_SOCKETS,
       rewriteMaxBytes: e.REWRITE_MAX_BYTES,
-      releasePolicy: e.UPSTREAM_RELEASE_POLICY,
     },
     server: {
       headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
@@ -342,11 +320,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       groupsClaim: e.OAUTH_GROUPS_CLAIM,
       tenantsClaim: e.TENANTS_CLAIM,
     },
-    policy: { bypassAdminAccessControl: e.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL, enableAdminExport: e.CHATUI_ENABLE_ADMIN_EXPORT },
     login: {
-      welcomePage: e.IDP_LOGIN_WELCOME_PAGE,
-      showIdpLogin: e.SHOW_IDP_LOGIN,
-      tenantAliases: e.IDP_TENANT_IDP_ALIASES,
       cacheSeconds: e.IDP_CACHE_SECONDS,
       tenantLookupRateLimit: e.TENANT_LOOKUP_RATE_LIMIT,
       tenantLookupRateWindowSeconds: e.TENANT_LOOKUP_RATE_WINDOW_SECONDS,
@@ -365,7 +339,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       noGroups: noGroupsName(e.SESSION_SECRET[0]),
     },
     allowUpstreamApiKeys: e.ALLOW_UPSTREAM_API_KEYS,
-    log: { level: e.LOG_LEVEL, auditFile: e.AUDIT_LOG_FILE },
+    log: { auditFile: e.AUDIT_LOG_FILE },
     driftCheckSeconds: e.DRIFT_CHECK_SECONDS,
     redisUrl: e.REDIS_URL,
     redisSentinel: e.REDIS_SENTINELS && {
@@ -383,7 +357,20 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       username: e.REDIS_USERNAME,
       password: e.REDIS_PASSWORD,
     },
+    policy: policy.policy,
+    policySources: sources,
+    policyWarnings: policy.warnings,
   };
+}
+
+/** POLICY_FILE, and the live variables the process environment sets (they win) apart from the stage file's (they lose). */
+function policySourcesOf(processEnv: Env, env: Env): PolicySources {
+  const environment = liveVariablesOf(processEnv);
+  const defaults: Env = {};
+  for (const [key, value] of Object.entries(liveVariablesOf(env))) if (environment[key] === undefined) defaults[key] = value;
+  const file = env.POLICY_FILE?.trim() || undefined;
+  const checkMs = Number(env.POLICY_FILE_CHECK_MS?.trim() || 1_000);
+  return { ...(file ? { file } : {}), checkMs: Number.isInteger(checkMs) ? checkMs : 1_000, environment, defaults };
 }
 
 /** `.../realms/R` gives `.../admin/realms/R` (Keycloak's layout). */
@@ -397,7 +384,7 @@ export function deriveAdminUrl(issuer: string | undefined): string | undefined {
 export function describeSettings(env: Env): Record<string, string> {
   const out: Record<string, string> = {};
   const effective = effectiveEnv(env);
-  for (const key of Object.keys(schema.shape).sort()) {
+  for (const key of [...KNOWN_VARIABLES].sort()) {
     const v = effective[key];
     if (v !== undefined) out[key] = redactValue(key, v);
   }
@@ -405,4 +392,4 @@ export function describeSettings(env: Env): Record<string, string> {
 }
 
 /** Every variable the gateway reads (for the check of misspelt names, config/lint.ts). */
-export const KNOWN_VARIABLES: readonly string[] = Object.keys(schema.shape);
+export const KNOWN_VARIABLES: readonly string[] = [...Object.keys(schema.shape), ...LIVE_VARIABLES];

@@ -1,13 +1,20 @@
-// The gateway's parts wired together, once: settings, observability, the upstream, shared state,
+// The gateway's parts wired together, once: settings, the live policy, observability, the upstream, shared state,
 // sign-in, login routing, operations (what operators poll and scrape, fed a probe per part), the
 // control app (the gateway's own routes, on Express), the request pipeline and the server around
 // it. It is what `npm start` runs (gateway/main.ts), in production and in the sandbox.
 //
 // From socket to upstream: gateway/http/server.ts (sockets) -> gateway/pipeline/handle.ts (the
 // steps in order) -> gateway/upstream/proxy.ts (the stream).
+//
+// The live settings (config/policy.ts) are one LivePolicy: each part that decides holds it and reads
+// the policy in force once per request; a new one (POLICY_FILE changed, SIGHUP: gateway/policy-watch.ts)
+// is swapped in whole, audited, and what is open is judged again under it.
 import type http from 'node:http';
 import express from 'express';
-import { type Settings } from '../config/settings.js';
+import { KNOWN_VARIABLES, type Settings } from '../config/settings.js';
+import { LivePolicy, policyChanges, policyVariables, snapshotOf, type PolicySnapshot } from '../config/policy.js';
+import { watchPolicyFile, type PolicyWatch } from './policy-watch.js';
+import type { PolicyStatus } from './operations/operations.js';
 import { redisTarget } from '../config/redis.js';
 import { localeOf } from '../policies/routes.js';
 import { Upstream } from './upstream/proxy.js';
@@ -28,6 +35,12 @@ import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
 import { pageLocale } from './pages/locale.js';
 import { Pipeline } from './pipeline/handle.js';
 
+/** The live switches Open WebUI also holds, under its own names, read once at its start. */
+const UPSTREAM_CEILING: Record<string, string> = {
+  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
+  CHATUI_ENABLE_ADMIN_EXPORT: 'ENABLE_ADMIN_EXPORT',
+};
+
 export interface GatewayOptions {
   obs?: Observability;
   authenticator?: Authenticator;
@@ -36,10 +49,14 @@ export interface GatewayOptions {
   sharedState?: SharedState;
   /** the login routing's clock and Keycloak client settings (tests move the catalog cache's clock) */
   loginRoutingOptions?: Pick<LoginRoutingOptions, 'now' | 'fetch' | 'timeoutMs' | 'retryMs'>;
+  /** the live policy; default: settings.policy, followed in POLICY_FILE */
+  policy?: LivePolicy;
 }
 
 export interface GatewayParts {
   settings: Settings;
+  /** the live settings in force: `policy.current` */
+  policy: LivePolicy;
   obs: Observability;
   upstream: Upstream;
   authenticator: Authenticator;
@@ -57,11 +74,16 @@ export interface Gateway extends GatewayParts {
   start(port?: number, host?: string): Promise<{ port: number; url: string; metricsUrl?: string }>;
   /** Proxied WebSockets (and upgrades under way) still open. */
   openWebSockets(): number;
+  /** Read POLICY_FILE now (SIGHUP); without one, say there is nothing to read. */
+  reloadPolicy(): void;
+  /** The policy in force and what became of POLICY_FILE, as /readyz shows it. */
+  policyStatus(): PolicyStatus;
   close(): Promise<void>;
 }
 
 export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
-  const obs = options.obs ?? createObservability({ level: settings.log.level, auditFile: settings.log.auditFile });
+  const obs = options.obs ?? createObservability({ level: settings.policy.logLevel, auditFile: settings.log.auditFile });
+  const policy = options.policy ?? new LivePolicy(snapshotOf(settings.policy, settings.policySources.file ? 'file' : 'environment', Date.now()));
   // IDLE_TIMEOUT_MS also bounds silence inside an upstream answer: a stream that stalls is cut.
   // Never below UPSTREAM_TIMEOUT_MS: waiting for the upstream's headers is silence on both sockets,
   // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
@@ -78,22 +100,30 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
   const loginRouting =
     options.loginRouting ??
-    (await createLoginRouting(settings, obs, {
+    (await createLoginRouting(settings, policy, obs, {
       ...options.loginRoutingOptions,
       shared: sharedState,
       signedIn: async (req, res) => authenticateAnswer((r, scope) => authenticator.authenticate(r, scope), req, res),
     }));
-  const parts: GatewayParts = { settings, obs, upstream, authenticator, loginRouting, sharedState };
+  const parts: GatewayParts = { settings, policy, obs, upstream, authenticator, loginRouting, sharedState };
   // the Open WebUI release behind the gateway: read by operations, its status read by the pipeline
-  const release = new UpstreamRelease(upstream, obs, { policy: settings.upstream.releasePolicy });
+  const release = new UpstreamRelease(upstream, obs, { policy: () => policy.current.upstreamRelease });
+  let watch: PolicyWatch | undefined;
+  const policyStatus = (): PolicyStatus => {
+    if (watch) return watch.status();
+    const now = policy.current;
+    return { version: now.version, appliedAt: new Date(now.appliedAt).toISOString(), source: now.source };
+  };
   const ops = createOperations(
     settings,
+    policy,
     {
       upstream,
       identityProvider: () => authenticator.ready(),
       catalog: () => loginRouting.ready(),
       sharedState: () => sharedState.ready(),
       upstreamRelease: () => release.check(),
+      policy: policyStatus,
     },
     obs,
   );
@@ -123,13 +153,51 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
   // what happened on other instances and for expiry (gateway/http/websockets.ts).
   const websockets = new WebSocketTracker({
     checkEveryMs: settings.oidc.socketCheckSeconds * 1000,
+    settle: () => sharedState.settle(),
     closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
+    closedForPolicy: (caller, reason, rule) =>
+      obs.audit.warn({ event: 'policy-cut', rule, caller, transport: 'websocket', version: policy.current.version }, `WebSocket closed: ${reason}`),
   });
   authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
-  const pipeline = new Pipeline({ settings, obs, upstream, release, authenticator, loginRouting, control, websockets });
+  const pipeline = new Pipeline({ settings, policy, obs, upstream, release, authenticator, loginRouting, control, websockets });
+  const shown = (p: PolicySnapshot) => {
+    obs.metrics.policyInfo.reset();
+    obs.metrics.policyInfo.set({ version: p.version, source: p.source }, 1);
+    obs.metrics.policyAppliedAt.set(p.appliedAt / 1000);
+  };
+  shown(policy.current);
+  policy.onChange((next, previous) => {
+    shown(next);
+    const changes = policyChanges(previous, next);
+    const fields = { event: 'policy-applied', version: next.version, previousVersion: previous.version, source: next.source, changes };
+    obs.audit.info(fields, 'live settings applied');
+    // Open WebUI reads its own switches at its start: the gateway narrows at once, never widens past them
+    for (const c of changes.filter((c) => UPSTREAM_CEILING[c.setting] && c.to === 'true'))
+      obs.log.warn(
+        { event: 'policy-widened', setting: c.setting, version: next.version },
+        `${c.setting}=true takes effect where Open WebUI's own ${UPSTREAM_CEILING[c.setting]} is true as well (Open WebUI reads it at its start)`,
+      );
+    if (next.logLevel !== previous.logLevel) obs.log.level = next.logLevel;
+    // a request under way, an open WebSocket: judged again under the new policy
+    pipeline.policyChanged(next);
+  });
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
-  const listen = (port = settings.listen.port, host = settings.listen.host) => front.listen(port, host);
+  let opened = false;
+  const listen = (port = settings.listen.port, host = settings.listen.host) => {
+    if (!opened) {
+      opened = true;
+      const file = settings.policySources.file;
+      const now = policy.current;
+      obs.audit.info(
+        { event: 'policy-applied', version: now.version, source: now.source, ...(file ? { file } : {}), values: policyVariables(now) },
+        'live settings in force at start',
+      );
+      if (file)
+        watch = watchPolicyFile({ live: policy, sources: { ...settings.policySources, file }, known: KNOWN_VARIABLES, warnings: settings.policyWarnings, obs });
+    }
+    return front.listen(port, host);
+  };
   return {
     ...parts,
     server: front.server,
@@ -142,7 +210,16 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
       return { ...listening, ...(metricsUrl ? { metricsUrl } : {}) };
     },
     openWebSockets: () => websockets.size,
+    reloadPolicy() {
+      if (watch) return watch.reload('signal');
+      obs.log.info(
+        { event: 'policy-unchanged', source: 'signal', version: policy.current.version },
+        'SIGHUP: no POLICY_FILE to read; the live settings come from the environment',
+      );
+    },
+    policyStatus,
     async close() {
+      watch?.close();
       await ops.stop();
       void sharedState.close();
       await front.close(settings.server.shutdownGraceMs);

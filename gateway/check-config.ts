@@ -7,7 +7,12 @@
 // against, or one that cannot be read) are printed either way and do not fail the check.
 // Starts nothing; reads the provider catalog (file or Keycloak admin API) and the chat front-end's
 // GET /api/version once each, with a time limit.
+//
+// `npm run check-config -- --policy-file <path>` checks a candidate POLICY_FILE before it is put in
+// place: read as the running gateway would read it (over the same environment), its version printed,
+// every problem named (exit 2): what the gateway would refuse, keeping its policy in force.
 import { describeSettings, loadSettings, SettingsError, type Settings } from '../config/settings.js';
+import { policyVariables, policyVersion } from '../config/policy.js';
 import { effectiveEnv, stageFile } from '../config/env.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
@@ -19,7 +24,7 @@ const CATALOG_TIMEOUT_MS = 5_000;
 
 /** Tenant links whose alias the catalog does not know (or cannot use), or why the catalog could not be read. */
 async function catalogWarnings(settings: Settings): Promise<string[]> {
-  const links = [...settings.login.tenantAliases];
+  const links = [...settings.policy.tenantAliases];
   if (!links.length) return [];
   let source: CatalogSource | undefined;
   const closing = new AbortController();
@@ -85,7 +90,7 @@ async function releaseLines(settings: Settings): Promise<{ line: string; warning
     },
     RELEASE_TIMEOUT_MS,
   );
-  const words = describeRelease(status, settings.upstream.releasePolicy);
+  const words = describeRelease(status, settings.policy.upstreamRelease);
   return { line: `Upstream release (${base}/api/version): ${words}`, ...(status.state === 'supported' ? {} : { warning: `UPSTREAM_URL: ${words}` }) };
 }
 
@@ -102,8 +107,18 @@ function suggestAlias(alias: string, known: string[]): string {
       : '';
 }
 
+/** `--policy-file <path>` or `--policy-file=<path>`: the candidate policy file to check; undefined without. */
+function policyFileArgument(args: string[]): string | undefined {
+  const i = args.findIndex((a) => a === '--policy-file' || a.startsWith('--policy-file='));
+  if (i < 0) return undefined;
+  const value = args[i]!.includes('=') ? args[i]!.slice('--policy-file='.length) : args[i + 1];
+  if (!value) throw new Error('--policy-file needs a path');
+  return value;
+}
+
 async function main(): Promise<number> {
-  const env = process.env;
+  const candidate = policyFileArgument(process.argv.slice(2));
+  const env = candidate === undefined ? process.env : { ...process.env, POLICY_FILE: candidate };
   const stage = env.NODE_ENV === 'production' ? 'production' : 'development';
   const out: string[] = [`Stage: ${stage} (defaults from ${stageFile(stage)}; the environment wins)`, '', 'Effective settings:'];
   const described = describeSettings(env);
@@ -113,11 +128,18 @@ async function main(): Promise<number> {
   const warningBlock = (list: string[]) => (list.length ? ['', `Warnings (${list.length}):`, ...list.map((w) => `  - ${w}`)] : []);
   try {
     const settings = loadSettings(env);
+    warnings.push(...settings.policyWarnings);
     warnings.push(...(await catalogWarnings(settings)));
     const release = settings.sandbox ? undefined : await releaseLines(settings);
     if (release?.warning) warnings.push(release.warning);
     out.push('', 'Resolved (defaults filled in):', JSON.stringify(redactSettings(settings), null, 2).replace(/^/gm, '  '));
     if (release) out.push('', release.line);
+    const p = settings.policy;
+    out.push(
+      '',
+      `Live settings (policy version ${policyVersion(p)}, ${settings.policySources.file ? `from the environment and POLICY_FILE ${settings.policySources.file}` : 'from the environment'}):`,
+      ...Object.entries(policyVariables(p)).map(([k, v]) => `  ${k}=${v}`),
+    );
     out.push(...warningBlock(warnings), '');
     if (settings.sandbox) out.push('No UPSTREAM_URL: `npm start` runs the sandbox (stand-ins and demo logins, not for production).');
     out.push(warnings.length ? `configuration OK, with ${warnings.length} warning${warnings.length === 1 ? '' : 's'}` : 'configuration OK');

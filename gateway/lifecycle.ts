@@ -1,4 +1,5 @@
-// The process's life: signals (a graceful stop) and, with GATEWAY_WORKERS > 1, node:cluster.
+// The process's life: signals (a graceful stop; SIGHUP: read POLICY_FILE now) and, with
+// GATEWAY_WORKERS > 1, node:cluster.
 //
 // GATEWAY_WORKERS > 1: the primary process forks that many workers (node:cluster), each of which
 // runs the whole gateway on the shared listening socket; the primary hands out connections
@@ -7,7 +8,8 @@
 //     that cannot start does not spin the CPU);
 //   - SIGTERM or SIGINT is passed to every worker, which finishes its in-flight requests as a
 //     single gateway does; workers still there after the grace period are killed; the primary
-//     then exits 0 (1 when a worker had to be killed).
+//     then exits 0 (1 when a worker had to be killed);
+//   - SIGHUP is passed to every worker, each of which reads POLICY_FILE at once.
 // Each worker keeps its own caches (sessions, upstream sign-ins, provider catalog) and its own
 // metrics registry: /metrics shows the worker that answered.
 import cluster, { type Worker } from 'node:cluster';
@@ -17,8 +19,8 @@ import type { Settings } from '../config/settings.js';
 const YOUNG_MS = 5_000;
 const MAX_PAUSE_MS = 30_000;
 
-export function superviseWorkers(settings: Settings): void {
-  const log = pino({ level: settings.log.level, name: 'primary' });
+export function superviseWorkers(settings: Pick<Settings, 'server' | 'policy'>): void {
+  const log = pino({ level: settings.policy.logLevel, name: 'primary' });
   const count = settings.server.workers;
   let stopping = false;
   let pause = 0;
@@ -57,9 +59,18 @@ export function superviseWorkers(settings: Settings): void {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => {
+    log.info({ signal: 'SIGHUP' }, 'passing SIGHUP to the workers: each reads POLICY_FILE now');
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGHUP');
+  });
 
   for (let i = 0; i < count; i++) fork();
   log.info({ workers: count }, 'gateway primary supervising workers');
+}
+
+/** SIGHUP: the live settings are read again now (Node's default for SIGHUP would end the process). */
+export function reloadOnHangup(reload: () => void): void {
+  process.on('SIGHUP', reload);
 }
 
 /**

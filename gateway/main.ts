@@ -6,7 +6,7 @@ import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import cluster from 'node:cluster';
 import { createGateway } from './app.js';
-import { exitOnSignals, superviseWorkers } from './lifecycle.js';
+import { exitOnSignals, reloadOnHangup, superviseWorkers } from './lifecycle.js';
 
 function settingsOrExit(): Settings {
   try {
@@ -40,9 +40,12 @@ if (settings.sandbox) {
   // With /healthz, /readyz, /metrics (or METRICS_PORT) and the policy drift check.
   const gateway = await createGateway(settings);
   const { url, metricsUrl } = await gateway.start();
-  gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url, metricsUrl }, 'gateway listening');
+  const policy = gateway.policyStatus();
+  gateway.obs.log.info({ url, publicUrl: settings.publicUrl, upstream: settings.upstream.url, metricsUrl, policy }, 'gateway listening');
   // What it runs with, secrets redacted (config/redact.ts), and what `npm run check-config` warns about.
   gateway.obs.log.info({ settings: redactSettings(settings) }, 'effective settings');
   for (const warning of configWarnings(effectiveEnv(process.env))) gateway.obs.log.warn({ event: 'config-warning' }, warning);
+  for (const warning of settings.policyWarnings) gateway.obs.log.warn({ event: 'policy-warning', file: settings.policySources.file }, warning);
+  reloadOnHangup(() => gateway.reloadPolicy());
   exitOnSignals(gateway.obs.log, () => gateway.close().then(() => gateway.obs.close()));
 }

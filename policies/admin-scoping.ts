@@ -44,10 +44,26 @@ export interface ListingView {
   streamed?: true;
 }
 
+/**
+ * A refusal said as a page (policies/upstream-release.ts): the chat front-end runs a release the
+ * route table was not checked against (`release`), or one that could not be read (`unread`), since
+ * `since` (ms since the epoch, when the gateway first saw it), while the checked ones are `checked`.
+ */
+export interface RefusalPage {
+  kind: 'release-not-checked';
+  release?: string;
+  unread?: string;
+  since?: number;
+  checked: readonly string[];
+}
+
 export type Decision =
   | { action: 'pass'; rule: string }
-  /** Answer `status` with `{detail}` and never call the upstream. */
-  | { action: 'deny'; status: 401 | 403; detail: string; rule: string }
+  /**
+   * Answer `status` with `{detail}` and never call the upstream; `page`: a page the browser navigated
+   * to, answered with a page in the gateway's words instead.
+   */
+  | { action: 'deny'; status: 401 | 403; detail: string; rule: string; page?: RefusalPage }
   /** Forward, then let only the caller's own files reach the client. */
   | { action: 'filter-own-files'; view: FilesView; rule: string }
   /**

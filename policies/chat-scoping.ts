@@ -18,10 +18,13 @@
 //   GET    /api/v1/chats/stats/export/{id}              own chat
 //
 // A share id reaches a chat shared with the caller: its owner's grants name the caller (or their
-// group, or everyone). With the upstream's flag true it answers any admin for any share, so another
-// user's share is then refused (sharesFollowGrants).
+// group, or everyone). With the upstream's flag false Open WebUI holds the share to those grants
+// itself (sharesFollowGrants). With it true it answers any admin for any share, so the gateway asks
+// what Open WebUI would have answered: an open share is served to a request without any identity,
+// and the share's grants are read (shareGrantsReach); anything it cannot read is refused.
 //
 // Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
+import type { Principal } from './resource-access.js';
 
 /** The first segment after /api/v1/chats/ that names a route, not a chat id (routers/chats.py). */
 const CHAT_ROUTE_WORDS = new Set([
@@ -76,6 +79,8 @@ export interface ChatRecord {
   id: string;
   user_id: string;
   share_id?: string | null;
+  /** a share's title: the chat's at the time it was shared */
+  title?: string;
 }
 
 /** Parse the fields the rule needs; anything else is not a chat (fail closed). */
@@ -84,7 +89,12 @@ export function parseChatRecord(body: unknown): ChatRecord | undefined {
   const c = body as Record<string, unknown>;
   if (typeof c.id !== 'string' || typeof c.user_id !== 'string') return undefined;
   if (c.share_id !== undefined && c.share_id !== null && typeof c.share_id !== 'string') return undefined;
-  return { id: c.id, user_id: c.user_id, share_id: (c.share_id as string | null | undefined) ?? null };
+  return {
+    id: c.id,
+    user_id: c.user_id,
+    share_id: (c.share_id as string | null | undefined) ?? null,
+    ...(typeof c.title === 'string' ? { title: c.title } : {}),
+  };
 }
 
 /**
@@ -115,4 +125,46 @@ export function sharedByShareId(access: ChatAccess, chat: ChatRecord, callerId: 
  */
 export function sharesFollowGrants(status: number): boolean {
   return status === 401;
+}
+
+/**
+ * What the same probe's answer means when it is not 401: 200 is the upstream's flag drifted true (it
+ * listed the admin's chats), and the share must then be judged by its grants (shareGrantsReach);
+ * anything else is an answer the gateway cannot read: refused.
+ */
+export function sharesNeedGrantsRead(status: number): boolean {
+  return status === 200;
+}
+
+/**
+ * Would Open WebUI, with its own ENABLE_ADMIN_CHAT_ACCESS false, let `who` read a share whose grants
+ * are `grants` (GET /api/v1/chats/shared/{chat id}/access: [{principal_type, principal_id,
+ * permission}])? routers/chats.py of 0.12.4 and 0.11.4: an `anyone:*` read grant opens it to
+ * everyone (is_open_shared_chat); otherwise AccessGrants.has_access: a `read` grant (exactly: a write
+ * grant alone does not read) to `user:*`, to the user, or to one of their groups. An answer of another
+ * shape is no grant (fail closed).
+ */
+export function shareGrantsReach(grants: unknown, who: Principal): boolean {
+  if (!Array.isArray(grants) || !who.userId) return false;
+  return grants.some((g: unknown) => {
+    if (typeof g !== 'object' || g === null) return false;
+    const { principal_type: type, principal_id: id, permission } = g as Record<string, unknown>;
+    if (permission !== 'read' || typeof id !== 'string') return false;
+    if (type === 'anyone') return id === '*';
+    if (type === 'user') return id === '*' || id === who.userId;
+    return type === 'group' && who.groupIds.has(id);
+  });
+}
+
+/**
+ * Which of an owner's chats (GET /api/v1/chats/list/user/{owner}: [{id, title}]) may be the one a
+ * share of that title was taken from, those of the same title first: their ids, at most `max`. The
+ * share's own answer names its snapshot, not its chat, so the chat is found by reading each
+ * candidate's `share_id`.
+ */
+export function shareCandidates(list: unknown, title: string | undefined, max: number): string[] {
+  if (!Array.isArray(list)) return [];
+  const items = list.filter((c): c is { id: string; title?: unknown } => typeof c === 'object' && c !== null && typeof (c as { id?: unknown }).id === 'string');
+  const same = items.filter((c) => c.title === title);
+  return [...same, ...items.filter((c) => c.title !== title)].map((c) => c.id).slice(0, max);
 }

@@ -2,7 +2,7 @@
 // provider list answers, and which tenant a logged-out page visit names.
 //
 // "B<n>" below is "Rules: provider list and welcome page", rule n; "links <n>" is "Rules:
-// per-provider and per-tenant login links", rule n (spec/admin-scoping-and-login-routing.md).
+// per-provider and per-tenant login links", rule n (docs/policies.md, "Rule ids").
 // The I/O (Keycloak, cache, HTTP, pages) lives in gateway/login/ (routes.ts puts it together); the grammar of tenant
 // ids, aliases and locale prefixes in policies/syntax.ts.
 import { isIdSyntax, isLocaleSegment } from './syntax.js';

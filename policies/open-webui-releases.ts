@@ -88,8 +88,45 @@ const ADDED_IN_0_12: readonly string[] = [
   'DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT /api/v1/terminals/{server_id}/chats/{chat_id}/{path:path}',
 ];
 
+/** Added in 0.12.4: sharing of channels and calendars at /access/update, a chat's own parameters, a user's files, the visibility of controls. */
+const ADDED_IN_0_12_4: readonly string[] = [
+  'POST /api/v1/configs/interface/visibility',
+  'POST /api/v1/channels/{id}/access/update',
+  'PATCH /api/v1/chats/{id}/params',
+  'GET /api/v1/files/user/search',
+  'GET /api/v1/files/user/count',
+  'POST /api/v1/calendars/{calendar_id}/access/update',
+];
+
+/** Served only while ENV=dev (the default outside the image), by 0.11.4 and 0.12.3. */
+const DEV_EMBEDDING_ROUTE = {
+  'GET /api/v1/retrieval/ef/{text}':
+    'registered only while ENV=dev (the default outside the image): an anonymous debugging route that embeds the text in its own path; nobody needs it through the gateway',
+} as const;
+
 export const CHECKED_RELEASES: readonly CheckedRelease[] = [
   { version: TABLE_RELEASE, ...NONE },
+  {
+    version: '0.12.3',
+    absentRows: ADDED_IN_0_12_4,
+    otherTemplates: {},
+    unlisted: DEV_EMBEDDING_ROUTE,
+    absentEvents: [],
+    differences: {
+      'POST /api/v1/notes/{id}/update':
+        'as the /update of prompts, models and skills: also takes `access_grants` (0.12.4 only at /access/update), and does not check the files a note attaches (0.12.4: has_access_to_note_files). Those rows need write, as their /access/update rows do; has_access_to_file opens a file through a note only to readers of its owner\u2019s own notes, so no file is reached.',
+      'POST /api/v1/channels/{id}/update':
+        'takes the channel\u2019s sharing (`access_grants`) from its owner or any admin (0.12.4 at /access/update, added in 0.12.4). The row needs the channel\u2019s owner, for both.',
+      'POST /api/v1/calendars/{calendar_id}/update':
+        'as 0.11.4\u2019s (the same handler): takes the calendar\u2019s sharing (`access_grants`) from its owner or any admin. The row refuses `access_grants` in the body (shown on the real 0.12.3).',
+      'POST /api/v1/knowledge/{id}/update':
+        'as 0.11.4\u2019s (the same handler): also takes `access_grants`. The row needs write, as its /access/update row does.',
+      'POST /api/v1/chats/{id}':
+        'changes only the caller\u2019s own chat (0.12.4 also lets a shared folder\u2019s owner rename a chat in it): the chat rows need the admin\u2019s own chat either way.',
+      'ydoc:document:update':
+        'does not check the files a note\u2019s snapshot attaches, nor seed a new document once (0.12.4: has_access_to_note_files, `initialize`), as 0.11.4: the note rules hold unchanged, and no file is reached through a note.',
+    },
+  },
   {
     version: '0.11.4',
     absentRows: ADDED_IN_0_12,
@@ -97,10 +134,7 @@ export const CHECKED_RELEASES: readonly CheckedRelease[] = [
       // one segment in 0.11.4, the rest of the path in 0.12.4: the row's `{model_id:path}` matches both
       'GET /api/v1/evaluations/leaderboard/{model_id}/history': '/api/v1/evaluations/leaderboard/{model_id:path}/history',
     },
-    unlisted: {
-      'GET /api/v1/retrieval/ef/{text}':
-        'registered only while ENV=dev (the default outside the image): an anonymous debugging route that embeds the text in its own path; nobody needs it through the gateway',
-    },
+    unlisted: DEV_EMBEDDING_ROUTE,
     absentEvents: ['encryption:bind', 'encryption:join', 'encryption:leave', 'encryption:packet', 'encryption:ping', 'encryption:start', 'encryption:status'],
     differences: {
       'POST /api/v1/calendars/{calendar_id}/update':
@@ -124,6 +158,8 @@ export const CHECKED_RELEASES: readonly CheckedRelease[] = [
         'has no chat rooms: a join does nothing (0.12.4 enters the chat\u2019s room for any chat the sender may read). The event rule drops an admin\u2019s join of another user\u2019s chat, for both.',
       'ydoc:document:join':
         'answers the document\u2019s state without the note\u2019s text (0.12.4 sends it along); the live edits follow either way. The note rules hold unchanged.',
+      'ydoc:document:update':
+        'keeps any bytes as an update (0.12 decodes one first): one that does not decode makes every later join of the document fail ("Failed to join document"), the owner\u2019s included. An admin\u2019s update goes on only when it decodes as Yjs, for every release (socketUpdateNeed).',
     },
   },
 ];

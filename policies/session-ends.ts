@@ -1,4 +1,4 @@
-// When a session ends, everything it opened ends with it (README "Signing out"): an open
+// When a session ends, everything it opened ends with it (docs/operating/operations.md, "Signing out"): an open
 // WebSocket keeps the identity it was upgraded with, so it is judged again when its session may
 // have changed (a sign-out, back-channel logout or refused refresh here, a refresh, and on a timer
 // for what happened on other instances). And when one user holds several sessions whose identity
@@ -48,11 +48,12 @@ export interface SocketSessionState {
   current: IdentityFacts;
 }
 
-export type SocketVerdict = { keep: true } | { keep: false; reason: string; rule: string };
+/** `unknown`: the session's end could not be known (asking again may settle it). */
+export type SocketVerdict = { keep: true } | { keep: false; reason: string; rule: string; unknown?: true };
 
 /** May an open WebSocket stay open? Fail closed: what cannot be checked closes it. */
 export function socketVerdict(s: SocketSessionState): SocketVerdict {
-  if (s.ended === undefined) return { keep: false, reason: 'sign-in cannot be checked', rule: 'shared state unreachable: fail closed' };
+  if (s.ended === undefined) return { keep: false, reason: 'sign-in cannot be checked', rule: 'shared state unreachable: fail closed', unknown: true };
   if (s.ended) return { keep: false, reason: 'signed out', rule: 'the session ended' };
   if (!s.alive) return { keep: false, reason: 'session expired', rule: 'the session cookie expired' };
   // The renewal happens on the client's next upgrade (its cookie is renewed on the 101): a socket

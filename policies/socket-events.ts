@@ -41,6 +41,8 @@ export type SocketEventNeed =
   | { need: 'own-chat'; chatId: string }
   /** the Open WebUI account a token in the packet opens must be the admin's own */
   | { need: 'own-account'; userId: string }
+  /** the bytes of a collaborative document's update must decode as a Yjs update */
+  | { need: 'yjs-update'; bytes: readonly number[] }
   | { need: 'drop'; why: string };
 
 /** Note ids as Open WebUI makes them; anything else could steer the gateway's lookup elsewhere. */
@@ -100,4 +102,21 @@ export function socketEventNeed(event: string, data: unknown, judgeNotes: boolea
   }
   if (typeof noteId !== 'string' || !NOTE_ID.test(noteId)) return { need: 'drop', why: 'no readable note id' };
   return { need: 'note', noteId, permission: event === 'ydoc:document:update' ? 'write' : 'read' };
+}
+
+/**
+ * The update an admin's `ydoc:document:update` carries (socket/main.py): Open WebUI 0.12 decodes it
+ * before keeping it (YdocManager.append_to_updates); 0.11.4 keeps whatever bytes come, and one that
+ * does not decode makes every later join of that document fail ("Failed to join document"), for
+ * everyone, the owner included. So an admin's update is sent on only when it is what Open WebUI's
+ * front-end sends, a list of bytes, and decodes (asked of the gateway, `yjs-update`); an empty or
+ * absent one Open WebUI ignores. Anything else (a binary attachment, a string) is dropped.
+ */
+export function socketUpdateNeed(event: string, data: unknown): SocketEventNeed {
+  if (event !== 'ydoc:document:update' || typeof data !== 'object' || data === null) return { need: 'none' };
+  const update = (data as { update?: unknown }).update;
+  if (update === undefined || update === null || (Array.isArray(update) && update.length === 0)) return { need: 'none' };
+  if (!Array.isArray(update) || !update.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
+    return { need: 'drop', why: 'a collaborative document update that is not a list of bytes' };
+  return { need: 'yjs-update', bytes: update as number[] };
 }

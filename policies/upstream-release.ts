@@ -13,20 +13,24 @@
 //   strict         report not ready (/readyz 503): a load balancer sends nobody to this gateway
 // A release that cannot be read (unreachable, an answer that is not a version) is never taken for
 // a checked one.
-import type { CallerFacts, Decision, RequestFacts } from './admin-scoping.js';
+import type { CallerFacts, Decision, RefusalPage, RequestFacts } from './admin-scoping.js';
 import { CHECKED_VERSIONS, isCheckedRelease } from './open-webui-releases.js';
 import { classify } from './routes.js';
 
 export const UPSTREAM_RELEASE_POLICIES = ['warn', 'refuse-admins', 'strict'] as const;
 export type UpstreamReleasePolicy = (typeof UPSTREAM_RELEASE_POLICIES)[number];
 
-export type ReleaseStatus =
-  /** a release the table was checked against, or one it was not */
-  | { state: 'supported' | 'unsupported'; version: string }
-  /** not read yet (the gateway is starting) */
+export type ReleaseStatus = (
+  | /** a release the table was checked against, or one it was not */
+    { state: 'supported' | 'unsupported'; version: string }
+    /** not read yet (the gateway is starting) */
   | { state: 'not-read' }
   /** GET /api/version did not answer, or answered something that is not a release */
-  | { state: 'unreachable' | 'unreadable'; why: string };
+  | { state: 'unreachable' | 'unreadable'; why: string }
+) & {
+  /** when the gateway first read this status (ms since the epoch), kept while it stays the same */
+  since?: number;
+};
 
 /** Longest version string kept (a metric label, a log field). */
 const MAX_VERSION_LENGTH = 64;
@@ -72,14 +76,28 @@ export const RELEASE_NOT_CHECKED = 'The chat front-end runs a release this gatew
 /**
  * UPSTREAM_RELEASE_POLICY=refuse-admins while the release is not a checked one: an admin's request
  * to the chat front-end's API (policies/routes.ts: /api, /ws, /ollama, /openai, /oauth, /cache, any
- * letter case) is refused; pages, public assets and every plain user's request are left to the
- * rest of the policy (undefined).
+ * letter case) is refused with a JSON `detail`; an admin's visit to one of its pages (GET or HEAD)
+ * is refused with a page in the gateway's words (why, since when, what to tell the operator):
+ * served, the web app would only show its own error page, its first API call being refused. Public
+ * assets and every plain user's request are left to the rest of the policy (undefined).
  */
 export function releaseDecision(request: RequestFacts, policy: UpstreamReleasePolicy, caller: CallerFacts, status: ReleaseStatus): Decision | undefined {
   if (policy !== 'refuse-admins' || !caller.admin || status.state === 'supported') return undefined;
-  if (classify(request.path) !== 'api') return undefined;
+  const cls = classify(request.path);
+  const rule = 'upstream release not checked: admins refused';
   const seen = status.state === 'unsupported' ? ` (Open WebUI ${status.version})` : '';
-  return { action: 'deny', status: 403, detail: `${RELEASE_NOT_CHECKED}${seen}`, rule: 'upstream release not checked: admins refused' };
+  const detail = `${RELEASE_NOT_CHECKED}${seen}`;
+  if (cls === 'api') return { action: 'deny', status: 403, detail, rule };
+  if (cls !== 'page' || (request.method !== 'GET' && request.method !== 'HEAD')) return undefined;
+  const page: RefusalPage = {
+    kind: 'release-not-checked',
+    checked: CHECKED_VERSIONS,
+    ...(status.state === 'unsupported' ? { release: status.version } : {}),
+    ...(status.state === 'unreachable' || status.state === 'unreadable' ? { unread: status.why } : {}),
+    ...(status.state === 'not-read' ? { unread: 'not read yet: the gateway is starting' } : {}),
+    ...(status.since !== undefined ? { since: status.since } : {}),
+  };
+  return { action: 'deny', status: 403, detail, rule: `${rule} (a page)`, page };
 }
 
 /** Does the release keep the gateway ready? Only UPSTREAM_RELEASE_POLICY=strict says no, for anything but a checked release. */

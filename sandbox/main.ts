@@ -6,7 +6,9 @@
 //   - an OpenID provider dressed as the Keycloak realm `platform` (sandbox/idp.ts, the real
 //     oidc-provider package), with the demo accounts and a client for the gateway;
 //   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
-//     tenant links (IDP_TENANT_IDP_ALIASES).
+//     tenant links (IDP_TENANT_IDP_ALIASES);
+//   - the live settings in a temporary POLICY_FILE the banner names: edited while the sandbox
+//     runs, the gateway applies them (and the stand-in takes the two switches too).
 // In front of the real Open WebUI (`npm run sandbox:open-webui`) the same demo data is put there
 // through the gateway once it listens (sandbox/seed-open-webui.ts). The banner says only what was
 // done, and the settings' warnings (config/lint.ts), as a production start logs them.
@@ -23,7 +25,10 @@ import { redisTarget, type RedisNode } from '../config/redis.js';
 import { redactSettings } from '../config/redact.js';
 import { configWarnings } from '../config/lint.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
-import { exitOnSignals } from '../gateway/lifecycle.js';
+import { readRelease } from '../gateway/upstream/release.js';
+import { describeRelease } from '../policies/upstream-release.js';
+import { exitOnSignals, reloadOnHangup } from '../gateway/lifecycle.js';
+import { LIVE_VARIABLES, policyVariables, type Policy } from '../config/policy.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
 import type { TestIdp } from './idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui.js';
@@ -78,6 +83,9 @@ function fail(message: string): never {
   process.stderr.write(`\nThe sandbox did not start: ${message}\n`);
   process.exit(2);
 }
+
+/** Why the sandbox cannot start, found once something is running: what it started is stopped first, then fail(). */
+class CannotStart extends Error {}
 
 async function loadIdp(): Promise<typeof import('./idp.js')> {
   try {
@@ -180,7 +188,7 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         });
       } catch (err) {
         if ((err as { code?: string }).code === 'EADDRINUSE')
-          fail(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
+          throw new CannotStart(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
         throw err;
       }
     if (idp) cleanups.push(() => idp.close());
@@ -188,6 +196,10 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
     // With the real realm the catalog comes from its Admin REST API (IDP_PROVIDERS_FILE unset).
     const providersFile = env.IDP_PROVIDERS_FILE?.trim() || (realm ? '' : join(dir, 'providers.json'));
     if (!env.IDP_PROVIDERS_FILE?.trim() && !realm) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
+    // The live settings, in a file the newcomer edits while it runs (the environment's keys stay the environment's).
+    const policyFile = env.POLICY_FILE?.trim() || join(dir, 'policy.yaml');
+    const heldByEnvironment = LIVE_VARIABLES.filter((k) => env[k] !== undefined);
+    if (!env.POLICY_FILE?.trim()) writeFileSync(policyFile, sandboxPolicyText(base.policy, heldByEnvironment));
 
     let settings: Settings;
     try {
@@ -202,29 +214,36 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         OIDC_CLIENT_SECRET: clientSecret,
         SESSION_SECRET: randomBytes(32).toString('base64url'),
         ...(providersFile ? { IDP_PROVIDERS_FILE: providersFile } : {}),
-        IDP_TENANT_IDP_ALIASES: env.IDP_TENANT_IDP_ALIASES ?? demoTenantAliases,
-        // The gateway's own default (info: a line per request, and the audit lines): one truth for
-        // the README, check-config and the sandbox. LOG_LEVEL=warn keeps only warnings and audit.
-        LOG_LEVEL: env.LOG_LEVEL ?? 'info',
+        POLICY_FILE: policyFile,
       });
     } catch (err) {
-      if (err instanceof SettingsError) fail(err.message);
+      if (err instanceof SettingsError) throw new CannotStart(err.message);
       throw err;
     }
 
     const gateway = await createGateway(settings);
     cleanups.push(() => gateway.close().then(() => gateway.obs.close()));
+    // The stand-in takes the two switches as the gateway applies them (the real Open WebUI reads its own at its start).
+    if (upstream)
+      gateway.policy.onChange((next) => {
+        upstream.flags.bypassAdminAccessControl = next.bypassAdminAccessControl;
+        upstream.flags.enableAdminExport = next.enableAdminExport;
+      });
     for (const warning of warnings) gateway.obs.log.warn({ event: 'config-warning' }, warning);
     try {
       await gateway.start(port, host);
     } catch (err) {
-      if ((err as { code?: string }).code === 'EADDRINUSE') fail(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
+      if ((err as { code?: string }).code === 'EADDRINUSE')
+        throw new CannotStart(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
       throw err;
     }
 
     // With Redis, the first connection decides whether "ready" is true.
     const deadline = Date.now() + 2_500;
     while (redisTarget(settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // A release the route table was not checked against is said atop the banner, as a mistyped setting is.
+    const release = await readRelease(gateway.upstream);
+    if (release.state !== 'supported') warnings.push(describeRelease(release, gateway.policy.current.upstreamRelease));
     let seeded: RealSeedReport | undefined;
     if (real?.seed && gateway.sharedState.ready().ok) {
       if (options.print !== false) process.stdout.write('Putting the demo files and chats into Open WebUI through the gateway...\n');
@@ -239,17 +258,38 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
       listenHost: host,
       shared: gateway.sharedState.ready(),
       command,
-      warnings: [...warnings, ...(seeded?.problems.map((p) => `the demo data: ${p}`) ?? [])],
+      warnings: [...warnings, ...settings.policyWarnings, ...(seeded?.problems.map((p) => `the demo data: ${p}`) ?? [])],
+      policy: { file: policyFile, heldByEnvironment, standInFollows: !!upstream },
       holdings: seed ? holdingsOfSeed(seed) : holdingsOfReport(seeded),
     });
     if (options.print !== false) process.stdout.write(banner);
     const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: cleanup };
-    if (options.signals !== false) exitOnSignals(gateway.obs.log, cleanup);
+    if (options.signals !== false) {
+      exitOnSignals(gateway.obs.log, cleanup);
+      reloadOnHangup(() => gateway.reloadPolicy());
+    }
     return sandbox;
   } catch (err) {
+    // nothing left behind: its temporary directory, the stand-ins, a real peer started for it
     await cleanup();
+    if (err instanceof CannotStart) fail(err.message);
     throw err;
   }
+}
+
+/**
+ * The sandbox's POLICY_FILE: the live settings as they are at start, but those the environment holds
+ * (`CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start`), which the file could not change; the demo
+ * realm's tenant links unless the environment sets its own.
+ */
+function sandboxPolicyText(policy: Policy, heldByEnvironment: readonly string[]): string {
+  const values: Record<string, string> = { ...policyVariables(policy), IDP_TENANT_IDP_ALIASES: demoTenantAliases };
+  const lines = [
+    "# The sandbox's live settings. Edit and save: the gateway applies them within a second, no restart.",
+    '# A value that does not validate is refused (the log names it) and the settings in force stay.',
+    ...Object.entries(values).map(([k, v]) => (heldByEnvironment.includes(k) ? `# ${k}: set in the environment, which wins` : `${k}: "${v}"`)),
+  ];
+  return lines.join('\n') + '\n';
 }
 
 /** What a tenant link does with the catalog (spec links-3: only usable providers). */
@@ -298,12 +338,13 @@ function renderBanner(
     command: string;
     warnings: string[];
     holdings: Holdings;
+    policy: { file: string; heldByEnvironment: readonly string[]; standInFollows: boolean };
   },
 ): string {
   const u = settings.publicUrl;
   const on = (v: boolean) => (v ? 'true' : 'false');
   const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
-  const tenants = [...settings.login.tenantAliases.entries()];
+  const tenants = [...settings.policy.tenantAliases.entries()];
   let catalog: KeycloakIdentityProvider[] = [];
   try {
     catalog = parts.real ? demoIdentityProviders : (JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[]);
@@ -360,10 +401,10 @@ function renderBanner(
     ...demoAccounts.map((a, i) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}${alike ? '' : ` [${owning(held[i]!)}]`}`),
     '',
     '  Click through:',
-    settings.login.welcomePage
+    settings.policy.welcomePage
       ? `    ${u}/auth/login           the welcome page (IDP_LOGIN_WELCOME_PAGE=true: the provider list is withheld)`
       : `    ${u}/auth/login           one button per provider (hidden, link-only and disabled ones are left out)`,
-    `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.login.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
+    `    ${u}/auth/start           the realm's own username and password form (no provider hint): how platform administrators such as sysadmin sign in${settings.policy.showIdpLogin ? ' (also the direct-login entry on /auth/login)' : ''}`,
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     ...(parts.real
       ? [
@@ -386,10 +427,17 @@ function renderBanner(
     `    ${u}/auth/session         who you are;  ${u}/auth/logout  sign out`,
     `    ${u}/readyz  ${u}/metrics  operations`,
     '',
-    `  Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
-    `    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true ${cmd}   admins see everyone's files`,
-    `    CHATUI_ENABLE_ADMIN_EXPORT=true ${cmd}           admins may download the full chat export`,
-    `    Other settings work too, e.g. IDP_LOGIN_WELCOME_PAGE=true SHOW_IDP_LOGIN=true ${cmd}`,
+    `  Policy switches at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
+    `  Flip them while it runs: edit ${parts.policy.file} and save (no restart)${parts.policy.standInFollows ? '; the stand-in takes them too' : ''}:`,
+    `    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"   admins see everyone's files`,
+    `    CHATUI_ENABLE_ADMIN_EXPORT: "true"           admins may download the full chat export`,
+    `    IDP_LOGIN_WELCOME_PAGE: "true"               the welcome page instead of the provider buttons`,
+    ...(parts.policy.standInFollows
+      ? []
+      : ["    (Open WebUI keeps the switches it started with: one turned on here takes effect only if Open WebUI's was on)"]),
+    parts.policy.heldByEnvironment.length
+      ? `    Held by the environment, which wins over the file: ${parts.policy.heldByEnvironment.join(', ')}`
+      : `    Or at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true ${cmd} (the environment then holds it, not the file)`,
     ...(admin && adminFiles.length ? [`  Files seeded for ${admin.username}: ${adminFiles.join(', ')}.`] : []),
     `  Logs: JSON lines below, one per request (LOG_LEVEL=warn ${cmd} for fewer).`,
     '  Stop with Ctrl-C.',

@@ -9,6 +9,7 @@ import {
   ACCESS_PROHIBITED,
   HttpError,
   INVALID_CRED,
+  INVALID_TRUSTED_HEADER,
   NOT_AUTHENTICATED,
   USER_MISMATCH,
   firstHeader,
@@ -22,6 +23,9 @@ import type { StandInState } from './open-webui-state.js';
 import type { StandInUser } from './open-webui-types.js';
 
 const JWT_TTL_S = 4 * 7 * 24 * 3600; // JWT_EXPIRES_IN default: 4 weeks
+const EMAIL_TAKEN = 'Uh-oh! This email is already registered. Sign in with your existing account or choose another email to start anew.';
+const INVALID_EMAIL_FORMAT =
+  "The email format you entered is invalid. Please double-check and make sure you're using a valid email address (e.g., yourname@example.com).";
 
 const DEFAULT_PERMISSIONS = {
   workspace: { models: false, knowledge: false, prompts: false, tools: false },
@@ -122,6 +126,8 @@ export function registerAuthRoutes(router: Router, state: StandInState): void {
     }
     if (issues.length) throw unprocessable(issues);
     const headerEmail = firstHeader(ctx.req, trusted.email);
+    // auths.py signin: no trusted header at all is INVALID_TRUSTED_HEADER
+    if (headerEmail === undefined) throw new HttpError(400, INVALID_TRUSTED_HEADER);
     if (!headerEmail) throw new HttpError(400, INVALID_CRED);
     const email = headerEmail.toLowerCase();
     let user = [...users.values()].find((u) => u.email.toLowerCase() === email);
@@ -159,6 +165,20 @@ export function registerAuthRoutes(router: Router, state: StandInState): void {
   route('POST', '/api/v1/auths/signout', (ctx) =>
     sendJson(ctx, 200, { status: true }, { 'set-cookie': 'token=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=lax' }),
   );
+
+  // routers/auths.py add_user: an admin creates an account (default role pending) and gets its token.
+  route('POST', '/api/v1/auths/add', async (ctx) => {
+    await authenticate(state, ctx, 'admin');
+    const body = await readJsonObject(ctx);
+    const email = typeof body['email'] === 'string' ? body['email'].toLowerCase() : '';
+    if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email)) throw new HttpError(400, INVALID_EMAIL_FORMAT);
+    if ([...users.values()].some((u) => u.email.toLowerCase() === email)) throw new HttpError(400, EMAIL_TAKEN);
+    const role = body['role'] === 'admin' || body['role'] === 'user' ? body['role'] : 'pending';
+    const user: StandInUser = { id: randomUUID(), email, name: typeof body['name'] === 'string' ? body['name'] : email, role, groups: [] };
+    users.set(user.id, user);
+    const { token } = await issueToken(state, user.id);
+    sendJson(ctx, 200, { token, token_type: 'Bearer', id: user.id, email, name: user.name, role, profile_image_url: `/api/v1/users/${user.id}/profile/image` });
+  });
 
   // users
   route('POST', '/api/v1/users/{id}/update', async (ctx, [id]) => {

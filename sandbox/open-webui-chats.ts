@@ -2,9 +2,9 @@
 // download (ENABLE_ADMIN_EXPORT), other users' chats (ENABLE_ADMIN_CHAT_ACCESS), shares and their
 // access grants, clones, messages, and deletion.
 import { randomUUID } from 'node:crypto';
-import { authenticate } from './open-webui-auth.js';
+import { authenticate, findToken } from './open-webui-auth.js';
 import { intParam, readJsonObject, sendJson, sendStream, type Ctx } from './open-webui-context.js';
-import { ACCESS_PROHIBITED, HttpError, NOT_FOUND, unprocessable, type ValidationIssue } from './open-webui-http.js';
+import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG, unprocessable, type ValidationIssue } from './open-webui-http.js';
 import type { Router } from './open-webui-router.js';
 import type { StandInState } from './open-webui-state.js';
 import type { StandInChat, StandInUser } from './open-webui-types.js';
@@ -53,6 +53,10 @@ const hasChatGrant = (state: StandInState, user: StandInUser, chatId: string): b
         (g.principal_type === 'user' && (g.principal_id === user.id || g.principal_id === '*')) ||
         (g.principal_type === 'group' && user.groups.includes(g.principal_id))),
   );
+
+/** is_open_shared_chat: an `anyone:*` read grant, answered to a request without any identity */
+const isOpenShare = (state: StandInState, chatId: string): boolean =>
+  (state.chatGrants.get(chatId) ?? []).some((g) => g.permission === 'read' && g.principal_type === 'anyone' && g.principal_id === '*');
 
 /** `user.role == 'admin' and ENABLE_ADMIN_CHAT_ACCESS`: the admin override of every chat route */
 const adminChatAccess = (state: StandInState, user: StandInUser): boolean => user.role === 'admin' && state.flags.enableAdminChatAccess;
@@ -154,12 +158,16 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
   route('GET', '/api/v1/chats/list/user/{user_id}', async (ctx, [userId]) => {
     await authenticate(state, ctx, 'admin');
     if (!flags.enableAdminChatAccess) throw new HttpError(401, ACCESS_PROHIBITED);
+    // 60 a page; `query` matches titles (ilike %query%)
+    const page = Math.max(1, Number(ctx.query.get('page') ?? 1) || 1);
+    const query = ctx.query.get('query')?.toLowerCase();
     sendJson(
       ctx,
       200,
       [...chats.values()]
-        .filter((c) => c.user_id === userId)
+        .filter((c) => c.user_id === userId && (!query || c.title.toLowerCase().includes(query)))
         .sort(byUpdated)
+        .slice((page - 1) * 60, page * 60)
         .map(chatTitle),
     );
   });
@@ -180,16 +188,20 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     });
   });
   route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
-    const { user } = await authenticate(state, ctx, 'verified');
+    // get_optional_verified_user: an open share (`anyone:*`) is answered without any identity
+    const user = findToken(ctx.req) ? (await authenticate(state, ctx, 'verified')).user : undefined;
     const shared = chatByShareId(state, id ?? '');
     if (shared) {
-      if (shared.user_id !== user.id && !adminChatAccess(state, user) && !hasChatGrant(state, user, shared.id)) throw new HttpError(401, ACCESS_PROHIBITED);
+      const open = isOpenShare(state, shared.id);
+      if (!open && !user) throw new HttpError(401, INVALID_TOKEN);
+      if (!open && user && shared.user_id !== user.id && !adminChatAccess(state, user) && !hasChatGrant(state, user, shared.id))
+        throw new HttpError(401, ACCESS_PROHIBITED);
       // get_chat_by_share_id: the snapshot, named by the share's id (not the chat's)
       sendJson(ctx, 200, { ...chatResponse(shared), id: shared.share_id, share_id: shared.share_id });
       return;
     }
     // admins reach any chat by its chat id while ENABLE_ADMIN_CHAT_ACCESS
-    const chat = adminChatAccess(state, user) ? chats.get(id ?? '') : undefined;
+    const chat = user && adminChatAccess(state, user) ? chats.get(id ?? '') : undefined;
     if (!chat) throw new HttpError(401, NOT_FOUND);
     sendJson(ctx, 200, chatResponse(chat));
   });
@@ -268,6 +280,16 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     chatGrants.delete(chat.id);
     sendJson(ctx, 200, true);
   });
+  // routers/chats.py pin_chat_by_id: the caller's own chat only, whatever the admin flags.
+  route('POST', '/api/v1/chats/{id}/pin', async (ctx, [id]) => {
+    const { user } = await authenticate(state, ctx, 'verified');
+    const chat = chats.get(id ?? '');
+    if (!chat || chat.user_id !== user.id) throw new HttpError(401, SOMETHING_WENT_WRONG);
+    chat.pinned = !chat.pinned;
+    chat.updated_at = Math.floor(Date.now() / 1000);
+    sendJson(ctx, 200, chatResponse(chat));
+  });
+
   route('GET', '/api/v1/chats/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(state, ctx, 'verified');
     const chat = chats.get(id ?? '');

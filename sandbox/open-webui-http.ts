@@ -9,7 +9,11 @@ export const NOT_AUTHENTICATED = 'Not authenticated';
 export const USER_MISMATCH = 'User mismatch';
 export const ACCESS_PROHIBITED = 'You do not have permission to access this resource. Please contact your administrator for assistance.';
 export const NOT_FOUND = "We could not find what you're looking for :/";
+export const INVALID_TOKEN = 'Your session has expired or the token is invalid. Please sign in again.';
+/** ERROR_MESSAGES.DEFAULT() */
+export const SOMETHING_WENT_WRONG = 'Something went wrong :/';
 export const INVALID_CRED = 'The email or password provided is incorrect. Please check for typos and try logging in again.';
+export const INVALID_TRUSTED_HEADER = 'Your provider has not provided a trusted header. Please contact your administrator for assistance.';
 
 /** Seconds since the epoch, as the upstream stores timestamps. */
 export const nowS = (): number => Math.floor(Date.now() / 1000);

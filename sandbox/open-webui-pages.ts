@@ -25,13 +25,22 @@ const SPA_SHELL = `<!doctype html>
 
 /**
  * The stand-in's front-end: who is signed in (as the chat front-end sees the trusted headers),
- * links to try the policies, and the chat front-end's own "Sign out", done as Open WebUI's
+ * links to try the policies, the active tenant and, for a user of several, a control to switch it
+ * (POST /auth/session/tenant), and the chat front-end's own "Sign out", done as Open WebUI's
  * UserMenu does it since 0.10.2 (POST /api/v1/auths/signout, then `location.href` = `redirect_url`,
  * or `/auth?state=logout` without one).
  */
 const standInAppJs = (flags: { bypassAdminAccessControl: boolean; enableAdminExport: boolean }) => `const app = document.getElementById('app');
 const SWITCHES = ${JSON.stringify({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: flags.bypassAdminAccessControl, CHATUI_ENABLE_ADMIN_EXPORT: flags.enableAdminExport })};
 const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+// A user of several tenants picks the active one, as the platform's front-end does (POST /auth/session/tenant).
+function tenantSwitch(session) {
+  const tenants = Array.isArray(session.tenants) ? session.tenants : [];
+  if (tenants.length < 2) return '';
+  return '<form id="tenant-switch"><label for="tenant-choice">Active tenant</label> <select id="tenant-choice">'
+    + tenants.map((t) => '<option value="' + esc(t) + '"' + (t === session.active_tenant ? ' selected' : '') + '>' + esc(t) + '</option>').join('')
+    + '</select> <button type="submit">Switch tenant</button> <span id="tenant-switch-result" role="status"></span></form>';
+}
 async function main() {
   const me = await fetch('/api/v1/auths/', { credentials: 'include' });
   if (me.status !== 200) { app.innerHTML = '<p id="signed-out">Not signed in. <a href="/auth/login">Sign in</a></p>'; return; }
@@ -46,7 +55,16 @@ async function main() {
     + '<li><a href="/auth/session">Your gateway session (/auth/session)</a></li>'
     + '<li><a href="/auth/logout">Log out through the gateway (/auth/logout)</a></li></ul>'
     + '<p id="switches">Switches (set alike here and on the gateway): ' + Object.entries(SWITCHES).map(([k, v]) => esc(k) + '=<strong>' + esc(v) + '</strong>').join(', ') + '</p>'
+    + tenantSwitch(session)
     + '<p><button id="sign-out" type="button">Sign out</button> (the chat front-end\\'s own menu entry)</p></main>';
+  const chooser = document.getElementById('tenant-switch');
+  if (chooser) chooser.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const tenant_id = document.getElementById('tenant-choice').value;
+    const res = await fetch('/auth/session/tenant', { method: 'POST', headers: { 'Content-Type': 'application/json' }, credentials: 'include', body: JSON.stringify({ tenant_id }) });
+    if (res.ok) location.reload();
+    else document.getElementById('tenant-switch-result').textContent = 'Not switched (' + res.status + '): ' + ((await res.json().catch(() => ({}))).detail ?? '');
+  });
   document.getElementById('sign-out').addEventListener('click', async () => {
     const res = await fetch('/api/v1/auths/signout', { method: 'POST', headers: { 'Content-Type': 'application/json' }, credentials: 'include' })
       .then((r) => r.json()).catch(() => null);

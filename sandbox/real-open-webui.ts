@@ -137,6 +137,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     if (child.pid) liveGroups.delete(child.pid);
   };
   const url = `http://127.0.0.1:${port}`;
+  let gaveUp = false;
   try {
     await new Promise<void>((resolveUp, reject) => {
       const timer = setTimeout(() => reject(new Error(`Open WebUI did not answer /health within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
@@ -153,14 +154,23 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
         } catch {
           /* not yet */
         }
-        if (child.exitCode === null) setTimeout(poll, 250);
+        if (child.exitCode === null && !gaveUp) setTimeout(poll, 250);
       };
       void poll();
     });
   } catch (err) {
+    // Nothing is left behind a start that failed: no poll, no process (its group, or the child
+    // itself when it failed before leading a group of its own), no pipe, no data folder.
+    gaveUp = true;
+    const text = output().slice(-6000);
+    const gone = child.exitCode === null && child.signalCode === null ? new Promise<void>((r) => child.once('exit', () => r())) : Promise.resolve();
     killGroup('SIGKILL');
+    child.kill('SIGKILL');
+    await gone;
     forget();
-    throw new Error(`${(err as Error).message}\n--- its output ---\n${output().slice(-6000)}`, { cause: err });
+    log.end();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw new Error(`${(err as Error).message}\n--- its output ---\n${text}`, { cause: err });
   }
   const bootSeconds = (Date.now() - started) / 1000;
   return {

@@ -9,7 +9,9 @@
 //   - for every account, the files and the chat sandbox/seed.ts gives it (uploaded and stored as
 //     that account's own).
 // What was done is reported, step by step, so the banner says only that.
-import { CookieJar, loginThroughIdp } from './idp.js';
+import { CookieJar } from './cookie-jar.js';
+import { loginThroughIdp } from './idp-browser.js';
+import { RELEASE_NOT_CHECKED } from '../policies/upstream-release.js';
 import { demoAccounts, type DemoAccount } from './demo-realm.js';
 import { isPlatformSysAdmin, sandboxSeed, userIdOf, type Seed } from './seed.js';
 
@@ -45,7 +47,7 @@ class GatewaySession {
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    if (res.status !== 200) throw new Error(`${method} ${path} answered ${res.status}: ${res.text.slice(0, 200)}`);
+    if (res.status !== 200) throw new SeedRefusal(method, path, res.status, res.text);
     return JSON.parse(res.text) as T;
   }
 
@@ -53,8 +55,26 @@ class GatewaySession {
     const form = new FormData();
     form.append('file', new Blob([content], { type }), filename);
     const res = await request(this.jar, `${this.publicUrl}/api/v1/files/`, { method: 'POST', body: form });
-    if (res.status !== 200) throw new Error(`uploading ${filename} answered ${res.status}: ${res.text.slice(0, 200)}`);
+    if (res.status !== 200) throw new SeedRefusal('POST', `/api/v1/files/ (uploading ${filename})`, res.status, res.text);
     return JSON.parse(res.text) as { id: string; filename: string };
+  }
+}
+
+/** A step refused by the gateway or Open WebUI, in words: the answer's `detail`, and why when the gateway says so. */
+class SeedRefusal extends Error {
+  constructor(method: string, path: string, status: number, text: string) {
+    let detail = text.slice(0, 200);
+    try {
+      const parsed = JSON.parse(text) as { detail?: unknown };
+      if (typeof parsed.detail === 'string') detail = parsed.detail;
+    } catch {
+      /* not JSON: the text as it came */
+    }
+    // the gateway refuses admins behind a release it was not checked against (policies/upstream-release.ts)
+    const why = detail.startsWith(RELEASE_NOT_CHECKED)
+      ? ` (UPSTREAM_RELEASE_POLICY=refuse-admins refuses every API request of an admin while Open WebUI runs a release the gateway was not checked against; see the warning above)`
+      : '';
+    super(`${method} ${path} answered ${status}: ${detail}${why}`);
   }
 }
 
@@ -71,7 +91,7 @@ async function request(
     redirect: 'manual',
     signal: AbortSignal.timeout(60_000),
   });
-  jar.store(url, res.headers.getSetCookie());
+  jar.store(res.headers.getSetCookie(), url);
   const location = res.headers.get('location');
   return { status: res.status, ...(location ? { location: new URL(location, url).href } : {}), text: await res.text() };
 }
@@ -138,7 +158,9 @@ export async function seedThroughGateway(o: {
       });
       report.model = { id: o.model.id, name: o.model.name };
     } catch (err) {
-      report.problems.push(`the model ${o.model.id} was not registered: ${(err as Error).message}`);
+      report.problems.push(
+        `the model ${o.model.id} was not registered for everyone, so nobody can chat with it until an admin registers a model: ${admin.username}'s ${(err as Error).message}`,
+      );
     }
   } else if (o.model) report.problems.push(`the model ${o.model.id} was not registered: no demo account is a platform administrator`);
 

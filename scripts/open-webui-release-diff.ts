@@ -69,6 +69,11 @@ export interface ReleaseDiff {
   mountsAdded: string[];
   /** entries of the release's record that no longer hold (it serves an absent row, an unlisted route is gone) */
   staleRecord: string[];
+  /**
+   * handlers (or events) the same as another checked release's whose record says they differ from
+   * the table's, which this release's record does not say: the same difference, unsaid
+   */
+  unsaidDifferences: string[];
   /** the fingerprints were taken with another Python than the recorded ones (ast.unparse may print differently) */
   pythonDiffers?: { recorded: string; now: string };
 }
@@ -167,6 +172,20 @@ export function diffRelease(real: RealListing, recorded: Recorded, releases: rea
     .filter(([event]) => !eventsAdded.includes(event))
     .map(([event, fp]) => compare(event, fp, (r) => r.events))
     .filter((c): c is ChangedHandler => c !== undefined);
+  // A handler whose code is another checked release's carries that release's differences with it.
+  const said = new Set(Object.keys(record?.differences ?? {}));
+  const unsaidDifferences: string[] = [];
+  for (const other of releases) {
+    if (other.version === real.version || !recorded[other.version]) continue;
+    for (const [route, why] of Object.entries(other.differences)) {
+      if (said.has(route)) continue;
+      const isEvent = !route.includes(' ');
+      const mine = isEvent ? real.events[route] : real.handlers[route];
+      const theirs = isEvent ? recorded[other.version]!.events[route] : recorded[other.version]!.handlers[route];
+      if (mine !== undefined && mine === theirs && mine !== (isEvent ? recorded[TABLE_RELEASE]?.events[route] : recorded[TABLE_RELEASE]?.handlers[route]))
+        unsaidDifferences.push(`${route}: the same handler as ${other.version}\u2019s, which ${why}`);
+    }
+  }
   const reference = recorded[against[0] ?? ''];
   return {
     version: real.version,
@@ -179,6 +198,7 @@ export function diffRelease(real: RealListing, recorded: Recorded, releases: rea
     changedEvents,
     mountsAdded,
     staleRecord,
+    unsaidDifferences,
     ...(reference && reference.python !== real.python ? { pythonDiffers: { recorded: reference.python, now: real.python } } : {}),
   };
 }
@@ -187,6 +207,8 @@ export function diffRelease(real: RealListing, recorded: Recorded, releases: rea
 export function covered(d: ReleaseDiff): boolean {
   return (
     d.added.length + d.removed.length + d.changed.length + d.eventsAdded.length + d.eventsRemoved.length + d.changedEvents.length + d.mountsAdded.length ===
-      0 && d.staleRecord.length === 0
+      0 &&
+    d.staleRecord.length === 0 &&
+    d.unsaidDifferences.length === 0
   );
 }

@@ -3,6 +3,7 @@
 #
 #   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
 #   scripts/open-webui.sh install-checked  the same for every release the route table was checked against
+#   scripts/open-webui.sh test-checked     the real-peer suites against each of them (npm test)
 #   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
 #   scripts/open-webui.sh path         print the venv's folder
 #
@@ -11,8 +12,8 @@
 #
 # Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
 # (shipped inside the wheel: Open WebUI's pinned torch-free subset, what its slim image runs).
-# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see README
-# "The real Open WebUI" for what is left out and why. A marker file records a complete install;
+# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see
+# docs/development.md, "Open WebUI 0.12.4" for what is left out and why. A marker file records a complete install;
 # a half-done one (no marker) is removed and done again.
 #
 # Serve: settings come from the environment (test/support/open-webui.ts sets them); this script
@@ -29,6 +30,15 @@ PYTHON="${PYTHON:-python3}"
 install() {
   if [ -f "$MARKER" ] && [ -x "$VENV/bin/open-webui" ]; then
     echo "open-webui $OWUI_VERSION already installed in $VENV"
+    return 0
+  fi
+  # One install of a release at a time (two test runs on a fresh machine): the second waits, then
+  # finds it done.
+  mkdir -p "$CACHE"
+  exec 9>"$ROOT.lock"
+  flock 9
+  if [ -f "$MARKER" ] && [ -x "$VENV/bin/open-webui" ]; then
+    echo "open-webui $OWUI_VERSION installed meanwhile in $VENV"
     return 0
   fi
   local started; started=$(date +%s)
@@ -48,8 +58,19 @@ print(hits[0] if hits else '')
 PY
 )
   [ -n "$slim" ] && [ -f "$slim" ] || { echo "requirements-slim.txt not found in the open-webui $OWUI_VERSION wheel" >&2; exit 1; }
-  # The package's own torch-free subset, exactly as pinned there.
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$slim"
+  # The package's own torch-free subset, exactly as pinned there. pip then lists every package of
+  # the wheel's full requirements it left out (an "ERROR" line and one line each): that is the slim
+  # install, on purpose, so the list is said in one line; anything else pip says is shown.
+  local piplog; piplog="$(mktemp)"
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check -r "$slim" 2>"$piplog"; then
+    cat "$piplog" >&2; rm -f "$piplog"; exit 1
+  fi
+  local left
+  left=$(grep -cE "^open-webui [^ ]+ requires .+, which is not installed\.$" "$piplog" || true)
+  grep -vE -e "^ERROR: pip's dependency resolver does not currently take into account all the packages" \
+    -e "^open-webui [^ ]+ requires .+, which is not installed\.$" "$piplog" >&2 || true
+  rm -f "$piplog"
+  [ "$left" -eq 0 ] || echo "open-webui $OWUI_VERSION: $left packages of its full requirements left out on purpose (local models, OCR, other vector stores and databases: the slim install, docs/development.md)"
   "$VENV/bin/python" -c 'import open_webui' >/dev/null
   echo "$OWUI_VERSION $(date -u +%FT%TZ)" > "$MARKER"
   echo "open-webui $OWUI_VERSION installed in $VENV in $(( $(date +%s) - started ))s"
@@ -57,7 +78,7 @@ PY
 
 serve() {
   local port="${1:?usage: open-webui.sh serve PORT}"
-  [ -f "$MARKER" ] || { echo "open-webui $OWUI_VERSION is not installed: run scripts/open-webui.sh install" >&2; exit 1; }
+  [ -f "$MARKER" ] || { echo "open-webui $OWUI_VERSION is not installed: run npm test (its set-up installs it) or OWUI_VERSION=$OWUI_VERSION scripts/open-webui.sh install" >&2; exit 1; }
   : "${DATA_DIR:?set DATA_DIR (a temporary folder)}"
   : "${WEBUI_SECRET_KEY:?set WEBUI_SECRET_KEY}"
   # Nothing reaches the network or loads a local model at start.
@@ -75,19 +96,42 @@ serve() {
   exec "$VENV/bin/open-webui" serve --host 127.0.0.1 --port "$port"
 }
 
-# Every release the route table was checked against (policies/open-webui-releases.ts), each in a
-# venv of its own: what `npm test` runs against.
-install_checked() {
-  local here releases
+# Every release the route table was checked against (policies/open-webui-releases.ts), the table's first.
+checked_releases() {
+  local here
   here="$(cd "$(dirname "$0")/.." && pwd)"
-  releases="$(cd "$here" && node --import tsx --input-type=module -e "console.log((await import('./policies/open-webui-releases.ts')).CHECKED_VERSIONS.join(' '))")"
+  (cd "$here" && node --import tsx --input-type=module -e "console.log((await import('./policies/open-webui-releases.ts')).CHECKED_VERSIONS.join(' '))")
+}
+
+# Each checked release in a venv of its own: what `npm test` runs against.
+install_checked() {
+  local releases; releases="$(checked_releases)"
   for release in $releases; do OWUI_VERSION="$release" bash "$0" install; done
+}
+
+# Every real-peer suite (npm run test:open-webui) against each checked release in turn; every
+# release is run even when one fails, and the run fails when any did, with how long each took.
+test_checked() {
+  local releases; releases="$(checked_releases)"
+  local summary=() failed=0 started
+  for release in $releases; do
+    started=$SECONDS
+    echo "=== the real-peer suites against Open WebUI $release (test/real-open-webui/)"
+    if OWUI_VERSION="$release" npm run --silent test:open-webui; then
+      summary+=("Open WebUI $release: passed in $((SECONDS - started)) s")
+    else
+      summary+=("Open WebUI $release: FAILED after $((SECONDS - started)) s"); failed=1
+    fi
+  done
+  printf 'real-peer suites:\n'; printf '  %s\n' "${summary[@]}"
+  return $failed
 }
 
 case "${1:-}" in
   install) install ;;
   install-checked) install_checked ;;
+  test-checked) test_checked ;;
   serve) shift; serve "$@" ;;
   path) echo "$VENV" ;;
-  *) echo "usage: $0 install | install-checked | serve PORT | path" >&2; exit 2 ;;
+  *) echo "usage: $0 install | install-checked | test-checked | serve PORT | path" >&2; exit 2 ;;
 esac

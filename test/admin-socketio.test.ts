@@ -9,6 +9,7 @@ import { clientFrame, rawWebSocket } from './support/websocket-wire.js';
 import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { emptyWorkspace, grant } from '../sandbox/open-webui-workspace.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
+import { until } from './support/wait.js';
 
 const SECRET = 'GLOBEX-NOTE-SECRET';
 const account = (username: string) => demoAccounts.find((a) => a.username === username)!;
@@ -68,11 +69,9 @@ const chat = (id: string, user_id: string) => ({
   meta: {},
   folder_id: null,
 });
-const waitFor = async (pred: () => boolean, ms = 2000) => {
-  const end = Date.now() + ms;
-  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-  return pred();
-};
+
+/** How long a frame may take to be answered through the gateway and the stand-in. */
+const WAIT = { ms: 2_000, everyMs: 10 };
 
 for (const bypass of [false, true]) {
   describe(`Socket.IO note events of admins, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${bypass}`, function () {
@@ -108,7 +107,7 @@ for (const bypass of [false, true]) {
       async () => {
         const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
         const own = await upstreamToken(w, 'sysadmin');
-        await waitFor(() => admin.received.length > 0); // the stand-in's hello
+        await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
         admin.send(event('join-note', { note_id: 'n-bob', auth: { token: own } }));
         admin.send(event('ydoc:document:join', { document_id: 'note_n-bob', user_id: 'u-sysadmin' }));
         // a binary event with one attachment, on another user's note: both parts dropped
@@ -117,8 +116,8 @@ for (const bypass of [false, true]) {
         admin.send(event('join-note', { note_id: 'n-admin', auth: { token: own } }));
         admin.send(event('join-note', { note_id: 'n-shared', auth: { token: own } }));
         admin.send(event('heartbeat', {}));
-        expect(await waitFor(() => admin.received.some((m) => m.includes('heartbeat')))).to.equal(true);
-        await waitFor(() => states(admin).length >= (bypass ? 4 : 2));
+        await until('the heartbeat echoed', () => admin.received.some((m) => m.includes('heartbeat')), WAIT);
+        await until('the joined notes\u2019 states', () => states(admin).length >= (bypass ? 4 : 2), WAIT);
         const joined = states(admin).map((m) => JSON.parse(m.slice(2))[1].document_id);
         if (bypass) {
           expect(joined).to.include('note:n-bob');
@@ -139,13 +138,13 @@ for (const bypass of [false, true]) {
     it('both transports: joining another user\u2019s chat room is dropped with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false); the admin\u2019s own chat works', async () => {
       const token = await w.idp.accessTokenFor('sysadmin', CLIENT_ID);
       const admin = await connect(w, token);
-      await waitFor(() => admin.received.length > 0);
+      await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
       const foreign = event('events:chat', { chat_id: 'c-bob', data: { type: 'join' } });
       const own = event('events:chat', { chat_id: 'c-sys', data: { type: 'join' } });
       admin.send(foreign);
       admin.send(own);
       // the stand-in echoes what reaches it
-      expect(await waitFor(() => admin.received.includes(own))).to.equal(true);
+      await until('the own note\u2019s answer', () => admin.received.includes(own), WAIT);
       expect(admin.received).to.not.include(foreign);
       admin.close();
       const before = w.upstream.workspace.polled.length;
@@ -161,7 +160,7 @@ for (const bypass of [false, true]) {
 
     it('WebSocket: a token of another account in the CONNECT packet or an event is dropped with either switch; the admin\u2019s own passes', async () => {
       const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
-      await waitFor(() => admin.received.length > 0);
+      await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
       const [own, alices] = [await upstreamToken(w, 'sysadmin'), await upstreamToken(w, 'alice')];
       const sent = {
         foreignConnect: `40${JSON.stringify({ token: alices })}`,
@@ -172,11 +171,35 @@ for (const bypass of [false, true]) {
       };
       for (const m of Object.values(sent)) admin.send(m);
       // the stand-in echoes what reaches it
-      expect(await waitFor(() => admin.received.includes(sent.ownJoin))).to.equal(true);
+      await until('the own join echoed', () => admin.received.includes(sent.ownJoin), WAIT);
       expect(admin.received).to.include(sent.ownConnect);
       for (const m of [sent.foreignConnect, sent.foreignJoin, sent.notAToken]) expect(admin.received, m).to.not.include(m);
       const dropped = w.obs.lines.filter((l) => l.event === 'admin-socket-event-dropped' && /token/.test(String(l.rule)));
       expect(dropped.map((l) => l.socketEvent)).to.have.members(['connect', 'user-join', 'user-join']);
+      admin.close();
+    });
+
+    it('WebSocket, with either switch: an update of the admin\u2019s own note that does not decode as Yjs is dropped and audited (Open WebUI 0.11.4 would keep it and the note could no longer be joined); one that does goes on', async () => {
+      const admin = await connect(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
+      await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
+      const Y = await import('yjs');
+      const doc = new Y.Doc();
+      doc.getText('t').insert(0, 'own words, edited');
+      const sent = {
+        malformed: event('ydoc:document:update', { document_id: 'note:n-admin', update: [1, 2, 3] }),
+        notBytes: event('ydoc:document:update', { document_id: 'note:n-admin', update: 'AQID' }),
+        valid: event('ydoc:document:update', { document_id: 'note:n-admin', update: Array.from(Y.encodeStateAsUpdate(doc)) }),
+      };
+      const before = w.obs.lines.length;
+      for (const m of Object.values(sent)) admin.send(m);
+      // the stand-in echoes what reaches it
+      await until('the valid update echoed', () => admin.received.includes(sent.valid), WAIT);
+      for (const m of [sent.malformed, sent.notBytes]) expect(admin.received, m).to.not.include(m);
+      const dropped = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-event-dropped');
+      expect(dropped.map((l) => [l.socketEvent, l.rule])).to.deep.equal([
+        ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+        ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+      ]);
       admin.close();
     });
 
@@ -189,7 +212,7 @@ for (const bypass of [false, true]) {
       expect(admin.head).to.match(/^HTTP\/1\.1 101 /);
       expect(admin.head).to.not.match(/sec-websocket-extensions/i);
       // the stand-in's hello names the headers it got: no offer reached it
-      await waitFor(() => admin.received.length > 0);
+      await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
       expect(admin.received[0]).to.not.match(/sec-websocket-extensions/i);
       admin.destroy();
       const alice = await rawWebSocket(w.url, { ...offer, Authorization: `Bearer ${await w.idp.accessTokenFor('alice', CLIENT_ID)}` });
@@ -211,14 +234,14 @@ for (const bypass of [false, true]) {
       for (const [what, bad] of forbidden) {
         it(what, async () => {
           const admin = await rawAdmin(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
-          await waitFor(() => admin.received.length > 0); // the stand-in's hello
+          await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
           const first = event('user-list', { n: 1 });
           admin.send(clientFrame(1, text(first)));
           // the stand-in echoes what reaches it
-          expect(await waitFor(() => admin.received.includes(first))).to.equal(true);
+          await until('the first message echoed', () => admin.received.includes(first), WAIT);
           const after = event('user-list', { n: 2 });
           admin.send(Buffer.concat([bad, clientFrame(1, text(after))]));
-          expect(await waitFor(() => admin.state.ended)).to.equal(true);
+          await until('the connection closed', () => admin.state.ended, WAIT);
           expect(admin.state.close, `${admin.state.error ?? ''} ${admin.received.join(' | ')}`).to.equal(1002);
           expect(admin.received).to.not.include(after);
           const audit = w.obs.lines.filter((l) => l.event === 'admin-socket-closed');
@@ -229,14 +252,14 @@ for (const bypass of [false, true]) {
 
       it('a binary event dropped, then a reserved-opcode frame, then a binary message: that message is not taken for the dropped event\u2019s attachment and sent on', async () => {
         const admin = await rawAdmin(w, await w.idp.accessTokenFor('sysadmin', CLIENT_ID));
-        await waitFor(() => admin.received.length > 0);
+        await until('the stand-in\u2019s hello', () => admin.received.length > 0, WAIT);
         const own = await upstreamToken(w, 'sysadmin');
         // dropped with either switch: a chat join of bob's, with one attachment
         const join = `451-${JSON.stringify(['events:chat', { chat_id: 'c-bob', data: { type: 'join' } }, { auth: { token: own } }])}`;
         admin.send(clientFrame(1, text(join)));
         admin.send(clientFrame(3, Buffer.from([1])));
         admin.send(clientFrame(2, Buffer.from([0xab, 0xcd])));
-        await waitFor(() => admin.state.ended);
+        await until('the connection closed', () => admin.state.ended, WAIT);
         // Open WebUI echoes a binary message that reaches it
         expect(admin.received.filter((m) => m.startsWith('<binary'))).to.deep.equal([]);
         expect(admin.state.close).to.equal(1002);
@@ -246,10 +269,10 @@ for (const bypass of [false, true]) {
 
     it('WebSocket: a plain user\u2019s socket is a byte pipe (Open WebUI keeps them to their own notes)', async () => {
       const alice = await connect(w, await w.idp.accessTokenFor('alice', CLIENT_ID));
-      await waitFor(() => alice.received.length > 0);
+      await until('the stand-in\u2019s hello', () => alice.received.length > 0, WAIT);
       alice.send(event('join-note', { note_id: 'n-bob', auth: { token: 'x' } }));
       alice.send(Buffer.from([9, 9]));
-      expect(await waitFor(() => alice.received.some((m) => m.startsWith('<binary')))).to.equal(true);
+      await until('the binary message echoed', () => alice.received.some((m) => m.startsWith('<binary')), WAIT);
       expect(alice.received.join('\n')).to.not.include(SECRET);
       alice.close();
     });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { evaluateTargets, type Results, type Row } from '../bench/report.js';
+import { evaluateTargets, targetLines, type Results, type Row } from '../bench/report.js';
 import { SCENARIOS } from '../bench/scenarios.js';
 import { freePorts } from '../sandbox/ports.js';
 import { spawnChild } from '../bench/proc.js';
@@ -87,18 +87,26 @@ describe('bench: the harness (smoke mode)', function () {
     }
   });
 
-  it('judged every target (met or not) and said which credential the gateway got', () => {
+  it('judged every target on the rows it wrote (met or not, as the rows say), printed each, and said which credential the gateway got', () => {
     expect(results.targets.length).to.be.greaterThan(10);
     // unmeasured only for want of a peer: nginx absent, or oauth2-proxy skipped (its own targets)
     const absent = (id: string) => results.machine.nginx === null || (id.includes('oauth2-proxy') && !results.machine.oauth2Proxy);
     for (const t of results.targets) expect(t.met === true || t.met === false || (t.met === null && absent(t.id)), t.id).to.equal(true);
+    // what was written is the judgement of the rows measured, not of fewer or other ones
+    const rows = structuredClone(results.rows);
+    expect(evaluateTargets(rows, { wsConnections: results.parameters.wsConnections!, smoke: true })).to.deep.equal(results.targets);
+    for (const line of targetLines(results)) expect(output, 'the printed targets').to.include(line);
     expect(results.gatewayCredential).to.match(/session cookie|bearer|API key/);
   });
 
-  it('measured the memory of an idle connection for every peer of the idle scenario', () => {
-    for (const r of results.rows.filter((x) => x.scenario === 'idle' && x.peer !== 'direct'))
-      expect(r.bytesPerConnection, r.peer).to.be.a('number').and.satisfy(Number.isFinite);
-    expect(results.targets.find((t) => t.id === 'idle connection memory')?.met).to.be.a('boolean');
+  it('measured the memory of an idle connection for every peer of the idle scenario, and judged the gateway\u2019s against the floor\u2019s', () => {
+    const idle = results.rows.filter((x) => x.scenario === 'idle' && x.peer !== 'direct');
+    expect(idle.map((r) => r.peer)).to.include.members(['gateway', 'bare http-proxy-3']);
+    for (const r of idle) expect(r.bytesPerConnection, r.peer).to.be.a('number').and.satisfy(Number.isFinite);
+    const [gateway, floor] = ['gateway', 'bare http-proxy-3'].map((p) => idle.find((r) => r.peer === p)!.bytesPerConnection!);
+    const target = results.targets.find((t) => t.id === 'idle connection memory')!;
+    expect(target.met).to.equal(gateway! <= 2 * Math.max(floor!, 1));
+    expect(target.measured).to.include(`${(gateway! / 1024).toFixed(1)} KB vs ${(floor! / 1024).toFixed(1)} KB`);
   });
 
   it('recorded the peak RSS of every peer process it measured', () => {
@@ -120,9 +128,15 @@ describe('bench: the harness (smoke mode)', function () {
       else expect(r.markCompacts, `${r.scenario} / ${r.peer}`).to.be.a('number').and.at.least(0);
     }
     expect(output).to.match(/\| full GCs \|/);
-    const streaming = results.targets.find((t) => t.id === 'streaming full GCs');
-    expect(streaming?.met, streaming?.measured).to.be.a('boolean');
-    expect(streaming?.measured).to.match(/files page passed through \d+ \(floor \d+\), upload \d+ \(floor \d+\), download \d+ \(floor \d+\)/);
+    const streaming = results.targets.find((t) => t.id === 'streaming full GCs')!;
+    const gcs = (scenario: string, peer: string) => results.rows.find((r) => r.scenario === scenario && r.peer === peer)!;
+    const pairs = [
+      ['files page passed through', gcs('files-page', 'gateway (pass-through)'), gcs('files-page', 'bare http-proxy-3')],
+      ['upload', gcs('upload', 'gateway'), gcs('upload', 'bare http-proxy-3')],
+      ['download', gcs('download', 'gateway'), gcs('download', 'bare http-proxy-3')],
+    ] as const;
+    expect(streaming.measured).to.equal(pairs.map(([what, g, b]) => `${what} ${g.markCompacts} (floor ${b.markCompacts})`).join(', '));
+    expect(streaming.met, streaming.measured).to.equal(pairs.every(([, g, b]) => g.markCompacts! <= b.markCompacts! + (g.rounds ?? 1)));
   });
 });
 
@@ -175,6 +189,8 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
     }
     for (const id of ['pass-through vs oauth2-proxy', 'added p99 vs oauth2-proxy', 'idle connection memory'])
       expect(results.targets.find((t) => t.id === id)?.met, id).to.be.a('boolean');
+    // each judged on the rows this run wrote
+    expect(evaluateTargets(structuredClone(results.rows), { wsConnections: results.parameters.wsConnections!, smoke: true })).to.deep.equal(results.targets);
   });
 });
 

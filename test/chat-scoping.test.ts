@@ -7,7 +7,15 @@ import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { ADMIN_CHAT_ACCESS_DISABLED } from '../policies/admin-scoping.js';
-import { chatAccess, chatAccessAllowed, sharedByShareId, sharesFollowGrants } from '../policies/chat-scoping.js';
+import {
+  chatAccess,
+  chatAccessAllowed,
+  shareCandidates,
+  sharedByShareId,
+  shareGrantsReach,
+  sharesFollowGrants,
+  sharesNeedGrantsRead,
+} from '../policies/chat-scoping.js';
 import { FOREIGN_MARKER, seedChats, seedUsers } from './support/raw-http.js';
 
 const BOB_CHAT = 'c-u-bob';
@@ -50,6 +58,35 @@ describe('chat scoping rule (pure)', () => {
     expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 's', user_id: 'bob', share_id: 's' }, 'me')).to.equal(true);
     expect(sharedByShareId({ need: 'share-or-own', id: 's' }, { id: 'c', user_id: 'me', share_id: 's' }, 'me')).to.equal(false);
     expect(sharedByShareId({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'bob', share_id: 'c' }, 'me')).to.equal(false);
+  });
+  it('with the upstream\u2019s flag drifted true (its admin route answers 200) a share is judged by its grants as Open WebUI would with the flag false', () => {
+    expect(sharesNeedGrantsRead(200)).to.equal(true);
+    for (const status of [401, 403, 404, 500]) expect(sharesNeedGrantsRead(status), String(status)).to.equal(false);
+    const me = { userId: 'me', groupIds: new Set(['ops']) };
+    const grant = (principal_type: string, principal_id: string, permission = 'read') => [{ principal_type, principal_id, permission }];
+    expect(shareGrantsReach(grant('anyone', '*'), me), 'open to everyone').to.equal(true);
+    expect(shareGrantsReach(grant('user', '*'), me), 'every user').to.equal(true);
+    expect(shareGrantsReach(grant('user', 'me'), me), 'me by name').to.equal(true);
+    expect(shareGrantsReach(grant('group', 'ops'), me), 'my group').to.equal(true);
+    expect(shareGrantsReach(grant('user', 'me', 'write'), me), 'write only: Open WebUI reads exactly read').to.equal(false);
+    expect(shareGrantsReach(grant('group', 'sales'), me), 'another group').to.equal(false);
+    expect(shareGrantsReach(grant('user', 'bob'), me), 'another user').to.equal(false);
+    expect(shareGrantsReach(grant('anyone', 'me'), me), 'anyone is only *').to.equal(false);
+    for (const broken of [undefined, null, {}, 'read', [null], [{ principal_type: 'user', principal_id: 7, permission: 'read' }]])
+      expect(shareGrantsReach(broken, me), JSON.stringify(broken)).to.equal(false);
+    expect(shareGrantsReach(grant('user', '*'), { userId: '', groupIds: new Set() }), 'no caller').to.equal(false);
+  });
+  it('the chat a share was taken from is looked for among the owner\u2019s chats of its title first, a bounded number', () => {
+    const list = [
+      { id: 'a', title: 'Other' },
+      { id: 'b', title: 'Trip' },
+      { id: 'c', title: 'Trip plans' },
+      { id: 'd', title: 'Trip' },
+    ];
+    expect(shareCandidates(list, 'Trip', 10)).to.deep.equal(['b', 'd', 'a', 'c']);
+    expect(shareCandidates(list, 'Trip', 2)).to.deep.equal(['b', 'd']);
+    expect(shareCandidates({ items: list }, 'Trip', 10)).to.deep.equal([]);
+    expect(shareCandidates([{ title: 'no id' }, 'x', null], 'x', 10)).to.deep.equal([]);
   });
   it('allows the own chat, and a chat reached by its share id; nothing when the owner is unknown', () => {
     expect(chatAccessAllowed({ need: 'own-chat', chatId: 'c' }, { id: 'c', user_id: 'me' }, 'me')).to.equal(true);
@@ -133,7 +170,7 @@ for (const upstreamFlag of [true, false]) {
       expect([...upstream.chats.values()].filter((c) => c.user_id === 'u-admin')).to.have.length(1);
     });
 
-    it('the admin\u2019s own chat: read, message update, grants, stats and clone all work', async () => {
+    it('the admin\u2019s own chat: read, message update, grants, stats and pin work', async () => {
       const read = await call(adminKey, 'GET', `/api/v1/chats/${ADMIN_CHAT}`);
       expect(read.status).to.equal(200);
       expect((await read.json()).id).to.equal(ADMIN_CHAT);
@@ -143,31 +180,74 @@ for (const upstreamFlag of [true, false]) {
       expect((await call(adminKey, 'GET', `/api/v1/chats/shared/${ADMIN_CHAT}/access`)).status).to.equal(200);
       expect((await call(adminKey, 'POST', `/api/v1/chats/shared/${ADMIN_CHAT}/access/update`, { access_grants: [] })).status).to.equal(200);
       expect((await call(adminKey, 'GET', `/api/v1/chats/stats/export/${ADMIN_CHAT}`)).status).to.equal(200);
-      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`)).status).to.be.oneOf([200, 401]); // own, unshared: as the upstream answers
-      expect((await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`)).status).to.not.equal(401);
+      const pinned = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/pin`);
+      expect(pinned.status).to.equal(200);
+      expect(await pinned.json()).to.deep.include({ id: ADMIN_CHAT, pinned: true });
+      expect(upstream.chats.get(ADMIN_CHAT)!.pinned).to.equal(true);
     });
 
     it(
       upstreamFlag
-        ? 'a chat shared with the admin by its share id is refused too: the upstream answers any admin for any share, granted or not'
-        : 'a chat shared with the admin keeps working by its share id: read and clone',
+        ? 'the admin\u2019s own chat cloned by its chat id: forwarded, and the upstream (its own flag on) makes the copy'
+        : 'the admin\u2019s own chat cloned by its chat id: the upstream (its own flag off) knows no share by that id, so the gateway refuses it unasked (401)',
       async () => {
-        const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
-        const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
-        if (upstreamFlag) {
-          await expectRefused(shared, 'GET /chats/share/{share id}');
-          await expectRefused(clone, 'POST clone/shared by share id');
+        const clone = await call(adminKey, 'POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`);
+        if (!upstreamFlag) {
+          await expectRefused(clone, 'POST clone/shared by the own chat id');
+          expect(forwarded('POST', ADMIN_CHAT), 'the clone reached the upstream').to.deep.equal([]);
+          // the upstream itself, asked straight: no chat by that share id, and no clone either
+          const straight = (method: string, path: string) => fetch(upstream.url + path, { method, headers: { authorization: `Bearer ${adminKey}` } });
+          expect((await straight('GET', `/api/v1/chats/share/${ADMIN_CHAT}`)).status).to.equal(401);
+          expect((await straight('POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`)).status).to.equal(401);
+          expect([...upstream.chats.values()].filter((c) => c.user_id === 'u-admin')).to.have.length(1);
           return;
         }
-        expect(shared.status).to.equal(200);
-        // a snapshot: it carries the share's id
-        expect(await shared.json()).to.deep.include({ id: BOB_SHARE, share_id: BOB_SHARE, user_id: 'u-bob' });
         expect(clone.status).to.equal(200);
+        expect(forwarded('POST', `/api/v1/chats/${ADMIN_CHAT}/clone/shared`), 'forwarded once').to.have.length(1);
         const copy = await clone.json();
-        expect(copy.user_id).to.equal('u-admin');
+        expect(copy).to.include({ user_id: 'u-admin', title: `Clone of ${upstream.chats.get(ADMIN_CHAT)!.title}` });
+        expect(copy.id).to.not.equal(ADMIN_CHAT);
         expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
       },
     );
+
+    it('a chat shared with the admin keeps working by its share id: read and clone (the upstream answers any admin for any share while its flag is true: the gateway reads the share\u2019s grants)', async () => {
+      const shared = await call(adminKey, 'GET', `/api/v1/chats/share/${BOB_SHARE}`);
+      expect(shared.status).to.equal(200);
+      // a snapshot: it carries the share's id
+      expect(await shared.json()).to.deep.include({ id: BOB_SHARE, share_id: BOB_SHARE, user_id: 'u-bob' });
+      const clone = await call(adminKey, 'POST', `/api/v1/chats/${BOB_SHARE}/clone/shared`);
+      expect(clone.status).to.equal(200);
+      const copy = await clone.json();
+      expect(copy.user_id).to.equal('u-admin');
+      expect(upstream.chats.get(copy.id)?.user_id).to.equal('u-admin');
+    });
+
+    it('a share open to everyone, or granted to a group of the admin, is served; one granted for writing only, to another group or to nobody is refused', async () => {
+      upstream.users.get('u-admin')!.groups.push('ops');
+      const share = (grants: Array<{ principal_type: 'user' | 'group' | 'anyone'; principal_id: string; permission: 'read' | 'write' }>, n: number) => {
+        const chat = structuredClone(upstream.chats.get(BOB_CHAT)!);
+        Object.assign(chat, { id: `c-bob-${n}`, share_id: `share-bob-${n}`, title: `Bob share ${n}` });
+        upstream.chats.set(chat.id, chat);
+        upstream.chatGrants.set(
+          chat.id,
+          grants.map((g, i) => ({ id: `g-${n}-${i}`, ...g })),
+        );
+        return chat.share_id!;
+      };
+      const open = share([{ principal_type: 'anyone', principal_id: '*', permission: 'read' }], 1);
+      const everyUser = share([{ principal_type: 'user', principal_id: '*', permission: 'read' }], 2);
+      const ops = share([{ principal_type: 'group', principal_id: 'ops', permission: 'read' }], 3);
+      const writeOnly = share([{ principal_type: 'user', principal_id: 'u-admin', permission: 'write' }], 4);
+      const otherGroup = share([{ principal_type: 'group', principal_id: 'sales', permission: 'read' }], 5);
+      const nobody = share([], 6);
+      for (const id of [open, everyUser, ops]) {
+        const res = await call(adminKey, 'GET', `/api/v1/chats/share/${id}`);
+        expect(res.status, id).to.equal(200);
+        expect((await res.json()).share_id).to.equal(id);
+      }
+      for (const id of [writeOnly, otherGroup, nobody]) await expectRefused(await call(adminKey, 'GET', `/api/v1/chats/share/${id}`), `share ${id}`);
+    });
 
     it('deleting another user\u2019s chat is refused and never reaches the upstream; the admin\u2019s own chat is deleted', async () => {
       await expectRefused(await call(adminKey, 'DELETE', `/api/v1/chats/${BOB_CHAT}`), 'DELETE /chats/{id}');

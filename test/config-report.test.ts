@@ -13,6 +13,7 @@ import { baseEnv, capturingObservability, gatewayProcess } from './support/gatew
 import { redisState } from '../gateway/state/redis-state.js';
 import { freePort } from './support/raw-http.js';
 import { startSandbox } from '../sandbox/main.js';
+import { sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -155,6 +156,45 @@ describe('check-config: what operators get wrong', function () {
     for (const text of [hash.out, at.out]) expect(text).to.not.match(/ss-word-/);
   });
 
+  it('a URL that does not parse is shown as written (only credentials hidden), and the message says which condition it failed', async () => {
+    const r = await checkConfig({
+      ...production,
+      OIDC_ISSUER_URL: 'kc.example.com/realms/platform',
+      PUBLIC_URL: 'https//chat.example.com',
+      UPSTREAM_URL: 'ftp://open-webui:8080',
+      IDP_ADMIN_URL: 'https://kc-admin:leak-url-password@kc.example/admin/realms/platform',
+    });
+    expect(r.code, r.out).to.equal(2);
+    // the effective settings: the typo is there to see
+    expect(r.out).to.match(/OIDC_ISSUER_URL +kc\.example\.com\/realms\/platform\n/);
+    expect(r.out).to.match(/PUBLIC_URL +https\/\/chat\.example\.com\n/);
+    expect(r.out).to.include(
+      '- OIDC_ISSUER_URL: must be an absolute http(s) URL without credentials: it does not start with http:// or https:// (got "kc.example.com/realms/platform")',
+    );
+    expect(r.out).to.include(
+      '- PUBLIC_URL: must be an absolute http(s) URL without credentials: it does not start with http:// or https:// (got "https//chat.example.com")',
+    );
+    expect(r.out).to.include('- UPSTREAM_URL: must be an absolute http(s) URL without credentials: its scheme is ftp://, not http:// or https://');
+    expect(r.out).to.include(
+      '- IDP_ADMIN_URL: must be an absolute http(s) URL without credentials: it holds a user or password (user:password@) (got "https://[redacted]@kc.example/admin/realms/platform")',
+    );
+    expect(r.out).to.not.include('leak-url-password');
+    // a value that reads as user:password, with no '@' and no scheme, keeps its password hidden
+    const bare = await checkConfig({ ...production, UPSTREAM_URL: 'webui:leak-bare-password' });
+    expect(bare.code).to.equal(2);
+    expect(bare.out).to.include('(got "webui:[redacted]")');
+    expect(bare.out).to.not.include('leak-bare-password');
+  });
+
+  it("a '#' after the host of REDIS_URL is a fragment, not part of the password: no percent-encoding warning", async () => {
+    const r = await checkConfig({ ...production, REDIS_URL: 'redis://default:leak-redis-secret@redis:6379/0#x' });
+    expect(r.code, r.out).to.equal(0);
+    expect(r.out).to.not.include('must be percent-encoded');
+    expect(r.out).to.not.include('leak-redis-secret');
+    const inPassword = await checkConfig({ ...production, REDIS_URL: 'redis://default:leak-redis#secret@redis:6379/0' });
+    expect(inPassword.out).to.include("a '#' in the password must be percent-encoded (# as %23)");
+  });
+
   it('the sandbox resolves to the address it binds: 127.0.0.1, not 0.0.0.0', async () => {
     const r = await checkConfig({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false', CHATUI_ENABLE_ADMIN_EXPORT: 'false' });
     expect(r.code, r.out).to.equal(0);
@@ -251,7 +291,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     const withCredentials = await checkConfig({ ...production, UPSTREAM_URL: 'http://webui:leak-upstream-password@open-webui:8080' });
     expect(withCredentials.code).to.equal(2);
     expect(withCredentials.out).to.match(
-      /UPSTREAM_URL: must be an absolute http\(s\) URL without credentials \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/,
+      /UPSTREAM_URL: must be an absolute http\(s\) URL without credentials: it holds a user or password \(user:password@\) \(got "http:\/\/\[redacted\]@open-webui:8080\/?"\)/,
     );
     expect(withCredentials.out).to.not.include('leak-upstream-password');
   });
@@ -267,7 +307,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
       LOG_LEVEL: 'debug',
     });
     try {
-      await new Promise((r) => setTimeout(r, 3_000)); // Redis at nothing: its warnings come within the connect timeout
+      await sleep(3_000); // Redis at nothing: its warnings come within the connect timeout
       expect(gw.output()).to.include('effective settings');
       expect(gw.output()).to.match(/Redis/);
       clean('the gateway log', gw.output());
@@ -290,7 +330,7 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
         LOG_LEVEL: 'debug',
       });
       try {
-        await new Promise((r) => setTimeout(r, 3_000));
+        await sleep(3_000);
         expect(gw.output()).to.include('effective settings');
         expect(gw.output()).to.match(/shared-state-unreachable/);
         clean('the gateway log', gw.output());
@@ -381,7 +421,7 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
       const gw = await gatewayProcess(env);
       try {
         // Redis at nothing: its warning comes once the connect timeout passed
-        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await new Promise((r) => setTimeout(r, 100));
+        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await sleep(100);
         expect(gw.output(), why).to.include('effective settings').and.include('shared-state-unreachable');
         clean('the gateway log', url, gw.output());
         const ready = await fetch(`http://127.0.0.1:${gw.port}/readyz`);
@@ -407,7 +447,7 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
         }
         const state = await started;
         try {
-          await new Promise((r) => setTimeout(r, 3_300));
+          await sleep(3_300);
           expect(obs.lines.some((l) => l.event === 'shared-state-unreachable')).to.equal(true);
           clean('the shared state log', url, JSON.stringify(obs.lines));
           clean('readiness', url, state.ready().detail);

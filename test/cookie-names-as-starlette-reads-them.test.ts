@@ -7,7 +7,8 @@
 // past withoutGatewayCookies.
 import { expect } from 'chai';
 import { startWorld, type World } from './support/cookie-jar.js';
-import { rawExchange, sleep } from './support/raw-http.js';
+import { rawExchange } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 /** starlette.requests.cookie_parser, as 0.12.4's Starlette has it (last duplicate wins). */
 function starletteCookies(header: string): Record<string, string> {

@@ -1,6 +1,6 @@
 // The deployment files: docker-compose.yml (rendered by `docker-compose config`, alone and with its
-// Sentinel variant docker-compose.sentinel.yml laid over it), the Keycloak realm export and the
-// Dockerfile. The compose checks need a Compose client (the Debian package
+// Sentinel variant docker-compose.sentinel.yml laid over it), the gateway's policy file it mounts
+// (deploy/policy/policy.yaml), the Keycloak realm export and the Dockerfile. The compose checks need a Compose client (the Debian package
 // `docker-compose`, or the `docker compose` plugin); they are skipped, saying why, only when
 // neither is installed. No Docker engine is needed: `config` only renders the file.
 import { expect } from 'chai';
@@ -9,7 +9,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadSettings } from '../config/settings.js';
+import { KNOWN_VARIABLES, loadSettings } from '../config/settings.js';
+import { LIVE_VARIABLES, readPolicy } from '../config/policy.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -146,6 +147,57 @@ function devEnvWith(set: Record<string, string> = {}, drop: string[] = []): stri
 
 // ---------------------------------------------------------------------------------------------
 // Rendered compose documents
+
+/** A service's volumes as {source, target, readOnly}, whichever form the client rendered. */
+function volumesOf(service: Doc): Array<{ source: string; target: string; readOnly: boolean }> {
+  return (service?.volumes ?? []).map((v: Doc) => {
+    if (typeof v === 'string') {
+      const [source = '', target = '', mode = ''] = v.split(':');
+      return { source, target, readOnly: mode.split(',').includes('ro') };
+    }
+    return { source: String(v.source ?? ''), target: String(v.target ?? ''), readOnly: v.read_only === true };
+  });
+}
+
+/**
+ * Why the gateway would not follow its policy file as rendered: empty when POLICY_FILE lies in a
+ * read-only bind mount of a directory (a mounted file keeps the old one after an editor renames a
+ * new one over it), the mounted file reads as a valid policy, and no environment of the gateway
+ * sets a live setting (it would win over the file, which would then do nothing for it).
+ */
+function composePolicyProblems(doc: Doc): string[] {
+  const problems: string[] = [];
+  const gw = doc.services?.gateway;
+  const env = envOf(gw);
+  const file = env.POLICY_FILE;
+  if (!file) return ['the gateway has no POLICY_FILE'];
+  const mount = volumesOf(gw).find((v) => v.target === dirname(file));
+  if (!mount) problems.push(`no volume is mounted at ${dirname(file)}, the directory of POLICY_FILE`);
+  else {
+    if (!mount.readOnly) problems.push('the policy directory is mounted read-write');
+    if (!existsSync(join(mount.source, file.slice(dirname(file).length + 1))))
+      problems.push(`${mount.source} holds no ${file.slice(dirname(file).length + 1)}`);
+    else {
+      const read = readPolicy(
+        { file, checkMs: 1_000, environment: {}, defaults: {} },
+        readFileSync(join(mount.source, 'policy.yaml'), 'utf8'),
+        KNOWN_VARIABLES,
+      );
+      if (!read.ok) problems.push(...read.problems);
+    }
+  }
+  if (volumesOf(gw).some((v) => v.target === file)) problems.push('POLICY_FILE itself is mounted, not its directory');
+  for (const key of LIVE_VARIABLES) if (env[key] !== undefined) problems.push(`the gateway's environment sets ${key}, which would win over the file`);
+  if (gw?.env_file) problems.push('the gateway loads an env_file, whose live settings would win over the file');
+  return problems;
+}
+
+/** The mounted policy file as the host sees it (for loading the gateway's settings here). */
+function hostPolicyFile(doc: Doc): string {
+  const file = envOf(doc.services.gateway).POLICY_FILE!;
+  const mount = volumesOf(doc.services.gateway).find((v) => v.target === dirname(file))!;
+  return join(mount.source, file.slice(dirname(file).length + 1));
+}
 
 function envOf(service: Doc): Record<string, string> {
   const env = service?.environment ?? {};
@@ -321,13 +373,15 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
         );
       }
     }
-    // A private copy of the project layout the compose file refers to: the compose file itself
-    // and config/<stage>.env (its env_file). Keeps the check independent of concurrent edits.
+    // A private copy of the project layout the compose file refers to: the compose file itself,
+    // config/<stage>.env and the policy directory it mounts. Keeps the check independent of concurrent edits.
     work = mkdtempSync(join(tmpdir(), 'deployment-test-'));
     project = join(work, 'project');
     mkdirSync(join(project, 'config'), { recursive: true });
     for (const f of ['docker-compose.yml', 'docker-compose.sentinel.yml']) copyFileSync(join(ROOT, f), join(project, f));
     for (const stage of ['dev', 'prod'] as const) writeFileSync(join(project, 'config', `${stage}.env`), baseEnvText(stage));
+    mkdirSync(join(project, 'deploy', 'policy'), { recursive: true });
+    copyFileSync(join(ROOT, 'deploy', 'policy', 'policy.yaml'), join(project, 'deploy', 'policy', 'policy.yaml'));
     dev = renderOk(devEnvWith());
   });
 
@@ -445,7 +499,10 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     for (const n of sentinels) if (!(Array.isArray(deps) ? deps : Object.keys(deps)).includes(n)) problems.push(`the gateway does not wait for ${n}`);
     try {
       // one topology: the gateway starts with what the variant gives it
-      loadSettings({ ...gw, OIDC_CLIENT_SECRET: 'x', SESSION_SECRET: 'x'.repeat(32), NODE_ENV: 'development' }, { stageFiles: false });
+      loadSettings(
+        { ...gw, POLICY_FILE: hostPolicyFile(doc), OIDC_CLIENT_SECRET: 'x', SESSION_SECRET: 'x'.repeat(32), NODE_ENV: 'development' },
+        { stageFiles: false },
+      );
     } catch (err) {
       problems.push(`the gateway's settings: ${(err as Error).message}`);
     }
@@ -503,25 +560,55 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     ['true', 'false'],
     ['false', 'true'],
   ] as const) {
-    it(`hands both services the same switches (bypass=${bypass}, export=${exportSwitch})`, function () {
+    it(`hands Open WebUI its own switches from the env file (bypass=${bypass}, export=${exportSwitch}); the gateway's environment holds none`, function () {
       const doc = renderOk(devEnvWith({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: bypass, CHATUI_ENABLE_ADMIN_EXPORT: exportSwitch }));
       const ow = envOf(doc.services['open-webui']);
-      const gw = envOf(doc.services.gateway);
       expect(ow.BYPASS_ADMIN_ACCESS_CONTROL).to.equal(bypass);
-      expect(gw.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL).to.equal(bypass);
       expect(ow.ENABLE_ADMIN_EXPORT).to.equal(exportSwitch);
-      expect(gw.CHATUI_ENABLE_ADMIN_EXPORT).to.equal(exportSwitch);
+      expect(composePolicyProblems(doc)).to.deep.equal([]);
     });
   }
 
-  it('takes the switches from the stage env file unchanged (dev: both private)', function () {
+  it('takes Open WebUI\u2019s switches from the stage env file unchanged (dev: both private)', function () {
     const file = parseEnvLines(baseEnvText('dev'));
     const ow = envOf(dev.services['open-webui']);
-    const gw = envOf(dev.services.gateway);
     expect(ow.BYPASS_ADMIN_ACCESS_CONTROL).to.equal(file.get('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL'));
-    expect(gw.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL).to.equal(file.get('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL'));
     expect(ow.ENABLE_ADMIN_EXPORT).to.equal(file.get('CHATUI_ENABLE_ADMIN_EXPORT'));
-    expect(gw.CHATUI_ENABLE_ADMIN_EXPORT).to.equal(file.get('CHATUI_ENABLE_ADMIN_EXPORT'));
+  });
+
+  it('the gateway follows deploy/policy/policy.yaml: its directory mounted read-only, a valid policy, no live setting in its environment', function () {
+    expect(composePolicyProblems(dev)).to.deep.equal([]);
+    const mutations: Array<[string, (d: Doc) => void]> = [
+      ['the environment sets a switch', (d) => void (d.services.gateway.environment.CHATUI_ENABLE_ADMIN_EXPORT = 'true')],
+      ['an env_file', (d) => void (d.services.gateway.env_file = ['config/dev.env'])],
+      [
+        'the file itself mounted',
+        (d) =>
+          void (d.services.gateway.volumes = [{ type: 'bind', source: hostPolicyFile(dev), target: envOf(dev.services.gateway).POLICY_FILE, read_only: true }]),
+      ],
+      [
+        'mounted read-write',
+        (d) => void (d.services.gateway.volumes = volumesOf(dev.services.gateway).map((v) => ({ type: 'bind', source: v.source, target: v.target }))),
+      ],
+      ['POLICY_FILE outside the mount', (d) => void (d.services.gateway.environment.POLICY_FILE = '/etc/policy.yaml')],
+      ['no POLICY_FILE', (d) => void delete d.services.gateway.environment.POLICY_FILE],
+    ];
+    for (const [label, mutate] of mutations) {
+      const doc = structuredClone(dev);
+      if (Array.isArray(doc.services.gateway.environment)) doc.services.gateway.environment = envOf(doc.services.gateway);
+      mutate(doc);
+      expect(composePolicyProblems(doc), label).to.not.be.empty;
+    }
+  });
+
+  it('the shipped policy file keeps both switches private and turns no tenant link on', function () {
+    const read = readPolicy(
+      { checkMs: 1_000, environment: {}, defaults: {} },
+      readFileSync(join(ROOT, 'deploy', 'policy', 'policy.yaml'), 'utf8'),
+      KNOWN_VARIABLES,
+    );
+    expect(read.ok && read.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false, welcomePage: false, showIdpLogin: false });
+    expect(read.ok && read.policy.tenantAliases.size).to.equal(0);
   });
 
   for (const name of SWITCHES) {
@@ -590,8 +677,11 @@ describe('deployment: docker-compose.yml rendered by `docker-compose config`', f
     for (const name of ['OIDC_ISSUER_URL', 'OIDC_CLIENT_SECRET', 'SESSION_SECRET', 'PUBLIC_URL']) {
       expect(env[name], name).to.be.a('string').and.not.equal('');
     }
+    // the login routing's settings are live: in the policy file, never the environment
+    const policy = readFileSync(hostPolicyFile(dev), 'utf8');
     for (const name of ['IDP_TENANT_IDP_ALIASES', 'IDP_LOGIN_WELCOME_PAGE', 'SHOW_IDP_LOGIN']) {
-      expect(env, name).to.have.property(name);
+      expect(env, name).to.not.have.property(name);
+      expect(policy, name).to.match(new RegExp(`^${name}: `, 'm'));
     }
     const deps = gw.depends_on;
     const depNames = Array.isArray(deps) ? deps : Object.keys(deps ?? {});

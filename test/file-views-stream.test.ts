@@ -6,6 +6,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
+import { sleep } from './support/wait.js';
 
 type Mode = 'split' | 'bad-tail' | 'cut' | 'split-search';
 
@@ -27,7 +28,7 @@ describe('rewritten file views: streamed filter through the gateway', function (
     const bytes = Buffer.from(text);
     for (let i = 0; i < bytes.length; i += size) {
       res.write(bytes.subarray(i, i + size));
-      await new Promise((r) => setTimeout(r, 1));
+      await sleep(1);
     }
   }
 

@@ -7,6 +7,7 @@ import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sand
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { ADMIN_SCOPED, EXPORT_DISABLED } from '../policies/admin-scoping.js';
 import { seedChats, seedFile } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const file = seedFile;
 
@@ -147,7 +148,7 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
           const res = await get('/api/v1/files/f-bob-1/content', adminKey);
           expect(res.status).to.equal(200);
           expect(await res.text()).to.equal('text of globex-secret.txt');
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
           const audit = gw.obs.lines.find((l) => l.event === 'admin-file-access' && l.fileId === 'f-bob-1');
           expect(audit, 'audit event').to.not.equal(undefined);
           expect(audit).to.include({ owner: 'u-bob', callerId: 'u-admin', operation: 'read' });
@@ -158,7 +159,7 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
           expect(own.status).to.equal(200);
           const other = await get('/api/v1/files/f-bob-1', aliceKey);
           expect(other.status).to.equal(404);
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
           expect(gw.obs.lines.some((l) => l.event === 'admin-file-access' && l.fileId === 'f-admin-1')).to.equal(false);
         });
       });
@@ -214,7 +215,7 @@ describe('gateway policies (spec area A) against the stand-in upstream', functio
                 expect(res.status, path).to.equal(200);
                 expect(forwarded('POST', path)).to.equal(before + 1);
                 const audit = () => gw.obs.lines.find((l) => l.event === 'admin-file-access' && l.path === path);
-                for (let i = 0; i < 40 && !audit(); i++) await new Promise((r) => setTimeout(r, 25));
+                for (let i = 0; i < 40 && !audit(); i++) await sleep(25);
                 expect(audit(), path).to.include({ owner: 'u-bob', callerId: 'u-admin', operation: 'write' });
               } else {
                 expect(res.status, path).to.equal(403);

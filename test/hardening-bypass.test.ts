@@ -244,6 +244,10 @@ describe('hardening: bypass (differential property over the request path)', func
 
   /** One generated request, checked against the decision the policy takes on its canonical form. */
   const outcomes = new Map<string, number>();
+  /** own-files views answered with records, each record checked to be the admin's */
+  let ownViewsChecked = 0;
+  /** the admin's files in the stand-in (seedFiles) */
+  const OWN_FILES = 6;
   const tally = (key: string) => outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
 
   async function check(s: Sample): Promise<void> {
@@ -300,6 +304,8 @@ describe('hardening: bypass (differential property over the request path)', func
         // Answered from the gateway's own view: every upstream fetch was a GET of that view.
         expect(res.headers.vary, `${where}: not a rewritten answer`).to.equal('Cookie, Authorization');
         expect(res.headers['cache-control'], where).to.equal('private, no-store');
+        // an answer comes from the view, so the view was fetched
+        if (res.status === 200) expect(received().length, `${where}: answered without fetching the view`).to.be.greaterThan(0);
         for (const r of received()) {
           expect(r.method, where).to.equal('GET');
           expect(
@@ -311,6 +317,9 @@ describe('hardening: bypass (differential property over the request path)', func
           const body = JSON.parse(res.body) as unknown;
           const items = Array.isArray(body) ? body : typeof body === 'object' && body ? ((body as { items?: unknown[] }).items ?? []) : [];
           for (const f of items as Array<{ user_id: string }>) expect(f.user_id, where).to.equal('u-admin');
+          // the whole list, asked with no query: every one of the admin's own files, none left out
+          if (!url.includes('?') && url.toLowerCase().replace(/\/+$/, '') === '/api/v1/files') expect(items, where).to.have.length(OWN_FILES);
+          if (items.length) ownViewsChecked++;
         }
         return;
       }
@@ -340,7 +349,10 @@ describe('hardening: bypass (differential property over the request path)', func
       caller: 'api-key-bearer',
     });
     for (let r = 0; r < ROUTES.length; r++) for (const m of ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS']) shapes.push(base(r, m));
+    const before = ownViewsChecked;
     for (const s of shapes) await check(s);
+    // the list, its first page and the wildcard search, for each of GET's callers: records to check
+    expect(ownViewsChecked - before, 'own-files views with records').to.be.at.least(3);
   });
 
   it('any spelling the policy files under the list, search or count is answered with the own-files view, never a 502', async () => {
@@ -407,6 +419,7 @@ describe('hardening: bypass (differential property over the request path)', func
       }),
       { numRuns: 2000, verbose: 1 },
     );
+    expect(ownViewsChecked, 'generated own-files views answered with records, each checked').to.be.greaterThan(20);
     console.log(
       `      outcomes (decision status: count): ${[...outcomes]
         .sort()

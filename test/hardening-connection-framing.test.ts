@@ -6,7 +6,8 @@
 // trusted headers the attacker wrote in it (X-Forwarded-Email/Role: a sign-in as any user, admin).
 import { expect } from 'chai';
 import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
-import { rawExchange, sleep } from './support/raw-http.js';
+import { rawExchange } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const VICTIM = 'victim@evil.example';
 const inner = (id: string) =>

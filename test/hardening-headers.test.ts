@@ -16,7 +16,8 @@ import { SessionCodec } from '../gateway/auth/session-cookie.js';
 import { CompactEncrypt } from 'jose';
 import { sessionKey } from './support/old-session-cookie.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
-import { parseResponses, rawExchange, rawRequest, sleep, STACK_TRACE } from './support/raw-http.js';
+import { parseResponses, rawExchange, rawRequest, STACK_TRACE } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 /** A route of Open WebUI 0.12.4 open to every method and every caller (the route table refuses unknown routes for admins). */
 const PROBE = '/api/v1/terminals/probe/x';
@@ -584,6 +585,9 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
   }
 
   it('every shape: 401 on the API, the login guard on pages, {authenticated:false}, WebSockets refused; no 5xx, no stack, cleared', async () => {
+    // where /auth/logout sends a browser with no session: the realm's logout, back to the login page
+    const loggedOutAt = (await fetch(`${w.url}/auth/logout`, { redirect: 'manual' })).headers.get('location');
+    expect(loggedOutAt).to.match(/\/protocol\/openid-connect\/logout\?.*post_logout_redirect_uri=[^&]*%2Fauth%2Flogin/);
     for (const [name, cookie] of await shapes()) {
       const mark = w.upstream.requests.length;
       const api = await fetch(`${w.url}/api/v1/files/`, { headers: { cookie } });
@@ -602,7 +606,8 @@ describe('hardening: broken session cookies are a logged-out visitor, never an e
       });
       expect(tenant.status, name).to.equal(401);
       const logout = await fetch(`${w.url}/auth/logout`, { headers: { cookie }, redirect: 'manual' });
-      expect(logout.status, name).to.be.oneOf([200, 302]);
+      expect(logout.status, name).to.equal(302);
+      expect(logout.headers.get('location'), name).to.equal(loggedOutAt);
       for (const body of [apiBody, await page.text(), await tenant.text(), await logout.text()]) expect(body, name).to.not.match(STACK_TRACE);
       const upgrade = await new Promise<number>((resolve) => {
         const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { cookie, origin: w.url } });

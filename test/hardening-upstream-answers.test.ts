@@ -9,7 +9,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import { baseEnv, gatewayProcess } from './support/gateway-harness.js';
-import { rawExchange, parseResponses, sleep } from './support/raw-http.js';
+import { rawExchange, parseResponses } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 /**
  * A route streamed as the upstream answers, for every caller: the caller here is an admin, for whom

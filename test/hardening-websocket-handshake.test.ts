@@ -18,9 +18,9 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
+import { sleep } from './support/wait.js';
 
 const ROUNDS = 25;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** When the client goes away, and how (RST or FIN). */
 const STEPS = ['before-headers-end', 'right-after-request', 'after-1ms', 'after-5ms', 'on-first-byte'] as const;
 const HOW = ['reset', 'end'] as const;
@@ -86,7 +86,7 @@ describe('hardening: a client leaving during the WebSocket handshake', function 
         }
       }
       // Errors of the last sockets arrive a few ticks after their close.
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
     } finally {
       process.removeListener('uncaughtException', count);
       for (const l of saved) process.on('uncaughtException', l);
@@ -109,7 +109,7 @@ describe('hardening: a client leaving during the WebSocket handshake', function 
     });
     expect(ok).to.match(/^HTTP\/1\.1 101 /);
     const deadline = Date.now() + 3_000;
-    while (world.gateway.openWebSockets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (world.gateway.openWebSockets() > 0 && Date.now() < deadline) await sleep(50);
     expect(world.gateway.openWebSockets()).to.equal(0);
   });
 

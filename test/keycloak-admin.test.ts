@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakIdentityProvider } from './support/keycloak-admin.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
+import { sleep } from './support/wait.js';
 
 const ID = 'gateway-admin';
 const SECRET = 'gateway-admin-secret';
@@ -246,7 +247,7 @@ describe('Keycloak admin API stand-in (identity providers)', function () {
       expect((await admin(kc, '/identity-provider/instances', token)).status).to.equal(401);
       const t2 = (await getToken(kc)).json.access_token;
       expect((await getToken(kc)).json.expires_in).to.equal(1);
-      await new Promise((r) => setTimeout(r, 1100));
+      await sleep(1100);
       expect((await admin(kc, '/identity-provider/instances', t2)).status).to.equal(401);
     });
 

@@ -1,16 +1,20 @@
 // The Kubernetes manifests under deploy/kubernetes/: the base and the dev, prod and prod-sentinel
 // (the shared state on Redis Sentinel) overlays are rendered (test/support/kustomize.ts; cross-checked with `kubectl kustomize` when installed),
 // every rendered object is validated against the official Kubernetes schemas
-// (kubernetes-models), and the trust-boundary invariants are checked. Each invariant is a
+// (kubernetes-models), and the trust-boundary invariants are checked, the gateway following its
+// live policy file (chat-policy) among them. Each invariant is a
 // function returning the problems it finds; every test also shows that the function reports a
 // mutated manifest, so a check that silently passes everything cannot hide a regression.
 // No cluster is involved: nothing here proves the images start, only what the manifests say.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kustomize, parseYamlDocuments, type Manifest } from './support/kustomize.js';
-import { loadSettings, SettingsError } from '../config/settings.js';
+import { KNOWN_VARIABLES, loadSettings, SettingsError } from '../config/settings.js';
+import { LIVE_VARIABLES, readPolicy } from '../config/policy.js';
 
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
@@ -31,9 +35,10 @@ const TARGETS = {
   'prod-sentinel': join(K8S, 'overlays', 'prod-sentinel'),
 };
 
+/** Open WebUI's own switches: the chat-config key each is read from. */
 const SWITCHES: Record<string, string> = {
-  CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
-  CHATUI_ENABLE_ADMIN_EXPORT: 'ENABLE_ADMIN_EXPORT',
+  OPEN_WEBUI_BYPASS_ADMIN_ACCESS_CONTROL: 'BYPASS_ADMIN_ACCESS_CONTROL',
+  OPEN_WEBUI_ENABLE_ADMIN_EXPORT: 'ENABLE_ADMIN_EXPORT',
 };
 const SHARED_KEYS = ['WEBUI_AUTH_TRUSTED_EMAIL_HEADER', 'WEBUI_AUTH_TRUSTED_NAME_HEADER', 'WEBUI_AUTH_TRUSTED_ROLE_HEADER', 'WEBUI_AUTH_TRUSTED_GROUPS_HEADER'];
 const SECRET_NAME = /SECRET|PASSWORD|TOKEN|_KEY$|DATABASE_URL/;
@@ -88,6 +93,55 @@ function gatewayPorts(docs: Manifest[]): Map<string, number> {
 // ---------------------------------------------------------------------------------------------
 // Invariants: each returns what is wrong, empty when all is well
 
+/** The gateway's POLICY_FILE, the volume mount it lies in and that volume's ConfigMap, as rendered. */
+function policyOf(docs: Manifest[]): { file?: string; mount?: Manifest; configMap?: Manifest; text?: string } {
+  const gw = container(docs, 'gateway');
+  const cm = find(docs, 'ConfigMap', gatewayConfigMapName(docs) ?? '');
+  const file: string | undefined = literal(gw, 'POLICY_FILE') ?? cm?.data?.POLICY_FILE;
+  if (!file) return {};
+  const mount = (gw?.volumeMounts ?? []).find((m: Manifest) => m.mountPath === dirname(file) || file.startsWith(`${m.mountPath}/`));
+  const volume = (podSpec(docs).volumes ?? []).find((v: Manifest) => v.name === mount?.name);
+  const configMap = volume?.configMap ? find(docs, 'ConfigMap', volume.configMap.name) : undefined;
+  const key = mount ? file.slice(String(mount.mountPath).length + 1) : undefined;
+  return { file, mount, configMap, text: key === undefined ? undefined : configMap?.data?.[key] };
+}
+
+/**
+ * The gateway follows its live policy: POLICY_FILE lies in a read-only mount of a whole ConfigMap
+ * volume (a subPath mount is never updated by the kubelet), the file reads as a valid policy, and
+ * nothing in the gateway's environment sets a live setting (it would win over the file, which
+ * would then do nothing for it).
+ */
+function livePolicyProblems(docs: Manifest[]): string[] {
+  const problems: string[] = [];
+  const gw = container(docs, 'gateway');
+  const cm = find(docs, 'ConfigMap', gatewayConfigMapName(docs) ?? '');
+  const { file, mount, configMap, text } = policyOf(docs);
+  if (!file) return ['the gateway has no POLICY_FILE'];
+  if (!mount) return [`no volume is mounted where POLICY_FILE ${file} lies`];
+  if (mount.subPath !== undefined) problems.push('the policy volume is mounted with subPath: the kubelet never updates it');
+  if (mount.readOnly !== true) problems.push('the policy volume is mounted read-write');
+  if (!configMap) problems.push(`the volume at ${mount.mountPath} is no rendered ConfigMap`);
+  else if (text === undefined) problems.push(`ConfigMap ${configMap.metadata.name} has no key for ${file}`);
+  else {
+    const read = readPolicy({ file, checkMs: 1_000, environment: {}, defaults: {} }, text, KNOWN_VARIABLES);
+    if (!read.ok) problems.push(...read.problems.map((p) => `${configMap.metadata.name}: ${p}`));
+  }
+  for (const key of LIVE_VARIABLES) {
+    if (cm?.data?.[key] !== undefined) problems.push(`${cm.metadata.name} sets ${key} in the gateway's environment, which would win over the file`);
+    if (envEntry(gw, key)) problems.push(`the gateway's env sets ${key}, which would win over the file`);
+  }
+  return problems;
+}
+
+/** POLICY_FILE's text in a file of its own, for loading the gateway's settings here; removed by `done`. */
+function policyFileHere(docs: Manifest[]): { path: string; done(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'k8s-policy-'));
+  const path = join(dir, 'policy.yaml');
+  writeFileSync(path, policyOf(docs).text ?? '');
+  return { path, done: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 function switchProblems(docs: Manifest[]): string[] {
   const problems: string[] = [];
   const gw = container(docs, 'gateway');
@@ -96,9 +150,9 @@ function switchProblems(docs: Manifest[]): string[] {
   const cmName = gatewayConfigMapName(docs);
   const cm = cmName ? find(docs, 'ConfigMap', cmName) : undefined;
   if (!cm) return [`the gateway loads no rendered ConfigMap via envFrom (${cmName})`];
+  problems.push(...livePolicyProblems(docs));
   for (const [key, owName] of Object.entries(SWITCHES)) {
     if (!['true', 'false'].includes(cm.data?.[key])) problems.push(`${cmName}.${key} is not exactly true/false`);
-    if (envEntry(gw, key)) problems.push(`the gateway's env overrides ${key} from ${cmName}`);
     if ((gw.envFrom ?? []).length !== 1) problems.push('the gateway loads more than one env source');
     const ref = envEntry(ow, owName)?.valueFrom?.configMapKeyRef;
     if (ref?.name !== cmName || ref?.key !== key) {
@@ -315,6 +369,7 @@ function sentinelProblems(docs: Manifest[]): string[] {
   const problems: string[] = [];
   const cm = find(docs, 'ConfigMap', gatewayConfigMapName(docs) ?? '');
   const data: Record<string, string> = cm?.data ?? {};
+  const policy = policyFileHere(docs);
   try {
     loadSettings(
       {
@@ -323,12 +378,15 @@ function sentinelProblems(docs: Manifest[]): string[] {
         UPSTREAM_URL: literal(container(docs, 'gateway'), 'UPSTREAM_URL'),
         OIDC_CLIENT_SECRET: 'x',
         SESSION_SECRET: 'x'.repeat(32),
+        POLICY_FILE: policy.path,
       },
       { stageFiles: false },
     );
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     problems.push(...err.problems.map((p) => `the gateway's settings: ${p}`));
+  } finally {
+    policy.done();
   }
   const sts = find(docs, 'StatefulSet', 'chat-redis');
   if (!sts) return [...problems, 'REDIS_SENTINELS without the Redis StatefulSet'];
@@ -412,7 +470,7 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
     mutations: Array<[string, (docs: Manifest[]) => void]>;
   }> = [
     {
-      what: 'the CHATUI_* switches reach both containers from one ConfigMap',
+      what: 'the gateway follows its live policy file (chat-policy); Open WebUI takes its own switches from chat-config',
       check: (d) => switchProblems(d),
       mutations: [
         [
@@ -427,8 +485,20 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
           'open-webui reads another ConfigMap',
           (d) => void (envEntry(container(d, 'open-webui'), 'ENABLE_ADMIN_EXPORT').valueFrom.configMapKeyRef.name = 'other'),
         ],
-        ['the gateway overrides a switch', (d) => void container(d, 'gateway').env.push({ name: 'CHATUI_ENABLE_ADMIN_EXPORT', value: 'true' })],
-        ['a switch is not a strict boolean', (d) => void (find(d, 'ConfigMap', 'chat-config').data.CHATUI_ENABLE_ADMIN_EXPORT = 'yes')],
+        ["the gateway's env sets a live switch", (d) => void container(d, 'gateway').env.push({ name: 'CHATUI_ENABLE_ADMIN_EXPORT', value: 'true' })],
+        ['chat-config holds a live switch', (d) => void (find(d, 'ConfigMap', 'chat-config').data.CHATUI_BYPASS_ADMIN_ACCESS_CONTROL = 'false')],
+        ["Open WebUI's switch is not a strict boolean", (d) => void (find(d, 'ConfigMap', 'chat-config').data.OPEN_WEBUI_ENABLE_ADMIN_EXPORT = 'yes')],
+        [
+          "the policy file's switch is not a strict boolean",
+          (d) =>
+            void (find(d, 'ConfigMap', 'chat-policy').data['policy.yaml'] = 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "false"\nCHATUI_ENABLE_ADMIN_EXPORT: yes\n'),
+        ],
+        [
+          'the policy mounted with subPath',
+          (d) => void (container(d, 'gateway').volumeMounts.find((m: Manifest) => m.name === 'policy').subPath = 'policy.yaml'),
+        ],
+        ['no policy volume', (d) => void (podSpec(d).volumes = podSpec(d).volumes.filter((v: Manifest) => v.name !== 'policy'))],
+        ['no POLICY_FILE', (d) => void delete find(d, 'ConfigMap', 'chat-config').data.POLICY_FILE],
         ['the sign-out redirect misses the gateway', (d) => void (find(d, 'ConfigMap', 'chat-config').data.WEBUI_AUTH_SIGNOUT_REDIRECT_URL = 'http://x/')],
       ],
     },
@@ -557,14 +627,23 @@ describe('deployment: Kubernetes manifests under deploy/kubernetes/', function (
     expect(url.hostname).to.equal('chat-redis');
   });
 
-  it('switches are private in every rendering, and the overlays keep them in the one ConfigMap', function () {
+  it('switches are private in every rendering: the gateway\u2019s in chat-policy\u2019s file, Open WebUI\u2019s own in chat-config', function () {
     for (const [name, docs] of Object.entries(rendered)) {
       const cms = docs.filter((d) => d.kind === 'ConfigMap');
       expect(
         cms.map((c) => c.metadata.name),
         name,
-      ).to.deep.equal(['chat-config']);
+      ).to.deep.equal(['chat-config', 'chat-policy']);
       for (const key of Object.keys(SWITCHES)) expect(cms[0].data[key], `${name} ${key}`).to.equal('false');
+      const read = readPolicy({ checkMs: 1_000, environment: {}, defaults: {} }, policyOf(docs).text ?? '', KNOWN_VARIABLES);
+      expect(read.ok && read.policy, name).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
+    }
+  });
+
+  it('chat-policy is a plain ConfigMap: its name stays when its content changes, so applying it restarts no pod', function () {
+    for (const [name, docs] of Object.entries(rendered)) {
+      const { configMap } = policyOf(docs);
+      expect(configMap?.metadata?.name, name).to.equal('chat-policy');
     }
   });
 });

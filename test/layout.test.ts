@@ -45,6 +45,10 @@ describe('layout: one obvious place for each thing', () => {
     expect(missing).to.deep.equal([]);
   });
 
+  it('values sealed for the browser (JWE, keys derived from SESSION_SECRET) are made and opened in gateway/auth/sealed.ts only', () => {
+    expect(offenders(/CompactEncrypt|compactDecrypt|hkdfSync/, ['gateway/auth/sealed.ts'])).to.deep.equal([]);
+  });
+
   it('raw HTTP answers are written in gateway/http/respond.ts only', () => {
     expect(offenders(/HTTP\/1\.1 |STATUS_CODES/, ['gateway/http/respond.ts'])).to.deep.equal([]);
   });

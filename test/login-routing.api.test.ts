@@ -12,11 +12,13 @@ import { Router } from 'express';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { type Env } from '../config/env.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
+import { LivePolicy, snapshotOf } from '../config/policy.js';
 import { createLoginRouting, type LoginRoutingImpl, type LoginRoutingOptions } from '../gateway/login/routes.js';
 import type { Authenticator } from '../gateway/auth/identity.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakAdminOptions } from './support/keycloak-admin.js';
 import { demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from '../sandbox/demo-realm.js';
 import { baseEnv, capturingObservability, type LogLine } from './support/gateway-harness.js';
+import { sleep, until } from './support/wait.js';
 
 const CLIENT_ID = 'gateway-admin';
 const CLIENT_SECRET = 'gateway-admin-secret';
@@ -58,8 +60,9 @@ async function rig(o: { env?: Env; kc?: Partial<KeycloakAdminOptions>; routing?:
     { stageFiles: false },
   );
   const obs = capturingObservability();
-  const routing = await createLoginRouting(settings, obs, { now: () => clock.t, warm: o.warm ?? false, ...o.routing });
-  const gateway = await createGateway(settings, { obs, authenticator: nobody, loginRouting: routing });
+  const policy = new LivePolicy(snapshotOf(settings.policy, 'environment', Date.now()));
+  const routing = await createLoginRouting(settings, policy, obs, { now: () => clock.t, warm: o.warm ?? false, ...o.routing });
+  const gateway = await createGateway(settings, { obs, authenticator: nobody, loginRouting: routing, policy });
   const { url } = await gateway.listen(0, '127.0.0.1');
   return {
     kc,
@@ -93,14 +96,6 @@ function stableHeaders(res: request.Response): Record<string, string> {
 }
 
 /** Wait until `check` holds (background refreshes finish on real sockets). */
-async function eventually(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 function hrefs(html: string): string[] {
   return [...html.matchAll(/<a\b[^>]*\bhref="([^"]*)"/g)].map((m) => m[1]!.replace(/&#38;/g, '&'));
 }
@@ -492,7 +487,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
           expect((await r.get('/api/v1/auth-providers/').expect(200)).body).to.deep.equal(list);
           expect((await r.get('/api/v1/auth-providers/tenants/acme').expect(200)).body).to.deep.equal(tenant);
           expect(Date.now() - again).to.be.below(KEYCLOAK_TIMEOUT / 2);
-          await eventually(() => r.routing.catalog.idle());
+          await until('the catalog idle', () => r.routing.catalog.idle(), { everyMs: 10 });
           if (fault !== 'down') expect(calls(r.kc)).not.to.deep.equal(asked);
 
           // Keycloak is back: after the retry period the next request starts the refresh, and
@@ -503,8 +498,12 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
           await r.get('/api/v1/auth-providers/').expect(200);
           await r.get('/api/v1/auth-providers/tenants/acme').expect(200);
           await r.get('/api/v1/auth-providers/acme-entra').expect(200);
-          await eventually(async () => (await r.get('/api/v1/auth-providers/')).body.providers[1]?.display_name === 'Globex (renamed)');
-          await eventually(() => r.routing.ready().detail.endsWith('fresh'));
+          await until(
+            'the renamed provider listed',
+            async () => (await r.get('/api/v1/auth-providers/')).body.providers[1]?.display_name === 'Globex (renamed)',
+            { everyMs: 10 },
+          );
+          await until('a fresh catalog', () => r.routing.ready().detail.endsWith('fresh'), { everyMs: 10 });
           expect(r.routing.ready()).to.deep.equal({ ok: true, detail: 'identity provider catalog (Keycloak admin API): fresh' });
         } finally {
           await r.close();
@@ -541,7 +540,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
         await r.kc.setFault(null);
         r.clock.t += 1_000;
         r.routing.ready(); // kicks a background refresh
-        await eventually(() => r.routing.ready().ok);
+        await until('routing ready', () => r.routing.ready().ok, { everyMs: 10 });
       } finally {
         await r.close();
       }
@@ -682,7 +681,7 @@ describe('login routing over HTTP, against the Keycloak admin API stand-in', fun
         await r.get('/api/v1/auth-providers/tenants/acme').expect(200);
         const over = await r.get('/api/v1/auth-providers/tenants/acme').expect(429);
         expect(over.headers['retry-after']).to.equal('1');
-        await new Promise((resolve) => setTimeout(resolve, 1_100));
+        await sleep(1_100);
         expect((await r.get('/api/v1/auth-providers/tenants/acme').expect(200)).body).to.deep.equal({ alias: 'acme-entra' });
       } finally {
         await r.close();

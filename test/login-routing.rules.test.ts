@@ -231,7 +231,7 @@ describe('IDP_TENANT_IDP_ALIASES at startup (links 5)', () => {
     for (const v of [undefined, '', '   ']) {
       const parsed = parseTenantAliases(v);
       expect(parsed.ok && parsed.map.size).to.equal(0);
-      expect(loadSettings(env(v), { stageFiles: false }).login.tenantAliases.size).to.equal(0);
+      expect(loadSettings(env(v), { stageFiles: false }).policy.tenantAliases.size).to.equal(0);
     }
   });
 

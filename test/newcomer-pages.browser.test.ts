@@ -102,4 +102,26 @@ describe('what a newcomer sees, in headless Chromium', function () {
     const session = await (await tab.context.request.get(`${w.url}/auth/session`)).json();
     expect(session.user).to.include({ admin: true, email: 'sysadmin@platform.example' });
   });
+  it('a user of two tenants switches the active one in the stand-in, as the platform\u2019s front-end does; a user of one sees no such control', async () => {
+    tab = await openPage(browser);
+    const { page } = tab;
+    await page.goto(`${w.url}/auth/start?returnTo=%2F`);
+    await signInAtRealm(page, 'carol', 'carol-pass');
+    await page.waitForSelector('#tenant-switch');
+    expect(await page.textContent('#tenant')).to.equal('acme');
+    expect(await page.locator('#tenant-choice option').allTextContents()).to.deep.equal(['acme', 'globex']);
+    await page.selectOption('#tenant-choice', 'globex');
+    await Promise.all([page.waitForEvent('load'), page.click('#tenant-switch button[type=submit]')]);
+    await page.waitForSelector('#tenant');
+    expect(await page.textContent('#tenant')).to.equal('globex');
+    expect((await (await tab.context.request.get(`${w.url}/auth/session`)).json()).active_tenant).to.equal('globex');
+    expect(tab.errors).to.deep.equal([]);
+    await tab.close();
+
+    tab = await openPage(browser);
+    await tab.page.goto(`${w.url}/auth/start?returnTo=%2F`);
+    await signInAtRealm(tab.page, 'alice', 'alice-pass');
+    await tab.page.waitForSelector('#tenant');
+    expect(await tab.page.locator('#tenant-switch').count()).to.equal(0);
+  });
 });

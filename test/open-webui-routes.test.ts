@@ -76,6 +76,20 @@ describe('Open WebUI route table', () => {
       expect(decide({ method: 'GET', path: '/api/tasks/chat/c-1' }, off, { admin: false }).action).to.equal('pass');
     });
 
+    it('a handler the same as another checked release\u2019s carries that release\u2019s recorded difference: unsaid in its own record, it is reported', () => {
+      const recorded = readRecorded();
+      const release = CHECKED_RELEASES.find((r) => r.version === '0.12.3')!;
+      const listing = { version: '0.12.3', http: [], mounts: [], socketio: [], ...recorded['0.12.3']! };
+      const calendar = 'POST /api/v1/calendars/{calendar_id}/update';
+      expect(diffRelease(listing, recorded).unsaidDifferences, 'as recorded').to.deep.equal([]);
+      const without = CHECKED_RELEASES.map((r) =>
+        r === release ? { ...r, differences: Object.fromEntries(Object.entries(r.differences).filter(([route]) => route !== calendar)) } : r,
+      );
+      const unsaid = diffRelease(listing, recorded, without).unsaidDifferences;
+      expect(unsaid).to.have.length(1);
+      expect(unsaid[0]).to.match(/^POST \/api\/v1\/calendars\/\{calendar_id\}\/update: the same handler as 0\.11\.4\u2019s, which takes the calendar/);
+    });
+
     it('routes not in the table are refused for admins while the bypass is off, passed for users and with the bypass on', () => {
       const off = { bypassAdminAccessControl: false, enableAdminExport: false };
       const on = { bypassAdminAccessControl: true, enableAdminExport: false };
@@ -139,6 +153,8 @@ describe('Open WebUI route table', () => {
       it('every row of the table is a route of Open WebUI, or the release\u2019s record names it absent (no stale rows)', () => {
         expect(diff.removed).to.deep.equal([]);
         expect(diff.staleRecord, 'policies/open-webui-releases.ts').to.deep.equal([]);
+        // a handler the same as another checked release's carries what that release's record says of it
+        expect(diff.unsaidDifferences, 'policies/open-webui-releases.ts differences').to.deep.equal([]);
       });
 
       it('every mounted sub-app and every Socket.IO event is in the table', () => {

@@ -3,6 +3,7 @@ import zlib from 'node:zlib';
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
+import { ACCESS_PROHIBITED, INVALID_TRUSTED_HEADER } from '../sandbox/open-webui-http.js';
 
 interface Reply {
   status: number;
@@ -193,7 +194,7 @@ describe('Open WebUI stand-in', function () {
       expect(r.status).to.equal(422);
       r = await signin({}, '{"email":"alice@example.com","password":"pw"}');
       expect(r.status).to.equal(400);
-      expect(r.json().detail).to.be.a('string');
+      expect(r.json().detail).to.equal(INVALID_TRUSTED_HEADER);
     });
 
     it('401 User mismatch when the email header names someone else than the token', async () => {
@@ -255,7 +256,7 @@ describe('Open WebUI stand-in', function () {
       expect(ids((await call(s, 'GET', '/api/v1/files/search?filename=REPORT.p?f', h)).json())).to.deep.equal(['f-alice-1']);
       const none = await call(s, 'GET', '/api/v1/files/search?filename=bob*', h);
       expect(none.status).to.equal(404);
-      expect(none.json().detail).to.be.a('string');
+      expect(none.json().detail).to.equal('No files found matching the pattern.');
       expect((await call(s, 'GET', '/api/v1/files/search', h)).status).to.equal(422);
       expect((await call(s, 'GET', '/api/v1/files/search?filename=*&limit=1001', h)).status).to.equal(422);
       expect(ids((await call(s, 'GET', '/api/v1/files/search?filename=*&skip=1&limit=1', h)).json())).to.deep.equal(['f-alice-1']);
@@ -374,7 +375,7 @@ describe('Open WebUI stand-in', function () {
       s.flags.enableAdminExport = false;
       const off = await get('u-admin', '/api/v1/chats/all/db');
       expect(off.status).to.equal(401);
-      expect(off.json().detail).to.be.a('string');
+      expect(off.json().detail).to.equal(ACCESS_PROHIBITED);
       expect((await call(s, 'GET', '/api/config', { headers: bearer(tok['u-admin']!) })).json().features.enable_admin_export).to.equal(false);
     });
 

@@ -16,7 +16,8 @@ import { WebSocket } from 'ws';
 import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../sandbox/open-webui.js';
 import { baseEnv, capturingObservability, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { startIdp, loginThroughIdp, CookieJar as IdpJar, type TestIdp } from '../sandbox/idp.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { loadSettings } from '../config/settings.js';
 import { type Env } from '../config/env.js';
@@ -25,6 +26,7 @@ import { createGateway, type Gateway, type GatewayOptions } from '../gateway/app
 import type { Authenticator, Identity } from '../gateway/auth/identity.js';
 import { closeFrame, FrameBoundaries, WebSocketTracker } from '../gateway/http/websockets.js';
 import { freePort } from './support/raw-http.js';
+import { sleep, until } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const now = Math.floor(Date.now() / 1000);
@@ -67,16 +69,6 @@ type OpsGateway = RunningGateway & { ops: Operations };
 async function opsGateway(env: Env, options: GatewayOptions = {}): Promise<OpsGateway> {
   const gw = await startGateway(env, { authenticator: stubAuthenticator(), ...options });
   return Object.assign(gw, { ops: gw.gateway.ops });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 5_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const readyz = async (url: string) => {
@@ -212,7 +204,7 @@ describe('operations: health, readiness, metrics, request logs, drift', function
       const metrics = await (await fetch(`${gw.url}/metrics`)).text();
       expect(metrics).to.match(/gateway_policy_drift_total\{kind="enable_admin_export"\} 1/);
       expect(metrics).to.match(/gateway_policy_drift_total\{kind="enable_admin_chat_access"\} 1/);
-      await new Promise((r) => setTimeout(r, 1_100)); // past the readiness cache
+      await sleep(1_100); // past the readiness cache
       const { status, body } = await readyz(gw.url);
       expect(status).to.equal(200);
       expect(body.ready).to.equal(true);
@@ -247,7 +239,7 @@ describe('operations: health, readiness, metrics, request logs, drift', function
       const before = upstream.requests.filter((r) => r.url === '/api/config').length;
       await other.ops.start();
       // one at start, one a second later
-      await until('two drift checks', () => upstream.requests.filter((r) => r.url === '/api/config').length >= before + 2 || undefined, 3_000);
+      await until('two drift checks', () => upstream.requests.filter((r) => r.url === '/api/config').length >= before + 2 || undefined, { ms: 3_000 });
       const body = await until('drift in readiness', async () => {
         const r = await readyz(other.url);
         return r.body.checks.policyDrift.ok === false ? r.body : undefined;
@@ -261,12 +253,12 @@ describe('operations: health, readiness, metrics, request logs, drift', function
 
   it('/readyz under a probe storm: thirty at once cost the chat front-end one health check, a second later one more', async () => {
     const healthChecks = () => upstream.requests.filter((r) => r.url === '/health').length;
-    await new Promise((r) => setTimeout(r, 1_100)); // past any earlier test's answer
+    await sleep(1_100); // past any earlier test's answer
     const before = healthChecks();
     const answers = await Promise.all(Array.from({ length: 30 }, () => readyz(gw.url)));
     expect(answers.map((a) => a.status)).to.deep.equal(Array(30).fill(200));
     expect(healthChecks() - before).to.equal(1);
-    await new Promise((r) => setTimeout(r, 1_100));
+    await sleep(1_100);
     await Promise.all(Array.from({ length: 10 }, () => readyz(gw.url)));
     expect(healthChecks() - before).to.equal(2);
   });
@@ -277,10 +269,10 @@ describe('operations: health, readiness, metrics, request logs, drift', function
     try {
       await until('a fresh catalog', async () => ((await readyz(other.url)).body.checks.catalog.detail.includes('fresh') ? true : undefined));
       writeFileSync(f, 'this is not JSON');
-      await new Promise((r) => setTimeout(r, 1_200));
+      await sleep(1_200);
       await fetch(`${other.url}/api/v1/auth-providers/`); // asks the catalog again: the source fails
       const { status, body } = await until('a stale catalog', async () => {
-        await new Promise((r) => setTimeout(r, 1_050)); // readiness is cached for a second
+        await sleep(1_050); // readiness is cached for a second
         const r = await readyz(other.url);
         return r.body.checks.catalog.detail.includes('stale') ? r : undefined;
       });
@@ -384,7 +376,7 @@ describe('operations: no secrets or tokens in any log line', function () {
     const jar = new Jar(url);
     const start = await browse(jar, '/auth/start?returnTo=%2F');
     expect(start.status).to.equal(302);
-    const { callbackUrl, jar: idpJar } = await loginThroughIdp(start.location!, 'sysadmin', undefined, new IdpJar());
+    const { callbackUrl, jar: idpJar } = await loginThroughIdp(start.location!, 'sysadmin', undefined, new Jar());
     const code = new URL(callbackUrl).searchParams.get('code')!;
     const state = new URL(callbackUrl).searchParams.get('state')!;
     expect((await browse(jar, callbackUrl)).status).to.equal(302);
@@ -408,7 +400,7 @@ describe('operations: no secrets or tokens in any log line', function () {
       .filter((a) => a.startsWith('Bearer '))
       .map((a) => a.slice(7));
     expect(upstreamTokens.length).to.be.greaterThan(0);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     const text = obs.lines.map((l) => JSON.stringify(l)).join('\n');
     expect(obs.lines.some((l) => l.event === 'sign-in')).to.equal(true);
     expect(obs.lines.some((l) => l.msg === 'request' && l.path === '/auth/callback')).to.equal(true);
@@ -598,7 +590,7 @@ describe('operations: graceful shutdown', function () {
     try {
       // npm runs the script through `sh -c`, which dies of a signal without passing it on: a
       // supervisor (or `docker stop` with CMD node ...) signals the gateway process itself.
-      const listening = await until('the gateway listening', () => output.split('\n').find((l) => l.includes('"gateway listening"')), 20_000);
+      const listening = await until('the gateway listening', () => output.split('\n').find((l) => l.includes('"gateway listening"')), { ms: 20_000 });
       const gatewayPid = (JSON.parse(listening) as { pid: number }).pid;
       expect(gatewayPid).to.not.equal(child.pid);
       const url = `http://127.0.0.1:${port}`;
@@ -624,7 +616,7 @@ describe('operations: graceful shutdown', function () {
       await Promise.all([fits.firstByte, tooLong.firstByte]);
       const signalledAt = Date.now();
       process.kill(gatewayPid, 'SIGTERM');
-      await new Promise((r) => setTimeout(r, 400));
+      await sleep(400);
       const refused = await fetch(`${url}/healthz`).then(
         () => false,
         () => true,

@@ -16,6 +16,7 @@ function withModel(id: string, owner: string) {
 }
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
 import { rawExchange } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const now = Math.floor(Date.now() / 1000);
 const file = (id: string, user_id: string, meta: Record<string, unknown> = {}): StandInFile => ({
@@ -209,7 +210,7 @@ describe('proxy pass-through', function () {
     await once(res, 'data');
     const during = upstream.openSockets();
     req.destroy();
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(during).to.be.greaterThan(0);
     expect(upstream.openSockets()).to.be.at.most(baseline);
   });

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { QUIET_GC_MIN_GROWTH_BYTES, QuietWatch, obtainGc, oldGenerationBytes, shouldCollect } from '../gateway/http/quiet-gc.js';
 import { loadSettings } from '../config/settings.js';
 import { baseEnv, startGateway, type RunningGateway } from './support/gateway-harness.js';
-import { sleep } from './support/raw-http.js';
+import { sleep } from './support/wait.js';
 
 const MB = 2 ** 20;
 

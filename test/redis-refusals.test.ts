@@ -7,6 +7,7 @@ import { createObservability } from '../gateway/observability/observability.js';
 import { redisState } from '../gateway/state/redis-state.js';
 import type { RedisTarget } from '../config/redis.js';
 import { asNodes, startRedis, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TestRedis } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 const DATA = { username: 'chat-gateway', password: 'data-secret-p@ss#word' };
 const SENTINEL = { sentinelUsername: 'chat-gateway', sentinelPassword: 'sentinel-secret-p@ss#word' };
@@ -18,7 +19,7 @@ async function refusedAs(target: string | RedisTarget): Promise<{ detail: string
   const destination = new Writable({ write: (chunk: Buffer, _enc, done) => ((logged += chunk.toString()), done()) });
   const state = await redisState(target, createObservability({ level: 'info', destination }), { downLogEveryMs: 60_000 });
   try {
-    await new Promise((r) => setTimeout(r, 3_000));
+    await sleep(3_000);
     const ready = state.ready();
     expect(ready.ok, ready.detail).to.equal(false);
     return { detail: ready.detail, logged };

@@ -6,12 +6,20 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loginThroughIdp, CookieJar as IdpJar } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar } from './support/cookie-jar.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { sandboxSeed, seededFileNames } from '../sandbox/seed.js';
 import { freePort } from './support/raw-http.js';
-import { accepts, alive, descendants, eventually, exited, listeningPorts } from './support/process-tree.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { startOpenWebUI } from '../sandbox/open-webui.js';
+import { startSandbox } from '../sandbox/main.js';
+import { loadSettings } from '../config/settings.js';
+import { CHECKED_VERSIONS } from '../policies/open-webui-releases.js';
+import { accepts, alive, descendants, exited, listeningPorts } from './support/process-tree.js';
+import { eventually, sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -47,7 +55,7 @@ async function npmStart(env: Record<string, string> = {}): Promise<Running> {
     // Ctrl-C in a terminal: SIGINT to the whole group. Everything must stop by itself.
     if (groupAlive(pgid)) process.kill(-pgid, 'SIGINT');
     const deadline = Date.now() + 8_000;
-    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (groupAlive(pgid) && Date.now() < deadline) await sleep(50);
     if (groupAlive(pgid)) {
       process.kill(-pgid, 'SIGKILL');
       throw new Error(`the sandbox did not stop on SIGINT:\n${output}`);
@@ -82,7 +90,7 @@ async function signInAs(url: string, username: string): Promise<Jar> {
   const jar = new Jar(url);
   const start = await browse(jar, `${url}/auth/start?returnTo=%2F`);
   expect(start.status, start.text).to.equal(302);
-  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new IdpJar());
+  const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new Jar());
   const callback = await browse(jar, callbackUrl);
   expect(callback.status, callback.text).to.equal(302);
   return jar;
@@ -111,8 +119,9 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     for (const a of demoAccounts) expect(out).to.include(`${a.username} / ${a.password}`);
     expect(out).to.include(`${sandbox.url}/acme`);
     expect(out).to.include(`${sandbox.url}/globex`);
-    expect(out).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start');
-    expect(out).to.include('CHATUI_ENABLE_ADMIN_EXPORT=true npm start');
+    expect(out).to.match(/Flip them while it runs: edit \/\S+\/policy\.yaml and save \(no restart\); the stand-in takes them too:/);
+    expect(out).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"   admins see everyone\'s files');
+    expect(out).to.include('Or at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start');
   });
 
   it('the provider buttons and the tenant link of the demo realm', async () => {
@@ -133,12 +142,12 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const start = await browse(new Jar(sandbox.url), link.location!);
     expect(start.status).to.equal(302);
     expect(new URL(start.location!).searchParams.get('kc_idp_hint')).to.equal('acme-entra');
-    const jar = new IdpJar();
+    const jar = new Jar();
     let at = start.location!;
     let html = '';
     for (let i = 0; i < 5 && !html; i++) {
       const res = await fetch(at, { redirect: 'manual', headers: { cookie: jar.header(at) } });
-      jar.store(at, res.headers.getSetCookie());
+      jar.store(res.headers.getSetCookie(), at);
       if (res.status >= 300 && res.status < 400) at = new URL(res.headers.get('location')!, at).href;
       else html = await res.text();
     }
@@ -163,10 +172,38 @@ describe('sandbox: `npm start` without UPSTREAM_URL', function () {
     const own = (await browse(alice, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     expect(own.items.map((f) => f.filename).sort()).to.deep.equal(seededFileNames(demoAccounts.find((a) => a.username === 'alice')!).sort());
     // the sandbox logs at the gateway's default level, info, as the README and check-config say: a line per request
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(sandbox.output())
       .to.match(/"msg":"request"/)
       .and.match(/"path":"\/api\/v1\/chats\/all\/db","status":401/);
+  });
+
+  it('the policy file the banner names: a switch flipped there is seen without a restart, and flipped back', async () => {
+    const file = /Flip them while it runs: edit (\S+) and save/.exec(sandbox.output())![1]!;
+    const original = readFileSync(file, 'utf8');
+    expect(original).to.include('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "false"').and.include('IDP_TENANT_IDP_ALIASES: "acme=acme-entra');
+    const jar = await signInAs(sandbox.url, 'sysadmin');
+    const total = async () => (await browse(jar, `${sandbox.url}/api/v1/files/`)).json<FileList>().total;
+    const until = async (what: () => Promise<unknown>, want: unknown) => {
+      for (let i = 0; i < 60 && (await what()) !== want; i++) await new Promise((r) => setTimeout(r, 50));
+      return what();
+    };
+    expect(await total()).to.equal(2);
+    try {
+      writeFileSync(
+        file,
+        original
+          .replace('CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "false"', 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"')
+          .replace('CHATUI_ENABLE_ADMIN_EXPORT: "false"', 'CHATUI_ENABLE_ADMIN_EXPORT: "true"'),
+      );
+      expect(await until(total, sandboxSeed().files.length), 'everyone\u2019s files').to.equal(sandboxSeed().files.length);
+      expect((await browse(jar, `${sandbox.url}/api/v1/chats/all/db`)).status, 'the export').to.equal(200);
+      expect(sandbox.output()).to.match(/"event":"policy-applied".*"source":"file"/);
+    } finally {
+      writeFileSync(file, original);
+    }
+    expect(await until(total, 2), 'flipped back').to.equal(2);
+    expect((await browse(jar, `${sandbox.url}/api/v1/chats/all/db`)).status).to.equal(401);
   });
 
   it('operations endpoints answer; the stand-in is set like the gateway, so no drift', async () => {
@@ -205,7 +242,8 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
   });
 
   it("the banner says so, and the sysadmin sees everyone's files; the export stays 401", async () => {
-    expect(sandbox.output()).to.include('Policy switches now: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    expect(sandbox.output()).to.include('Policy switches at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true');
+    expect(sandbox.output()).to.include('Held by the environment, which wins over the file: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL');
     // the banner describes what the switch does now, not the default
     expect(sandbox.output()).to.include("as sysadmin: everyone's files").and.not.include("only sysadmin's own files");
     const jar = await signInAs(sandbox.url, 'sysadmin');
@@ -219,6 +257,72 @@ describe('sandbox: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true npm start', function 
     const own = (await browse(bob, `${sandbox.url}/api/v1/files/`)).json<FileList>();
     expect(own.items.every((f) => f.user_id === 'user-bob')).to.equal(true);
     expect(own.total).to.equal(2);
+  });
+});
+
+describe('sandbox: what it says when something is not right', function () {
+  this.timeout(60_000);
+
+  it('a port in use: exit 2 naming it, and nothing left behind (not even its temporary directory)', async () => {
+    const taken = createServer();
+    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
+    const port = (taken.address() as AddressInfo).port;
+    const tmp = mkdtempSync(join(tmpdir(), 'sandbox-port-taken-'));
+    try {
+      const run = spawnSync('npm', ['start'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), SANDBOX_IDP_PORT: String(await freePort()), TMPDIR: tmp },
+      });
+      expect(run.status, run.stdout + run.stderr).to.equal(2);
+      expect(run.stderr).to.include(`The sandbox did not start: port ${port} is in use`);
+      // (tsx keeps its own cache there)
+      expect(
+        readdirSync(tmp).filter((f) => f.startsWith('chat-gateway-sandbox-')),
+        'its temporary directory',
+      ).to.deep.equal([]);
+    } finally {
+      taken.close();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('behind an Open WebUI release the gateway was not checked against: a warning atop the banner; with refuse-admins, why the demo model was not registered', async () => {
+    const env = {
+      CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false',
+      CHATUI_ENABLE_ADMIN_EXPORT: 'false',
+      UPSTREAM_RELEASE_POLICY: 'refuse-admins',
+      PORT: '0',
+      LOG_LEVEL: 'error',
+    };
+    const upstream = await startOpenWebUI({ version: '0.12.5' });
+    const sandbox = await startSandbox(loadSettings(env, { stageFiles: false }), {
+      env: { ...env, SANDBOX_IDP_PORT: '0' },
+      print: false,
+      signals: false,
+      command: 'npm run sandbox:open-webui',
+      openWebUI: {
+        url: upstream.url,
+        version: '0.12.5',
+        model: { id: 'canned-answers', name: 'Canned answers', description: 'canned', baseUrl: 'http://127.0.0.1:9/v1' },
+        seed: true,
+        close: () => upstream.close(),
+      },
+    });
+    try {
+      const warnings = sandbox.banner.split('\n').filter((l) => l.startsWith('  WARNING: '));
+      expect(warnings[0]).to.include(
+        `WARNING: Open WebUI 0.12.5: NOT a release the route table was checked against (${CHECKED_VERSIONS.join(', ')}); routes it added are refused for admins`,
+      );
+      expect(warnings[0]).to.include('npm run routes:check -- 0.12.5').and.to.include('UPSTREAM_RELEASE_POLICY=refuse-admins');
+      const model = warnings.find((l) => l.includes('the model canned-answers'));
+      expect(model, sandbox.banner).to.include(
+        "the demo data: the model canned-answers was not registered for everyone, so nobody can chat with it until an admin registers a model: sysadmin's POST /api/v1/models/create answered 403: The chat front-end runs a release this gateway was not checked against: admin requests are refused until it is (Open WebUI 0.12.5) (UPSTREAM_RELEASE_POLICY=refuse-admins refuses every API request of an admin",
+      );
+    } finally {
+      await sandbox.close();
+    }
   });
 });
 
@@ -277,7 +381,7 @@ describe('sandbox: a signal to its npm process stops everything it started', fun
       const ports = listeningPorts(started);
       expect(ports.length, 'the gateway and the OpenID provider listen').to.be.at.least(2);
       process.kill(npm.pid!, signal);
-      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 10_000);
+      const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), { ms: 10_000, everyMs: 100 });
       expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${sandbox.output()}`).to.equal(true);
       for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
       await sandbox.stop();

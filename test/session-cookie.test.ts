@@ -1,12 +1,13 @@
-// The session cookie's format, which the gateway owns (gateway/auth/session.ts, README "The session
-// cookie"): version 2 in the protected header, the cookies written before it (express-openid-connect's
+// The session cookie's format, which the gateway owns (gateway/auth/session-cookie.ts,
+// docs/design/session-cookie.md): version 2 in the protected header, the cookies written before it (express-openid-connect's
 // layout, no version) still read and renewed as version 2, any other version refused: signed out
-// cleanly, never a 5xx. The key is derived here as the README says, not through the gateway's code.
+// cleanly, never a 5xx. The key is derived here as docs/security.md says, not through the gateway's code.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, decodeProtectedHeader } from 'jose';
 import { readSessionCookie, SessionCodec, SESSION_COOKIE, type SessionData, type SessionHeader } from '../gateway/auth/session-cookie.js';
 import { SessionStore } from '../gateway/auth/session-store.js';
+import { SharedStateUnavailable } from '../gateway/http/respond.js';
 import { SESSION_SECRET, startWorld, type World } from './support/cookie-jar.js';
 import { oldLayoutCookie, sessionKey as key } from './support/old-session-cookie.js';
 
@@ -111,7 +112,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       flaky,
       { refreshMarginSeconds: 60, rollingSeconds: 100, absoluteSeconds: 1000 },
       { refresh: () => Promise.reject(new Error('no refresh here')), ended: () => {}, unavailable: () => {} },
-      { end: async () => {}, isEnded: () => false },
+      { end: async () => 'durable' as const, isEnded: () => false, settle: async () => {} },
     );
     const t = now() - 60; // past half the rolling duration: the next request renews it
     const value = await codec.encrypt(session(), { iat: t, uat: t, exp: t + 100 });
@@ -122,6 +123,40 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
     const second = await store.live(found);
     expect(second?.header.uat, 'renewed').to.be.at.least(now() - 1);
     expect(second?.value).to.not.equal(value);
+  });
+
+  it('a session whose end cannot be known at once is asked again before it is refused: served when asking settles it, 503 when not', async () => {
+    const storeAnswering = (settled: boolean | undefined) => {
+      let known: boolean | undefined;
+      let asked = 0;
+      const store = new SessionStore(
+        codec,
+        { refreshMarginSeconds: 60, rollingSeconds: 1000, absoluteSeconds: 10_000 },
+        { refresh: () => Promise.reject(new Error('no refresh here')), ended: () => {}, unavailable: () => {} },
+        {
+          end: async () => 'durable' as const,
+          isEnded: () => known,
+          settle: async () => {
+            asked++;
+            known = settled;
+          },
+        },
+      );
+      return { store, asked: () => asked };
+    };
+    const t = now();
+    const data = session();
+    const found = { value: await codec.encrypt(data, { iat: t, uat: t, exp: t + 1000 }), names: [SESSION_COOKIE] };
+    const lapsed = storeAnswering(false);
+    expect((await lapsed.store.live(found))?.data.id, 'served').to.equal(data.id);
+    expect(lapsed.asked()).to.equal(1);
+    const unreachable = storeAnswering(undefined);
+    let refused: unknown;
+    await unreachable.store.live(found).catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(SharedStateUnavailable);
+    expect(unreachable.asked()).to.equal(1);
+    const ended = storeAnswering(true);
+    expect(await ended.store.live(found), 'ended once asked').to.equal(undefined);
   });
 
   describe('through the gateway', () => {
@@ -167,7 +202,7 @@ describe('the session cookie: the gateway’s own format (version 2)', () => {
       expect(r.status).to.equal(401);
       expect(await r.json()).to.deep.equal({ detail: 'Not authenticated' });
       expect(r.headers.getSetCookie().some((c) => /^appSession=;.*Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
-      expect(r.headers.get('clear-site-data')).to.be.a('string');
+      expect(r.headers.get('clear-site-data')).to.equal('"cache", "cookies", "storage"');
       const page = await fetch(`${w.url}/c/1`, { headers: { cookie }, redirect: 'manual' });
       expect(page.status).to.equal(302);
       expect(page.headers.get('location')).to.match(/\/auth\/login/);

@@ -5,16 +5,16 @@
 // most), its token answers altered where a case needs a realm that misbehaves.
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { logoutThroughIdp } from '../sandbox/idp.js';
+import { logoutThroughIdp } from '../sandbox/idp-browser.js';
 import type { Gateway } from '../gateway/app.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { browse, signIn, startSecondInstance, startWorld, CLIENT_ID, SESSION_SECRET, type Jar, type World } from './support/cookie-jar.js';
+import { sleep } from './support/wait.js';
 
 const TTL = 3;
 const MARGIN = Math.floor(TTL / 2);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const INFO = 30;
 const WARN = 40;
 

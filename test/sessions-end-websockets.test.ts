@@ -1,5 +1,5 @@
 // A session that ends, or an identity that changes, is out at once on its open WebSockets too
-// (README "Signing out"): a socket keeps the identity it was upgraded with, so the gateway closes
+// (docs/operating/operations.md, "Signing out"): a socket keeps the identity it was upgraded with, so the gateway closes
 // it (Close frame 1008 with the reason) when its session ends here (the chat front-end's sign-out,
 // /auth/logout, a refused refresh, a demotion seen at refresh), within WEBSOCKET_SESSION_CHECK_SECONDS
 // when it ends on another instance (back-channel logout received there, through a real Redis), and
@@ -22,10 +22,10 @@ import {
 import type { Gateway } from '../gateway/app.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
+import { sleep } from './support/wait.js';
 
 const SIGNOUT = '/api/v1/auths/signout';
 const LOGOUT_EVENT = { 'http://schemas.openid.net/event/backchannel-logout': {} };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Client {
   ws: WebSocket;

@@ -33,7 +33,7 @@ describe("signing out from the chat front-end's menu, in headless Chromium", fun
     expect(await page.textContent('#who')).to.include('alice@acme.example');
 
     await Promise.all([page.waitForURL(`${w.url}/auth/login`, { timeout: 10_000 }), page.click('#sign-out')]);
-    expect(await page.textContent('h1')).to.be.a('string');
+    expect(await page.textContent('h1')).to.equal('Sign in');
     const session = await (await tab.context.request.get(`${w.url}/auth/session`)).json();
     expect(session).to.deep.equal({ authenticated: false });
     // Back to the chat: the logged-out guard sends the browser to sign in again.

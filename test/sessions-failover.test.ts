@@ -1,44 +1,37 @@
 // A Redis server lost under load: two gateway processes share their state through Redis Sentinel
 // (a primary, a replica, three sentinels) or a Redis Cluster (three primaries, a replica each),
 // real redis-servers; signed-in users keep asking both instances, copies of ended sessions' cookies
-// keep trying both, and a server is killed with SIGKILL. What users see is recorded and checked:
-//   - a session ended before the kill (at either instance, one within 100 ms of it) stays ended at
-//     both instances, during the failover and after it;
+// keep trying both, and a server is killed with SIGKILL or hung with SIGSTOP (and left hung). What
+// users see is recorded and checked:
+//   - a session ended before the kill (at either instance, one within 100 ms of it) or signed out
+//     during the failover stays ended at both instances from its answer on; a sign-out during the
+//     failover answers as usual once the end is durable;
 //   - during the failover window signed-in requests answer 503 (never let through unchecked); the
-//     window is at most the detection time plus 4 s; after it, no error at all;
-//   - a replica or a sentinel killed changes nothing users see.
+//     window is at most the detection time plus 4 s, and ends within 1 s of the servers naming a
+//     new primary; after it, no error at all;
+//   - a replica or a sentinel lost changes nothing users see (a hung replica that its primary
+//     still lists: sign-outs say they are not durable yet).
 // The measured window and counts are printed (operators' docs quote them).
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET, type Jar } from './support/cookie-jar.js';
-import { startIdp, type TestIdp } from '../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
-import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { freePort } from './support/raw-http.js';
-import { gatewayProcess } from './support/gateway-harness.js';
-import { startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
+import { browse, signIn, type Jar } from './support/cookie-jar.js';
+import { startTwoGateways, type TwoGateways } from './support/two-gateways.js';
+import { Redis } from 'ioredis';
+import { LEASE_MS } from '../gateway/state/redis-sync.js';
+import { REPLICA_WAIT_MS } from '../gateway/state/redis-ends.js';
+import { END_WAIT_MS } from '../gateway/state/redis-state.js';
+import { sleep } from './support/wait.js';
+import { redisCli, startRedisCluster, startSentinelRedis, type RedisCluster, type SentinelRedis, type TopologyRedis } from './support/redis.js';
 
 /** The sentinels' down-after-milliseconds and the cluster's node timeout: how long a lost server takes to be noticed. */
 const DETECTION_MS = 1_000;
 /** What the failover may take beyond detection: the vote, the promotion, the instances' reconnection and re-read. */
 const FAILOVER_MS = 4_000;
+/** How long after the servers name a new primary the instances may still answer 503. */
+const FOLLOW_MS = 1_000;
 /** Live users asking, and the pause each takes between requests (a bounded load: about 100 requests a second). */
 const LIVE_USERS = 8;
 const PAUSE_MS = 100;
 const USERS = ['alice', 'bob', 'carol', 'tina'];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 interface Answer {
   at: number;
@@ -93,46 +86,19 @@ class Load {
   }
 }
 
-interface World {
-  urls: { A: string; B: string };
+interface World extends TwoGateways {
   live: Jar[];
-  close(): Promise<void>;
 }
 
-/** The realm, the chat front-end stand-in and two gateway processes sharing `redisEnv`; LIVE_USERS signed in. */
+/** Two gateway processes sharing `redisEnv` (test/support/two-gateways.ts); LIVE_USERS signed in. */
 async function startWorld(redisEnv: Record<string, string>): Promise<World> {
-  const upstream: OpenWebUIStandIn = await startOpenWebUI({ bypassAdminAccessControl: false, enableAdminExport: false, groups: ['acme', 'globex', 'initech'] });
-  const [portA, portB] = [await freePort(), await freePort()];
-  const urls = { A: `http://127.0.0.1:${portA}`, B: `http://127.0.0.1:${portB}` };
-  const idp: TestIdp = await startIdp({
-    clients: [
-      { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${urls.A}/auth/callback`], post_logout_redirect_uris: [`${urls.A}/auth/login`] },
-    ],
-    accessTokenTtl: 300,
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'failover-'));
-  const providersFile = join(dir, 'providers.json');
-  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const children: ChildProcess[] = [];
-  const close = async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all([idp.close(), upstream.close()]);
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const gateways = await startTwoGateways(redisEnv);
   try {
-    const env = {
-      ...worldEnv({ upstreamUrl: upstream.url, publicUrl: urls.A, issuer: idp.issuer, providersFile }),
-      HOST: '127.0.0.1',
-      DRIFT_CHECK_SECONDS: '0',
-      ...redisEnv,
-    };
-    for (const port of [portA, portB]) children.push((await gatewayProcess({ ...env, PORT: String(port) })).child);
-    for (const url of Object.values(urls)) await until(`${url} in sync with Redis`, async () => (await fetch(`${url}/readyz`)).status === 200);
     const live: Jar[] = [];
-    for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(urls.A, USERS[i % USERS.length]!)).jar);
-    return { urls, live, close };
+    for (let i = 0; i < LIVE_USERS; i++) live.push((await signIn(gateways.urls.A, USERS[i % USERS.length]!)).jar);
+    return { ...gateways, live };
   } catch (err) {
-    await close();
+    await gateways.close();
     throw err;
   }
 }
@@ -154,6 +120,29 @@ interface Outcome {
   ended: Jar[];
   /** how long after its sign-out answered the last session ended before the kill was killed */
   lastEndBeforeKillMs: number;
+  /** sign-outs made during the failover */
+  during: DuringSignOut[];
+}
+
+/** A sign-out made during the failover: when (ms from the kill), its answer, and its copy replayed at both instances at once. */
+interface DuringSignOut {
+  instance: 'A' | 'B';
+  startedMs: number;
+  answeredMs: number;
+  status: number;
+  replayed: number[];
+}
+
+/** Signed in before the failover, signed out `afterMs` into it at `instance`; the copy joins the load's ended sessions from its answer on. */
+async function signOutDuring(world: World, load: Load, jar: Jar, instance: 'A' | 'B', killedAt: number, afterMs: number): Promise<DuringSignOut> {
+  await sleep(killedAt + afterMs - Date.now());
+  const copy = jar.clone();
+  const startedMs = Date.now() - killedAt;
+  const out = await browse(jar, `${world.urls[instance]}/auth/logout`);
+  const answeredMs = Date.now() - killedAt;
+  const replayed = await Promise.all([at(copy, world.urls.A), at(copy, world.urls.B)]);
+  load.addEnded(copy);
+  return { instance, startedMs, answeredMs, status: out.status, replayed };
 }
 
 /**
@@ -163,6 +152,7 @@ interface Outcome {
 async function underLoad(world: World, kill: () => Promise<void>, o: { settleMs: number; maxMs: number }): Promise<Outcome> {
   const ended: Jar[] = [];
   for (const [i, instance] of (['A', 'B', 'A', 'B'] as const).entries()) ended.push((await endedSession(world, instance, USERS[i]!)).copy);
+  const toEndDuring = [(await signIn(world.urls.A, 'alice')).jar, (await signIn(world.urls.A, 'bob')).jar];
   const load = new Load(world.urls, world.live, [...ended]);
   await sleep(1_000);
   // One more, ended at B a moment before the kill.
@@ -172,6 +162,11 @@ async function underLoad(world: World, kill: () => Promise<void>, o: { settleMs:
   await kill();
   ended.push(last.copy);
   load.addEnded(last.copy);
+  // Two more signed out while it fails over, at either instance.
+  const during = Promise.all([
+    signOutDuring(world, load, toEndDuring[0]!, 'A', killedAt, 300),
+    signOutDuring(world, load, toEndDuring[1]!, 'B', killedAt, 1_300),
+  ]);
   let readySince: number | undefined;
   while (Date.now() - killedAt < o.maxMs) {
     const ready = (
@@ -188,7 +183,7 @@ async function underLoad(world: World, kill: () => Promise<void>, o: { settleMs:
     if (readySince && Date.now() - readySince >= o.settleMs) break;
     await sleep(100);
   }
-  return { killedAt, answers: await load.stop(), ended, lastEndBeforeKillMs };
+  return { killedAt, answers: await load.stop(), ended, lastEndBeforeKillMs, during: await during };
 }
 
 interface Measured {
@@ -202,7 +197,10 @@ interface Measured {
 /** What every scenario asserts: ended sessions never served, live ones 200 or 503, no other answer. */
 function measure(o: Outcome): Measured {
   const refusedEnded = o.answers.filter((a) => a.kind === 'ended' && a.status === 200);
-  expect(refusedEnded, 'an ended session was served').to.deep.equal([]);
+  expect(
+    refusedEnded.map((a) => `${a.instance} +${a.at - o.killedAt} ms`),
+    'an ended session was served',
+  ).to.deep.equal([]);
   const unexpected = o.answers.filter((a) => !(a.kind === 'live' ? [200, 503] : [401, 503]).includes(a.status as number));
   expect(
     unexpected.map((a) => `${a.kind} at ${a.instance} +${a.at - o.killedAt} ms: ${a.status}`),
@@ -233,35 +231,113 @@ function afterTheWindow(o: Outcome, m: Measured): void {
   expect(after.filter((a) => a.status !== (a.kind === 'live' ? 200 : 401)).length, 'answers after the window other than 200 (live) or 401 (ended)').to.equal(0);
 }
 
+/** The sign-outs made during the failover: answered as usual (durable) within the wait, their copies refused at both instances from the answer on. */
+function signOutsDuringHeld(o: Outcome): void {
+  for (const d of o.during) {
+    expect(d.status, `the sign-out at ${d.instance} +${d.startedMs} ms answered as usual, once durable`).to.equal(302);
+    expect(d.answeredMs - d.startedMs, 'within the wait').to.be.below(END_WAIT_MS);
+    for (const status of d.replayed) expect([401, 503], `its copy replayed at once (${d.replayed.join(', ')})`).to.include(status);
+  }
+}
+
+/** When the servers named a new primary for the ended sessions (ms since the epoch), once they have. */
+interface Promotion {
+  at(): number | undefined;
+  close(): void;
+}
+
+/** The sentinels' +switch-master, heard on one of them. */
+async function sentinelPromotion(redis: SentinelRedis): Promise<Promotion> {
+  const sentinel = redis.sentinelProcesses.find((s) => s.alive())!;
+  const conn = new Redis({ host: '127.0.0.1', port: sentinel.port, lazyConnect: true });
+  let at: number | undefined;
+  conn.on('message', () => (at ??= Date.now()));
+  await conn.subscribe('+switch-master');
+  return { at: () => at, close: () => conn.disconnect() };
+}
+
+/** A live node's CLUSTER SLOTS naming another primary than `from` for the ended sessions' slot, asked every 50 ms. */
+async function clusterPromotion(redis: RedisCluster, from: TopologyRedis): Promise<Promotion> {
+  const observer = redis.nodes.find((n) => n.alive() && n !== from)!;
+  const conn = new Redis({ host: '127.0.0.1', port: observer.port });
+  const slot = Number(await conn.cluster('KEYSLOT', 'chat-gateway:ended'));
+  let at: number | undefined;
+  const timer = setInterval(() => {
+    void conn
+      .cluster('SLOTS')
+      .then((ranges) => {
+        const range = ranges.find(([lo, hi]) => slot >= lo && slot <= hi);
+        if (range?.[2] && range[2][1] !== from.port) at ??= Date.now();
+      })
+      .catch(() => undefined);
+  }, 50);
+  return {
+    at: () => at,
+    close() {
+      clearInterval(timer);
+      conn.disconnect();
+    },
+  };
+}
+
 /**
- * Kill the primary under load: cookie sessions answer 503 for at most the detection and failover
- * time, then no error; every session ended before the kill stays ended, and sign-out holds.
+ * Kill or freeze the primary under load: cookie sessions answer 503 for at most the detection and
+ * failover time, and from the servers naming a new primary for at most FOLLOW_MS; then no error;
+ * every session ended before the kill and during the failover stays ended, and sign-out holds.
  */
-async function failsOver(world: World, what: string, kill: () => Promise<void>): Promise<void> {
-  const outcome = await underLoad(world, kill, { settleMs: 2_000, maxMs: 30_000 });
+async function failsOver(world: World, what: string, kill: () => Promise<void>, promotion: Promotion): Promise<void> {
+  let outcome: Outcome;
+  try {
+    outcome = await underLoad(world, kill, { settleMs: 2_000, maxMs: 30_000 });
+  } finally {
+    promotion.close();
+  }
   const m = measure(outcome);
-  report(what, m);
+  const named = promotion.at() === undefined ? undefined : promotion.at()! - outcome.killedAt;
+  report(what, m, outcome, named);
   expect(m.window, 'cookie sessions answered 503 while Redis failed over').to.not.equal(undefined);
   expect(m.window!.to, 'the failover window').to.be.at.most(DETECTION_MS + FAILOVER_MS);
+  expect(named, 'a new primary named').to.not.equal(undefined);
+  expect(m.window!.to - named!, 'the window after the new primary was named').to.be.at.most(FOLLOW_MS);
   expect(m.errors).to.equal(0);
   afterTheWindow(outcome, m);
+  signOutsDuringHeld(outcome);
   await everyEndHolds(world, outcome.ended);
-  await signOutHolds(world, 500);
+  await signOutHolds(world, LEASE_MS + 500);
 }
 
-function report(what: string, m: Measured): void {
+function report(what: string, m: Measured, o: Outcome, named?: number): void {
   const window = m.window ? `503 from +${m.window.from} ms to +${m.window.to} ms` : 'no 503';
-  console.log(`    [failover] ${what}: ${m.requests} requests, ${window} (${m.unavailable} answered 503), ${m.errors} errors`);
+  const promoted = named === undefined ? '' : `, new primary named at +${named} ms`;
+  const during = o.during.map((d) => `${d.status} at ${d.instance} +${d.startedMs}..+${d.answeredMs} ms`).join(', ');
+  console.log(
+    `    [failover] ${what}: ${m.requests} requests, ${window} (${m.unavailable} answered 503)${promoted}, ${m.errors} errors; sign-outs during it: ${during}`,
+  );
 }
 
-/** A sign-out made now answers within `ms` and holds at both instances. */
-async function signOutHolds(world: World, ms: number): Promise<void> {
+/** A sign-out made now answers within `ms` with `status` (302: durable; 202: the page, not yet durable) and holds at both instances. */
+async function signOutHolds(world: World, ms: number, status = 302): Promise<void> {
   const { jar } = await signIn(world.urls.A, 'bob');
   const copy = jar.clone();
   const started = Date.now();
-  await browse(jar, `${world.urls.B}/auth/logout`);
+  const out = await browse(jar, `${world.urls.B}/auth/logout`);
   expect(Date.now() - started, 'the sign-out answered in time').to.be.below(ms);
+  expect(out.status).to.equal(status);
   await everyEndHolds(world, [copy]);
+}
+
+/** Lose `server` (kill or freeze it), let the load run past the detection, then bring it back and let the topology settle. */
+async function nothingChanges(world: World, what: string, lose: () => Promise<TopologyRedis>, back: (server: TopologyRedis) => Promise<void>, signOut = 302) {
+  let lost: TopologyRedis | undefined;
+  const outcome = await underLoad(world, async () => void (lost = await lose()), { settleMs: DETECTION_MS + 2_000, maxMs: 15_000 });
+  const m = measure(outcome);
+  report(what, m, outcome);
+  expect(m.unavailable, 'requests answered 503').to.equal(0);
+  expect(m.errors).to.equal(0);
+  if (signOut === 302) signOutsDuringHeld(outcome);
+  await everyEndHolds(world, outcome.ended);
+  await signOutHolds(world, signOut === 302 ? LEASE_MS + 500 : REPLICA_WAIT_MS + LEASE_MS + 500, signOut);
+  await back(lost!);
 }
 
 describe('a Redis server lost under load: Sentinel (a primary, a replica, three sentinels)', function () {
@@ -278,37 +354,48 @@ describe('a Redis server lost under load: Sentinel (a primary, a replica, three 
     await redis?.stop();
   });
 
-  /** Kill `server`, let the load run past the sentinels' detection, then start it again and let the topology settle. */
-  async function nothingChanges(what: string, server: () => TopologyRedis): Promise<void> {
-    let killed: TopologyRedis | undefined;
-    const outcome = await underLoad(
-      world,
-      async () => {
-        killed = server();
-        await killed.stop();
-      },
-      { settleMs: DETECTION_MS + 2_000, maxMs: 15_000 },
-    );
-    const m = measure(outcome);
-    report(what, m);
-    expect(m.unavailable, 'requests answered 503').to.equal(0);
-    expect(m.errors).to.equal(0);
-    await everyEndHolds(world, outcome.ended);
-    await signOutHolds(world, 500);
-    await killed!.start();
+  const killed = (server: () => TopologyRedis) => async () => {
+    const s = server();
+    await s.stop();
+    return s;
+  };
+  const restarted = async (server: TopologyRedis) => {
+    await server.start();
     await redis.settled();
-  }
+  };
 
   it('a sentinel killed: users see nothing of it', async () => {
-    await nothingChanges('Sentinel, a sentinel killed', () => redis.sentinelProcesses[0]!);
+    await nothingChanges(
+      world,
+      'Sentinel, a sentinel killed',
+      killed(() => redis.sentinelProcesses[0]!),
+      restarted,
+    );
   });
 
   it('the replica killed: users see nothing of it, sign-outs answer at once', async () => {
-    await nothingChanges('Sentinel, the replica killed', () => redis.nodes.find((n) => n !== redis.primary())!);
+    await nothingChanges(
+      world,
+      'Sentinel, the replica killed',
+      killed(() => redis.nodes.find((n) => n !== redis.primary())!),
+      restarted,
+    );
   });
 
-  it('the primary killed: 503 while the replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
-    await failsOver(world, 'Sentinel, the primary killed', () => redis.primary().stop());
+  it('the primary killed: 503 while the replica is promoted, then no error; every session ended before the kill or during the failover stays ended at both instances', async () => {
+    const primary = redis.primary();
+    await failsOver(world, 'Sentinel, the primary killed', () => primary.stop(), await sentinelPromotion(redis));
+    await restarted(primary);
+  });
+
+  it('the primary hung (SIGSTOP) and left hung: the same, and the instances follow the promoted replica without anyone killing the hung one', async () => {
+    const primary = redis.primary();
+    try {
+      await failsOver(world, 'Sentinel, the primary hung', async () => primary.freeze(), await sentinelPromotion(redis));
+    } finally {
+      primary.thaw();
+    }
+    await redis.settled();
   });
 });
 
@@ -326,7 +413,43 @@ describe('a Redis server lost under load: Cluster (three primaries, a replica ea
     await redis?.stop();
   });
 
-  it('the primary holding the ended sessions killed: 503 while its replica is promoted, then no error; every session ended before the kill stays ended at both instances', async () => {
-    await failsOver(world, 'Cluster, the primary holding the ended sessions killed', () => redis.primaryOf('chat-gateway:ended').stop());
+  const holder = () => redis.primaryOf('chat-gateway:ended');
+
+  it('the primary holding the ended sessions killed: 503 while its replica is promoted, then no error; every session ended before the kill or during the failover stays ended at both instances', async () => {
+    const primary = holder();
+    await failsOver(world, 'Cluster, the primary holding the ended sessions killed', () => primary.stop(), await clusterPromotion(redis, primary));
+    await primary.start();
+    await redis.settled();
+  });
+
+  it('the primary holding the ended sessions, where every instance listens, hung (SIGSTOP) and left hung: the same, without anyone killing it', async () => {
+    const primary = holder();
+    try {
+      await failsOver(world, 'Cluster, the primary holding the ended sessions hung', async () => primary.freeze(), await clusterPromotion(redis, primary));
+    } finally {
+      primary.thaw();
+    }
+    await redis.settled();
+  });
+
+  it('a replica of that primary hung: no 503 and no error; sign-outs say they are not durable yet (202) until it is back', async () => {
+    const replicaOf = (primary: TopologyRedis) =>
+      redis.nodes.find(
+        (n) => n.alive() && n !== primary && new RegExp(`^master_port:${primary.port}\\s*$`, 'm').test(redisCli(n.port, 'info', 'replication')),
+      )!;
+    await nothingChanges(
+      world,
+      'Cluster, a replica of the primary holding the ended sessions hung',
+      async () => {
+        const replica = replicaOf(holder());
+        replica.freeze();
+        return replica;
+      },
+      async (replica) => {
+        replica.thaw();
+        await redis.settled();
+      },
+      202,
+    );
   });
 });

@@ -19,14 +19,7 @@ import { createGateway, type Gateway } from '../gateway/app.js';
 import { capturingObservability } from './support/gateway-harness.js';
 import { freePort } from './support/raw-http.js';
 import { browse, signIn, startWorld, worldEnv, CLIENT_ID, CLIENT_SECRET, type World } from './support/cookie-jar.js';
-
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { sleep, until } from './support/wait.js';
 
 describe('shared state: single flight through Redis', function () {
   this.timeout(30_000);
@@ -38,7 +31,7 @@ describe('shared state: single flight through Redis', function () {
     redis = await startRedis();
     const obs = createObservability({ level: 'silent' });
     [one, two] = [await redisState(redis.url, obs), await redisState(redis.url, obs)];
-    await until('both in sync', async () => one.ready().ok && two.ready().ok);
+    await until('both in sync', async () => one.ready().ok && two.ready().ok, { ms: 10_000 });
   });
   after(async () => {
     await Promise.all([one?.close(), two?.close()]);
@@ -49,7 +42,7 @@ describe('shared state: single flight through Redis', function () {
     let runs = 0;
     const work = async () => {
       runs++;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       return 'answer';
     };
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? one : two).singleFlight('k1', 60, 5_000, work)));
@@ -63,11 +56,11 @@ describe('shared state: single flight through Redis', function () {
     let runs = 0;
     const nothing = async () => {
       runs++;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       return undefined;
     };
     const first = one.singleFlight('k2', 60, 5_000, nothing);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     expect(await Promise.all([first, two.singleFlight('k2', 60, 5_000, nothing)])).to.deep.equal([undefined, undefined]);
     expect(runs).to.equal(1);
     expect(await two.singleFlight('k2', 60, 5_000, async () => 'now')).to.equal('now');
@@ -85,7 +78,6 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
   const refreshes: string[] = [];
   // The realm's accounts, changed by a test (the stand-in reads them at every token).
   const accounts = structuredClone(demoAccounts);
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   before(async () => {
     redis = await startRedis();
@@ -131,7 +123,7 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
   it('20 concurrent requests over both instances as the access token expires: one refresh, none fails, still signed in', async () => {
     const { jar } = await signIn(a, 'alice');
     const signedInAt = Date.now();
-    await new Promise((r) => setTimeout(r, Math.max(0, signedInAt + 5_000 - Date.now())));
+    await sleep(Math.max(0, signedInAt + 5_000 - Date.now()));
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => browse(jar.clone(), `${i % 2 ? b : a}/api/v1/auths/`)));
     expect(answers.map((x) => x.status)).to.deep.equal(Array(20).fill(200));
     expect(refreshes).to.deep.equal(['ok']);
@@ -142,7 +134,7 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
       for (const j of [renewed, jar]) expect((await browse(j, `${url}/auth/session`)).json<{ authenticated: boolean }>().authenticated).to.equal(true);
     }
     // The next refresh uses the new refresh token: accepted once more.
-    await new Promise((r) => setTimeout(r, 5_000));
+    await sleep(5_000);
     expect((await browse(renewed, `${b}/api/v1/auths/`)).status).to.equal(200);
     expect(refreshes).to.deep.equal(['ok', 'ok']);
   });
@@ -182,7 +174,7 @@ describe('sessions: refreshes with an identity provider that hands the same refr
   it('every due refresh reaches the identity provider: an earlier outcome is never served again', async () => {
     const { jar } = await signIn(w.url, 'alice');
     for (const expected of [['ok'], ['ok', 'ok'], ['ok', 'ok', 'ok']]) {
-      await new Promise((r) => setTimeout(r, 3_500));
+      await sleep(3_500);
       expect((await browse(jar, `${w.url}/api/v1/auths/`)).status).to.equal(200);
       expect(refreshes).to.deep.equal(expected);
     }

@@ -23,8 +23,8 @@ import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.j
 import { capturingObservability, type LogLine } from './support/gateway-harness.js';
 import { freePort } from './support/raw-http.js';
 import { browse, gatewayClient, signIn, worldEnv, SESSION_SECRET, type Jar } from './support/cookie-jar.js';
+import { sleep } from './support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const LIFETIMES = [5, 15, 29];
 
 interface Case {

@@ -9,21 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET } from './support/cookie-jar.js';
-import { startIdp, logoutThroughIdp, type TestIdp } from '../sandbox/idp.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { logoutThroughIdp } from '../sandbox/idp-browser.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../sandbox/open-webui.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort } from './support/raw-http.js';
 import { gatewayProcess } from './support/gateway-harness.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { SESSION_CHECK_UNAVAILABLE } from '../gateway/http/respond.js';
-
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from './support/wait.js';
 
 describe('sessions shared by several instances through REDIS_URL', function () {
   this.timeout(60_000);
@@ -67,7 +61,7 @@ describe('sessions shared by several instances through REDIS_URL', function () {
       const gw = await gatewayProcess({ ...env, PORT: String(port) });
       gateways.push({ child: gw.child, url: `http://127.0.0.1:${gw.port}` });
     }
-    for (const url of [a, b]) await until(`${url} in sync with Redis`, async () => (await readiness(url)).sharedState!.ok);
+    for (const url of [a, b]) await until(`${url} in sync with Redis`, async () => (await readiness(url)).sharedState!.ok, { ms: 10_000, everyMs: 100 });
   });
 
   after(async () => {
@@ -100,7 +94,7 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     const { jar, idpJar } = await signIn(a, 'alice');
     expect((await atB(jar, '/api/v1/auths/')).status).to.equal(200);
     await logoutThroughIdp(`${idp.issuer}/protocol/openid-connect/logout?client_id=${CLIENT_ID}`, idpJar);
-    await until('B to learn of the logout', async () => (await atB(jar, '/api/v1/auths/')).status === 401, 3_000);
+    await until('B to learn of the logout', async () => (await atB(jar, '/api/v1/auths/')).status === 401, { ms: 3_000, everyMs: 100 });
   });
 
   it('the tenant-lookup rate limit is one limit across instances', async () => {
@@ -119,7 +113,7 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     const endedCopy = ended.jar.clone();
     const bearer = await idp.accessTokenFor('alice', CLIENT_ID);
     await redis.stop();
-    await until('B to notice Redis is gone', async () => !(await readiness(b)).sharedState!.ok);
+    await until('B to notice Redis is gone', async () => !(await readiness(b)).sharedState!.ok, { ms: 10_000, everyMs: 100 });
 
     const refused = await atB(kept.jar, '/api/v1/auths/');
     expect(refused.status).to.equal(503);
@@ -140,7 +134,7 @@ describe('sessions shared by several instances through REDIS_URL', function () {
     // Logged out at A while Redis is down: A forgets it at once, the others learn it on reconnection.
     await browse(ended.jar, '/auth/logout');
     await redis.start(); // empty: nothing persisted
-    for (const url of [a, b]) await until(`${url} back in sync`, async () => (await readiness(url)).sharedState!.ok);
+    for (const url of [a, b]) await until(`${url} back in sync`, async () => (await readiness(url)).sharedState!.ok, { ms: 10_000, everyMs: 100 });
     expect((await atB(endedCopy, '/api/v1/auths/')).status, 'the session ended while Redis was down').to.equal(401);
     expect((await atB(kept.jar, '/api/v1/auths/')).status, 'the other session is back').to.equal(200);
     expect(await (await fetch(`${b}/metrics`)).text()).to.match(/gateway_shared_state_up 1/);

@@ -1,7 +1,10 @@
 // Invalid settings stop startup naming every bad variable; the stage files hold the defaults.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { loadSettings, SettingsError, deriveAdminUrl, describeSettings } from '../config/settings.js';
 import { parseEnvFile } from '../config/env.js';
 import { parseTenantAliases } from '../config/tenant-aliases.js';
@@ -204,6 +207,40 @@ describe('settings: Redis Sentinel and Cluster', () => {
   });
 });
 
+describe('settings: the stage file, read the same on every Node release the gateway supports', () => {
+  const read = (text: string) => parseEnvFile(text);
+
+  it('as shipped, it reads config/dev.env and config/prod.env as util.parseEnv does', () => {
+    for (const file of ['config/dev.env', 'config/prod.env']) {
+      const text = readFileSync(file, 'utf8');
+      expect(read(text), file).to.deep.equal({ ...parseEnv(text) });
+      expect(Object.keys(read(text)).length, file).to.be.greaterThan(8);
+    }
+  });
+
+  it('comments, blank lines, `export`, quotes, spaces and CRLF', () => {
+    const text = '# a comment\n\n  # an indented comment\nA=1\nexport B=2\nC="q v"\nD=\'s\'\r\n  E = sp  \nF=\nG=a=b\n';
+    expect(read(text)).to.deep.equal({ A: '1', B: '2', C: 'q v', D: 's', E: 'sp', F: '', G: 'a=b' });
+  });
+
+  it('an indented comment is a comment: the setting after it is kept (Node 20\u2019s util.parseEnv loses it)', () => {
+    expect(read('  # the switch below\nCHATUI_BYPASS_ADMIN_ACCESS_CONTROL=false\n')).to.deep.equal({ CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'false' });
+  });
+
+  it('`#` inside an unquoted value is kept, as docker compose keeps it (util.parseEnv cuts the value there)', () => {
+    expect(read('REDIS_SENTINEL_PASSWORD=p#ss\n')).to.deep.equal({ REDIS_SENTINEL_PASSWORD: 'p#ss' });
+    expect(parseEnv('REDIS_SENTINEL_PASSWORD=p#ss\n')).to.deep.equal({ REDIS_SENTINEL_PASSWORD: 'p' });
+  });
+
+  it('a quote left open stays in its own line\u2019s value: the lines after it are settings of their own', () => {
+    expect(read('A="open\nB=2\n')).to.deep.equal({ A: '"open', B: '2' });
+  });
+
+  it('one line is one setting: no multi-line values, no escapes, no names outside [A-Za-z_][A-Za-z0-9_]*', () => {
+    expect(read('A="line1\nline2"\nB="x\\ny"\n1C=1\nD.E=1\nexporter F=1\n')).to.deep.equal({ A: '"line1', B: 'x\\ny' });
+  });
+});
+
 describe('settings', () => {
   it('both stage files keep the two policy switches private', () => {
     for (const file of ['config/dev.env', 'config/prod.env']) {
@@ -212,14 +249,33 @@ describe('settings', () => {
       expect(env.CHATUI_ENABLE_ADMIN_EXPORT, file).to.equal('false');
     }
     const dev = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined });
-    expect(dev.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+    expect(dev.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
     const prod = loadSettings({ ...complete, NODE_ENV: 'production', PUBLIC_URL: 'https://chat.example' });
-    expect(prod.policy).to.deep.equal({ bypassAdminAccessControl: false, enableAdminExport: false });
+    expect(prod.policy).to.include({ bypassAdminAccessControl: false, enableAdminExport: false });
+  });
+
+  it('POLICY_FILE: read at start over the stage file, the environment winning; a missing or invalid one stops startup naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'settings-policy-'));
+    try {
+      const file = join(dir, 'policy.yaml');
+      writeFileSync(file, 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"\nCHATUI_ENABLE_ADMIN_EXPORT: "true"\n');
+      const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: 'false', POLICY_FILE: file });
+      expect(s.policy).to.include({ bypassAdminAccessControl: true, enableAdminExport: false });
+      expect(s.policyWarnings).to.have.length(1);
+      expect(s.policyWarnings[0]).to.match(/^CHATUI_ENABLE_ADMIN_EXPORT \(POLICY_FILE .*\): set in the environment too, which wins/);
+      expect(problems({ ...complete, POLICY_FILE: join(dir, 'nothing.yaml') })).to.deep.equal([`POLICY_FILE ${join(dir, 'nothing.yaml')}: no such file`]);
+      writeFileSync(file, 'LOG_LEVEL: loud\n');
+      expect(problems({ ...complete, POLICY_FILE: file })).to.deep.equal([
+        `LOG_LEVEL (POLICY_FILE ${file}): must be one of fatal, error, warn, info, debug, trace, silent (got "loud")`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the process environment overrides the stage file', () => {
     const s = loadSettings({ ...complete, CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: 'true', CHATUI_ENABLE_ADMIN_EXPORT: 'true' });
-    expect(s.policy).to.deep.equal({ bypassAdminAccessControl: true, enableAdminExport: true });
+    expect(s.policy).to.include({ bypassAdminAccessControl: true, enableAdminExport: true });
   });
 
   it('accepts the CHATUI_* switches only as exactly true or false', () => {
@@ -231,9 +287,9 @@ describe('settings', () => {
   });
 
   it('UPSTREAM_RELEASE_POLICY: warn by default, refuse-admins or strict; anything else stops startup naming it', () => {
-    expect(loadSettings(complete).upstream.releasePolicy).to.equal('warn');
-    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'refuse-admins' }).upstream.releasePolicy).to.equal('refuse-admins');
-    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'strict' }).upstream.releasePolicy).to.equal('strict');
+    expect(loadSettings(complete).policy.upstreamRelease).to.equal('warn');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'refuse-admins' }).policy.upstreamRelease).to.equal('refuse-admins');
+    expect(loadSettings({ ...complete, UPSTREAM_RELEASE_POLICY: 'strict' }).policy.upstreamRelease).to.equal('strict');
     for (const bad of ['Strict', 'refuse', 'off', ' warn'])
       expect(problems({ ...complete, UPSTREAM_RELEASE_POLICY: bad }), bad).to.deep.equal([
         `UPSTREAM_RELEASE_POLICY: must be one of warn, refuse-admins, strict (got ${JSON.stringify(bad)})`,
@@ -278,7 +334,7 @@ describe('settings', () => {
       ['0', false],
       ['true', true],
     ] as const)
-      expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).login.showIdpLogin).to.equal(want);
+      expect(loadSettings({ ...complete, SHOW_IDP_LOGIN: v }, { stageFiles: false }).policy.showIdpLogin).to.equal(want);
   });
 
   it('runs the sandbox only without UPSTREAM_URL and outside production', () => {

@@ -3,7 +3,7 @@
 // and is used once; a callback without it, with another sign-in's, or tampered, makes no session;
 // a token endpoint out of reach at the callback is the "temporarily unavailable" page, not a 400.
 import { expect } from 'chai';
-import { CookieJar as IdpCookieJar, loginThroughIdp } from '../sandbox/idp.js';
+import { loginThroughIdp } from '../sandbox/idp-browser.js';
 import { browse, Jar, startWorld, type World } from './support/cookie-jar.js';
 
 describe('sign-in: the code flow’s transaction', () => {
@@ -19,7 +19,7 @@ describe('sign-in: the code flow’s transaction', () => {
   async function begin(jar: Jar, username = 'alice', query = 'returnTo=%2Fc%2F7') {
     const start = await browse(jar, `/auth/start?${query}`);
     expect(start.status).to.equal(302);
-    const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new IdpCookieJar());
+    const { callbackUrl } = await loginThroughIdp(start.location!, username, undefined, new Jar());
     return { start, callbackUrl };
   }
 

@@ -5,10 +5,10 @@ import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { changeableDemoAccounts, browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import { SessionCodec, type SessionData } from '../gateway/auth/session-cookie.js';
+import { sleep } from './support/wait.js';
 
 const TTL = 4;
 const MARGIN = 2;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('sign-in: token refresh', function () {
   this.timeout(20_000);

@@ -1,7 +1,7 @@
 // Sign-in: full code-flow logins against the realm (the real oidc-provider, in process)
 // over real sockets with a cookie jar; what reaches the chat front-end stand-in is the proof.
 import { expect } from 'chai';
-import { CookieJar as IdpCookieJar, loginThroughIdp, logoutThroughIdp } from '../sandbox/idp.js';
+import { loginThroughIdp, logoutThroughIdp } from '../sandbox/idp-browser.js';
 import { demoAccounts } from '../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from './support/cookie-jar.js';
 import type { RecordedRequest } from '../sandbox/open-webui.js';
@@ -24,11 +24,11 @@ function decodeState(authorizeUrl: string): Record<string, unknown> {
 }
 
 /** Does the realm still have a browser session for this jar (the authorize request ends at the callback without a form)? */
-async function idpSessionActive(authorizeUrl: string, idpJar: IdpCookieJar): Promise<boolean> {
+async function idpSessionActive(authorizeUrl: string, idpJar: Jar): Promise<boolean> {
   let url = authorizeUrl;
   for (let i = 0; i < 10; i++) {
     const res = await fetch(url, { headers: { cookie: idpJar.header(url) }, redirect: 'manual' });
-    idpJar.store(url, res.headers.getSetCookie());
+    idpJar.store(res.headers.getSetCookie(), url);
     const text = await res.text();
     const location = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && location) {

@@ -12,6 +12,7 @@ import { Upstream } from '../gateway/upstream/proxy.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -76,7 +77,7 @@ describe('upstream proxy: memory per exchange', function () {
           });
         }),
       );
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       expect(timers() - before, 'timers still armed for exchanges whose client left').to.be.below(5);
     } finally {
       for (const res of held) res.destroy();

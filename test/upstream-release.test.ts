@@ -26,6 +26,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
+import { CHECKED_VERSIONS } from '../policies/open-webui-releases.js';
+import { sleep } from './support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -99,7 +101,6 @@ const metric = async (url: string) =>
 const as = (who: 'admin' | 'user', url: string, path: string, init: RequestInit = {}) =>
   fetch(`${url}${path}`, { ...init, headers: { 'x-test-caller': who, ...(init.headers as Record<string, string>) } });
 const warnings = (w: World) => w.lines.filter((l) => l.event === 'upstream-release-unsupported');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** /readyz answers are shared for one second: the next one reads the release again. */
 const nextReadiness = () => sleep(1_100);
 
@@ -202,7 +203,8 @@ describe('the Open WebUI release behind the gateway', function () {
     let w: World;
     afterEach(async () => w?.close());
 
-    it('behind a release not checked: every admin API request (and Socket.IO) refused with why, audited; their pages and every plain user served', async () => {
+    it('behind a release not checked: every admin API request (and Socket.IO) refused with why, audited; their pages a page of the gateway\u2019s; every plain user served', async () => {
+      const startedAt = Date.now();
       w = await world('0.12.5', { UPSTREAM_RELEASE_POLICY: 'refuse-admins' });
       const before = w.upstream.requests.length;
       for (const path of ['/api/v1/users/groups', '/api/config', '/API/v1/chats/', '/ollama/api/tags', '/openai/models']) {
@@ -218,9 +220,35 @@ describe('the Open WebUI release behind the gateway', function () {
       ).to.deep.equal([]);
       expect(w.lines.filter((l) => l.event === 'policy-denied' && l.rule === 'upstream release not checked: admins refused').length).to.be.at.least(5);
       expect(await socketStatus(w.url, 'admin')).to.equal(403);
-      // their pages and the public assets are not the API
-      expect((await as('admin', w.url, '/workspace')).status).to.equal(200);
-      expect((await as('admin', w.url, '/static/favicon.png')).status).to.not.equal(403);
+      // their pages: the gateway's own, saying why, since when and what to tell the operator; never forwarded
+      const pagesBefore = w.upstream.requests.length;
+      for (const path of ['/', '/workspace', '/c/c-1']) {
+        const res = await as('admin', w.url, path, { headers: { 'accept-language': 'en' } });
+        expect(res.status, path).to.equal(403);
+        expect(res.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+        const html = await res.text();
+        expect(html).to.include('id="release-not-checked"');
+        expect(html).to.include('The chat front-end now runs Open WebUI 0.12.5, a release this gateway was not checked against.');
+        const since = /Since (\d{4}-\d\d-\d\d \d\d:\d\d) UTC\./.exec(html)?.[1];
+        expect(since, 'since when').to.be.a('string');
+        expect(Date.parse(`${since}Z`)).to.be.within(Math.floor(startedAt / 60_000) * 60_000, Date.now());
+        expect(html).to.include(
+          `not a release its route table was checked against (${CHECKED_VERSIONS.join(', ')}). Check it with &#34;npm run routes:check -- 0.12.5&#34;`,
+        );
+        expect(html).to.include('href="/auth/logout"');
+      }
+      const german = await (await as('admin', w.url, '/', { headers: { 'accept-language': 'de' } })).text();
+      expect(german).to.include('Der Chat ist für Administratoren vorübergehend geschlossen');
+      expect(
+        w.upstream.requests.slice(pagesBefore).filter((r) => r.url !== '/api/version' && r.url !== '/health' && !r.url.startsWith('/api/v1/auths/')),
+        'no page forwarded',
+      ).to.deep.equal([]);
+      expect(
+        w.lines.some((l) => l.event === 'policy-denied' && l.rule === 'upstream release not checked: admins refused (a page)' && l.path === '/workspace'),
+      ).to.equal(true);
+      // the public assets are not refused; a plain user's pages are Open WebUI's
+      expect((await as('admin', w.url, '/static/favicon.png')).status).to.equal(200);
+      expect((await as('user', w.url, '/workspace')).status).to.equal(200);
       // plain users are unaffected
       expect((await as('user', w.url, '/api/v1/users/groups')).status).to.equal(200);
       expect((await as('user', w.url, '/api/config')).status).to.equal(200);
@@ -233,6 +261,7 @@ describe('the Open WebUI release behind the gateway', function () {
       await readyz(w.url);
       expect((await as('admin', w.url, '/api/v1/users/groups')).status).to.equal(200);
       expect(await socketStatus(w.url, 'admin')).to.equal(101);
+      expect((await as('admin', w.url, '/workspace')).status, 'the admin\u2019s pages again').to.equal(200);
     });
 
     it('a release that cannot be read refuses admins too; behind a checked release nothing is refused', async () => {
@@ -246,6 +275,9 @@ describe('the Open WebUI release behind the gateway', function () {
       expect(((await res.json()) as { detail: string }).detail).to.equal(
         'The chat front-end runs a release this gateway was not checked against: admin requests are refused until it is',
       );
+      const html = await (await as('admin', w.url, '/')).text();
+      expect(html).to.include('The gateway cannot tell which release of Open WebUI the chat front-end runs (GET /api/version answered a body');
+      expect(html).to.include('release from /api/version (GET /api/version answered a body');
       expect((await as('user', w.url, '/api/v1/users/groups')).status).to.equal(200);
     });
   });
@@ -280,10 +312,11 @@ describe('the Open WebUI release behind the gateway', function () {
       createObservability({ level: 'silent' }),
     );
     let now = 1_000_000;
-    const release = new UpstreamRelease(client, obs, { policy: 'warn', now: () => now });
+    const release = new UpstreamRelease(client, obs, { policy: () => 'warn', now: () => now });
     try {
       const seen = () => obs.lines.filter((l) => l.event === 'upstream-release-unsupported').map((l) => l.release);
       await release.check();
+      expect(release.status.since, 'since the first reading').to.equal(1_000_000);
       now += 60_000;
       await release.check();
       now += 3 * 60_000;
@@ -296,7 +329,12 @@ describe('the Open WebUI release behind the gateway', function () {
       now += 1_000;
       await release.check();
       expect(seen(), 'at once for another release').to.deep.equal(['0.12.5', '0.12.5', '0.13.0']);
-      expect(release.status).to.deep.equal({ state: 'unsupported', version: '0.13.0' });
+      // since when: the moment it was first read, kept while it stays (what an admin's page says)
+      expect(release.status).to.deep.equal({ state: 'unsupported', version: '0.13.0', since: now });
+      const firstSeen = now;
+      now += 60_000;
+      await release.check();
+      expect(release.status.since).to.equal(firstSeen);
     } finally {
       client.close();
       await upstream.close();

@@ -8,8 +8,7 @@
 import { expect } from 'chai';
 import { changeableDemoAccounts, browse, signIn, startWorld, CLIENT_ID, type World } from './support/cookie-jar.js';
 import { seedChats, seedUsers, FOREIGN_MARKER } from './support/raw-http.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './support/wait.js';
 
 describe('the newest identity facts of a user win at the chat front-end', function () {
   this.timeout(30_000);

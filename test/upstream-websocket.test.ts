@@ -15,6 +15,7 @@ import { createObservability } from '../gateway/observability/observability.js';
 import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { ACCEPT, HANDSHAKE } from './support/websocket-wire.js';
+import { sleep } from './support/wait.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -184,7 +185,7 @@ describe('upstream: a WebSocket handshake the upstream does not complete', funct
       const { answer, elapsedMs } = await handshake(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { timeoutMs: 300 });
       expect(answer).to.match(/^HTTP\/1\.1 504 /);
       expect(elapsedMs).to.be.within(250, 5_000);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       expect(
         held.every((s) => s.destroyed || s.readableEnded),
         'the upstream connection is closed',
@@ -244,7 +245,7 @@ describe('upstream: a session that ends while its WebSocket handshake is under w
         ws.on('error', () => {});
         const closed = await new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })));
         expect(closed).to.deep.equal({ code: 1008, reason: 'signed out' });
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
         expect(upstreamGot, 'frames sent after the session ended').to.deep.equal([]);
       } finally {
         tracker.destroyAll();

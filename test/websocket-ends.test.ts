@@ -15,8 +15,7 @@ import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { HANDSHAKE, clientFrame, frame, rawWebSocket } from './support/websocket-wire.js';
 import { realGuard } from './support/websocket-guard.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './support/wait.js';
 
 /** The gateway side: a front server that tracks each upgraded socket and forwards it. */
 async function front(upstreamUrl: string, guard?: Guarding) {

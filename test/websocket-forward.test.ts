@@ -14,8 +14,7 @@ import { WebSocketTracker } from '../gateway/http/websockets.js';
 import type { SocketVerdict } from '../policies/session-ends.js';
 import { ACCEPT, HANDSHAKE, frame } from './support/websocket-wire.js';
 import { realGuard } from './support/websocket-guard.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './support/wait.js';
 
 /** A raw upstream: 101 after `delayMs`, records what it reads after the handshake and whether it saw the end. */
 async function rawUpstream(delayMs: number) {

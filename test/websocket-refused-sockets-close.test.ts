@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { startWorld, type World } from './support/cookie-jar.js';
+import { sleep } from './support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const connections = (w: World) => new Promise<number>((r, j) => w.gateway.server.getConnections((e, n) => (e ? j(e) : r(n))));
 
 async function answered(port: number, request: string, after: 'silent' | 'byte-then-fin'): Promise<{ status: string; socket: net.Socket }> {

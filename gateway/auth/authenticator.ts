@@ -82,7 +82,11 @@ export function usersOfTokens(o: OidcSettings, realm: RealmClient) {
 }
 
 /** The sign-in parts put together: the realm, sessions, bearer tokens and the /auth routes. */
-export async function createAuthenticator(settings: Settings, obs: Observability, shared: SharedState = processState(obs)): Promise<Authenticator> {
+export async function createAuthenticator(
+  settings: Pick<Settings, 'oidc' | 'publicUrl' | 'allowedOrigins'>,
+  obs: Observability,
+  shared: SharedState = processState(obs),
+): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) return unconfiguredAuthenticator(obs);
   const issuer = trimSlash(o.issuerUrl);
@@ -104,13 +108,14 @@ export async function createAuthenticator(settings: Settings, obs: Observability
   const changed = (sessionId: string | undefined) => {
     for (const listener of changeListeners) listener(sessionId);
   };
-  const ends: Pick<SharedState, 'end' | 'isEnded' | 'firstUse'> = {
+  const ends: Pick<SharedState, 'end' | 'isEnded' | 'settle' | 'firstUse'> = {
     end(by, until) {
       const written = shared.end(by, until);
       changed('id' in by ? by.id : undefined);
       return written;
     },
     isEnded: (s, now) => shared.isEnded(s, now),
+    settle: () => shared.settle(),
     firstUse: (jti, until) => shared.firstUse(jti, until),
   };
   const store = new SessionStore(

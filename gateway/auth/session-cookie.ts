@@ -1,5 +1,5 @@
-// The gateway's session cookie: a format the gateway owns, written and read only here (README
-// "The session cookie"). Version 2:
+// The gateway's session cookie: a format the gateway owns, written and read only here
+// (docs/design/session-cookie.md). Version 2:
 //   - name `appSession`; a value that would not fit one 4096-byte cookie (with its attributes) is
 //     cut into `appSession.0`, `.1`, ... (joined in index order); a write clears the names of the
 //     other form that the request carried;
@@ -15,12 +15,12 @@
 // and header but `v`): read as it is, and rewritten as version 2 at its next renewal (rolling
 // touch, refresh, tenant switch). Any other `v` is refused: the browser is signed out, as with a
 // cookie of another key. A format change bumps `v` here and keeps reading the one before.
-import { hkdfSync } from 'node:crypto';
-import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
+import { decodeProtectedHeader } from 'jose';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { CLEAR_SITE_DATA } from '../http/respond.js';
 import { withoutCookies } from '../http/request-headers.js';
+import { Sealer } from './sealed.js';
 
 export const SESSION_COOKIE = 'appSession';
 const MAX_COOKIE_SIZE = 4096;
@@ -28,7 +28,6 @@ const MAX_COOKIE_SIZE = 4096;
 export const SESSION_FORMAT_VERSION = 2;
 /** What a cookie's protected header may say it is: this format, or none (express-openid-connect's). */
 const READABLE_VERSIONS: ReadonlySet<unknown> = new Set([SESSION_FORMAT_VERSION, undefined]);
-const JWE_OPTIONS = { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] };
 
 /** What the gateway keeps in the session (set at login by afterCallback, renewed on refresh). */
 export interface SessionUser {
@@ -101,14 +100,13 @@ export function isSessionData(x: unknown): x is SessionData {
 }
 
 export class SessionCodec {
-  private readonly keys: Buffer[];
+  private readonly sealer: Sealer;
 
   constructor(
     secrets: string[],
     private readonly options: CookieOptions,
   ) {
-    if (!secrets.length) throw new Error('SESSION_SECRET is required');
-    this.keys = secrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'JWE CEK', 32)));
+    this.sealer = new Sealer(secrets, 'JWE CEK');
   }
 
   /** exp: rolling sessions with an absolute cap. */
@@ -123,9 +121,7 @@ export class SessionCodec {
 
   /** The cookie value of a session, in the current format. */
   encrypt(data: SessionData, header: SessionHeader): Promise<string> {
-    return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(data)))
-      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', v: SESSION_FORMAT_VERSION, ...header })
-      .encrypt(this.keys[0]!);
+    return this.sealer.seal(data, { v: SESSION_FORMAT_VERSION, ...header });
   }
 
   /**
@@ -141,23 +137,11 @@ export class SessionCodec {
     }
     // A format this gateway does not know (a later release's, say) is refused before any key is tried.
     if (!READABLE_VERSIONS.has(v)) return undefined;
-    for (const key of this.keys) {
-      let plaintext: Uint8Array;
-      let header: Record<string, unknown>;
-      try {
-        ({ plaintext, protectedHeader: header } = await compactDecrypt(jwe, key, JWE_OPTIONS));
-      } catch {
-        continue; // next key of the rotation
-      }
-      const { iat, uat, exp } = header;
-      if (typeof iat !== 'number' || typeof uat !== 'number' || typeof exp !== 'number') return undefined;
-      try {
-        return { header: { iat, uat, exp }, data: JSON.parse(new TextDecoder().decode(plaintext)), version: v as number | undefined };
-      } catch {
-        return undefined;
-      }
-    }
-    return undefined;
+    const opened = await this.sealer.open(jwe);
+    if (!opened) return undefined;
+    const { iat, uat, exp } = opened.header;
+    if (typeof iat !== 'number' || typeof uat !== 'number' || typeof exp !== 'number') return undefined;
+    return { header: { iat, uat, exp }, data: opened.value, version: v as number | undefined };
   }
 
   /** One Set-Cookie line of the session (or of one of its chunks). */

@@ -6,6 +6,7 @@ import { SharedStateUnavailable } from '../http/respond.js';
 import { addSetCookie, epoch, isSessionData, type SessionCodec, type SessionCookies, type SessionData, type SessionHeader } from './session-cookie.js';
 import type { SessionEndReason } from './session-end.js';
 import { refreshMargin, refreshStateName } from './token-state.js';
+import type { EndOutcome } from '../state/shared-state.js';
 
 /**
  * `shared`: the outcome of a refresh made earlier or elsewhere (another instance, another request),
@@ -42,10 +43,12 @@ export interface SessionHooks {
 
 /** Where ended sessions are recorded and looked up (gateway/state/shared-state.ts). */
 export interface EndedSessions {
-  /** settles once every instance can know it (SharedState.end) */
-  end(by: { id: string }, untilEpoch: number): Promise<void>;
+  /** settles once every instance refuses it, or waiting longer would not help (SharedState.end): the outcome says which */
+  end(by: { id: string }, untilEpoch: number): Promise<EndOutcome>;
   /** undefined: cannot be known now */
   isEnded(session: { id: string; sid?: string | null; sub: string; iat: number }, now?: number): boolean | undefined;
+  /** settles once isEnded can answer again, or asking did not help (SharedState.settle) */
+  settle(): Promise<void>;
 }
 
 export class SessionStore {
@@ -69,7 +72,7 @@ export class SessionStore {
   }
 
   /** This session id is over (logout, refused refresh): its cookie, and every copy, is refused, on every instance. */
-  revoke(id: string, seconds = this.options.absoluteSeconds): Promise<void> {
+  revoke(id: string, seconds = this.options.absoluteSeconds): Promise<EndOutcome> {
     return this.ended.end({ id }, epoch() + Math.max(1, seconds));
   }
 
@@ -97,7 +100,8 @@ export class SessionStore {
       if (this.ended.isEnded(facts, now) === false) this.tell(entry.data, 'lifetime_reached', 'the session cookie outlived its idle or absolute lifetime');
       return this.cleared(found, jar);
     }
-    const ended = this.ended.isEnded(facts, now);
+    // Where the check only lapsed, Redis is asked before anyone is refused.
+    const ended = this.ended.isEnded(facts, now) ?? (await this.ended.settle(), this.ended.isEnded(facts, epoch()));
     // Fail closed: a session whose end may have been missed is not honoured (and not cleared).
     if (ended === undefined) throw new SharedStateUnavailable('Redis is not reachable');
     if (ended) return this.cleared(found, jar);

@@ -14,10 +14,10 @@
 // What a failed sign-in answers is gateway/auth/sign-in-errors.ts's: an error with a 4xx `status`
 // is the browser's (or the realm's `?error=`) fault; one without is the realm out of reach (503).
 import type { Request, Response, Router } from 'express';
-import { hkdfSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { parseCookie, stringifySetCookie } from 'cookie';
-import { CompactEncrypt, compactDecrypt, decodeJwt, errors as joseErrors } from 'jose';
+import { decodeJwt, errors as joseErrors } from 'jose';
 import type { Settings } from '../../config/settings.js';
 import type { Observability } from '../observability/observability.js';
 import { isChatAdmin } from '../../policies/admin-scoping.js';
@@ -26,6 +26,7 @@ import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import type { SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
+import { Sealer } from './sealed.js';
 import { epoch, readSessionCookie, type SessionData, type SessionUser } from './session-cookie.js';
 import { tokenState } from './token-state.js';
 import { type SessionStore } from './session-store.js';
@@ -36,7 +37,6 @@ export const TRANSACTION_COOKIE = 'auth_verification';
 const CALLBACK_PATH = '/auth/callback';
 /** Long enough for a password, a second factor and an upstream provider's own sign-in. */
 const TRANSACTION_SECONDS = 15 * 60;
-const JWE_OPTIONS = { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] };
 
 /** What the transaction cookie carries from /auth/start to /auth/callback. */
 interface Transaction {
@@ -83,30 +83,19 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
   const secure = settings.publicUrl.startsWith('https:');
   const redirectUri = new URL(CALLBACK_PATH, settings.publicUrl).href;
   // The transaction's own key (not the session's): the first SESSION_SECRET encrypts, all decrypt.
-  const keys = o.sessionSecrets.map((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'sign-in transaction', 32)));
+  const sealer = new Sealer(o.sessionSecrets, 'sign-in transaction');
   const cookieLine = (value: string, maxAge: number) =>
     stringifySetCookie({ name: TRANSACTION_COOKIE, value, path: CALLBACK_PATH, maxAge, httpOnly: true, secure, sameSite: 'lax' });
-
-  async function sealed(t: Transaction): Promise<string> {
-    return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(t))).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).encrypt(keys[0]!);
-  }
 
   /** The transaction of this callback (its cookie cleared on the way out: one use), or undefined. */
   async function takeTransaction(req: Request, res: Response): Promise<Transaction | undefined> {
     const value = req.headers.cookie ? parseCookie(req.headers.cookie)[TRANSACTION_COOKIE] : undefined;
     if (!value) return undefined;
     res.append('set-cookie', cookieLine('', 0));
-    for (const key of keys) {
-      let t: Partial<Transaction>;
-      try {
-        t = JSON.parse(new TextDecoder().decode((await compactDecrypt(value, key, JWE_OPTIONS)).plaintext)) as Partial<Transaction>;
-      } catch {
-        continue;
-      }
-      const whole = [t.state, t.nonce, t.code_verifier, t.returnTo].every((x) => typeof x === 'string') && typeof t.exp === 'number';
-      return whole && t.exp! > epoch() ? (t as Transaction) : undefined;
-    }
-    return undefined;
+    const t = (await sealer.open(value))?.value as Partial<Transaction> | null | undefined;
+    if (!t || typeof t !== 'object') return undefined;
+    const whole = [t.state, t.nonce, t.code_verifier, t.returnTo].every((x) => typeof x === 'string') && typeof t.exp === 'number';
+    return whole && t.exp! > epoch() ? (t as Transaction) : undefined;
   }
 
   router.get('/auth/start', async (req, res, next) => {
@@ -132,7 +121,7 @@ export function mountSignIn(router: Router, { settings, realm, store, shared, ob
         ...(locale ? { ui_locales: locale } : {}),
       });
       const transaction: Transaction = { state, nonce, code_verifier, returnTo, ...(tenant ? { tenant } : {}), exp: epoch() + TRANSACTION_SECONDS };
-      res.append('set-cookie', cookieLine(await sealed(transaction), TRANSACTION_SECONDS));
+      res.append('set-cookie', cookieLine(await sealer.seal(transaction), TRANSACTION_SECONDS));
       res.set('cache-control', 'no-store');
       res.redirect(url.href);
     } catch (err) {

@@ -1,23 +1,30 @@
-// Signing out (README "Signing out"): the gateway's /auth/logout and the chat front-end's own
+// Signing out (docs/operating/operations.md, "Signing out"): the gateway's /auth/logout and the chat front-end's own
 // sign-out (answered here, never forwarded) end the gateway session on every instance, revoke its
 // refresh token, clear the chat front-end's cookies and send the browser through the realm's
-// logout. Moved out of authenticator.ts as it was; given only the settings it reads.
+// logout. The answer waits until every instance refuses the session and a replica holds the end
+// (gateway/state/redis-ends.ts); when Redis did not confirm it in time, the user is told so on a
+// page of the gateway's own (202), with the way on to the realm's logout.
 import type { Router, Request, Response, NextFunction } from 'express';
 import type { Observability } from '../observability/observability.js';
-import { loginPath, pageLocale } from '../pages/locale.js';
-import type { SharedState } from '../state/shared-state.js';
+import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';
+import { renderSignOutPending } from '../pages/templates.js';
+import type { EndOutcome, SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
 import { isSessionData, readSessionCookie, type SessionData } from './session-cookie.js';
 import { tellSessionEnd } from './session-end.js';
 import { type SessionStore } from './session-store.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { signOutRequest } from '../../policies/origins.js';
-import { CLEAR_SITE_DATA } from '../http/respond.js';
+import { CLEAR_SITE_DATA, sendPage } from '../http/respond.js';
 
 /** Open WebUI's session cookie (its JWT). */
 export const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (0.12.4 auths.py `signout`; `owui-session` is its starlette session). */
 const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
+
+/** The page saying a sign-out is still being written (locale prefix kept). */
+const pendingPath = (locale: PageLocale) => (locale.prefix ? `/${locale.prefix}/auth/logout/pending` : '/auth/logout/pending');
+const logoutPath = (locale: PageLocale) => (locale.prefix ? `/${locale.prefix}/auth/logout` : '/auth/logout');
 
 export interface SignOutParts {
   settings: { publicUrl: string; allowedOrigins: readonly string[] };
@@ -27,48 +34,77 @@ export interface SignOutParts {
   realm: Pick<RealmClient, 'endSessionUrl' | 'revoke'>;
 }
 
-/** GET /auth/logout, and the chat front-end's sign-out (GET and POST {SIGNOUT_PATH}). */
-export function mountSignOut(router: Router, { settings, store, shared, obs, realm }: SignOutParts): void {
-  /**
-   * End the gateway session behind this request (cookie cleared, every copy refused on every
-   * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
-   * cookies: the next user of this browser must not carry them). Returns the ID token kept for it.
-   */
-  async function endSession(req: Request, res: Response, how: string): Promise<string | undefined> {
-    const found = readSessionCookie(req.headers.cookie);
-    const data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
-    if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
-    let idToken: string | undefined;
-    if (isSessionData(data)) {
-      // ended here at once; answered once every instance can know it (the next request, wherever
-      // it goes, is refused)
-      const ended = store.revoke(data.id);
-      idToken = await shared.idToken(data.id);
-      await ended;
-      tellSessionEnd(obs, 'sign_out', { event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how }, 'signed out');
-      if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
+/** What both sign-outs do: end the session behind a request, and say where the realm ends its own. */
+function sessionEnder({ settings, store, shared, obs, realm }: SignOutParts) {
+  async function revokeRefreshToken(token: string): Promise<void> {
+    try {
+      await realm.revoke(token);
+    } catch (err) {
+      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
     }
-    for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
-    res.set('cache-control', 'no-store');
-    res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser
-    return idToken;
   }
 
-  /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
-  async function realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
-    const back = new URL(loginPage, settings.publicUrl).href;
-    const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
-    return url ?? back;
-  }
+  return {
+    /**
+     * End the gateway session behind this request (cookie cleared, every copy refused on every
+     * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
+     * cookies: the next user of this browser must not carry them). Returns the ID token kept for
+     * it, and how the end stood when answered ('durable' without a session).
+     */
+    async endSession(req: Request, res: Response, how: string): Promise<{ idToken?: string; end: EndOutcome }> {
+      const found = readSessionCookie(req.headers.cookie);
+      const data = found ? ((await store.codec.decrypt(found.value))?.data as Partial<SessionData> | undefined) : undefined;
+      if (found) for (const name of found.names) res.append('set-cookie', store.codec.clearLine(name));
+      let idToken: string | undefined;
+      let end: EndOutcome = 'durable';
+      if (isSessionData(data)) {
+        // ended here at once; answered once every instance refuses it (the next request, wherever
+        // it goes), or with the page that says it is still being written
+        const ended = store.revoke(data.id);
+        idToken = await shared.idToken(data.id);
+        end = await ended;
+        tellSessionEnd(obs, 'sign_out', { event: 'sign-out', sub: data.user.sub, email: data.user.email, via: how, end }, 'signed out');
+        if (data.refresh_token) void revokeRefreshToken(data.refresh_token);
+      }
+      for (const name of UPSTREAM_SESSION_COOKIES) res.clearCookie(name, { path: '/' });
+      res.set('cache-control', 'no-store');
+      res.set('clear-site-data', CLEAR_SITE_DATA); // nothing usable left in this browser
+      return { idToken, end };
+    },
+
+    /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
+    async realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
+      const back = new URL(loginPage, settings.publicUrl).href;
+      const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
+      return url ?? back;
+    },
+  };
+}
+
+/** GET /auth/logout, and the chat front-end's sign-out (GET and POST {SIGNOUT_PATH}). */
+export function mountSignOut(router: Router, parts: SignOutParts): void {
+  const { endSession, realmLogoutUrl } = sessionEnder(parts);
+  const localeOf = (req: Request, res: Response) =>
+    pageLocale(typeof res.locals.locale === 'string' ? res.locals.locale : undefined, req.headers['accept-language']);
 
   router.get('/auth/logout', async (req, res, next) => {
     try {
-      const locale = typeof res.locals.locale === 'string' ? res.locals.locale : undefined;
-      const idToken = await endSession(req, res, 'gateway');
-      res.redirect(await realmLogoutUrl(idToken, loginPath(pageLocale(locale))));
+      const locale = localeOf(req, res);
+      const { idToken, end } = await endSession(req, res, 'gateway');
+      const realmUrl = await realmLogoutUrl(idToken, loginPath(locale));
+      if (end === 'durable') return res.redirect(realmUrl);
+      sendPage(res, 202, renderSignOutPending({ locale, continueHref: realmUrl }));
     } catch (err) {
       next(err);
     }
+  });
+
+  // Where the chat front-end's sign-out sends a browser whose end is still being written: the same
+  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm). Open WebUI
+  // 0.12.4's front-end adds `post_logout_redirect_uri` and `state` to a URL without them: ignored.
+  router.get('/auth/logout/pending', (req, res) => {
+    const locale = localeOf(req, res);
+    sendPage(res, 200, renderSignOutPending({ locale, continueHref: logoutPath(locale) }));
   });
 
   // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`). Open WebUI 0.10.2 and later
@@ -79,10 +115,11 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
   const signOut = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // A page elsewhere must not sign the user out (an <img> or a cross-site form pointing here).
-      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, settings.allowedOrigins);
+      const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, parts.settings.allowedOrigins);
       if (!allowed.allow) return void res.status(allowed.status).json({ detail: allowed.detail });
-      const idToken = await endSession(req, res, 'chat front-end');
-      res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, loginPath(pageLocale(undefined))) });
+      const { idToken, end } = await endSession(req, res, 'chat front-end');
+      const locale = pageLocale(undefined);
+      res.json({ status: true, redirect_url: end === 'durable' ? await realmLogoutUrl(idToken, loginPath(locale)) : pendingPath(locale) });
     } catch (err) {
       next(err);
     }
@@ -90,12 +127,4 @@ export function mountSignOut(router: Router, { settings, store, shared, obs, rea
   router.get(SIGNOUT_PATH, signOut);
   router.post(SIGNOUT_PATH, signOut);
   router.all(SIGNOUT_PATH, (_req, res) => void res.status(405).set('allow', 'GET, POST').json({ detail: 'Method Not Allowed' }));
-
-  async function revokeRefreshToken(token: string): Promise<void> {
-    try {
-      await realm.revoke(token);
-    } catch (err) {
-      obs.log.info({ reason: (err as Error).message }, 'refresh token revocation failed');
-    }
-  }
 }

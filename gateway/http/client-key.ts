@@ -1,5 +1,5 @@
-// The key a rate limit or an anonymous audit line counts a client by (links-12; README
-// "Audit"): the IPv4 address, or the /64 of an IPv6 address (one host usually holds a whole /64).
+// The key a rate limit or an anonymous audit line counts a client by (links-12;
+// docs/operating/operations.md, "Audit events"): the IPv4 address, or the /64 of an IPv6 address (one host usually holds a whole /64).
 
 /** The rate-limit key of a connection: the IPv4 address, or the /64 of an IPv6 address. */
 export function clientKey(address: string | undefined): string {

@@ -27,7 +27,7 @@ export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right n
  * elsewhere (back-channel logout, a refused refresh, expiry). The browser drops its HTTP cache of
  * this site (the chat page and the JSON answers Back would show), its cookies (the chat
  * front-end's `token` with the gateway's) and its storage (Open WebUI keeps its token in
- * localStorage). `cookies` covers the whole registrable domain (README, "Signing out").
+ * localStorage). `cookies` covers the whole registrable domain (docs/operating/operations.md, "Signing out").
  */
 export const CLEAR_SITE_DATA = '"cache", "cookies", "storage"';
 /** Proxied answers of the chat front-end's API and pages (not static assets): personal, never stored. */

@@ -13,9 +13,11 @@
 //     are judged the same way and the body is rebuilt from the packets that pass.
 // The rule (which event needs which note, with which permission) is policies/socket-events.ts
 // `socketEventNeed`; whether the admin may reach the note is asked of the upstream, as for
-// GET /api/v1/notes/{id}. Plain users never come here: their sockets stay a byte pipe.
+// GET /api/v1/notes/{id}. A collaborative document's update must decode as Yjs (socketUpdateNeed),
+// with either switch: Open WebUI 0.11.4 keeps one that does not, and the document can no longer be
+// joined. Plain users never come here: their sockets stay a byte pipe.
 import { ClientFrameReader, type ClientFrame } from './websocket-frames.js';
-import { socketDataToken, socketEventNeed, socketTokenNeed, type SocketEventNeed } from '../../policies/socket-events.js';
+import { socketDataToken, socketEventNeed, socketTokenNeed, socketUpdateNeed, type SocketEventNeed } from '../../policies/socket-events.js';
 
 /** Largest client message the guard assembles; past it the connection is closed. */
 export const MAX_GUARDED_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -77,6 +79,8 @@ export interface JudgedPacket {
   /** the token the packet carries: checked first */
   token: SocketEventNeed;
   need: SocketEventNeed;
+  /** what a document update carries (policies/socket-events.ts socketUpdateNeed): checked last */
+  update?: SocketEventNeed;
   attachments: number;
   event?: string;
 }
@@ -104,6 +108,7 @@ export function judgePacket(text: string, judgeNotes: boolean): JudgedPacket {
   return {
     token: socketTokenNeed(socketDataToken(parsed.data)),
     need: socketEventNeed(parsed.event, parsed.data, judgeNotes),
+    update: socketUpdateNeed(parsed.event, parsed.data),
     attachments: parsed.attachments,
     event: parsed.event,
   };
@@ -114,7 +119,25 @@ export type SocketJudge = (need: Extract<SocketEventNeed, { need: 'note' | 'own-
 export type DropReport = (event: string | undefined, why: string) => void;
 
 async function allowed(j: JudgedPacket, judge: SocketJudge, report: DropReport): Promise<boolean> {
-  return (await allowedBy(j.token, j.event, judge, report)) && (await allowedBy(j.need, j.event, judge, report));
+  return (
+    (await allowedBy(j.token, j.event, judge, report)) &&
+    (await allowedBy(j.need, j.event, judge, report)) &&
+    (await allowedBy(j.update ?? NONE, j.event, judge, report))
+  );
+}
+
+/** yjs, loaded on the first document update an admin sends (nobody else's frames are read). */
+let yjs: Promise<typeof import('yjs')> | undefined;
+
+/** Do these bytes decode as a Yjs update, as Open WebUI 0.12 asks of one before it keeps it (applied to an empty document)? */
+export async function decodesAsYjsUpdate(bytes: readonly number[]): Promise<boolean> {
+  const Y = await (yjs ??= import('yjs'));
+  try {
+    Y.applyUpdate(new Y.Doc(), Uint8Array.from(bytes));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function refusal(n: Extract<SocketEventNeed, { need: 'note' | 'own-chat' | 'own-account' }>): string {
@@ -128,6 +151,12 @@ async function allowedBy(n: SocketEventNeed, event: string | undefined, judge: S
   if (n.need === 'drop') {
     report(event, n.why);
     return false;
+  }
+  if (n.need === 'yjs-update') {
+    const ok = await decodesAsYjsUpdate(n.bytes);
+    if (!ok)
+      report(event, 'a collaborative document update that does not decode (Open WebUI 0.11.4 would keep it, and the document could no longer be joined)');
+    return ok;
   }
   const ok = await judge(n).catch(() => false);
   if (!ok) report(event, refusal(n));

@@ -1,5 +1,6 @@
 // A client's WebSocket frames, read as RFC 6455 has a server read them: the admin's Socket.IO
-// guard (gateway/http/socketio-guard.ts) judges whole messages from them.
+// guard (gateway/http/socketio-guard.ts) judges whole messages from them. Why not ws's Receiver:
+// docs/design/websocket-frames.md.
 import { isUtf8 } from 'node:buffer';
 
 // The reader: the client's side of an admin's WebSocket, read as RFC 6455 has a server read it,

@@ -18,6 +18,11 @@
 // session ended or changed gets a Close frame 1008 (policy violation) with the reason, its client's
 // bytes stop going upstream at once, and it is cut if the client does not go within a second. The
 // frames themselves are never judged for this: no per-frame cost.
+//
+// An admin's socket also carries how the policy let it through (`policy`): when a new policy is
+// applied every socket is judged again, and one the new policy would not have let through as it is
+// (its note events not read, now that the bypass is off) closes the same way, so its client
+// reconnects under the policy now in force.
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { SocketVerdict } from '../../policies/session-ends.js';
@@ -40,6 +45,10 @@ export interface SocketSession {
 
 export interface TrackOptions {
   session?: SocketSession;
+  /** may it stay open under the policy in force now? (an admin's socket; judged when a policy is applied) */
+  policy?: () => SocketVerdict;
+  /** who, for the log (a socket without a session) */
+  label?: string;
   /** the session cookie the upgrade renewed: sent on the 101 answer (a browser stores it, RFC 6455 4.1) */
   setCookies?: readonly string[];
 }
@@ -49,6 +58,10 @@ export interface TrackerOptions {
   checkEveryMs?: number;
   /** a socket closed because its session ended or changed */
   closedForSession?: (label: string, reason: string) => void;
+  /** a socket closed because the policy now in force would not let it through as it is */
+  closedForPolicy?: (label: string, reason: string, rule: string) => void;
+  /** asked once before sockets are closed because their sessions' ends could not be known (SharedState.settle) */
+  settle?: () => Promise<void>;
 }
 
 /** Follows RFC 6455 frame boundaries in a byte stream without buffering payloads. */
@@ -142,8 +155,19 @@ interface Tracked {
   code: number;
   reason: string;
   session: SocketSession | undefined;
+  policy: (() => SocketVerdict) | undefined;
+  label: string | undefined;
   /** the socket's own write, bypassing the wrapper */
   write: (chunk: Uint8Array) => boolean;
+}
+
+/** A verdict, or the closing one when it cannot be had. */
+function failClosed(verdict: () => SocketVerdict, reason: string): SocketVerdict {
+  try {
+    return verdict();
+  } catch {
+    return { keep: false, reason, rule: 'the check failed: fail closed' };
+  }
 }
 
 /** The response head with `lines` as Set-Cookie fields before its blank line. */
@@ -182,6 +206,8 @@ export class WebSocketTracker {
       code: GOING_AWAY,
       reason: 'server shutting down',
       session: o.session,
+      policy: o.policy,
+      label: o.label,
       write: (c) => write(c),
     };
     this.sockets.add(t);
@@ -282,17 +308,34 @@ export class WebSocketTracker {
     }
   }
 
-  private judge(sockets: Iterable<Tracked>): void {
+  /** `settled`: the shared state was asked already; what still cannot be known closes its socket. */
+  private judge(sockets: Iterable<Tracked>, settled = false): void {
+    const unsure: Tracked[] = [];
     for (const t of [...sockets]) {
       const s = t.session;
-      if (!s || t.closing || t.closed) continue;
-      let verdict: SocketVerdict;
-      try {
-        verdict = s.verdict();
-      } catch {
-        verdict = { keep: false, reason: 'sign-in cannot be checked', rule: 'the check failed: fail closed' };
+      if (t.closing || t.closed) continue;
+      if (s) {
+        const verdict = failClosed(s.verdict, 'sign-in cannot be checked');
+        if (!verdict.keep && verdict.unknown && !settled && this.options.settle) {
+          unsure.push(t);
+          continue;
+        }
+        if (!verdict.keep) {
+          this.closeForSession(t, s, verdict.reason);
+          continue;
+        }
       }
-      if (!verdict.keep) this.closeForSession(t, s, verdict.reason);
+      if (t.policy) {
+        const verdict = failClosed(t.policy, 'policy cannot be checked');
+        if (!verdict.keep) {
+          this.options.closedForPolicy?.(s?.label ?? t.label ?? 'unknown', verdict.reason, verdict.rule);
+          this.closeWith(t, POLICY_VIOLATION, verdict.reason);
+        }
+      }
+    }
+    if (unsure.length > 0) {
+      const again = () => this.judge(unsure, true);
+      void this.options.settle!().then(again, again);
     }
   }
 

@@ -42,8 +42,9 @@ export interface ProvidersApi {
 }
 
 /** `retryAfter`: seconds a 503 for an unreachable catalog asks the client to wait. */
+/** `login`: the live settings, read once per request. */
 export function createProvidersApi(
-  login: ListSettings,
+  login: { readonly current: ListSettings },
   catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
   lookup: Pick<TenantLookup, 'take' | 'resolveTenant' | 'audit'>,
   retryAfter: string,
@@ -53,20 +54,23 @@ export function createProvidersApi(
   // GET /api/v1/auth-providers/ (B1, B2; versioning 2). With the welcome switch on, the realm is not asked.
   // Every login page asks for the list: it is rendered once per catalog answer (the cache hands out
   // the same array until it refreshes), not on every request.
-  let rendered: { providers: readonly IdentityProvider[] | undefined; body: Buffer } | undefined;
-  const listBody = (providers?: readonly IdentityProvider[]): Buffer => {
-    if (!rendered || rendered.providers !== providers) rendered = { providers, body: Buffer.from(JSON.stringify(providerListResponse(login, providers))) };
+  // (and once per applied policy)
+  let rendered: { providers: readonly IdentityProvider[] | undefined; list: ListSettings; body: Buffer } | undefined;
+  const listBody = (list: ListSettings, providers?: readonly IdentityProvider[]): Buffer => {
+    if (!rendered || rendered.providers !== providers || rendered.list !== list)
+      rendered = { providers, list, body: Buffer.from(JSON.stringify(providerListResponse(list, providers))) };
     return rendered.body;
   };
   async function providerList(res: ServerResponse): Promise<void> {
-    if (!listNeedsCatalog(login)) return sendJsonBody(res, 200, listBody());
+    const list = login.current;
+    if (!listNeedsCatalog(list)) return sendJsonBody(res, 200, listBody(list));
     let providers: IdentityProvider[];
     try {
       providers = await catalog.list();
     } catch {
       return sendJson(res, 503, { detail: CATALOG_DOWN }, { 'retry-after': retryAfter });
     }
-    sendJsonBody(res, 200, listBody(providers));
+    sendJsonBody(res, 200, listBody(list, providers));
   }
   router.get('/api/v1/auth-providers', (_req, res) => providerList(res));
 

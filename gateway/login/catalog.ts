@@ -282,7 +282,7 @@ export class ProviderCatalog {
 
   constructor(
     readonly source: CatalogSource,
-    o: { ttlMs: number; retryMs: number; maxEntries: number; now: () => number; pinnedAliases: ReadonlySet<string> },
+    o: { ttlMs: number; retryMs: number; maxEntries: number; now: () => number; pinnedAliases: Pick<ReadonlySet<string>, 'has'> },
     obs: Observability,
   ) {
     this.health = new CatalogHealth(o.now);

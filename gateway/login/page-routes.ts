@@ -56,8 +56,9 @@ function firstQuery(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** `login`: the live settings, read once per request. */
 export function createLoginPageRoutes(
-  login: ListSettings,
+  login: { readonly current: ListSettings },
   catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
   signedIn: SignedIn | undefined,
 ): LoginPageRoutes {
@@ -80,14 +81,15 @@ export function createLoginPageRoutes(
     // Signed in already: who, and a way on or out (a session that cannot be checked shows the page).
     const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
     if (who) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: who.name, email: who.email }));
-    if (login.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: login.showIdpLogin }));
+    const list = login.current;
+    if (list.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: list.showIdpLogin }));
     let providers: IdentityProvider[];
     try {
       providers = await catalog.list();
     } catch {
       return sendPage(res, 503, renderCatalogDown({ locale, returnTo, retryHref: selfHref(req) }));
     }
-    sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: login.showIdpLogin }));
+    sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: list.showIdpLogin }));
   };
 
   // /auth/login/{alias}: one button, found through the per-alias lookup (links-1).

@@ -12,6 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router } from 'express';
 import type { Settings } from '../../config/settings.js';
+import type { Policy } from '../../config/policy.js';
 import type { Observability } from '../observability/observability.js';
 import type { SharedState } from '../state/shared-state.js';
 import { processState } from '../state/process-state.js';
@@ -87,8 +88,12 @@ function catalogSource(catalog: Settings['catalog'], options: LoginRoutingOption
   return new NoSource();
 }
 
+/** The live settings login routing reads: once per request, the policy in force when it began. */
+export type LoginPolicy = { readonly current: Pick<Policy, 'welcomePage' | 'showIdpLogin' | 'tenantAliases'> };
+
 export async function createLoginRouting(
   settings: Pick<Settings, 'login' | 'catalog'>,
+  policy: LoginPolicy,
   obs: Observability,
   options: LoginRoutingOptions = {},
 ): Promise<LoginRoutingImpl> {
@@ -96,16 +101,17 @@ export async function createLoginRouting(
   const closing = new AbortController();
   const login = settings.login;
   const source = catalogSource(settings.catalog, options, now, closing.signal);
-  const pinnedAliases = new Set(login.tenantAliases.values());
+  // the aliases of the tenant links in force are kept in the cache whatever its bound
+  const pinnedAliases = { has: (alias: string) => lookup.mappedAliases().includes(alias) };
   const catalog = new ProviderCatalog(
     source,
     { ttlMs: login.cacheSeconds * 1000, retryMs: options.retryMs ?? 15_000, maxEntries: options.maxEntries ?? 10_000, now, pinnedAliases },
     obs,
   );
   const retryAfter = String(Math.max(1, Math.ceil((options.retryMs ?? 15_000) / 1000)));
-  const lookup = createTenantLookup(login, catalog, options.shared ?? processState(obs), obs, options.concurrency ?? 8);
-  const api = createProvidersApi(login, catalog, lookup, retryAfter);
-  const pages = createLoginPageRoutes(login, catalog, options.signedIn);
+  const lookup = createTenantLookup(login, policy, catalog, options.shared ?? processState(obs), obs, options.concurrency ?? 8);
+  const api = createProvidersApi(policy, catalog, lookup, retryAfter);
+  const pages = createLoginPageRoutes(policy, catalog, options.signedIn);
 
   const router = Router();
   router.use(api.router);
@@ -113,7 +119,7 @@ export async function createLoginRouting(
 
   async function warm(): Promise<void> {
     const jobs: Promise<unknown>[] = [lookup.resolveMapped()];
-    if (listNeedsCatalog(login)) jobs.push(catalog.list().catch(() => undefined));
+    if (listNeedsCatalog(policy.current)) jobs.push(catalog.list().catch(() => undefined));
     await Promise.all(jobs);
   }
   const warmed = options.warm === false ? Promise.resolve() : warm().catch(() => undefined);

@@ -6,8 +6,9 @@
 // unusable tenants (links-3): every lookup first makes sure every mapped alias is resolved (from
 // the cache, or one fetch per alias per cache period shared by all callers), then reads one entry.
 // What a mapping costs therefore does not depend on which tenant is asked. Rule 12 (tenant ids can
-// be probed) is met by an optional per-client rate limit: see README "Login routing".
+// be probed) is met by an optional per-client rate limit: see docs/policies.md, "Login routing".
 import type { Settings } from '../../config/settings.js';
+import type { Policy } from '../../config/policy.js';
 import type { Observability } from '../observability/observability.js';
 import type { SharedState } from '../state/shared-state.js';
 import type { ProviderCatalog } from './catalog.js';
@@ -16,11 +17,14 @@ import { tenantOutcome, type IdentityProvider, type TenantOutcome, type TenantRe
 export type { TenantOutcome, TenantResolution };
 
 /** The settings the lookup reads. */
-export type TenantLookupSettings = Pick<Settings['login'], 'tenantAliases' | 'tenantLookupRateLimit' | 'tenantLookupRateWindowSeconds'>;
+export type TenantLookupSettings = Pick<Settings['login'], 'tenantLookupRateLimit' | 'tenantLookupRateWindowSeconds'>;
+
+/** IDP_TENANT_IDP_ALIASES, live: read once per lookup. */
+export type TenantLinks = { readonly current: Pick<Policy, 'tenantAliases'> };
 
 export interface TenantLookup {
-  /** The aliases IDP_TENANT_IDP_ALIASES maps to, sorted (the catalog pins them). */
-  mappedAliases: readonly string[];
+  /** The aliases IDP_TENANT_IDP_ALIASES maps to now, sorted (the catalog pins them). */
+  mappedAliases(): readonly string[];
   /** Every mapped alias resolved (cached, or fetched once for all callers), failures as Errors. */
   resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>>;
   /** Links 2 and 3: the same work whatever the tenant. */
@@ -32,18 +36,25 @@ export interface TenantLookup {
 
 export function createTenantLookup(
   login: TenantLookupSettings,
+  links: TenantLinks,
   catalog: Pick<ProviderCatalog, 'provider'>,
   shared: SharedState,
   obs: Pick<Observability, 'auditAnonymous'>,
   concurrency: number,
 ): TenantLookup {
-  const mappedAliases = [...new Set(login.tenantAliases.values())].sort();
+  // recomputed only when another mapping is applied (each policy holds its own map)
+  let memo: { of: ReadonlyMap<string, string>; aliases: readonly string[] } | undefined;
+  const mappedAliasesOf = (aliases: ReadonlyMap<string, string>): readonly string[] => {
+    if (memo?.of !== aliases) memo = { of: aliases, aliases: [...new Set(aliases.values())].sort() };
+    return memo.aliases;
+  };
   // Fixed window per client key (IPv6 per /64), shared by every instance through REDIS_URL; 0 is off.
   const limit =
     login.tenantLookupRateLimit > 0 ? shared.rateLimit('tenant-lookup', login.tenantLookupRateLimit, login.tenantLookupRateWindowSeconds) : undefined;
 
-  async function resolveMapped(): Promise<Map<string, IdentityProvider | null | Error>> {
+  async function resolveMapped(aliases = links.current.tenantAliases): Promise<Map<string, IdentityProvider | null | Error>> {
     const out = new Map<string, IdentityProvider | null | Error>();
+    const mappedAliases = mappedAliasesOf(aliases);
     let next = 0;
     const worker = async () => {
       while (next < mappedAliases.length) {
@@ -60,14 +71,16 @@ export function createTenantLookup(
   }
 
   async function resolveTenant(tenant: string): Promise<TenantResolution> {
-    const mapped = login.tenantAliases.get(tenant);
-    const resolved = await resolveMapped();
+    // one mapping from start to end, whatever is applied meanwhile
+    const aliases = links.current.tenantAliases;
+    const mapped = aliases.get(tenant);
+    const resolved = await resolveMapped(aliases);
     return tenantOutcome(mapped, mapped === undefined ? undefined : resolved.get(mapped));
   }
 
   return {
-    mappedAliases,
-    resolveMapped,
+    mappedAliases: () => mappedAliasesOf(links.current.tenantAliases),
+    resolveMapped: () => resolveMapped(),
     resolveTenant,
     take: (client) => (limit ? limit.take(client) : Promise.resolve({ ok: true } as const)),
     audit(via, tenant, outcome, client) {

@@ -21,7 +21,7 @@ export interface Observability {
   close(): Promise<void>;
 }
 
-/** Audit lines one anonymous client may cause per minute; the rest are counted (README "Audit"). */
+/** Audit lines one anonymous client may cause per minute; the rest are counted (docs/operating/operations.md, "Audit events"). */
 export const ANONYMOUS_AUDIT_PER_MINUTE = 20;
 /** Clients tracked per minute; past it, further clients' events are counted but not written. */
 const ANONYMOUS_AUDIT_CLIENTS = 50_000;
@@ -81,10 +81,18 @@ export interface Metrics {
   sessionChecksUnavailable: Counter;
   /** sessions ended, once each, where the end was decided (gateway/auth/session-end.ts `SESSION_END_REASONS` names the reasons) */
   sessionsEnded: Counter<'reason'>;
+  /** ends answered before they were durable in Redis, by why (gateway/state/redis-ends.ts) */
+  sessionEndsNotDurable: Counter<'reason'>;
   /** full collections run once the gateway was quiet (QUIET_GC_MS, gateway/http/quiet-gc.ts) */
   quietCollections: Counter;
   /** 1 while the Open WebUI release behind the gateway is one its route table was checked against (gateway/upstream/release.ts) */
   upstreamReleaseSupported: Gauge<'release'>;
+  /** 1 for the live settings in force (label version: their hash; source: environment, file or signal) */
+  policyInfo: Gauge<'version' | 'source'>;
+  /** when the policy in force was applied, in seconds since the epoch */
+  policyAppliedAt: Gauge;
+  /** POLICY_FILE readings refused (the policy in force stayed) */
+  policyRefused: Counter;
 }
 
 /**
@@ -218,6 +226,12 @@ export function createObservability(options: { level: string; auditFile?: string
       labelNames: ['reason'],
       registers: [registry],
     }),
+    sessionEndsNotDurable: new Counter({
+      name: 'gateway_session_ends_not_durable_total',
+      help: 'Session ends answered before Redis had them on two servers: replica_unconfirmed (the primary only), redis_unreachable (not written yet)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
     quietCollections: new Counter({
       name: 'gateway_quiet_gc_total',
       help: 'Full garbage collections run after a burst, once nothing was in flight for QUIET_GC_MS',
@@ -227,6 +241,22 @@ export function createObservability(options: { level: string; auditFile?: string
       name: 'gateway_upstream_release_supported',
       help: '1 when the Open WebUI release behind the gateway (label release: its version, or unreachable or unreadable) is one the route table was checked against, else 0',
       labelNames: ['release'],
+      registers: [registry],
+    }),
+    policyInfo: new Gauge({
+      name: 'gateway_policy_info',
+      help: '1 for the live settings in force: version is a hash of their values (instances with the same version judge alike), source where they came from',
+      labelNames: ['version', 'source'],
+      registers: [registry],
+    }),
+    policyAppliedAt: new Gauge({
+      name: 'gateway_policy_applied_timestamp_seconds',
+      help: 'When the live settings in force were applied on this instance, in seconds since the epoch',
+      registers: [registry],
+    }),
+    policyRefused: new Counter({
+      name: 'gateway_policy_refused_total',
+      help: 'Readings of POLICY_FILE refused because they did not parse or validate (the policy in force stayed)',
       registers: [registry],
     }),
   };

@@ -8,6 +8,8 @@
 //                  reported but stay ready. The Open WebUI release is read at every probe
 //                  (gateway/upstream/release.ts): one the route table was not checked against is
 //                  reported, and not ready only with UPSTREAM_RELEASE_POLICY=strict.
+//                  Beside the checks, `policy`: the version (a hash) of the live settings in force,
+//                  when and from what they were applied, and a POLICY_FILE that was refused.
 //   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
 //
 // Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
@@ -20,6 +22,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Settings } from '../../config/settings.js';
+import type { PolicyReader, PolicySource } from '../../config/policy.js';
 import { describeRelease, releaseKeepsReady, type ReleaseStatus } from '../../policies/upstream-release.js';
 import type { Observability } from '../observability/observability.js';
 import type { Upstream } from '../upstream/proxy.js';
@@ -34,6 +37,19 @@ export interface Check {
 export interface Readiness {
   ready: boolean;
   checks: { upstream: Check; identityProvider: Check; catalog: Check; policyDrift: Check; sharedState: Check; upstreamRelease: Check };
+}
+
+/** The live settings in force on this instance, as /readyz shows them. */
+export interface PolicyStatus {
+  /** a hash of the values in force: instances showing the same version judge alike */
+  version: string;
+  appliedAt: string;
+  source: PolicySource;
+  file?: string;
+  /** the file as it is now was refused (it does not parse or validate): the policy above stays in force */
+  refused?: { at: string; problems: string[] };
+  /** what the last reading said besides (a key the environment also sets, one that needs a restart) */
+  warnings?: string[];
 }
 
 /**
@@ -51,14 +67,14 @@ export interface Probes {
   sharedState(): Check;
   /** Read the chat front-end's release now (GET /api/version; never throws). */
   upstreamRelease(): Promise<ReleaseStatus>;
+  /** The live settings in force, and what became of POLICY_FILE (gateway/policy-watch.ts). */
+  policy(): PolicyStatus;
 }
 
 /** The settings operations reads. */
 export interface OperationsSettings {
   listen: Pick<Settings['listen'], 'host' | 'metricsPort'>;
-  upstream: Pick<Settings['upstream'], 'releasePolicy'>;
   driftCheckSeconds: Settings['driftCheckSeconds'];
-  policy: Pick<Settings['policy'], 'enableAdminExport'>;
 }
 
 export interface Operations {
@@ -90,7 +106,13 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createOperations(settings: OperationsSettings, probes: Probes, obs: Pick<Observability, 'log' | 'metrics'>): Operations {
+/** `policy`: the live settings (UPSTREAM_RELEASE_POLICY, CHATUI_ENABLE_ADMIN_EXPORT), read at each check. */
+export function createOperations(
+  settings: OperationsSettings,
+  policy: { readonly current: Pick<PolicyReader['current'], 'upstreamRelease' | 'enableAdminExport'> },
+  probes: Probes,
+  obs: Pick<Observability, 'log' | 'metrics'>,
+): Operations {
   const { upstream } = probes;
   const separateMetrics = settings.listen.metricsPort > 0;
   let drift: Check = {
@@ -143,10 +165,10 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
     // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
     // not make them useful to the signed-in users who are the traffic.
     const shared = probes.sharedState();
-    const policy = settings.upstream.releasePolicy;
-    const upstreamRelease = { ok: release.state === 'supported', detail: describeRelease(release, policy) };
+    const releasePolicy = policy.current.upstreamRelease;
+    const upstreamRelease = { ok: release.state === 'supported', detail: describeRelease(release, releasePolicy) };
     return {
-      ready: up.ok && idp.ok && catalog.ok && shared.ok && releaseKeepsReady(policy, release),
+      ready: up.ok && idp.ok && catalog.ok && shared.ok && releaseKeepsReady(releasePolicy, release),
       checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared, upstreamRelease },
     };
   }
@@ -156,7 +178,7 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
   }
 
   async function checkDrift(): Promise<Check> {
-    const enforced = { enable_admin_export: settings.policy.enableAdminExport, enable_admin_chat_access: false };
+    const enforced = { enable_admin_export: policy.current.enableAdminExport, enable_admin_chat_access: false };
     try {
       const res = await callJson(upstream, ConfigAnswer, 'GET', '/api/config', { accept: 'application/json' });
       if (res.json === undefined) throw new Error(`GET /api/config answered ${res.status}`);
@@ -205,7 +227,8 @@ export function createOperations(settings: OperationsSettings, probes: Probes, o
         res
           .status(r.ready ? 200 : 503)
           .set('cache-control', 'no-store')
-          .json(r),
+          // the policy as it is at this moment, not as the shared probe found it up to a second ago
+          .json({ ...r, policy: probes.policy() }),
       next,
     );
   };

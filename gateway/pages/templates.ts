@@ -10,6 +10,7 @@
 // links to /auth/start without idp (no hint: the realm's own username and password form).
 import { Eta } from 'eta';
 import type { ProviderEntry } from '../../policies/login-routing.js';
+import type { RefusalPage } from '../../policies/admin-scoping.js';
 import { TEXTS, type Texts } from './texts.js';
 import { oauthErrorKind } from './oauth-errors.js';
 import { loginPath, startHref, type PageLocale } from './locale.js';
@@ -42,7 +43,8 @@ a.button:hover{background:#1e40af}
 a:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
 .small{font-size:.875rem;margin-top:1.5rem}
 .small a{color:#1d4ed8}
-@media (prefers-color-scheme:dark){html{background:#111418;color:#e6e8eb}main{background:#1b1f24}.small a{color:#93c5fd}}
+.message{font-family:ui-monospace,monospace;font-size:.875rem;background:#f4f5f7;padding:.75rem;border-radius:.5rem;overflow-wrap:anywhere}
+@media (prefers-color-scheme:dark){html{background:#111418;color:#e6e8eb}main{background:#1b1f24}.small a{color:#93c5fd}.message{background:#111418}}
 `;
 
 /**
@@ -184,6 +186,21 @@ export function renderSessionCheckDown(model: LoginPageModel & { retryHref: stri
   return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
 }
 
+const SIGN_OUT_PENDING = template<{ t: Texts; continueHref: string }>(
+  `<h1 id="page-title"><%= it.t.signOutPendingTitle %></h1>
+<p role="status" id="sign-out-pending"><%= it.t.signOutPendingText %></p>
+<p><a id="finish-sign-out" class="button" href="<%= it.continueHref %>"><%= it.t.finishSignOut %></a></p>`,
+);
+
+/**
+ * A sign-out whose end Redis did not confirm in time (gateway/auth/sign-out.ts): signed out here,
+ * the truth about the other servers, and the way on to the realm's sign-out.
+ */
+export function renderSignOutPending(model: { locale: PageLocale; continueHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return page(model.locale, t.signOutPendingTitle, SIGN_OUT_PENDING({ t, continueHref: model.continueHref }), 'sign-out-pending');
+}
+
 const SIGNED_IN = template<{ t: Texts; signedInAs: string; continueHref: string; logout: string }>(
   `<h1 id="page-title"><%= it.t.signedInTitle %></h1>
 <p id="signed-in-as"><%= it.signedInAs %></p>
@@ -230,6 +247,41 @@ const CHAT_NOT_YOURS = template<{ t: Texts }>(
 export function renderChatNotYours(model: { locale: PageLocale }): string {
   const t = TEXTS[model.locale.lang];
   return page(model.locale, t.chatNotYoursTitle, CHAT_NOT_YOURS({ t }), 'chat-not-yours');
+}
+
+const RELEASE_NOT_CHECKED = template<{ t: Texts; why: string; since: string; message: string; logout: string }>(
+  `<h1 id="page-title"><%= it.t.releaseNotCheckedTitle %></h1>
+<p role="alert" id="why-refused"><%= it.why %></p>
+<% if (it.since) { %><p id="refused-since"><%= it.since %></p>
+<% } %><p><%= it.t.releaseNotCheckedUsers %></p>
+<p><%= it.t.releaseNotCheckedTell %></p>
+<p class="message" id="tell-operator"><%= it.message %></p>
+<p><a id="sign-out" class="button" href="<%= it.logout %>"><%= it.t.signOut %></a></p>`,
+);
+
+/** `2026-11-28 23:10 UTC`: when the gateway first saw the release, the same for every reader. */
+const utcMinute = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/**
+ * An administrator opened a page of the chat front-end while the gateway refuses administrators
+ * (UPSTREAM_RELEASE_POLICY=refuse-admins, the release not a checked one): why, since when, and what
+ * to tell the operator. The message for the operator is in English, as the operator's tools speak.
+ */
+export function renderReleaseNotChecked(model: { locale: PageLocale; page: RefusalPage }): string {
+  const t = TEXTS[model.locale.lang];
+  const { release, unread, since, checked } = model.page;
+  return page(
+    model.locale,
+    t.releaseNotCheckedTitle,
+    RELEASE_NOT_CHECKED({
+      t,
+      why: t.releaseNotCheckedWhy(release, unread),
+      since: since === undefined ? '' : t.releaseNotCheckedSince(utcMinute(since)),
+      message: t.releaseNotCheckedMessage(release, unread, checked.join(', ')),
+      logout: '/auth/logout',
+    }),
+    'release-not-checked',
+  );
 }
 
 const SIGN_IN_ERROR = template<{ t: Texts; title: string; text: string; kind: string; again: string; code: string }>(

@@ -20,6 +20,9 @@ export interface Texts {
   sessionCheckDownTitle: string;
   sessionCheckDownText: string;
   tryAgain: string;
+  signOutPendingTitle: string;
+  signOutPendingText: string;
+  finishSignOut: string;
   providersLabel: string;
   signedInTitle: string;
   signedInAs: (name: string, email: string) => string;
@@ -39,6 +42,14 @@ export interface Texts {
   errorCode: (code: string) => string;
   tenantNotMemberTitle: string;
   tenantNotMemberText: (linked: string, active: string | null) => string;
+  releaseNotCheckedTitle: string;
+  /** why: the release seen (`release`), or why it could not be read (`unread`) */
+  releaseNotCheckedWhy: (release: string | undefined, unread: string | undefined) => string;
+  releaseNotCheckedSince: (when: string) => string;
+  releaseNotCheckedUsers: string;
+  releaseNotCheckedTell: string;
+  /** what the operator is told: the release, the checked ones, what to run */
+  releaseNotCheckedMessage: (release: string | undefined, unread: string | undefined, checked: string) => string;
 }
 
 export const TEXTS: Record<Lang, Texts> = {
@@ -59,6 +70,10 @@ export const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownTitle: 'Your sign-in cannot be checked right now',
     sessionCheckDownText: 'The gateway cannot reach its session store. Nothing is lost: please try again in a few seconds.',
     tryAgain: 'Try again',
+    signOutPendingTitle: 'You are signed out in this browser',
+    signOutPendingText:
+      'Your sign-out is still being written to the session store that all servers of this service share: it did not confirm it in time. It is written as soon as the store answers, usually within seconds; until then, a copy of this sign-in taken from this browser could still be used at another server.',
+    finishSignOut: 'Finish signing out',
     providersLabel: 'Sign-in providers',
     signedInTitle: 'You are signed in',
     signedInAs: (name, email) => `Signed in as ${name} (${email}).`,
@@ -112,6 +127,18 @@ export const TEXTS: Record<Lang, Texts> = {
     tenantNotMemberTitle: 'Signed in, but not to the organisation of your link',
     tenantNotMemberText: (linked, active) =>
       `You signed in through the sign-in link of "${linked}", but your account is not a member of it.${active ? ` You are working in "${active}", your own organisation.` : ' You are working without an organisation.'}`,
+    releaseNotCheckedTitle: 'The chat is closed to administrators for now',
+    releaseNotCheckedWhy: (release, unread) =>
+      release
+        ? `The chat front-end now runs Open WebUI ${release}, a release this gateway was not checked against. Until it is, the gateway refuses administrators, so that rules written for another release cannot open other people's chats, files and notes to them.`
+        : `The gateway cannot tell which release of Open WebUI the chat front-end runs (${unread ?? 'unknown'}). Until it can, it refuses administrators, so that rules written for another release cannot open other people's chats, files and notes to them.`,
+    releaseNotCheckedSince: (when) => `Since ${when}.`,
+    releaseNotCheckedUsers: 'People who are not administrators keep using the chat as before.',
+    releaseNotCheckedTell: 'Tell the operator of the platform:',
+    releaseNotCheckedMessage: (release, unread, checked) =>
+      release
+        ? `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): Open WebUI ${release} is not a release its route table was checked against (${checked}). Check it with "npm run routes:check -- ${release}", or run a checked release.`
+        : `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): it cannot read Open WebUI's release from /api/version (${unread ?? 'unknown'}). See its /readyz and its log (upstream-release-unsupported).`,
   },
   de: {
     signInTitle: 'Anmelden',
@@ -131,6 +158,10 @@ export const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownTitle: 'Ihre Anmeldung kann gerade nicht geprüft werden',
     sessionCheckDownText: 'Das Gateway erreicht seinen Sitzungsspeicher nicht. Es geht nichts verloren: bitte versuchen Sie es in einigen Sekunden erneut.',
     tryAgain: 'Erneut versuchen',
+    signOutPendingTitle: 'Sie sind in diesem Browser abgemeldet',
+    signOutPendingText:
+      'Ihre Abmeldung wird noch in den Sitzungsspeicher geschrieben, den alle Server dieses Dienstes teilen: er hat sie nicht rechtzeitig bestätigt. Sie wird geschrieben, sobald er antwortet, meist innerhalb von Sekunden; bis dahin könnte eine Kopie dieser Anmeldung aus diesem Browser an einem anderen Server noch verwendet werden.',
+    finishSignOut: 'Abmeldung abschließen',
     providersLabel: 'Anmeldeanbieter',
     signedInTitle: 'Sie sind angemeldet',
     signedInAs: (name, email) => `Angemeldet als ${name} (${email}).`,
@@ -185,5 +216,17 @@ export const TEXTS: Record<Lang, Texts> = {
     tenantNotMemberTitle: 'Angemeldet, aber nicht bei der Organisation Ihres Links',
     tenantNotMemberText: (linked, active) =>
       `Sie haben sich über den Anmeldelink von „${linked}“ angemeldet, Ihr Konto gehört aber nicht dazu.${active ? ` Sie arbeiten in „${active}“, Ihrer eigenen Organisation.` : ' Sie arbeiten ohne Organisation.'}`,
+    releaseNotCheckedTitle: 'Der Chat ist für Administratoren vorübergehend geschlossen',
+    releaseNotCheckedWhy: (release, unread) =>
+      release
+        ? `Das Chat-Frontend läuft jetzt mit Open WebUI ${release}, einer Version, gegen die dieses Gateway nicht geprüft wurde. Bis es das ist, weist das Gateway Administratoren ab, damit Regeln für eine andere Version ihnen nicht die Chats, Dateien und Notizen anderer öffnen.`
+        : `Das Gateway kann nicht feststellen, welche Version von Open WebUI das Chat-Frontend ausführt (${unread ?? 'unbekannt'}). Bis es das kann, weist es Administratoren ab, damit Regeln für eine andere Version ihnen nicht die Chats, Dateien und Notizen anderer öffnen.`,
+    releaseNotCheckedSince: (when) => `Seit ${when}.`,
+    releaseNotCheckedUsers: 'Wer kein Administrator ist, nutzt den Chat weiter wie bisher.',
+    releaseNotCheckedTell: 'Sagen Sie dem Betrieb der Plattform:',
+    releaseNotCheckedMessage: (release, unread, checked) =>
+      release
+        ? `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): Open WebUI ${release} is not a release its route table was checked against (${checked}). Check it with "npm run routes:check -- ${release}", or run a checked release.`
+        : `The gateway refuses administrators (UPSTREAM_RELEASE_POLICY=refuse-admins): it cannot read Open WebUI's release from /api/version (${unread ?? 'unknown'}). See its /readyz and its log (upstream-release-unsupported).`,
   },
 };

@@ -10,7 +10,7 @@ import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
 import type { ReleaseStatus } from '../../policies/upstream-release.js';
 import { NOT_AUTHENTICATED, NOT_FOUND, sendJson, sendPage } from '../http/respond.js';
-import { renderChatNotYours } from '../pages/templates.js';
+import { renderChatNotYours, renderReleaseNotChecked } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { FileViews, rewriteHeaders } from '../upstream/file-views.js';
@@ -27,6 +27,14 @@ import type { RequestContext } from './context.js';
 interface AskingAs {
   caller: Caller;
   headers: Record<string, string | string[] | undefined>;
+}
+
+/** Which rule dropped an admin's Socket.IO event, for its audit line. */
+function dropRule(event: string | undefined, why: string): string {
+  if (/\btoken\b/.test(why) || event === 'connect') return 'token (the admin\u2019s own account only)';
+  if (event === 'events:chat') return 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)';
+  if (/collaborative document update/.test(why)) return 'document update (one Open WebUI can decode)';
+  return 'note events';
 }
 
 /** Objects of one body asked of the upstream at a time (a batch of files names many). */
@@ -53,7 +61,7 @@ export class Enforcer {
     ({ obs: this.obs, upstream: this.upstream, trusted: this.trusted } = parts);
     this.fileViews = new FileViews(this.upstream, this.obs, parts.release, parts.rewriteMaxBytes);
     this.objectViews = new ObjectViews(this.upstream, this.obs, parts.rewriteMaxBytes);
-    this.chatViews = new ChatViews(this.upstream);
+    this.chatViews = new ChatViews(this.upstream, (callerId, headers) => this.objectViews.principal(callerId, headers));
   }
 
   /** `pass` and `deny` answer at once; the others ask the upstream first, as the caller. */
@@ -75,6 +83,12 @@ export class Enforcer {
         return this.proceed(ctx, req, res, expectContinue);
       case 'deny':
         this.obs.audit.info({ event: 'policy-denied', rule: decision.rule, caller: caller?.label ?? 'anonymous', method: req.method, path }, decision.detail);
+        if (decision.page)
+          return sendPage(
+            res,
+            decision.status,
+            renderReleaseNotChecked({ locale: pageLocale(undefined, req.headers['accept-language']), page: decision.page }),
+          );
         return sendJson(res, decision.status, { detail: decision.detail });
       case 'audit-file-access':
         return this.auditFileAccess(ctx, decision, req, res);
@@ -417,7 +431,7 @@ export class Enforcer {
       this.obs.audit.warn(
         {
           event: 'admin-socket-event-dropped',
-          rule: `route table: Socket.IO ${/\btoken\b/.test(why) || event === 'connect' ? 'token (the admin\u2019s own account only)' : event === 'events:chat' ? 'chat join (ENABLE_ADMIN_CHAT_ACCESS fixed false)' : 'note events'}`,
+          rule: `route table: Socket.IO ${dropRule(event, why)}`,
           caller: caller.label,
           socketEvent: event ?? 'unknown',
           transport,

@@ -26,8 +26,10 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type express from 'express';
 import type { Settings } from '../../config/settings.js';
-import { decide } from '../../policies/admin-scoping.js';
+import type { PolicyReader, PolicySnapshot } from '../../config/policy.js';
+import { decide, type CallerFacts, type Decision, type RequestFacts } from '../../policies/admin-scoping.js';
 import { releaseDecision } from '../../policies/upstream-release.js';
+import { judgedAgainUnderWay, POLICY_CHANGED_RULE, requestGoesOn, socketStaysOpen } from '../../policies/policy-change.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import { websocketOrigin } from '../../policies/origins.js';
 import { canonicalize, hasMethodOverride } from '../http/canonical-path.js';
@@ -58,11 +60,16 @@ import { REFUSAL_RULES } from '../http/websocket-frames.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
 import type { Found, RequestHandler } from '../http/server.js';
 
+/** Is the answer an event stream (its headers, as the upstream sent them, already on it)? */
+const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(res.getHeader('content-type') ?? ''));
+
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 export interface PipelineParts {
-  settings: Settings;
+  settings: Pick<Settings, 'trustedHeaders' | 'publicUrl' | 'allowedOrigins' | 'allowUpstreamApiKeys' | 'upstream'>;
+  /** the live settings: read once at a request's start (or a WebSocket's open) */
+  policy: PolicyReader;
   obs: Observability;
   upstream: Upstream;
   /** the chat front-end's release, read by operations; its status is read here */
@@ -74,9 +81,19 @@ export interface PipelineParts {
   websockets: WebSocketTracker;
 }
 
+/** A request under way whose decision depends on the policy: judged again when a new one is applied. */
+interface UnderWay {
+  facts: RequestFacts;
+  who: CallerFacts;
+  decision: Decision;
+  caller: string;
+  res: ServerResponse;
+}
+
 /** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
 export class Pipeline implements RequestHandler {
-  private readonly settings: Settings;
+  private readonly settings: PipelineParts['settings'];
+  private readonly policy: PolicyReader;
   private readonly obs: Observability;
   private readonly upstream: Upstream;
   private readonly release: Pick<UpstreamRelease, 'status'>;
@@ -88,10 +105,13 @@ export class Pipeline implements RequestHandler {
   private readonly trusted: ReadonlySet<string>;
   private readonly enforce: Enforcer;
   private readonly publicOrigin: PublicOrigin;
+  /** admins' requests (and exports) still being answered: a new policy judges them again */
+  private readonly underWay = new Set<UnderWay>();
 
   constructor(parts: PipelineParts) {
     ({
       settings: this.settings,
+      policy: this.policy,
       obs: this.obs,
       upstream: this.upstream,
       release: this.release,
@@ -198,13 +218,15 @@ export class Pipeline implements RequestHandler {
     // 3. the request's context; what the client may not send upstream is left out when the
     // upstream headers are assembled (before step 7), the client's own headers stay as they came
     const ctx = new RequestContext(requestId, req.headers, method, path, search, expectContinue);
+    // the policy this request is judged under, from start to end, whatever is applied meanwhile
+    const policy = this.policy.current;
     // 4 and 5. identity, trusted headers (or 401, or the logged-out guard)
     const caller = await this.identify(ctx, req, res, cls, apiKey);
-    if (caller !== undefined) await this.judge(ctx, req, res, caller);
+    if (caller !== undefined) await this.judge(ctx, req, res, caller, policy);
   }
 
   /** Steps 5 (the headers sent upstream, assembled once) to 7 for a request whose caller is known. */
-  private judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null): Promise<void> {
+  private judge(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, caller: Caller | null, policy: PolicySnapshot): Promise<void> {
     ctx.caller = caller;
     ctx.headers = upstreamHeaders(req.headers, ctx, {
       clientIp: req.socket.remoteAddress,
@@ -215,10 +237,56 @@ export class Pipeline implements RequestHandler {
     // 6. the policy: the release's status is a field (read by operations), never a request here
     const facts = { method: ctx.method, path: ctx.path, search: ctx.search };
     const who = { admin: caller?.admin ?? false };
-    const decision = releaseDecision(facts, this.settings.upstream.releasePolicy, who, this.release.status) ?? decide(facts, this.settings.policy, who);
+    const decision = this.decide(facts, who, policy);
     ctx.decision = decision;
+    // An admin's request (and the export, A6) may outlive the policy it was judged under: kept
+    // until its answer ends, judged again when another is applied. Nobody else's depends on it.
+    if (judgedAgainUnderWay(decision, who)) this.keepUnderWay({ facts, who, decision, caller: caller?.label ?? 'anonymous', res });
     // 7. carry it out
     return this.enforce.carryOut(ctx, decision, req, res);
+  }
+
+  private decide(facts: RequestFacts, who: CallerFacts, policy: PolicySnapshot): Decision {
+    return releaseDecision(facts, policy.upstreamRelease, who, this.release.status) ?? decide(facts, policy, who);
+  }
+
+  private keepUnderWay(u: UnderWay): void {
+    this.underWay.add(u);
+    u.res.once('close', () => this.underWay.delete(u));
+  }
+
+  /**
+   * A new policy is in force: what stays open and the new policy decides otherwise is cut (an export
+   * after the switch went off, an admin's event stream, also one whose answer has not begun yet),
+   * and every open WebSocket is judged again (an admin's whose note events were not read closes: it
+   * reconnects under the new policy). Ordinary answers under way finish under the policy they began with.
+   */
+  policyChanged(next: PolicySnapshot): void {
+    for (const u of [...this.underWay]) {
+      const now = this.decide(u.facts, u.who, next);
+      if (!requestGoesOn(eventStream(u.res) ? 'event-stream' : 'answer', u.decision, now)) this.cut(u, next);
+      // its answer has not begun: judged again when it does, should it be an event stream
+      else if (!u.res.headersSent)
+        u.res.once('pipe', () => !requestGoesOn(eventStream(u.res) ? 'event-stream' : 'answer', u.decision, now) && this.cut(u, next));
+    }
+    this.websockets.recheck();
+  }
+
+  private cut(u: UnderWay, next: PolicySnapshot): void {
+    if (!this.underWay.delete(u)) return;
+    this.obs.audit.warn(
+      {
+        event: 'policy-cut',
+        rule: POLICY_CHANGED_RULE,
+        judged: u.decision.rule,
+        caller: u.caller,
+        method: u.facts.method,
+        path: u.facts.path,
+        version: next.version,
+      },
+      'a request under way was cut: the policy now in force decides it otherwise',
+    );
+    if (!u.res.writableEnded) u.res.destroy();
   }
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
@@ -233,6 +301,8 @@ export class Pipeline implements RequestHandler {
     req.url = canonical.target.url;
     const origin = req.headers.origin;
     if (!isWebSocketUpgrade(req.headers)) return refuse(400, 'Only WebSocket upgrades are accepted');
+    // the policy the socket is let through under; a later one judges it again (policyChanged)
+    const policy = this.policy.current;
     // The client may leave while its sign-in is checked (that can ask the realm and Open WebUI):
     // a socket already closed is neither tracked (its 'close' would never come) nor forwarded.
     let gone = false;
@@ -251,7 +321,8 @@ export class Pipeline implements RequestHandler {
     const caller = await this.callers.forward(ctx, identity);
     ctx.caller = caller;
     // an admin's Socket.IO is an API request too (UPSTREAM_RELEASE_POLICY=refuse-admins)
-    const byRelease = releaseDecision({ method: ctx.method, path: ctx.path }, this.settings.upstream.releasePolicy, caller, this.release.status);
+    const facts = { method: ctx.method, path: ctx.path };
+    const byRelease = releaseDecision(facts, policy.upstreamRelease, caller, this.release.status);
     if (byRelease?.action === 'deny') {
       this.obs.audit.info(
         { event: 'policy-denied', rule: byRelease.rule, caller: caller.label, method: 'GET', path: ctx.path, websocket: true },
@@ -276,7 +347,16 @@ export class Pipeline implements RequestHandler {
     socket.on('close', () => this.obs.metrics.openWebSockets.dec());
     // The socket keeps this identity: it is judged again whenever its session may have changed.
     const verdict = opened.verdict;
-    this.websockets.track(socket, { session: verdict && { key: opened.key, label: identity.email, verdict }, setCookies: ctx.setCookies });
+    const how = { admin: caller.admin, notesGuarded: !policy.bypassAdminAccessControl };
+    this.websockets.track(socket, {
+      session: verdict && { key: opened.key, label: identity.email, verdict },
+      setCookies: ctx.setCookies,
+      // judged again when a policy is applied, and with the session checks; never per frame
+      policy: caller.admin
+        ? () => socketStaysOpen(how, this.policy.current, releaseDecision(facts, this.policy.current.upstreamRelease, caller, this.release.status))
+        : undefined,
+      label: identity.email,
+    });
     // A session that ended while this upgrade was under way is caught at once, not at the next check.
     if (verdict) this.websockets.recheck(opened.key);
     if (caller.admin) {
@@ -307,7 +387,7 @@ export class Pipeline implements RequestHandler {
               this.websockets.close(socket, code, why);
               fail(code, why);
             },
-            !this.settings.policy.bypassAdminAccessControl,
+            how.notesGuarded,
             flow,
           ),
         mayForward: () => this.websockets.mayForward(socket),

@@ -17,8 +17,12 @@ export function processState(obs: Observability): SharedState {
   const sweep = setInterval(() => ended.sweep(epochNow()), SWEEP_MS).unref();
   obs.metrics.sharedStateUp.set(1);
   return {
-    end: async (by, until) => ended.add(EndedMirror.member(by), until),
+    async end(by, until) {
+      ended.add(EndedMirror.member(by), until);
+      return 'durable';
+    },
     isEnded: (s, now = epochNow()) => ended.has(s, now),
+    settle: () => Promise.resolve(),
     keepIdToken: (id, token, until) => idTokens.set(id, token, Math.max(1, until - epochNow()) * 1000),
     idToken: async (id) => idTokens.get(id),
     async firstUse(jti, until) {

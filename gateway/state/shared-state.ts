@@ -25,17 +25,31 @@ export interface RateLimit {
   take(key: string): Promise<{ ok: true } | { ok: false; retryAfter: number }>;
 }
 
+/**
+ * How an end stood when `end` settled. 'durable': every instance refuses the session from then on,
+ * and losing any one Redis server loses nothing (a replica confirmed it, or the primary had none
+ * online; or there is no Redis, and this process is the truth). 'primary only': every instance
+ * reached through the primary refuses it, but no replica confirmed it in time. 'not written':
+ * Redis could not take it in time; this instance refuses it, the others once it is written (it
+ * is, as soon as this instance reaches Redis).
+ */
+export type EndOutcome = 'durable' | 'primary only' | 'not written';
+
 export interface SharedState {
   /**
-   * Take effect here at once and, with Redis, on every instance. The promise settles once Redis has
-   * taken and published it (2 s at most), so that a sign-out answering after it leaves the session
-   * ended at every instance for the next request. Redis unreachable from this instance: queued,
-   * written when it is back; this instance refuses cookie sessions meanwhile, but instances that
-   * still reach Redis learn of this end only then.
+   * Take effect here at once and, with Redis, on every instance. The promise settles once every
+   * instance refuses the session (written to the primary and heard by every instance listening
+   * there, or their mirrors no longer trusted) and a replica confirmed it, or when waiting longer
+   * would not help: the outcome says which. Redis unreachable: queued, written when it is back.
    */
-  end(by: EndedBy, untilEpoch: number): Promise<void>;
+  end(by: EndedBy, untilEpoch: number): Promise<EndOutcome>;
   /** true: ended; false: live; undefined: cannot be known now (fail closed). */
   isEnded(session: SessionFacts, now?: number): boolean | undefined;
+  /**
+   * Settles once `isEnded` can answer again, or once asking did not help within a bound: called
+   * after an undefined, so that a check that only lapsed (a stalled event loop) is asked, not refused.
+   */
+  settle(): Promise<void>;
   keepIdToken(sessionId: string, idToken: string, untilEpoch: number): void;
   idToken(sessionId: string): Promise<string | undefined>;
   /** false when this logout token id was seen before (replay). */

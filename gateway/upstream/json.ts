@@ -78,6 +78,10 @@ export const AccountAnswer = z.looseObject({ id: z.string(), role: z.unknown().o
 export const AccountEmailAnswer = z.looseObject({ email: z.string() });
 /** GET /api/v1/chats/{id}, /api/v1/chats/share/{id}: whose chat it is. */
 export const ChatAnswer = z.looseObject({ id: z.string(), user_id: z.string(), share_id: z.string().nullish() });
+/** GET /api/v1/chats/list/user/{user_id} (ChatTitleIdResponse): an owner's chats, by id. */
+export const ChatListAnswer = z.array(z.looseObject({ id: z.string() }));
+/** GET /api/v1/chats/shared/{id}/access: a share's grants (read by policies/chat-scoping.ts shareGrantsReach). */
+export const ShareGrantsAnswer = z.array(z.looseObject({ principal_type: z.string(), principal_id: z.string(), permission: z.string() }));
 /** GET /api/v1/users/groups: the caller's groups. */
 export const GroupsAnswer = z.array(z.looseObject({ id: z.string() }));
 /** An object a route names (model, knowledge, note, channel, ...): its owner and grants are read by policies/resource-access.ts. */

@@ -36,19 +36,20 @@ export async function readRelease(upstream: Pick<Upstream, 'call'>, timeoutMs = 
 }
 
 export interface UpstreamReleaseOptions {
-  policy: UpstreamReleasePolicy;
+  /** UPSTREAM_RELEASE_POLICY in force (a live setting) */
+  policy: () => UpstreamReleasePolicy;
   timeoutMs?: number;
   warnEveryMs?: number;
   now?: () => number;
 }
 
 export class UpstreamRelease {
-  /** The latest reading: a field, read by the pipeline on an admin's request. */
-  status: ReleaseStatus = { state: 'not-read' };
+  /** The latest reading: a field, read by the pipeline on an admin's request; `since` it was first read so. */
+  status: ReleaseStatus;
   private inFlight: Promise<ReleaseStatus> | undefined;
   private warnedAt = 0;
   private warnedFor = '';
-  private readonly policy: UpstreamReleasePolicy;
+  private readonly policy: () => UpstreamReleasePolicy;
   private readonly timeoutMs: number;
   private readonly warnEveryMs: number;
   private readonly now: () => number;
@@ -62,6 +63,7 @@ export class UpstreamRelease {
     this.timeoutMs = options.timeoutMs ?? RELEASE_PROBE_MS;
     this.warnEveryMs = options.warnEveryMs ?? RELEASE_WARNING_EVERY_MS;
     this.now = options.now ?? Date.now;
+    this.status = { state: 'not-read', since: this.now() };
   }
 
   /** Read the release now (callers at the same moment share one request). */
@@ -69,8 +71,10 @@ export class UpstreamRelease {
     this.inFlight ??= readRelease(this.upstream, this.timeoutMs)
       .then((status) => {
         this.report(status);
-        this.status = status;
-        return status;
+        // the same reading as before keeps the moment it was first seen (what an admin's page says)
+        const same = releaseLabel(status) === releaseLabel(this.status);
+        this.status = { ...status, since: same ? (this.status.since ?? this.now()) : this.now() };
+        return this.status;
       })
       .finally(() => (this.inFlight = undefined));
     return this.inFlight;
@@ -82,11 +86,12 @@ export class UpstreamRelease {
     gauge.reset();
     gauge.set({ release: label }, status.state === 'supported' ? 1 : 0);
     const before = this.status;
-    const fields = { release: label, supported: CHECKED_VERSIONS, policy: this.policy };
+    const policy = this.policy();
+    const fields = { release: label, supported: CHECKED_VERSIONS, policy };
     if (status.state === 'supported') {
       if (before.state !== 'supported' || before.version !== status.version) {
         const again = before.state !== 'not-read';
-        this.obs.log.info({ event: 'upstream-release', ...fields }, describeRelease(status, this.policy) + (again ? ' (again)' : ''));
+        this.obs.log.info({ event: 'upstream-release', ...fields }, describeRelease(status, policy) + (again ? ' (again)' : ''));
       }
       this.warnedFor = '';
       return;
@@ -97,7 +102,7 @@ export class UpstreamRelease {
       this.warnedAt = t;
       this.obs.log.warn(
         { event: 'upstream-release-unsupported', ...fields, ...(status.state === 'unreachable' || status.state === 'unreadable' ? { why: status.why } : {}) },
-        describeRelease(status, this.policy),
+        describeRelease(status, policy),
       );
     }
   }

@@ -6,23 +6,15 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
+import { pointRealmAt } from '../../sandbox/keycloak.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
+import { sleep, until } from '../support/wait.js';
 
 /** The groups header of a user in no realm group: the group no one has (Open WebUI ignores an empty header). */
 const NO_GROUP = noGroupsName(SESSION_SECRET);
 
 const TRUSTED = ['x-forwarded-email', 'x-forwarded-name', 'x-forwarded-role', 'x-forwarded-groups'] as const;
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 /** The trusted headers of the last request the chat front-end received for `path` with this email. */
 function trustedSeen(requests: RecordedRequest[], email: string, path = '/api/v1/auths/'): Record<string, string | undefined> {
@@ -56,7 +48,9 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
 
   before(async function () {
     this.timeout(400_000);
-    [w, browser] = await Promise.all([kcWorld(), launchChromium()]);
+    // one after the other: a Keycloak that fails to start leaves no browser open behind it
+    browser = await launchChromium();
+    w = await kcWorld();
   });
   after(async () => {
     await browser?.close();
@@ -261,6 +255,43 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       }
     });
 
+    it('a brokered user signing out also ends their session at the tenant\u2019s provider (Keycloak\u2019s back-channel logout to it), so the tenant link asks for the password again; without it that session survives the sign-out', async () => {
+      // Here the gateway and Keycloak share a host (127.0.0.1), so the sign-out's Clear-Site-Data
+      // drops Keycloak's cookies as well; in a deployment they do not share one, and a provider's
+      // session that survives signs the person straight back in. What Keycloak holds is read here.
+      const idpSessions = async () => {
+        const dana = (await w.kc.admin<Array<{ id: string }>>('GET', '/admin/realms/acme-idp/users?username=dana&exact=true')).body[0]!;
+        return (await w.kc.admin<unknown[]>('GET', `/admin/realms/acme-idp/users/${dana.id}/sessions`)).body.length;
+      };
+      const signInThroughTenantLink = async (page: Page) => {
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        expect(new URL(page.url()).pathname, 'the provider\u2019s own form').to.match(/^\/realms\/acme-idp\/protocol\/openid-connect\/auth/);
+        await signInAtKeycloak(page, 'dana', 'dana-pass', w.a.url);
+        await page.waitForSelector('#who');
+      };
+      const signOut = (page: Page) => Promise.all([page.waitForURL(`${w.a.url}/auth/login`), page.click('#sign-out')]);
+      const { page, close } = await openPage(browser);
+      try {
+        // as the demo realm is set (sandbox/keycloak.ts pointRealmAt): the provider's session ends too
+        await signInThroughTenantLink(page);
+        expect(await idpSessions(), 'dana is signed in at Acme\u2019s provider').to.equal(1);
+        await signOut(page);
+        expect(await idpSessions(), 'ended there too').to.equal(0);
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        await page.waitForSelector('#kc-form-login');
+
+        // without it (Keycloak's default for a provider): signed out of the gateway and the platform
+        // realm, yet the provider's session stays
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout`, tenantLogout: false });
+        await signInThroughTenantLink(page);
+        await signOut(page);
+        expect(await idpSessions(), 'the provider\u2019s session survives the sign-out').to.equal(1);
+      } finally {
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout` });
+        await close();
+      }
+    });
+
     it('an administrator ending the user’s sessions in Keycloak signs them out on every instance (back-channel logout)', async () => {
       const { page, context, close } = await browserSignIn('carol', 'carol-pass');
       try {
@@ -270,7 +301,8 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         const carol = await w.userId('carol');
         await w.kc.admin('POST', `/admin/realms/${REALM}/users/${carol}/logout`);
         // Keycloak posted its logout token to A; B learns it through Redis.
-        for (const g of [w.a, w.b]) await until(`carol signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
+        for (const g of [w.a, w.b])
+          await until(`carol signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated, { ms: 20_000, everyMs: 200 });
         expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout')).to.equal(true);
         const api = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
         expect(api.status).to.equal(401);
@@ -319,7 +351,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
     /** Wait until this session's access token is inside the refresh margin (the gateway then refreshes). */
     const refreshDue = async (username: string) => {
       const due = signedIn.get(username)!.at + (LIFESPAN_S - MARGIN_S + 1) * 1000;
-      if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
+      if (Date.now() < due) await sleep(due - Date.now());
     };
     const events = async (username: string, type: string) =>
       (await w.kc.admin<unknown[]>('GET', `/admin/realms/${REALM}/events?type=${type}&user=${await w.userId(username)}&max=100`)).body.length;
@@ -368,8 +400,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
             statuses.add(res.status);
             return res.status === 200 && ((await res.json()) as { role: string }).role === 'user';
           },
-          (LIFESPAN_S + MARGIN_S) * 1000,
-          500,
+          { ms: (LIFESPAN_S + MARGIN_S) * 1000, everyMs: 500 },
         );
         expect([...statuses]).to.deep.equal([200]);
         expect(trustedSeen(w.upstream.requests, 'sysadmin@platform.example')['x-forwarded-role']).to.equal('user');
@@ -386,13 +417,12 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: false });
       try {
         // At the next refresh (within one access token lifetime) the session ends: 401 from then on.
-        await until(
-          'bob refused',
-          async () => (await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status === 401,
-          (LIFESPAN_S + MARGIN_S) * 1000,
-          500,
-        );
-        for (const g of [w.a, w.b]) await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated);
+        await until('bob refused', async () => (await fetch(`${w.a.url}/api/v1/auths/`, { headers: { cookie } })).status === 401, {
+          ms: (LIFESPAN_S + MARGIN_S) * 1000,
+          everyMs: 500,
+        });
+        for (const g of [w.a, w.b])
+          await until(`bob signed out at ${g.url}`, async () => !(await sessionAt(g.url, cookie)).authenticated, { ms: 20_000, everyMs: 200 });
       } finally {
         await w.kc.admin('PUT', `/admin/realms/${REALM}/users/${id}`, { ...user, enabled: true });
       }
@@ -446,7 +476,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
           'refreshes right after sign-in',
         ).to.deep.equal(earlier);
 
-        await new Promise((r) => setTimeout(r, Math.max(0, (signedIn.expires_at + 1) * 1000 + 100 - Date.now())));
+        await sleep(Math.max(0, (signedIn.expires_at + 1) * 1000 + 100 - Date.now()));
         await page.reload();
         await page.waitForSelector('#who');
         expect(await page.textContent('#who')).to.contain('alice@acme.example');
@@ -533,9 +563,11 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         .to.include(kidOf(fresh))
         .and.not.include(kidOf(old));
       const t0 = Date.now();
-      for (const g of [w.a, w.b]) await until(`the new key's token accepted at ${g.url}`, async () => (await asBearer(g.url, fresh)) === 200, 10_000, 500);
+      for (const g of [w.a, w.b])
+        await until(`the new key's token accepted at ${g.url}`, async () => (await asBearer(g.url, fresh)) === 200, { ms: 10_000, everyMs: 500 });
       const acceptedMs = Date.now() - t0;
-      for (const g of [w.a, w.b]) await until(`the old key's token refused at ${g.url}`, async () => (await asBearer(g.url, old)) === 401, 90_000, 1_000);
+      for (const g of [w.a, w.b])
+        await until(`the old key's token refused at ${g.url}`, async () => (await asBearer(g.url, old)) === 401, { ms: 90_000, everyMs: 1_000 });
       console.log(`      (new key accepted after ${acceptedMs} ms, old key refused after ${Date.now() - t0} ms)`);
       // A sign-in after the rotation: its ID token, signed with the new key, is verified and accepted.
       const { page, close } = await browserSignIn('carol', 'carol-pass');

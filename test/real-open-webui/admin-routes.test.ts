@@ -11,8 +11,8 @@ import WebSocket from 'ws';
 import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
+import { NOT_FOUND } from '../../sandbox/open-webui-http.js';
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
   {
@@ -32,6 +32,8 @@ const OWUI_ENV = {
   USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: 'True',
   USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: 'True',
   USER_PERMISSIONS_FOLDERS_ALLOW_SHARING: 'True',
+  USER_PERMISSIONS_CHAT_ALLOW_PUBLIC_SHARING: 'True',
+  USER_PERMISSIONS_CHAT_ALLOW_OPEN_SHARING: 'True',
 };
 
 for (const { title, flags } of FLAG_SETS) {
@@ -469,7 +471,7 @@ for (const { title, flags } of FLAG_SETS) {
       const probe = await folderWithChat('Alice shared probe');
       expect(await aliceReads(probe.chat)).to.equal(200);
       expect((await direct('DELETE', `/api/v1/folders/${probe.folder}`)).status, 'the door').to.equal(200);
-      expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.not.equal(200);
+      expect(await aliceReads(probe.chat), 'alice\u2019s chat in the folder, deleted with it').to.equal(401);
       // and re-shares it with bob: a write grant is not the owner\u2019s say over who else reads it
       const everyone = [...writable, { principal_type: 'user', principal_id: ids.bob, permission: 'read' }];
       const reshare = await folderWithChat('Alice reshare probe');
@@ -528,17 +530,31 @@ for (const { title, flags } of FLAG_SETS) {
       expect(await ok<boolean>(via(admin, 'DELETE', `/api/v1/chats/${own}`), 'own chat deleted')).to.equal(true);
     });
 
-    it('chats: a share id of another user\u2019s chat shared with someone else: Open WebUI alone lets the admin read and clone it exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; the gateway never; a share granted to the admin works while that flag is false', async () => {
-      const shared = async (secret: string, to: string) => {
+    it('chats: the admin\u2019s own chat through the gateway is pinned and unpinned; cloned by its chat id exactly when Open WebUI\u2019s own ENABLE_ADMIN_CHAT_ACCESS lets any admin clone any chat by id, else refused as Open WebUI itself refuses it (401)', async () => {
+      const own = await chatWith(admin, 'Admin chat to pin', 'ADMIN-PIN-CHAT');
+      expect(await ok<{ id: string; pinned: boolean }>(via(admin, 'POST', `/api/v1/chats/${own}/pin`), 'pin')).to.deep.include({ id: own, pinned: true });
+      expect(await ok<{ id: string; pinned: boolean }>(via(admin, 'POST', `/api/v1/chats/${own}/pin`), 'unpin')).to.deep.include({ id: own, pinned: false });
+      const door = await direct('POST', `/api/v1/chats/${own}/clone/shared`);
+      const clone = await via(admin, 'POST', `/api/v1/chats/${own}/clone/shared`);
+      if (!flags.ENABLE_ADMIN_CHAT_ACCESS) {
+        expect(door.status, door.text).to.equal(401);
+        expect(door.json<{ detail: string }>().detail).to.equal(NOT_FOUND);
+        return refused(clone, 'POST', `/api/v1/chats/${own}/clone/shared`, 401);
+      }
+      expect([door.status, clone.status], `${door.text} / ${clone.text}`).to.deep.equal([200, 200]);
+      expect(clone.json<{ user_id: string; id: string }>()).to.deep.include({ user_id: ids.admin });
+      expect(clone.json<{ id: string }>().id).to.not.equal(own);
+    });
+
+    it('chats: shares of another user\u2019s chat by share id: Open WebUI alone lets the admin read and clone every one exactly when its ENABLE_ADMIN_CHAT_ACCESS is true; through the gateway, with either flag, the ones granted to the admin or open to everyone are served, the rest refused', async () => {
+      const grant = (principal_type: string, principal_id: string) => [{ principal_type, principal_id, permission: 'read' }];
+      const shared = async (secret: string, access_grants: unknown[]) => {
         const id = await chatWith(bob, `Bob shared ${secret}`, secret);
         const share = (await ok<{ share_id: string }>(via(bob, 'POST', `/api/v1/chats/${id}/share`, {}), 'share')).share_id;
-        await ok(
-          via(bob, 'POST', `/api/v1/chats/shared/${id}/access/update`, { access_grants: [{ principal_type: 'user', principal_id: to, permission: 'read' }] }),
-          'grant',
-        );
-        return share;
+        await ok(via(bob, 'POST', `/api/v1/chats/shared/${id}/access/update`, { access_grants }), 'grant');
+        return { id, share };
       };
-      const forCarol = await shared('BOB-SHARE-FOR-CAROL', ids.carol);
+      const forCarol = (await shared('BOB-SHARE-FOR-CAROL', grant('user', ids.carol))).share;
       const door = await direct('GET', `/api/v1/chats/share/${forCarol}`);
       expect(door.status, door.text).to.equal(flags.ENABLE_ADMIN_CHAT_ACCESS ? 200 : 401);
       if (flags.ENABLE_ADMIN_CHAT_ACCESS) expect(door.text, 'the door, without the gateway').to.include('BOB-SHARE-FOR-CAROL');
@@ -549,12 +565,28 @@ for (const { title, flags } of FLAG_SETS) {
       await refused(await via(admin, 'POST', `/api/v1/chats/${forCarol}/clone/shared`, {}), 'POST', `/api/v1/chats/${forCarol}/clone/shared`, 401);
       expect((await ok<Array<{ id: string }>>(via(admin, 'GET', '/api/v1/chats/'), 'admin chats')).length, 'no clone made').to.equal(before);
 
-      // one granted to the admin: Open WebUI's answer tells it from the other only while its flag is false
-      const forAdmin = await shared('BOB-SHARE-FOR-ADMIN', ids.admin);
-      const mine = await via(admin, 'GET', `/api/v1/chats/share/${forAdmin}`);
-      if (flags.ENABLE_ADMIN_CHAT_ACCESS) return refused(mine, 'GET', `/api/v1/chats/share/${forAdmin}`, 401);
-      expect(mine.status, mine.text).to.equal(200);
-      expect(mine.text).to.include('BOB-SHARE-FOR-ADMIN');
+      // served: granted to the admin by name, to every user, open to anyone on the web; one whose
+      // chat was renamed after sharing (the share keeps the old title) too
+      const forAdmin = await shared('BOB-SHARE-FOR-ADMIN', grant('user', ids.admin));
+      const forEveryone = await shared('BOB-SHARE-FOR-EVERY-USER', grant('user', '*'));
+      const open = await shared('BOB-SHARE-OPEN', grant('anyone', '*'));
+      const renamed = await shared('BOB-SHARE-RENAMED', grant('user', ids.admin));
+      await ok(via(bob, 'POST', `/api/v1/chats/${renamed.id}`, { chat: { title: 'Bob renamed it afterwards' } }), 'rename');
+      const anonymous = await fetch(`${w.owui.url}/api/v1/chats/share/${open.share}`);
+      expect(anonymous.status, 'Open WebUI answers an open share without any identity').to.equal(200);
+      for (const [secret, s] of [
+        ['BOB-SHARE-FOR-ADMIN', forAdmin],
+        ['BOB-SHARE-FOR-EVERY-USER', forEveryone],
+        ['BOB-SHARE-OPEN', open],
+        ['BOB-SHARE-RENAMED', renamed],
+      ] as const) {
+        const mine = await via(admin, 'GET', `/api/v1/chats/share/${s.share}`);
+        expect(mine.status, `${secret}: ${mine.text}`).to.equal(200);
+        expect(mine.text).to.include(secret);
+      }
+      const clone = await via(admin, 'POST', `/api/v1/chats/${forAdmin.share}/clone/shared`, {});
+      expect(clone.status, clone.text).to.equal(200);
+      expect(clone.json<{ user_id: string }>().user_id).to.equal(ids.admin);
     });
 
     it('tags and model names: Open WebUI alone gives the admin the tag names of other users\u2019 chats, ratings, models and prompts, and the ids of their private models; through the gateway only those of the admin\u2019s own and of what is shared with them', async () => {
@@ -949,6 +981,63 @@ for (const { title, flags } of FLAG_SETS) {
         } finally {
           s.close();
         }
+      });
+
+      it('the admin\u2019s own note, edited live: Open WebUI 0.11.4 alone keeps an update that does not decode, after which the note cannot be joined again (0.12 refuses such an update itself); through the gateway it is dropped, and the own note joins and keeps its edits', async () => {
+        const Y = await import('yjs');
+        const ownNote = async (title: string) =>
+          (
+            await ok<{ id: string }>(
+              via(admin, 'POST', '/api/v1/notes/create', { title, data: { content: { md: title, html: `<p>${title}</p>`, json: null } }, access_grants: [] }),
+              title,
+            )
+          ).id;
+        const joinError = (s: Sock) => s.events.find(([e]) => e === 'error');
+        const bogus = (note: string) => ({ document_id: `note:${note}`, update: [1, 2, 3], user_id: ids.admin });
+
+        // the door, straight at Open WebUI, on a note of the admin's made for it
+        const probe = await ownNote('Admin probe note');
+        const first = await open(w.owui.url, adminToken);
+        joinDoc(first, probe);
+        expect(await until(() => stateOf(first, probe)), 'joined').to.not.equal(undefined);
+        first.emit('ydoc:document:update', bogus(probe));
+        await sleep(500);
+        const second = await open(w.owui.url, adminToken);
+        joinDoc(second, probe);
+        if (releaseAtLeast('0.12')) expect(await until(() => stateOf(second, probe)), 'no door: 0.12 does not keep it').to.not.equal(undefined);
+        else {
+          expect(JSON.stringify(await until(() => joinError(second))), 'the door: the note can no longer be joined').to.include('Failed to join document');
+          expect(stateOf(second, probe)).to.equal(undefined);
+        }
+        first.close();
+        second.close();
+
+        const own = await ownNote('Admin note edited live');
+        const token = (await ok<{ token: string }>(via(admin, 'GET', '/api/v1/auths/'), 'token')).token;
+        const through = () => open(w.url, token, { cookie: admin.header('/ws/socket.io/'), origin: w.url });
+        const before = w.obs.lines.length;
+        const editor = await through();
+        joinDoc(editor, own);
+        expect(await until(() => stateOf(editor, own)), 'joined through the gateway').to.not.equal(undefined);
+        editor.emit('ydoc:document:update', bogus(own));
+        const doc = new Y.Doc();
+        doc.getText('t').insert(0, 'EDITED-LIVE-THROUGH-THE-GATEWAY');
+        editor.emit('ydoc:document:update', { document_id: `note:${own}`, update: Array.from(Y.encodeStateAsUpdate(doc)), user_id: ids.admin });
+        await sleep(500);
+        const reader = await through();
+        joinDoc(reader, own);
+        const state = (await until(() => stateOf(reader, own))) as [string, { state: number[] }] | undefined;
+        expect(state, `joined again: ${JSON.stringify(reader.events)}`).to.not.equal(undefined);
+        expect(joinError(reader)).to.equal(undefined);
+        const seen = new Y.Doc();
+        Y.applyUpdate(seen, Uint8Array.from(state![1].state));
+        expect(seen.getText('t').toString(), 'the edit is in the document').to.equal('EDITED-LIVE-THROUGH-THE-GATEWAY');
+        const dropped = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-event-dropped');
+        expect(dropped.map((l) => [l.socketEvent, l.rule])).to.deep.equal([
+          ['ydoc:document:update', 'route table: Socket.IO document update (one Open WebUI can decode)'],
+        ]);
+        editor.close();
+        reader.close();
       });
 
       it('another account\u2019s token on the admin\u2019s socket: Open WebUI alone connects it as that account; through the gateway the admin\u2019s CONNECT with it is dropped and audited', async () => {

@@ -6,17 +6,13 @@
 // Real Open WebUI, the real oidc-provider, real sockets.
 import { expect } from 'chai';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { clientFrame, rawWebSocket, type RawWebSocket } from '../support/websocket-wire.js';
+import { eventually } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const until = async (f: () => boolean, ms = 5_000) => {
-  for (let t = 0; t < ms && !f(); t += 20) await sleep(20);
-  return f();
-};
 const OFFER = { 'Sec-WebSocket-Extensions': 'permessage-deflate; client_max_window_bits' };
 
-describe('the real Open WebUI 0.12.4: an admin\u2019s WebSocket frames, read by the gateway', function () {
+describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an admin\u2019s WebSocket frames, read by the gateway`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   let admin: Jar;
@@ -37,7 +33,7 @@ describe('the real Open WebUI 0.12.4: an admin\u2019s WebSocket frames, read by 
   /** Engine.IO's open packet came: the socket is Open WebUI's. */
   const opened = async (s: RawWebSocket) => {
     expect(s.head).to.match(/^HTTP\/1\.1 101 /);
-    expect(await until(() => s.received.some((m) => m.startsWith('0{'))), s.received.join(' | ')).to.equal(true);
+    expect(await eventually(() => s.received.some((m) => m.startsWith('0{'))), s.received.join(' | ')).to.equal(true);
   };
 
   it('Open WebUI negotiates permessage-deflate when offered; through the gateway an admin\u2019s socket is not compressed, a plain user\u2019s is', async () => {
@@ -67,7 +63,7 @@ describe('the real Open WebUI 0.12.4: an admin\u2019s WebSocket frames, read by 
       const straight = await rawWebSocket(w.owui.url);
       await opened(straight);
       straight.send(bad);
-      expect(await until(() => straight.state.close !== undefined || straight.state.ended)).to.equal(true);
+      expect(await eventually(() => straight.state.close !== undefined || straight.state.ended)).to.equal(true);
       expect(straight.state.close, 'Open WebUI alone').to.equal(1002);
       straight.destroy();
 
@@ -75,7 +71,7 @@ describe('the real Open WebUI 0.12.4: an admin\u2019s WebSocket frames, read by 
       const s = await viaGateway(admin);
       await opened(s);
       s.send(bad);
-      expect(await until(() => s.state.ended)).to.equal(true);
+      expect(await eventually(() => s.state.ended)).to.equal(true);
       expect(s.state.close, 'through the gateway').to.equal(1002);
       const audit = w.obs.lines.slice(before).filter((l) => l.event === 'admin-socket-closed');
       expect(audit.map((l) => l.code)).to.deep.equal([1002]);

@@ -9,10 +9,11 @@ import type { ChildProcess } from 'node:child_process';
 import type { Browser } from 'playwright-core';
 import { launchChromium, openPage, signInAtRealm, type OpenPage } from '../support/browser.js';
 import { freePort } from '../support/raw-http.js';
-import { accepts, alive, descendants, eventually, exited, listeningPorts, runSandbox, type SandboxRun } from '../support/process-tree.js';
+import { accepts, alive, descendants, exited, listeningPorts, runSandbox, type SandboxRun } from '../support/process-tree.js';
 import { CANNED_WORDS } from '../../sandbox/canned-model.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { seededFileNames } from '../../sandbox/seed.js';
+import { eventually } from '../support/wait.js';
 
 const ANSWER = CANNED_WORDS.join('');
 
@@ -52,7 +53,7 @@ describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true 
     run = runSandbox('sandbox:open-webui', { port, idpPort });
     npm = run.npm;
     browser = await launchChromium();
-    const ready = await eventually(() => output().includes('Stop with Ctrl-C.') || exited(npm), 280_000);
+    const ready = await eventually(() => output().includes('Stop with Ctrl-C.') || exited(npm), { ms: 280_000, everyMs: 100 });
     if (!ready || exited(npm)) throw new Error(`no banner:\n${output().slice(-6000)}`);
     url = /Sandbox ready: (http:\/\/\S+?)\/?\s/.exec(output())![1]!;
   });
@@ -211,7 +212,7 @@ describe('`npm run sandbox:open-webui` in Chromium: a chat that answers, a true 
     // the gateway, the OpenID provider, Open WebUI and the model provider
     expect(ports.length, `listening: ${ports.join(', ')}`).to.be.at.least(4);
     process.kill(npm.pid!, 'SIGTERM');
-    const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), 30_000);
+    const stopped = await eventually(() => exited(npm) && started.every((p) => !alive(p)), { ms: 30_000, everyMs: 100 });
     expect(stopped, `still running: ${started.filter(alive).join(', ')}\n${output().slice(-3000)}`).to.equal(true);
     for (const port of ports) expect(await accepts(port), `port ${port}`).to.equal(false);
   });

@@ -4,11 +4,10 @@
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-describe('the real Open WebUI 0.12.4: an open Socket.IO WebSocket ends with its session', function () {
+describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: an open Socket.IO WebSocket ends with its session`, function () {
   this.timeout(120_000);
   let w: RealWorld;
   before(async function () {

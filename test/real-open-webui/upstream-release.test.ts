@@ -18,9 +18,11 @@ import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Readiness } from '../../gateway/operations/operations.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
+import { launchChromium, openPage, signInAtRealm } from '../support/browser.js';
 import { capturingObservability } from '../support/gateway-harness.js';
 import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { freePort } from '../support/raw-http.js';
+import { sleep } from '../support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const REPORTED = '0.12.5';
@@ -84,13 +86,15 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a rel
     expect(r.body.checks.upstreamRelease.detail).to.include(`Open WebUI ${REPORTED}: NOT a release`).and.to.include('UPSTREAM_RELEASE_POLICY=refuse-admins');
   });
 
-  it('refuse-admins: the admin\u2019s API requests and Socket.IO are refused with why; the admin\u2019s pages and the plain user are served', async () => {
+  it('refuse-admins: the admin\u2019s API requests and Socket.IO are refused with why; the admin\u2019s pages are the gateway\u2019s; the plain user is served', async () => {
     for (const path of ['/api/v1/auths/', '/api/config', '/api/v1/chats/', '/api/v1/models']) {
       const res = await browse(admin, path);
       expect(res.status, path).to.equal(403);
       expect(res.text).to.include(`not checked against: admin requests are refused until it is (Open WebUI ${REPORTED})`);
     }
-    expect((await browse(admin, '/')).status, 'the web app itself').to.equal(200);
+    const page = await browse(admin, '/');
+    expect(page.status, 'the web app itself: a page of the gateway').to.equal(403);
+    expect(page.text).to.include('id="release-not-checked"');
     expect((await browse(user, '/api/v1/auths/')).status).to.equal(200);
     expect((await browse(user, '/api/config')).status).to.equal(200);
     const socket = (jar: Jar) =>
@@ -110,6 +114,45 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a rel
       });
     expect(await socket(admin)).to.equal(403);
     expect(await socket(user)).to.equal(101);
+  });
+
+  it('refuse-admins in Chromium: the admin signing in gets a page in the gateway\u2019s words (why, since when, what to tell the operator), not Open WebUI\u2019s error page; the plain user gets the chat', async () => {
+    const browser = await launchChromium();
+    try {
+      const sysadmin = await openPage(browser);
+      await sysadmin.page.goto(`${w.url}/auth/start?returnTo=%2F`);
+      await signInAtRealm(sysadmin.page, 'sysadmin', 'sysadmin-pass');
+      await sysadmin.page.waitForURL(`${w.url}/`);
+      await sysadmin.page.waitForSelector('#release-not-checked');
+      // what the admin sees
+      expect(await sysadmin.page.title()).to.equal('The chat is closed to administrators for now');
+      const why = await sysadmin.page.locator('#why-refused').innerText();
+      expect(why).to.include(`The chat front-end now runs Open WebUI ${REPORTED}, a release this gateway was not checked against.`);
+      expect(await sysadmin.page.locator('#refused-since').innerText()).to.match(/^Since \d{4}-\d\d-\d\d \d\d:\d\d UTC\.$/);
+      const tell = await sysadmin.page.locator('#tell-operator').innerText();
+      expect(tell).to.include(`Open WebUI ${REPORTED} is not a release its route table was checked against (${CHECKED_VERSIONS.join(', ')})`);
+      expect(tell).to.include(`npm run routes:check -- ${REPORTED}`);
+      // nothing of Open WebUI's own error page ("Open WebUI Backend Required"), and it stays
+      await sysadmin.page.waitForTimeout(1_500);
+      expect(new URL(sysadmin.page.url()).pathname).to.equal('/');
+      expect(await sysadmin.page.locator('body').innerText()).to.not.include('Backend Required');
+      expect(sysadmin.errors, 'no script, nothing failed in the page').to.deep.equal([]);
+      // a deep link too, and its sign-out works
+      await sysadmin.page.goto(`${w.url}/workspace/models`);
+      await sysadmin.page.waitForSelector('#release-not-checked');
+      await sysadmin.page.click('#sign-out');
+      await sysadmin.page.waitForURL((u) => u.pathname === '/auth/login');
+      await sysadmin.close();
+
+      const alice = await openPage(browser);
+      await alice.page.goto(`${w.url}/auth/start?returnTo=%2F`);
+      await signInAtRealm(alice.page, 'alice', 'alice-pass');
+      await alice.page.waitForSelector('#chat-input', { timeout: 60_000 });
+      expect(await alice.page.locator('#release-not-checked').count()).to.equal(0);
+      await alice.close();
+    } finally {
+      await browser.close();
+    }
   });
 
   it('`npm run check-config` against it says so', async () => {
@@ -155,7 +198,7 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a rel
 
   it('last: Open WebUI gone, the release is "unreachable" at the next readiness check, never supported', async () => {
     await w.owui.close();
-    await new Promise((r) => setTimeout(r, 1_100));
+    await sleep(1_100);
     const r = await readyz(w.url);
     expect(r.status).to.equal(503);
     expect(r.body.checks.upstreamRelease.detail).to.include('could not be read (unreachable');

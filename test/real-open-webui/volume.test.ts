@@ -6,7 +6,8 @@
 // Open WebUI's database (sandbox/seed-volume.ts) and kept in the peers' cache; the truth each test
 // compares with is asked of Open WebUI itself, with the admin's own token.
 import { expect } from 'chai';
-import { loginThroughIdp, CookieJar as IdpCookieJar, startIdp } from '../../sandbox/idp.js';
+import { startIdp } from '../../sandbox/idp.js';
+import { loginThroughIdp } from '../../sandbox/idp-browser.js';
 import { demoAccounts, demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { cannedModelConnection, startCannedModel, CANNED_MODEL_ID, type CannedModel } from '../../sandbox/canned-model.js';
 import {
@@ -68,7 +69,7 @@ interface Rating {
 async function signIn(url: string, username: string, password: string): Promise<Jar> {
   const jar = new Jar(url);
   const start = await browse(jar, '/auth/start');
-  const { callbackUrl } = await loginThroughIdp(start.location!, username, password, new IdpCookieJar());
+  const { callbackUrl } = await loginThroughIdp(start.location!, username, password);
   const callback = await browse(jar, callbackUrl);
   if (callback.status !== 302) throw new Error(`sign-in of ${username}: ${callback.status}`);
   return jar;

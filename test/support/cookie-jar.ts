@@ -1,6 +1,9 @@
-// A tiny browser for the gateway's sign-in tests: a cookie jar (per host:port, path-matched,
-// expiring) and `browse()`, one HTTP exchange over a real socket that never follows redirects.
-import { CookieJar as IdpCookieJar, loginThroughIdp } from '../../sandbox/idp.js';
+// A tiny browser for the gateway's sign-in tests: the cookie jar of sandbox/cookie-jar.ts (as `Jar`)
+// and `browse()`, one HTTP exchange over a real socket that never follows redirects.
+import { CookieJar as Jar } from '../../sandbox/cookie-jar.js';
+import { loginThroughIdp } from '../../sandbox/idp-browser.js';
+
+export { Jar };
 
 export interface Exchange {
   status: number;
@@ -13,57 +16,6 @@ export interface Exchange {
   json<T = unknown>(): T;
 }
 
-export class Jar {
-  private readonly cookies = new Map<string, { value: string; path: string; expires?: number }>();
-
-  constructor(readonly origin: string) {}
-
-  store(lines: string[]): void {
-    for (const line of lines) {
-      const [pair, ...attrs] = line.split(';');
-      const eq = pair!.indexOf('=');
-      if (eq <= 0) continue;
-      const name = pair!.slice(0, eq).trim();
-      let path = '/';
-      let expires: number | undefined;
-      for (const attr of attrs) {
-        const [k, ...v] = attr.split('=');
-        const key = k!.trim().toLowerCase();
-        const val = v.join('=').trim();
-        if (key === 'path') path = val || '/';
-        else if (key === 'max-age') expires = Date.now() + Number(val) * 1000;
-        else if (key === 'expires' && expires === undefined) expires = Date.parse(val);
-      }
-      if (expires !== undefined && expires <= Date.now()) this.cookies.delete(name);
-      else this.cookies.set(name, { value: pair!.slice(eq + 1).trim(), path, expires });
-    }
-  }
-
-  header(path = '/'): string {
-    const out: string[] = [];
-    for (const [name, c] of this.cookies) {
-      if (c.expires !== undefined && c.expires <= Date.now()) continue;
-      if (path === c.path || path.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`)) out.push(`${name}=${c.value}`);
-    }
-    return out.join('; ');
-  }
-
-  get(name: string): string | undefined {
-    return this.cookies.get(name)?.value;
-  }
-
-  names(): string[] {
-    return [...this.cookies.keys()];
-  }
-
-  /** A copy (e.g. to replay an old cookie later). */
-  clone(): Jar {
-    const j = new Jar(this.origin);
-    for (const [k, v] of this.cookies) j.cookies.set(k, { ...v });
-    return j;
-  }
-}
-
 export async function browse(
   jar: Jar | undefined,
   url: string,
@@ -71,11 +23,11 @@ export async function browse(
 ): Promise<Exchange> {
   const target = new URL(url, jar?.origin);
   const headers: Record<string, string> = { ...init.headers };
-  const cookie = jar?.header(target.pathname);
+  const cookie = jar?.header(target.href);
   if (cookie && headers.cookie === undefined) headers.cookie = cookie;
   const res = await fetch(target, { method: init.method ?? 'GET', headers, body: init.body, redirect: 'manual' });
   const setCookies = res.headers.getSetCookie();
-  jar?.store(setCookies);
+  jar?.store(setCookies, target.href);
   const text = await res.text();
   const location = res.headers.get('location');
   return {
@@ -95,7 +47,7 @@ export async function browse(
 export async function signIn(gatewayUrl: string, username: string, startQuery = '', jar = new Jar(gatewayUrl)) {
   const start = await browse(jar, `/auth/start${startQuery ? `?${startQuery}` : ''}`);
   if (start.status !== 302 || !start.location) throw new Error(`signIn: /auth/start answered ${start.status}: ${start.text}`);
-  const idpJar = new IdpCookieJar();
+  const idpJar = new Jar();
   const { callbackUrl } = await loginThroughIdp(start.location, username, undefined, idpJar);
   const callback = await browse(jar, callbackUrl);
   if (callback.status !== 302) throw new Error(`signIn: callback answered ${callback.status}: ${callback.text}`);
@@ -116,6 +68,7 @@ import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui.js';
 import { freePort } from './raw-http.js';
+import { sleep } from './wait.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'gateway-client-secret';
@@ -213,7 +166,7 @@ export async function startSecondInstance(w: World, obs: Observability = capturi
   const deadline = Date.now() + 10_000;
   while (!(gateway.sharedState.ready().ok && w.gateway.sharedState.ready().ok)) {
     if (Date.now() > deadline) throw new Error('instances not in sync with Redis');
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return { gateway, url };
 }

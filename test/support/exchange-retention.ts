@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Upstream } from '../../gateway/upstream/proxy.js';
 import { createObservability } from '../../gateway/observability/observability.js';
+import { sleep } from './wait.js';
 
 const count = Number(process.argv[2] ?? 300);
 const gc = (globalThis as { gc?: (o: { type: 'minor' | 'major'; execution: 'sync' }) => void }).gc;
@@ -32,7 +33,7 @@ const run = async () => {
       http.get(`${url}/api/v1/x/${i}`, { agent }, (res) => res.resume().once('end', resolve)).once('error', reject);
     });
   }
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
 };
 const youngGCs = async () => {
   for (let i = 0; i < 2; i++) {

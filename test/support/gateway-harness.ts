@@ -2,7 +2,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
+import { Router } from 'express';
 import { loadSettings, type Settings } from '../../config/settings.js';
+import type { Authenticator, Identity } from '../../gateway/auth/identity.js';
 import { type Env } from '../../config/env.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createObservability, type Observability } from '../../gateway/observability/observability.js';
@@ -67,7 +69,11 @@ export async function gatewayProcess(
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    // a gateway that did not start in time is stopped: no process outlives the test that started it
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`gateway did not start:\n${output}`));
+    }, 20_000);
     // a gateway that stops at its settings: all it said ('close' comes after its output), nothing left polling
     child.once('close', (code) => {
       clearInterval(poll);
@@ -100,4 +106,21 @@ export function serverOnly(handle: (req: IncomingMessage, res: ServerResponse) =
     websockets: { closeAll() {}, destroyAll() {} } as unknown as WebSocketTracker,
     idleTimeoutMs: 60_000,
   });
+}
+
+/**
+ * Everyone is who their `x-test-caller` header names (a key of `people`), as a realm bearer token
+ * would say; nobody without it. For tests of what the gateway decides, not of how it signs in.
+ */
+export function headerAuthenticator(people: Record<string, Omit<Identity, 'via'>>): Authenticator {
+  return {
+    router: Router(),
+    authenticate: async (req) => {
+      const who = req.headers['x-test-caller'];
+      const person = typeof who === 'string' ? people[who] : undefined;
+      return person && { ...person, via: 'bearer' };
+    },
+    ready: async () => ({ ok: true, detail: 'stub identity provider' }),
+    close: async () => {},
+  };
 }

@@ -16,7 +16,7 @@ import { changeableDemoAccounts, gatewayClient, SESSION_SECRET, worldEnv } from 
 import { freePort } from './raw-http.js';
 
 export { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
-import { OPEN_WEBUI_VERSION, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
+import { OPEN_WEBUI_VERSION, openWebUIInstalled, startRealOpenWebUI, type AdminFlags, type RealOpenWebUI } from '../../sandbox/real-open-webui.js';
 
 /**
  * Is the real Open WebUI the suites run against (OWUI_VERSION, 0.12.4 by default) `version` or
@@ -66,49 +66,75 @@ export async function startRealWorld(o: {
   accessTokenTtl?: number;
   owuiEnv?: Record<string, string>;
 }): Promise<RealWorld> {
+  // A release that is not installed fails here, before anything is started (nothing left open).
+  if (!openWebUIInstalled())
+    throw new Error(
+      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`npm test\` (its set-up installs every checked release) or \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\``,
+    );
   const accounts = changeableDemoAccounts();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const model = o.model ? await startModelServer() : undefined;
-  const modelEnv: Record<string, string> = model ? cannedModelConnection(model) : {};
-  // memories and retrieval need an embedding engine: the model server's /v1/embeddings (no model download)
-  if (model && o.embeddings)
-    Object.assign(modelEnv, {
-      RAG_EMBEDDING_ENGINE: 'openai',
-      RAG_OPENAI_API_BASE_URL: model.baseUrl,
-      RAG_OPENAI_API_KEY: 'sk-canned-answers',
-      RAG_EMBEDDING_MODEL: 'canned-embeddings',
-    });
-  const [owui, idp] = await Promise.all([
-    startRealOpenWebUI({ flags: o.flags, env: { WEBUI_AUTH_SIGNOUT_REDIRECT_URL: `${url}/auth/logout`, ...modelEnv, ...o.owuiEnv } }),
-    startIdp({
-      clients: [gatewayClient(url)],
-      accessTokenTtl: o.accessTokenTtl ?? 300,
+  // What started is stopped again when a later part fails: a failed start leaves no handle open.
+  const started: Array<{ close(): Promise<unknown> }> = [];
+  const stopStarted = () => Promise.all(started.splice(0).map((p) => p.close().catch(() => undefined)));
+  try {
+    return await startParts();
+  } catch (err) {
+    await stopStarted();
+    throw err;
+  }
+
+  async function startParts(): Promise<RealWorld> {
+    const model = o.model ? await startModelServer() : undefined;
+    if (model) started.push(model);
+    const modelEnv: Record<string, string> = model ? cannedModelConnection(model) : {};
+    // memories and retrieval need an embedding engine: the model server's /v1/embeddings (no model download)
+    if (model && o.embeddings)
+      Object.assign(modelEnv, {
+        RAG_EMBEDDING_ENGINE: 'openai',
+        RAG_OPENAI_API_BASE_URL: model.baseUrl,
+        RAG_OPENAI_API_KEY: 'sk-canned-answers',
+        RAG_EMBEDDING_MODEL: 'canned-embeddings',
+      });
+    const starting = [
+      startRealOpenWebUI({ flags: o.flags, env: { WEBUI_AUTH_SIGNOUT_REDIRECT_URL: `${url}/auth/logout`, ...modelEnv, ...o.owuiEnv } }),
+      startIdp({
+        clients: [gatewayClient(url)],
+        accessTokenTtl: o.accessTokenTtl ?? 300,
+        accounts,
+      }),
+    ] as const;
+    // both started at once; whichever did start is stopped again when the other failed
+    const [owuiStart, idpStart] = await Promise.allSettled(starting);
+    for (const part of [owuiStart, idpStart]) if (part.status === 'fulfilled') started.push(part.value);
+    if (owuiStart.status === 'rejected') throw owuiStart.reason;
+    if (idpStart.status === 'rejected') throw idpStart.reason;
+    const [owui, idp] = [owuiStart.value, idpStart.value];
+    const providersFile = join(owui.dataDir, 'providers.json');
+    writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
+    const settingsEnv: Env = { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env };
+    const settings = loadSettings(settingsEnv, { stageFiles: false });
+    const obs = capturingObservability();
+    const gateway = await createGateway(settings, { obs });
+    started.push(gateway);
+    await gateway.start(port, '127.0.0.1');
+    started.length = 0; // the world's own close() stops them from here on
+    return {
+      idp,
+      owui,
+      model,
+      gateway,
+      settings,
+      settingsEnv,
+      obs,
+      url,
       accounts,
-    }),
-  ]);
-  const providersFile = join(owui.dataDir, 'providers.json');
-  writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  const settingsEnv: Env = { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET, ...o.env };
-  const settings = loadSettings(settingsEnv, { stageFiles: false });
-  const obs = capturingObservability();
-  const gateway = await createGateway(settings, { obs });
-  await gateway.start(port, '127.0.0.1');
-  return {
-    idp,
-    owui,
-    model,
-    gateway,
-    settings,
-    settingsEnv,
-    obs,
-    url,
-    accounts,
-    async close() {
-      await gateway.close();
-      await Promise.all([idp.close(), owui.close(), model?.close()]);
-    },
-  };
+      async close() {
+        await gateway.close();
+        await Promise.all([idp.close(), owui.close(), model?.close()]);
+      },
+    };
+  }
 }
 
 /** An answer read whole: status, text, and the text as JSON on demand. */

@@ -99,16 +99,6 @@ export async function accepts(port: number): Promise<boolean> {
   return (await one('127.0.0.1')) || (await one('::1'));
 }
 
-/** Wait until `check` holds, or `ms` pass; whether it held. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** Has the child process ended, by itself or by a signal? */
 export function exited(child: { exitCode: number | null; signalCode: NodeJS.Signals | null }): boolean {
   return child.exitCode !== null || child.signalCode !== null;

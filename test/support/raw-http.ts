@@ -4,8 +4,7 @@
 import net from 'node:net';
 import { freePort } from '../../sandbox/ports.js';
 import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui.js';
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from './wait.js';
 
 export interface RawResponse {
   status: number;

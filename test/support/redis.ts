@@ -2,7 +2,8 @@
 //   - startRedis: one plain server, stopped (and started again on the same port) by the test;
 //   - startSentinelRedis: a primary, its replicas and sentinels (`redis-server <conf> --sentinel`)
 //     watching it, failing over within about a second of losing it;
-//   - startRedisCluster: primaries with a replica each, joined by `redis-cli --cluster create`.
+//   - startRedisCluster: primaries with a replica each, joined by `redis-cli --cluster create`;
+//   - cutOffProxy: one client cut off or partitioned from a server; silentServer: one that never answers.
 // Every process is started again on its own port (and its own files) after a kill, as a server
 // restarted by its supervisor would be.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './raw-http.js';
 import { freePorts } from '../../sandbox/ports.js';
+import { sleep, until } from './wait.js';
 
 export interface TestRedis {
   url: string;
@@ -67,7 +69,7 @@ function redisProcess(port: number, args: () => string[], what = 'redis-server')
     const deadline = Date.now() + 10_000;
     while (!(await reachable(port))) {
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not start (is the redis-server package installed?):\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   };
   const stop = async () => {
@@ -168,20 +170,19 @@ export function redisCli(port: number, ...args: string[]): string {
   return r.stdout.trim();
 }
 
-async function until(what: string, check: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    let ok = false;
-    try {
-      ok = check();
-    } catch {
-      // not yet
-    }
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** As `until`, a check that throws counting as not yet (a node still starting refuses redis-cli). */
+const settledWhen = (what: string, check: () => boolean, ms: number) =>
+  until(
+    what,
+    () => {
+      try {
+        return check();
+      } catch {
+        return false;
+      }
+    },
+    { ms, everyMs: 100 },
+  );
 
 /** `role:master` or `role:slave`, and the replicas a primary has online, from INFO replication. */
 function replication(port: number): { role: string; online: number } {
@@ -272,7 +273,10 @@ export async function startSentinelRedis(
         `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${dataPorts[0]} ${Math.floor(sentinelCount / 2) + 1}`,
         `sentinel down-after-milliseconds ${name} ${downAfter}`,
-        `sentinel failover-timeout ${name} 10000`,
+        // a vote that elects no leader is tried again after this (Redis's 10 s would stretch a
+        // failover test's window by as much), and a sentinel that led a failover may lead the next
+        // one after twice this
+        `sentinel failover-timeout ${name} 3000`,
         `sentinel parallel-syncs ${name} 1`,
         ...sentinelAuth,
         '',
@@ -303,7 +307,7 @@ export async function startSentinelRedis(
       return nodes.find((n) => n.port === primaryPort)!;
     },
     async settled(ms = 20_000) {
-      await until(
+      await settledWhen(
         'the sentinels to agree on a primary with every live node its online replica, and to know each other',
         () => {
           const live = sentinelProcesses.filter((s) => s.alive());
@@ -405,7 +409,7 @@ export async function startRedisCluster(
     },
     async settled(ms = 30_000) {
       const live = (port: number | undefined) => nodes.some((x) => x.port === port && x.alive());
-      await until(
+      await settledWhen(
         'every live node to see the cluster whole, none of them failing, every replica linked to a live primary',
         () =>
           nodes
@@ -466,16 +470,22 @@ export interface CutOffProxy {
   port: number;
   /** Cut every connection through it, and refuse new ones until reopen(). */
   cut(): void;
+  /**
+   * A partition: nothing passes either way and nothing is closed, new connections are taken and
+   * left waiting; what was sent meanwhile arrives once reopen() heals it (as TCP resends it).
+   */
+  stall(): void;
   reopen(): void;
   close(): Promise<void>;
 }
 
-/** A TCP proxy to 127.0.0.1:`to`, to cut one client off Redis while the others stay connected. */
+/** A TCP proxy to 127.0.0.1:`to`, to cut one client off Redis, or partition it, while the others stay connected. */
 export async function cutOffProxy(to: number): Promise<CutOffProxy> {
   const sockets = new Set<net.Socket>();
   let open = true;
-  const server = net.createServer((inbound) => {
-    if (!open) return void inbound.destroy();
+  let stalled = false;
+  const held: Array<() => void> = [];
+  const join = (inbound: net.Socket) => {
     const outbound = net.connect(to, '127.0.0.1');
     for (const s of [inbound, outbound]) {
       sockets.add(s);
@@ -487,6 +497,13 @@ export async function cutOffProxy(to: number): Promise<CutOffProxy> {
       });
     }
     inbound.pipe(outbound).pipe(inbound);
+  };
+  const server = net.createServer((inbound) => {
+    if (!open) return void inbound.destroy();
+    if (!stalled) return join(inbound);
+    inbound.pause();
+    sockets.add(inbound);
+    held.push(() => join(inbound));
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -496,9 +513,42 @@ export async function cutOffProxy(to: number): Promise<CutOffProxy> {
       open = false;
       for (const s of sockets) s.destroy();
     },
+    stall() {
+      stalled = true;
+      for (const s of sockets) s.pause();
+    },
     reopen() {
       open = true;
+      stalled = false;
+      for (const s of sockets) s.resume();
+      for (const go of held.splice(0)) go();
     },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface SilentServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A server that takes every connection and what is sent on it, and never answers (a hung process's listen backlog, a black hole). */
+export async function silentServer(): Promise<SilentServer> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    socket.resume();
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

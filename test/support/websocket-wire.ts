@@ -4,6 +4,7 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import type { Writable } from 'node:stream';
+import { sleep } from './wait.js';
 
 export const HANDSHAKE =
   'GET /ws/socket.io/ HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
@@ -91,6 +92,6 @@ export async function rawWebSocket(
   s.write(
     `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra.join('')}\r\n`,
   );
-  for (let t = 0; !open && !out.state.ended && t < 10_000; t += 10) await new Promise((r) => setTimeout(r, 10));
+  for (let t = 0; !open && !out.state.ended && t < 10_000; t += 10) await sleep(10);
   return out;
 }

@@ -38,9 +38,31 @@ describe('unit: the upstream release', () => {
         expect(releaseDecision({ method: 'GET', path }, 'strict', admin, status), `strict ${path}`).to.equal(undefined);
       }
     for (const path of api) expect(releaseDecision({ method: 'POST', path }, 'refuse-admins', admin, supported)).to.equal(undefined);
-    // pages and public assets are not the API
-    for (const path of ['/', '/c/chat-1', '/workspace', '/static/x.js', '/_app/y.js', '/health'])
+    // public assets are not refused
+    for (const path of ['/static/x.js', '/_app/y.js', '/health', '/favicon.png'])
       expect(releaseDecision({ method: 'GET', path }, 'refuse-admins', admin, unsupported), path).to.equal(undefined);
+    // an admin's visit to a page is refused with a page saying why and since when; a plain user's is not
+    for (const path of ['/', '/c/chat-1', '/workspace', '/notes/n-1', '/admin/settings'])
+      for (const method of ['GET', 'HEAD']) {
+        const d = releaseDecision({ method, path }, 'refuse-admins', admin, { ...unsupported, since: 1_795_900_000_000 });
+        expect(d, `${method} ${path}`).to.deep.include({ action: 'deny', status: 403, rule: 'upstream release not checked: admins refused (a page)' });
+        expect(d && d.action === 'deny' && d.page, path).to.deep.equal({
+          kind: 'release-not-checked',
+          release: '0.13.0',
+          since: 1_795_900_000_000,
+          checked: CHECKED_VERSIONS,
+        });
+        expect(releaseDecision({ method, path }, 'refuse-admins', user, unsupported), `user ${path}`).to.equal(undefined);
+        expect(releaseDecision({ method, path }, 'warn', admin, unsupported), `warn ${path}`).to.equal(undefined);
+        expect(releaseDecision({ method, path }, 'refuse-admins', admin, supported), `supported ${path}`).to.equal(undefined);
+      }
+    expect(releaseDecision({ method: 'POST', path: '/' }, 'refuse-admins', admin, unsupported), 'a POST to a page').to.equal(undefined);
+    const unread = releaseDecision({ method: 'GET', path: '/' }, 'refuse-admins', admin, unreachable);
+    expect(unread && unread.action === 'deny' && unread.page).to.deep.equal({
+      kind: 'release-not-checked',
+      unread: 'connect ECONNREFUSED',
+      checked: CHECKED_VERSIONS,
+    });
     expect(releaseDecision({ method: 'GET', path: '/api/v1/chats/' }, 'refuse-admins', admin, unsupported)!).to.deep.include({
       detail: 'The chat front-end runs a release this gateway was not checked against: admin requests are refused until it is (Open WebUI 0.13.0)',
     });

@@ -1,0 +1,154 @@
+// POLICY_FILE, followed while the gateway runs. A change is seen three ways, because none alone
+// sees every way a file changes: a watch on the file's directory (a Kubernetes ConfigMap volume
+// swaps a `..data` symlink, an editor renames a new file over the old one, an in-place write),
+// a poll every POLICY_FILE_CHECK_MS that reads and hashes the file (a watch that missed, or whose
+// directory went away), and SIGHUP, which reads it at once. A change is taken once two readings
+// POLICY_SETTLE_MS apart agree (a file read half-written is never applied); the new text is parsed
+// and validated whole (config/policy.ts) and applied by swapping one reference, or refused with
+// an error naming the field while the policy in force stays.
+import { watch, type FSWatcher } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { basename, dirname } from 'node:path';
+import { readPolicy, snapshotOf, type LivePolicy, type PolicySnapshot, type PolicySources } from '../config/policy.js';
+import { readPolicyFile } from '../config/policy-file.js';
+import type { Observability } from './observability/observability.js';
+import type { PolicyStatus } from './operations/operations.js';
+
+/** Between two readings that must agree before a changed file is taken. */
+export const POLICY_SETTLE_MS = 50;
+
+export interface PolicyWatch {
+  /** Read the file now (SIGHUP: `signal`), without waiting for it to settle. */
+  reload(source: 'file' | 'signal'): void;
+  /** What /readyz shows of the policy. */
+  status(): PolicyStatus;
+  close(): void;
+}
+
+interface Seen {
+  hash: string;
+  text: string | undefined;
+  problem: string | undefined;
+}
+
+function reading(path: string): Seen {
+  const read = readPolicyFile(path);
+  const body = read.ok ? read.text : `\u0000${read.problem}`;
+  return { hash: createHash('sha256').update(body).digest('hex'), text: read.ok ? read.text : undefined, problem: read.ok ? undefined : read.problem };
+}
+
+export function watchPolicyFile(o: {
+  live: LivePolicy;
+  sources: PolicySources & { file: string };
+  /** every variable the gateway reads */
+  known: readonly string[];
+  /** what reading the file at start warned about */
+  warnings: readonly string[];
+  obs: Pick<Observability, 'log' | 'audit' | 'metrics'>;
+}): PolicyWatch {
+  const { live, sources, obs } = o;
+  const file = sources.file;
+  // the first check reads the file again: a change since the start's reading is not missed
+  let applied = '';
+  let warnings = [...o.warnings];
+  let refused: { at: string; problems: string[] } | undefined;
+  let settle: NodeJS.Timeout | undefined;
+  let closed = false;
+  let watcher: FSWatcher | undefined;
+
+  const take = (seen: Seen, source: 'file' | 'signal') => {
+    applied = seen.hash;
+    const read = seen.text === undefined ? { ok: false as const, problems: [seen.problem!] } : readPolicy(sources, seen.text, o.known);
+    if (!read.ok) {
+      refused = { at: new Date().toISOString(), problems: read.problems };
+      obs.metrics.policyRefused.inc();
+      const fields = { event: 'policy-refused', file, source, problems: read.problems, version: live.current.version };
+      obs.log.error(fields, 'POLICY_FILE refused: the policy in force stays');
+      obs.audit.error(fields, 'POLICY_FILE refused: the policy in force stays');
+      return;
+    }
+    refused = undefined;
+    // said again when they change, or when the operator asks (SIGHUP)
+    if (source === 'signal' || read.warnings.join('\n') !== warnings.join('\n'))
+      for (const w of read.warnings) obs.log.warn({ event: 'policy-warning', file }, w);
+    warnings = read.warnings;
+    const next: PolicySnapshot = snapshotOf(read.policy, source, Date.now());
+    if (next.version === live.current.version) {
+      const fields = { event: 'policy-unchanged', file, source, version: next.version };
+      if (source === 'signal') obs.log.info(fields, 'POLICY_FILE read: the policy in force is the same');
+      else obs.log.debug(fields, 'POLICY_FILE read: the policy in force is the same');
+      return;
+    }
+    live.apply(next);
+  };
+
+  /** A reading that differs from the one taken: taken once a second reading agrees. */
+  const check = () => {
+    if (closed || settle) return;
+    const first = reading(file);
+    if (first.hash === applied) return;
+    settle = setTimeout(() => {
+      settle = undefined;
+      if (closed) return;
+      const second = reading(file);
+      if (second.hash !== first.hash) return check();
+      take(second, 'file');
+      // the directory may be another one now (a re-pointed symlink): watched anew
+      arm();
+    }, POLICY_SETTLE_MS);
+    settle.unref();
+  };
+
+  // The directory, not the file: a swapped symlink or a renamed-over file is a new file, which a
+  // watch on the old one never reports.
+  const name = basename(file);
+  function arm(): void {
+    watcher?.close();
+    watcher = undefined;
+    try {
+      const w = watch(dirname(file), { persistent: false }, (_event, changed) => {
+        if (changed === null || changed === name || changed.startsWith('..')) check();
+      });
+      w.on('error', () => {
+        w.close();
+        if (watcher === w) watcher = undefined;
+      });
+      watcher = w;
+    } catch (err) {
+      obs.log.warn(
+        { event: 'policy-watch', file, err: { message: (err as Error).message } },
+        'POLICY_FILE: its directory cannot be watched; the poll alone sees changes',
+      );
+    }
+  }
+  arm();
+  const poll = setInterval(check, sources.checkMs);
+  poll.unref();
+  check();
+
+  return {
+    reload(source) {
+      if (closed) return;
+      clearTimeout(settle);
+      settle = undefined;
+      take(reading(file), source);
+    },
+    status() {
+      const now = live.current;
+      return {
+        version: now.version,
+        appliedAt: new Date(now.appliedAt).toISOString(),
+        source: now.source,
+        file,
+        ...(refused ? { refused } : {}),
+        ...(warnings.length ? { warnings } : {}),
+      };
+    },
+    close() {
+      closed = true;
+      clearInterval(poll);
+      clearTimeout(settle);
+      watcher?.close();
+    },
+  };
+}
