@@ -26,7 +26,7 @@ import { cannedModelConnection, startCannedModel, CANNED_MODEL_ID } from '../san
 import { OPEN_WEBUI_VERSION, type AdminFlags } from '../sandbox/real-open-webui.js';
 import { platformVolume, startVolumeOpenWebUI, VOLUME_ADMIN, volumeAccounts, type VolumeSpec } from '../sandbox/seed-volume.js';
 import { gatewayImageEnv, gatewayNodeFlags } from './peers.js';
-import { freePort } from './proc.js';
+import { freePort, sleep } from './proc.js';
 import { gatewaySessionCookie } from './sign-in.js';
 import { percentile } from './load.js';
 
@@ -141,7 +141,7 @@ async function startGatewayProcess(port: number, owuiUrl: string, idp: TestIdp):
     );
     if (up) return { url, child, logFile };
     if (i > 300 || child.exitCode !== null) throw new Error(`the gateway did not start (log: ${logFile})`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
