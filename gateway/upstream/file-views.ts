@@ -9,7 +9,7 @@
 //               (1,000 a request, without the text), put in the list's order, then the page's
 //               records fetched with what the client asked for. For a minute after, that caller's
 //               pages are rebuilt at once.
-//     A release without the owner-scoped routes (0.11.4) has its all-users answers read as they
+//     A release without the owner-scoped routes (0.12.3, 0.11.4) has its all-users answers read as they
 //     stream instead, keeping the caller's records (policies/file-scoping.ts servesOwnFileRoutes).
 //   - audit-file-access: an admin reading or deleting a file that is not theirs is written to
 //     the audit stream (rule A7 lets it happen; the platform wants to know).
