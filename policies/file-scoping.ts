@@ -56,7 +56,7 @@ export function parsePage(value: string | null): number | undefined {
 // ---- the caller's own files, at any volume
 //
 // The answers above are built from the caller's own records only, asked where Open WebUI keeps
-// them apart: 0.12's /files/user/search and /files/user/count (every release the route table
+// them apart: 0.12.4's /files/user/search and /files/user/count (every release the route table
 // was checked against that serves them), the list rebuilt from them when Open WebUI returns other
 // users' files (its own BYPASS_ADMIN_ACCESS_CONTROL on). A release without them (0.12.3, 0.11.4) has no
 // owner-scoped way in: its all-users search is read as it streams and only the caller's records

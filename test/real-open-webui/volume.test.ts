@@ -25,7 +25,7 @@ import { createGateway, type Gateway } from '../../gateway/app.js';
 import { browse, gatewayClient, Jar, SESSION_SECRET, worldEnv } from '../support/cookie-jar.js';
 import { capturingObservability } from '../support/gateway-harness.js';
 import { freePort } from '../support/raw-http.js';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -91,6 +91,7 @@ for (const { title, flags } of FLAG_SETS) {
     this.timeout(300_000);
     let model: CannedModel;
     let owui: RealOpenWebUI & { seed: SeedReport };
+    let providersDir: string | undefined;
     let idp: Awaited<ReturnType<typeof startIdp>>;
     let gateway: Gateway;
     let url: string;
@@ -136,7 +137,8 @@ for (const { title, flags } of FLAG_SETS) {
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
       idp = await startIdp({ clients: [gatewayClient(url)], accounts: [...demoAccounts, ...volumeAccounts(USERS)] });
-      const providersFile = join(mkdtempSync(join(tmpdir(), 'volume-')), 'providers.json');
+      providersDir = mkdtempSync(join(tmpdir(), 'volume-'));
+      const providersFile = join(providersDir, 'providers.json');
       writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
       const settings = loadSettings(
         { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET },
@@ -157,6 +159,7 @@ for (const { title, flags } of FLAG_SETS) {
       await idp?.close();
       await owui?.close();
       await model?.close();
+      if (providersDir) rmSync(providersDir, { recursive: true, force: true });
     });
 
     it('the platform holds the volume, and Open WebUI is set as the title says (its own answers, without the gateway)', async () => {
