@@ -53,10 +53,10 @@ import {
 import { ratingIds } from '../../policies/ratings.js';
 import type { ListingView } from '../../policies/admin-scoping.js';
 import { TtlCache } from '../cache/cache.js';
-import { UpstreamError, type Upstream } from './proxy.js';
+import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
 import { callJson, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
 import { FileFilterError } from './file-stream-filter.js';
-import { filteredAnswer, readRecords } from './stream-reads.js';
+import { filteredAnswer, ListNotAnswered, readRecords } from './stream-reads.js';
 import { passError, readableBy, rebuildPage, serveRatingsPage, streamListing } from './listing-views.js';
 import { OwnRatings } from './own-ratings.js';
 import { OwnChats } from './own-chats.js';
@@ -287,11 +287,62 @@ export class ObjectViews {
 
   /** The caller's own chats that used the model, their tags counted in the order Open WebUI reads the chats for its own count (by id). */
   private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
-    const used = (await this.ownChats.chats(callerId, headers)).filter((c) => c.models.has(modelId));
+    const chats = await this.ownChats.chats(callerId, headers).catch((err: unknown) => {
+      if (!(err instanceof ListNotAnswered && err.answered === 400)) throw err;
+      return undefined;
+    });
+    // Open WebUI answers the usage lines 400 for a caller with one chat whose last message has no
+    // whole-number `timestamp` (written by an API client, or imported): their export is read instead
+    if (chats === undefined) return this.ownChatTagsFromExport(headers, callerId, modelId);
+    const used = chats.filter((c) => c.models.has(modelId));
     used.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const counted = new OwnChatTags(callerId, modelId);
     for (const c of used) counted.addUsage({ id: c.id, history_models: { [modelId]: 1 }, tags: c.tags });
     return counted;
+  }
+
+  /** The caller's own chats (their export, one JSON chat a line), counted as they arrive: no chat is kept. */
+  private async ownChatTagsFromExport(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+    this.obs.log.warn(
+      { callerId },
+      "the usage lines of an admin's chats cannot be listed (a chat without a whole-number timestamp): their export is read for the overview",
+    );
+    const counted = new OwnChatTags(callerId, modelId);
+    const lines = new LineSink((line) => counted.add(JSON.parse(line)));
+    const up = await this.upstream.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
+      status === 200 ? lines : undefined,
+    );
+    if (up.status !== 200) throw new UpstreamError('bad-body', `/api/v1/chats/all answered ${up.status}`);
+    lines.end();
+    return counted;
+  }
+}
+
+/** Splits a body into lines, each handed over whole (a line that is not JSON throws: the body is refused). */
+class LineSink implements BodySink {
+  private parts: Buffer[] = [];
+
+  constructor(private readonly line: (text: string) => void) {}
+
+  write(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      this.parts.push(chunk.subarray(start, nl));
+      this.flush();
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.parts.push(chunk.subarray(start));
+  }
+
+  /** The last line, when the body did not end with a newline. */
+  end(): void {
+    this.flush();
+  }
+
+  private flush(): void {
+    const text = Buffer.concat(this.parts).toString('utf8').trim();
+    this.parts = [];
+    if (text) this.line(text);
   }
 }
 

@@ -43,8 +43,18 @@ export async function readRecords(
       return false;
     },
   });
-  const path = pathAndQuery.split('?')[0];
-  if (up.status !== 200) throw new UpstreamError('bad-body', `${path} answered ${up.status}`);
+  const path = pathAndQuery.split('?')[0]!;
+  if (up.status !== 200) throw new ListNotAnswered(path, up.status);
   if (out!.others > 0) throw new UpstreamError('bad-body', `${path} holds what is not a record`);
   return { total: out!.total };
+}
+
+/** A list read by `readRecords` answered another status than 200 (`answered`). */
+export class ListNotAnswered extends UpstreamError {
+  constructor(
+    path: string,
+    readonly answered: number,
+  ) {
+    super('bad-body', `${path} answered ${answered}`);
+  }
 }
