@@ -139,6 +139,9 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     if (issues.length) throw unprocessable(issues);
     const own = [...chats.values()].filter((c) => c.user_id === user.id).sort((a, b) => byUpdated(a, b) || (a.id < b.id ? -1 : 1));
     const items = own.slice((page - 1) * perPage, page * perPage).flatMap((c) => usageLine(c) ?? []);
+    // ChatUsageStatsResponse.last_message_at is an int: one line without (a message written without a
+    // whole-number timestamp) fails the response model, and the handler answers 400 for the page
+    if (items.some((l) => !Number.isInteger((l as { last_message_at?: unknown }).last_message_at))) throw new HttpError(400, SOMETHING_WENT_WRONG);
     sendJson(ctx, 200, { items, total: own.length });
   });
   route('GET', '/api/v1/chats/all/archived', async (ctx) => {

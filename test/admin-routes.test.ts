@@ -145,7 +145,10 @@ const taggedChat = (id: string, user_id: string, tags: string[]) => ({
   chat: {
     history: {
       currentId: 'a',
-      messages: { q: { role: 'user', content: 'q', parentId: null }, a: { role: 'assistant', model: 'm-tenant-a', content: 'a', parentId: 'q' } },
+      messages: {
+        q: { role: 'user', content: 'q', parentId: null, timestamp: now },
+        a: { role: 'assistant', model: 'm-tenant-a', content: 'a', parentId: 'q', timestamp: now },
+      },
     },
   },
   meta: { tags },
