@@ -1,53 +1,123 @@
-// What the gateway adds in front of the REAL Open WebUI 0.12.4, in one run:
-// p50/p99 of a page load (GET /) and of GET /api/v1/chats/, directly and through the gateway.
+// What the gateway costs in front of the REAL Open WebUI holding a platform's volume, in one run:
+// for every view the gateway rewrites, the time straight at Open WebUI (the admin's own Open WebUI
+// token) against the time through the gateway (the admin's session), under both sets of Open
+// WebUI's own admin flags; then 30 users listing their files at once, and the gateway's peak RSS.
 //
 //   bash scripts/open-webui.sh install        # once (cached outside git)
-//   npm run bench:open-webui                  # BENCH_OWUI_N=300 requests per row (default)
+//   npm run bench:open-webui                  # the issue's volume: 200 users, 20,000 files, ...
+//   BENCH_OWUI_VOLUME=200k npm run bench:open-webui   # 200,000 files
 //
-// Open WebUI runs unmodified (sandbox/real-open-webui.ts); the gateway is gateway/main.ts in its
-// own process (as in bench/run.ts), signed in by a real code-flow login of the demo user alice
-// against the embedded realm; direct requests carry alice's own Open WebUI token (trusted-header
-// sign-in; ten chats of hers are created first). Requests are sequential (one at a time: latency, not throughput) and interleaved,
-// the four rows in a shuffled order every round, so machine noise hits all rows alike.
+// Settings: BENCH_OWUI_N rounds per view (default 7; the export 3), BENCH_OWUI_VIEWS (words of the
+// views' names: only those), BENCH_OWUI_FLAGS=both|platform|
+// drifted, BENCH_OWUI_USERS (default 30) and BENCH_OWUI_LOAD_SECONDS (default 20) for the listing
+// at once. Open WebUI runs unmodified on a database seeded straight into it (sandbox/seed-volume.ts,
+// cached outside git after the first run), with the sandbox's canned-answers model as its
+// connection; the gateway is gateway/main.ts in its own process (the node flags of `npm start`),
+// users sign in at the embedded realm by the real code flow. Requests are sequential within a
+// view (latency, not throughput), direct and gateway in a shuffled order each round.
 import { performance } from 'node:perf_hooks';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { demoIdentityProviders } from '../sandbox/demo-realm.js';
-import { startIdp } from '../sandbox/idp.js';
-import { spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { demoAccounts, demoIdentityProviders } from '../sandbox/demo-realm.js';
+import { startIdp, type TestIdp } from '../sandbox/idp.js';
+import { cannedModelConnection, startCannedModel, CANNED_MODEL_ID } from '../sandbox/canned-model.js';
+import { OPEN_WEBUI_VERSION, type AdminFlags } from '../sandbox/real-open-webui.js';
+import { platformVolume, startVolumeOpenWebUI, VOLUME_ADMIN, volumeAccounts, type VolumeSpec } from '../sandbox/seed-volume.js';
 import { gatewayImageEnv, gatewayNodeFlags } from './peers.js';
-import { freePort } from './proc.js';
+import { freePort, sleep } from './proc.js';
 import { gatewaySessionCookie } from './sign-in.js';
-import { startRealOpenWebUI } from '../sandbox/real-open-webui.js';
 import { percentile } from './load.js';
 
-const N = Number(process.env.BENCH_OWUI_N ?? 300);
+const N = Number(process.env.BENCH_OWUI_N ?? 7);
+const USERS = Number(process.env.BENCH_OWUI_USERS ?? 30);
+const LOAD_SECONDS = Number(process.env.BENCH_OWUI_LOAD_SECONDS ?? 20);
+const VOLUME = process.env.BENCH_OWUI_VOLUME ?? 'issue';
+const FLAGS = process.env.BENCH_OWUI_FLAGS ?? 'both';
 // The gateway's client at the embedded realm, and its settings: the bench's own (bench/ never imports test code).
 const CLIENT_ID = 'bench-gateway';
 const CLIENT_SECRET = 'bench-gateway-secret';
-const WARMUP = 20;
+const MODEL = CANNED_MODEL_ID;
 
-async function main(): Promise<void> {
-  const owui = await startRealOpenWebUI({ flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } });
-  console.log(`Open WebUI 0.12.4 up in ${owui.bootSeconds.toFixed(1)} s at ${owui.url}`);
-  const port = await freePort();
+/** The issue's platform (200 users, 20,000 files, 30,000 chats, 7,000 ratings, the admin's share of each), or 200,000 files. */
+function volumeSpec(): VolumeSpec {
+  const files = VOLUME === '200k' ? 200_000 : 20_000;
+  return platformVolume({
+    users: 200,
+    files,
+    chats: 30_000,
+    ratings: 7_000,
+    models: [MODEL, 'model-b', 'model-c', 'private-model'],
+    admin: { account: VOLUME_ADMIN, files: VOLUME === '200k' ? 4_000 : 400, chats: 3_000, ratings: 2_000, chatBytes: 12_000, snapshotBytes: 16_000 },
+    chatBytes: 12_000,
+    snapshotBytes: 16_000,
+    // thirty users who sign in, whatever BENCH_OWUI_USERS (the seeded database stays the cached one)
+    accounts: volumeAccounts(30),
+  });
+}
+
+interface View {
+  name: string;
+  path: string;
+  rounds?: number;
+}
+
+const ALL_VIEWS: View[] = [
+  { name: 'files list, page 1 (with the text)', path: '/api/v1/files/' },
+  { name: 'files list, page 3, content=false', path: '/api/v1/files/?page=3&content=false' },
+  { name: 'files count', path: '/api/v1/files/count' },
+  { name: 'files search *.txt (100)', path: '/api/v1/files/search?filename=*.txt' },
+  { name: 'model overview (tags)', path: `/api/v1/analytics/models/${MODEL}/overview` },
+  { name: 'leaderboard (top tags)', path: '/api/v1/evaluations/leaderboard' },
+  { name: 'ratings list, page 1', path: '/api/v1/evaluations/feedbacks/list?order_by=updated_at&direction=desc&page=1' },
+  { name: 'rating ids', path: '/api/v1/evaluations/feedbacks/all/ids' },
+  { name: 'ratings export', path: '/api/v1/evaluations/feedbacks/all/export', rounds: 3 },
+  { name: 'chat list (passed through)', path: '/api/v1/chats/' },
+];
+/** BENCH_OWUI_VIEWS: only the views whose name holds one of these words (comma-separated) */
+const VIEWS = process.env.BENCH_OWUI_VIEWS ? ALL_VIEWS.filter((v) => process.env.BENCH_OWUI_VIEWS!.split(',').some((w) => v.name.includes(w))) : ALL_VIEWS;
+
+const FLAG_SETS: Array<{ name: string; flags: AdminFlags }> = [
+  { name: 'Open WebUI flags false (the platform)', flags: { BYPASS_ADMIN_ACCESS_CONTROL: false, ENABLE_ADMIN_EXPORT: false, ENABLE_ADMIN_CHAT_ACCESS: false } },
+  { name: 'Open WebUI flags true (its defaults)', flags: { BYPASS_ADMIN_ACCESS_CONTROL: true, ENABLE_ADMIN_EXPORT: true, ENABLE_ADMIN_CHAT_ACCESS: true } },
+].filter((f) => FLAGS === 'both' || (FLAGS === 'drifted') === f.flags.BYPASS_ADMIN_ACCESS_CONTROL);
+
+/** One timed GET: ms, status and bytes read. */
+async function timed(url: string, headers: Record<string, string>): Promise<{ ms: number; status: number; bytes: number }> {
+  const t0 = performance.now();
+  const res = await fetch(url, { headers, redirect: 'manual' });
+  let bytes = 0;
+  for await (const chunk of res.body ?? []) bytes += (chunk as Uint8Array).length;
+  return { ms: performance.now() - t0, status: res.status, bytes };
+}
+
+/** CPU time (ms) the process has used so far, from /proc (user and system). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** The gateway's resident set (MB) now and at its peak, from /proc. */
+function rssOf(pid: number): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { now: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+async function startGatewayProcess(port: number, owuiUrl: string, idp: TestIdp): Promise<{ url: string; child: ChildProcess; logFile: string }> {
   const url = `http://127.0.0.1:${port}`;
-  const idp = await startIdp({ clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${url}/auth/callback`] }] });
   const providersFile = join(mkdtempSync(join(tmpdir(), 'bench-owui-')), 'providers.json');
   writeFileSync(providersFile, JSON.stringify(demoIdentityProviders));
-  // gateway/main.ts with the node flags of `npm start` and the image's environment (as bench/run.ts
-  // runs it), its own process, its log to a file (never a pipe this process would have to drain
-  // while it measures).
   const logFile = join(tmpdir(), `bench-owui-gateway-${port}.log`);
   const out = openSync(logFile, 'w');
-  const gw = spawn(process.execPath, [...gatewayNodeFlags(), '--import', 'tsx', 'gateway/main.ts'], {
+  // bench/gateway-process.ts: gateway/main.ts, ended with this process, BENCH_MEMORY_DIR sampled
+  const child = spawn(process.execPath, [...gatewayNodeFlags(), '--import', 'tsx', 'bench/gateway-process.ts'], {
     env: {
       PATH: process.env.PATH,
       ...gatewayImageEnv(),
       NODE_ENV: 'production',
-      UPSTREAM_URL: owui.url,
+      UPSTREAM_URL: owuiUrl,
       PUBLIC_URL: url,
       OIDC_ISSUER_URL: idp.issuer,
       OIDC_CLIENT_ID: CLIENT_ID,
@@ -60,71 +130,167 @@ async function main(): Promise<void> {
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
+      ...(process.env.BENCH_MEMORY_DIR ? { BENCH_MEMORY_DIR: process.env.BENCH_MEMORY_DIR } : {}),
     },
-    stdio: ['ignore', out, out],
+    stdio: ['pipe', out, out],
   });
+  for (let i = 0; ; i++) {
+    const up = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return { url, child, logFile };
+    if (i > 300 || child.exitCode !== null) throw new Error(`the gateway did not start (log: ${logFile})`);
+    await sleep(100);
+  }
+}
+
+async function directToken(owuiUrl: string, email: string, role: string): Promise<string> {
+  const res = await fetch(`${owuiUrl}/api/v1/auths/signin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-email': email, 'x-forwarded-name': email, 'x-forwarded-role': role },
+    body: JSON.stringify({ email: '', password: '' }),
+  });
+  return ((await res.json()) as { token: string }).token;
+}
+
+interface Row {
+  view: string;
+  direct: number;
+  gateway: number;
+  first?: number;
+  /** the gateway's own CPU per request through it (ms) */
+  cpu: number;
+  bytes: number;
+  ok: boolean;
+}
+
+async function measureViews(owuiUrl: string, gwUrl: string, token: string, cookie: string, pid: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const v of VIEWS) {
+    const direct = { url: `${owuiUrl}${v.path}`, headers: { authorization: `Bearer ${token}` } };
+    const through = { url: `${gwUrl}${v.path}`, headers: { cookie } };
+    // the first request through the gateway (what an admin's first visit costs: kept copies are read whole)
+    const first = await timed(through.url, through.headers);
+    if (first.status !== 200) throw new Error(`${v.name} through the gateway: ${first.status}`);
+    const samples = { direct: [] as number[], gateway: [] as number[] };
+    let bytes = 0;
+    let cpu = 0;
+    for (let i = 0; i < (v.rounds ?? N); i++) {
+      for (const which of Math.random() < 0.5 ? (['direct', 'gateway'] as const) : (['gateway', 'direct'] as const)) {
+        const before = which === 'gateway' ? cpuMs(pid) : 0;
+        const r = which === 'direct' ? await timed(direct.url, direct.headers) : await timed(through.url, through.headers);
+        if (which === 'gateway') cpu += cpuMs(pid) - before;
+        if (r.status !== 200) throw new Error(`${v.name} ${which}: ${r.status}`);
+        samples[which].push(r.ms);
+        if (which === 'gateway') bytes = r.bytes;
+      }
+    }
+    const p50 = (xs: number[]) => percentile(Float64Array.from(xs).sort(), 50);
+    const d = p50(samples.direct);
+    const g = p50(samples.gateway);
+    const cpuPer = cpu / (v.rounds ?? N);
+    rows.push({ view: v.name, direct: d, gateway: g, first: first.ms, cpu: cpuPer, bytes, ok: g <= 1.5 * d + 50 });
+    console.log(
+      `  ${v.name}: direct ${d.toFixed(0)} ms, gateway ${g.toFixed(0)} ms (first ${first.ms.toFixed(0)} ms, gateway CPU ${cpuPer.toFixed(1)} ms), ${(bytes / 1024).toFixed(0)} KB`,
+    );
+  }
+  return rows;
+}
+
+/** USERS users and the admin listing their files at once for LOAD_SECONDS: latencies, errors, the gateway's RSS. */
+async function listingAtOnce(
+  gwUrl: string,
+  pid: number,
+  cookies: string[],
+): Promise<{ requests: number; errors: number; statuses: Record<number, number>; p50: number; p99: number; peakRss: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const statuses: Record<number, number> = {};
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(pid).now)), 100);
+  const until = Date.now() + LOAD_SECONDS * 1000;
+  const paths = ['/api/v1/files/', '/api/v1/files/?page=2&content=false', '/api/v1/files/count', '/api/v1/files/search?filename=*'];
+  await Promise.all(
+    cookies.map(async (cookie, k) => {
+      for (let i = k; Date.now() < until; i++) {
+        const r = await timed(`${gwUrl}${paths[i % paths.length]}`, { cookie });
+        latencies.push(r.ms);
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        if (r.status !== 200 && r.status !== 404) errors++;
+      }
+    }),
+  );
+  clearInterval(sampler);
+  const sorted = Float64Array.from(latencies).sort();
+  return { requests: latencies.length, errors, statuses, p50: percentile(sorted, 50), p99: percentile(sorted, 99), peakRss };
+}
+
+async function main(): Promise<void> {
+  const spec = volumeSpec();
+  const model = await startCannedModel();
+  const results: Array<{ set: string; rows: Row[]; load: Awaited<ReturnType<typeof listingAtOnce>> & { idle: number }; rss: { now: number; peak: number } }> =
+    [];
   try {
-    for (let i = 0; ; i++) {
-      const up = await fetch(`${url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
+    for (const set of FLAG_SETS) {
+      console.log(`\n${set.name}: Open WebUI ${OPEN_WEBUI_VERSION} on the ${VOLUME} volume`);
+      const t0 = Date.now();
+      const owui = await startVolumeOpenWebUI({ spec, flags: set.flags, env: cannedModelConnection(model) });
+      console.log(
+        `  ready in ${((Date.now() - t0) / 1000).toFixed(0)} s (${owui.seededNow ? `seeded now in ${owui.seed.seconds} s` : 'seeded database from the cache'}): ${JSON.stringify(owui.seed.counts)}`,
       );
-      if (up) break;
-      if (i > 200 || gw.exitCode !== null) throw new Error(`the gateway did not start (log: ${logFile})`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const cookie = await gatewaySessionCookie(url, 'alice');
-    const direct = await fetch(`${owui.url}/api/v1/auths/signin`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-forwarded-email': 'alice@acme.example', 'x-forwarded-name': 'Alice', 'x-forwarded-role': 'user' },
-      body: JSON.stringify({ email: '', password: '' }),
-    });
-    const token = ((await direct.json()) as { token: string }).token;
-    // alice has chats, so the list is not empty
-    for (let i = 0; i < 10; i++) {
-      const made = await fetch(`${owui.url}/api/v1/chats/new`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ chat: { title: `Bench chat ${i}`, models: [], messages: [], history: { messages: {}, currentId: null } } }),
+      const gwPort = await freePort();
+      const idp = await startIdp({
+        clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`http://127.0.0.1:${gwPort}/auth/callback`] }],
+        accounts: [...demoAccounts, ...volumeAccounts(USERS)],
       });
-      if (made.status !== 200) throw new Error(`creating a chat: ${made.status}`);
+      let gw: Awaited<ReturnType<typeof startGatewayProcess>> | undefined;
+      try {
+        gw = await startGatewayProcess(gwPort, owui.url, idp);
+        const cookie = await gatewaySessionCookie(gw.url, VOLUME_ADMIN.username);
+        const token = await directToken(owui.url, VOLUME_ADMIN.email, 'admin');
+        const rows = await measureViews(owui.url, gw.url, token, cookie, gw.child.pid!);
+        const rss = rssOf(gw.child.pid!);
+        console.log(`  the gateway after the views: RSS ${rss.now.toFixed(0)} MB, peak ${rss.peak.toFixed(0)} MB`);
+        // the listing at once in a gateway of its own, so that its peak is the listing's
+        gw.child.kill('SIGTERM');
+        await new Promise((r) => gw!.child.once('exit', r));
+        gw = await startGatewayProcess(gwPort, owui.url, idp);
+        const cookies: string[] = [];
+        for (const a of [{ username: VOLUME_ADMIN.username, password: VOLUME_ADMIN.password }, ...volumeAccounts(USERS)]) {
+          const c = await gatewaySessionCookie(gw.url, a.username, a.password);
+          // signed in at Open WebUI before the listing (its own sign-in writes the user's row: a burst of
+          // 31 at one moment had SQLite lock and Open WebUI answer 503 to one or two)
+          await timed(`${gw.url}/api/v1/auths/`, { cookie: c });
+          cookies.push(c);
+        }
+        const idle = rssOf(gw.child.pid!).now;
+        const load = await listingAtOnce(gw.url, gw.child.pid!, cookies);
+        console.log(
+          `  ${cookies.length} users listing at once: ${load.requests} requests (statuses ${JSON.stringify(load.statuses)}), p50 ${load.p50.toFixed(0)} ms, p99 ${load.p99.toFixed(0)} ms; gateway RSS ${idle.toFixed(0)} MB before, peak ${load.peakRss.toFixed(0)} MB`,
+        );
+        results.push({ set: set.name, rows, load: { ...load, idle }, rss });
+      } finally {
+        gw?.child.kill('SIGTERM');
+        await idp.close();
+        await owui.close();
+      }
     }
-    const rows: Array<{ name: string; url: string; headers: Record<string, string> }> = [
-      { name: 'GET / (page) direct', url: `${owui.url}/`, headers: {} },
-      { name: 'GET / (page) through the gateway', url: `${url}/`, headers: { cookie } },
-      { name: 'GET /api/v1/chats/ direct', url: `${owui.url}/api/v1/chats/`, headers: { authorization: `Bearer ${token}` } },
-      { name: 'GET /api/v1/chats/ through the gateway', url: `${url}/api/v1/chats/`, headers: { cookie } },
-    ];
-    const once = async (r: (typeof rows)[number]): Promise<number> => {
-      const t0 = performance.now();
-      const res = await fetch(r.url, { headers: { 'accept-encoding': 'gzip, br', ...r.headers }, redirect: 'manual' });
-      await res.arrayBuffer();
-      const ms = performance.now() - t0;
-      if (res.status !== 200) throw new Error(`${r.name}: ${res.status}`);
-      return ms;
-    };
-    for (let i = 0; i < WARMUP; i++) for (const r of rows) await once(r);
-    const samples = rows.map(() => [] as number[]);
-    for (let i = 0; i < N; i++) {
-      const order = rows.map((_, k) => k).sort(() => Math.random() - 0.5);
-      for (const k of order) samples[k]!.push(await once(rows[k]!));
-    }
-    const table = rows.map((r, k) => {
-      const sorted = samples[k]!.sort((a, b) => a - b);
-      return { row: r.name, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
-    });
-    console.log(`\n${N} sequential requests per row, interleaved (warm-up ${WARMUP}):\n`);
-    console.log('| request | p50 ms | p99 ms |\n| --- | ---: | ---: |');
-    for (const t of table) console.log(`| ${t.row} | ${t.p50.toFixed(2)} | ${t.p99.toFixed(2)} |`);
-    const added = (a: number, b: number) => ({ p50: table[b]!.p50 - table[a]!.p50, p99: table[b]!.p99 - table[a]!.p99 });
-    const page = added(0, 1);
-    const chats = added(2, 3);
-    const ms = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(2)} ms`;
-    console.log(`\nadded by the gateway: page p50 ${ms(page.p50)}, p99 ${ms(page.p99)}; chats p50 ${ms(chats.p50)}, p99 ${ms(chats.p99)}`);
   } finally {
-    gw.kill('SIGTERM');
-    await idp.close();
-    await owui.close();
+    await model.close();
+  }
+  for (const r of results) {
+    console.log(`\n${r.set}, ${VOLUME} volume, p50 of ${N} rounds (the export 3), ms; target: gateway <= 1.5 x direct + 50:\n`);
+    console.log(
+      '| view | direct | gateway | first through the gateway | gateway CPU per request | answer KB | target |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+    );
+    for (const row of r.rows)
+      console.log(
+        `| ${row.view} | ${row.direct.toFixed(0)} | ${row.gateway.toFixed(0)} | ${row.first?.toFixed(0)} | ${row.cpu.toFixed(1)} | ${(row.bytes / 1024).toFixed(0)} | ${row.ok ? 'met' : 'MISSED'} |`,
+      );
+    console.log(
+      `\n${USERS} users and the admin listing at once for ${LOAD_SECONDS} s (a gateway of their own): ${r.load.requests} requests (statuses ${JSON.stringify(r.load.statuses)}), p50 ${r.load.p50.toFixed(0)} ms, p99 ${r.load.p99.toFixed(0)} ms; gateway RSS ${r.load.idle.toFixed(0)} MB before, peak ${r.load.peakRss.toFixed(0)} MB; the views' gateway peaked at ${r.rss.peak.toFixed(0)} MB`,
+    );
   }
 }
 

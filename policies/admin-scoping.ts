@@ -32,6 +32,18 @@ export interface CallerFacts {
 
 export type FilesView = 'list' | 'search' | 'count';
 
+/** How a listing is answered (the route table's row: policies/open-webui-routes.ts). */
+export interface ListingView {
+  /** a list of this one model's items, given only when the admin may see the model */
+  modelId?: string;
+  /** Open WebUI pages it, this many a page: a page that lost items is rebuilt from every page */
+  pageSize?: number;
+  /** answered from the admin's own ratings */
+  own?: 'ratings' | 'rating-ids';
+  /** written out as it is judged */
+  streamed?: true;
+}
+
 /**
  * A refusal said as a page (policies/upstream-release.ts): the chat front-end runs a release the
  * route table was not checked against (`release`), or one that could not be read (`unread`), since
@@ -82,8 +94,8 @@ export type Decision =
    * the identity the trusted-header sign-in finds the account by).
    */
   | { action: 'require-own-account'; userId: string; keepEmail?: boolean; detail: string; rule: string }
-  /** Forward, then let only the items the admin owns or holds a grant on reach the client. */
-  | { action: 'filter-listing'; modelId?: string; rule: string }
+  /** Forward, then let only the items the admin owns or holds a grant on reach the client (how: `ListingView`). */
+  | ({ action: 'filter-listing'; rule: string } & ListingView)
   /** Forward, then remove `fields` from the answer's records (a bare record, an array, or `{users: [...]}`). */
   | { action: 'redact-fields'; fields: readonly string[]; emptied?: readonly string[]; rule: string }
   /**
@@ -342,7 +354,14 @@ function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, 
   const permission: Permission = row.permission ?? (row.class === 'by-id-read' ? 'read' : 'write');
   switch (row.class) {
     case 'listing':
-      return { action: 'filter-listing', ...ofModel, rule };
+      return {
+        action: 'filter-listing',
+        ...ofModel,
+        ...(row.pageSize ? { pageSize: row.pageSize } : {}),
+        ...(row.own ? { own: row.own } : {}),
+        ...(row.streamed ? { streamed: row.streamed } : {}),
+        rule,
+      };
     case 'by-id-read':
     case 'by-id-write': {
       const filled = fillLookup(row.lookup!, params, search, permission);

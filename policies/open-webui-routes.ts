@@ -71,6 +71,16 @@ export interface RouteRow {
    * may see, so that counts do not tell whether a guessed private model is used or rated.
    */
   ofModel?: '{model_id}' | '{?model_id}';
+  /**
+   * listing: Open WebUI pages the list (`?page=`, this many items a page, `{items, total}`). A page
+   * that held items the admin may not read (Open WebUI's own bypass on) is rebuilt from every page,
+   * so that pages and `total` count only theirs.
+   */
+  pageSize?: number;
+  /** listing: answered from the admin's own ratings (policies/ratings.ts), not Open WebUI's list of everyone's */
+  own?: 'ratings' | 'rating-ids';
+  /** listing: larger than the gateway may hold (an export): written out as its items are judged */
+  streamed?: true;
 }
 
 /**
@@ -125,7 +135,9 @@ const row = (methods: string, path: string, cls: RouteClassName, extra: Partial<
 });
 const own = (m: string, p: string) => row(m, p, 'own');
 const cfg = (m: string, p: string) => row(m, p, 'admin-config');
-const list = (m: string, p: string) => row(m, p, 'listing');
+const list = (m: string, p: string, extra: Partial<RouteRow> = {}) => row(m, p, 'listing', extra);
+/** a listing Open WebUI pages (PAGE_ITEM_COUNT of its router) */
+const paged = (p: string, pageSize = 30) => list('GET', p, { pageSize });
 const read = (m: string, p: string, lookup: string) => row(m, p, 'by-id-read', { lookup });
 const write = (m: string, p: string, lookup: string, body?: readonly BodyRef[]) => row(m, p, 'by-id-write', { lookup, ...(body ? { body } : {}) });
 /** what Open WebUI leaves to the object's owner (or its author) alone, admins aside: a grant or a membership is not enough */
@@ -573,7 +585,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // the caller's own and shared notes whatever the role (get_notes_by_user_id); pins are the caller's
   own('GET', '/api/v1/notes/'),
   own('GET', '/api/v1/notes/pinned'),
-  list('GET', '/api/v1/notes/search'),
+  paged('/api/v1/notes/search', 60),
   own('POST', '/api/v1/notes/create'),
   read('GET', '/api/v1/notes/{id}', NOTE),
   read('GET', '/api/v1/notes/{id}/chat', NOTE),
@@ -588,7 +600,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   refused('GET', '/api/v1/search', 'searches across users\u2019 content for admins; items carry no owner to filter by'),
 
   // ---- routers/models.py (/api/v1/models): A3 to A5
-  list('GET', '/api/v1/models/list'),
+  paged('/api/v1/models/list'),
   list('GET', '/api/v1/models/all'),
   cfg('GET', '/api/v1/models/base/tags'),
   cfg('GET', '/api/v1/models/base'),
@@ -619,9 +631,9 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('POST', '/api/v1/notifications/targets/{target_id}/test'),
 
   // ---- routers/knowledge.py (/api/v1/knowledge)
-  list('GET', '/api/v1/knowledge/'),
-  list('GET', '/api/v1/knowledge/search'),
-  list('GET', '/api/v1/knowledge/search/files'),
+  paged('/api/v1/knowledge/'),
+  paged('/api/v1/knowledge/search'),
+  paged('/api/v1/knowledge/search/files'),
   own('POST', '/api/v1/knowledge/create'),
   cfg('POST', '/api/v1/knowledge/reindex'),
   cfg('POST', '/api/v1/knowledge/metadata/reindex'),
@@ -650,7 +662,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   list('GET', '/api/v1/prompts/'),
   // every active prompt's tags while Open WebUI's own bypass is on (get_tags)
   row('GET', '/api/v1/prompts/tags', 'own', { tags: 'prompts' }),
-  list('GET', '/api/v1/prompts/list'),
+  paged('/api/v1/prompts/list'),
   own('POST', '/api/v1/prompts/create'),
   read('GET', '/api/v1/prompts/id/{prompt_id}', PROMPT),
   read('GET', '/api/v1/prompts/id/{prompt_id}/history', PROMPT),
@@ -686,7 +698,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
   // ---- routers/skills.py
   list('GET', '/api/v1/skills/'),
-  list('GET', '/api/v1/skills/list'),
+  paged('/api/v1/skills/list'),
   list('GET', '/api/v1/skills/export'),
   own('POST', '/api/v1/skills/create'),
   read('GET', '/api/v1/skills/id/{id}', SKILL),
@@ -798,13 +810,16 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/evaluations/leaderboard/{model_id:path}/history', 'admin-config', { ofModel: '{model_id}' }),
   cfg('GET,POST', '/api/v1/evaluations/config'),
   row('GET', '/api/v1/evaluations/feedbacks/models', 'admin-config', { modelIds: 'ids' }),
-  list('GET', '/api/v1/evaluations/feedbacks/all/ids'),
+  // every user's rating ids: the admin's own, from their own ratings
+  list('GET', '/api/v1/evaluations/feedbacks/all/ids', { own: 'rating-ids' }),
   refused('DELETE', '/api/v1/evaluations/feedbacks/all', 'deletes every user\u2019s feedback'),
-  list('GET', '/api/v1/evaluations/feedbacks/all/export'),
+  // every user's ratings, each with the rated chat: read as it streams, the admin's written out
+  list('GET', '/api/v1/evaluations/feedbacks/all/export', { streamed: true }),
   own('GET', '/api/v1/evaluations/feedbacks/user'),
   own('DELETE', '/api/v1/evaluations/feedbacks'),
-  // its `total` counts every user's ratings (of `model_id` when named)
-  row('GET', '/api/v1/evaluations/feedbacks/list', 'listing', { ofModel: '{?model_id}' }),
+  // a page of every user's ratings (of `model_id` when named), `total` counting them all: the
+  // admin's own, paged and counted as Open WebUI pages every user's
+  row('GET', '/api/v1/evaluations/feedbacks/list', 'listing', { ofModel: '{?model_id}', own: 'ratings' }),
   own('POST', '/api/v1/evaluations/feedback'),
   read('GET', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
   write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),

@@ -227,6 +227,17 @@ export function chatUsedModel(chat: Obj, modelId: string): boolean {
   return [...history, ...list].some((m) => isObj(m) && (m.model_id || m.model) === modelId);
 }
 
+/**
+ * Did this chat use the model, by its usage line (a ChatUsageStats of GET /api/v1/chats/stats/usage,
+ * the caller's own chats): one of its answers anywhere in its history names the model
+ * (`history_models`, counted from each assistant message's `model`, as the analytics' message rows
+ * take it). Undefined: not such a line.
+ */
+export function usageUsedModel(line: unknown, modelId: string): boolean | undefined {
+  if (!isObj(line) || typeof line.id !== 'string' || !isObj(line.history_models)) return undefined;
+  return Object.hasOwn(line.history_models, modelId);
+}
+
 /** Counts tags over the caller's own chats that used a model, one chat at a time. */
 export class OwnChatTags {
   private readonly counts = new Map<string, number>();
@@ -239,7 +250,22 @@ export class OwnChatTags {
   /** One chat of the caller's export; a record that is not a chat, or not the caller's, is skipped (it counts nothing). */
   add(chat: unknown): void {
     if (!isObj(chat) || chat.user_id !== this.callerId || !this.callerId || !chatUsedModel(chat, this.modelId)) return;
-    const tags = isObj(chat.meta) && Array.isArray(chat.meta.tags) ? chat.meta.tags : [];
+    this.count(isObj(chat.meta) ? chat.meta.tags : undefined);
+  }
+
+  /**
+   * One usage line of the caller's own chats (GET /api/v1/chats/stats/usage answers the caller's
+   * only): its `tags` counted when it used the model. False: not a usage line (the answer is refused).
+   */
+  addUsage(line: unknown): boolean {
+    const used = usageUsedModel(line, this.modelId);
+    if (used === undefined) return false;
+    if (used) this.count((line as Obj).tags);
+    return true;
+  }
+
+  private count(tags: unknown): void {
+    if (!Array.isArray(tags)) return;
     for (const t of tags) if (typeof t === 'string' && t) this.counts.set(t, (this.counts.get(t) ?? 0) + 1);
   }
 
@@ -259,12 +285,16 @@ export class OwnFeedbackTags {
   add(feedback: unknown): boolean {
     if (!isObj(feedback)) return false;
     if (feedback.user_id !== this.callerId || !this.callerId || !isObj(feedback.data)) return true;
-    const { model_id: modelId, tags } = feedback.data;
-    if (typeof modelId !== 'string' || !modelId || !Array.isArray(tags)) return true;
+    this.addRating(feedback.data.model_id, feedback.data.tags);
+    return true;
+  }
+
+  /** One of the caller's own ratings by its `data.model_id` and `data.tags` (policies/ratings.ts RatingKeys). */
+  addRating(modelId: unknown, tags: unknown): void {
+    if (typeof modelId !== 'string' || !modelId || !Array.isArray(tags)) return;
     const counts = this.counts.get(modelId) ?? new Map<string, number>();
     for (const t of tags) if (typeof t === 'string' && t) counts.set(t, (counts.get(t) ?? 0) + 1);
     this.counts.set(modelId, counts);
-    return true;
   }
 
   /** A model's top tags, as _get_top_tags answers them. */

@@ -3,8 +3,8 @@
 // access grants, clones, messages, and deletion.
 import { randomUUID } from 'node:crypto';
 import { authenticate, findToken } from './open-webui-auth.js';
-import { readJsonObject, sendJson, sendStream, type Ctx } from './open-webui-context.js';
-import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG } from './open-webui-http.js';
+import { intParam, readJsonObject, sendJson, sendStream, type Ctx } from './open-webui-context.js';
+import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG, unprocessable, type ValidationIssue } from './open-webui-http.js';
 import type { Router } from './open-webui-router.js';
 import type { StandInState } from './open-webui-state.js';
 import type { StandInChat, StandInUser } from './open-webui-types.js';
@@ -63,6 +63,49 @@ const adminChatAccess = (state: StandInState, user: StandInUser): boolean => use
 
 const chatResponse = (c: StandInChat): StandInChat => c;
 
+type Message = { role?: unknown; model?: unknown; content?: unknown; parentId?: unknown; timestamp?: unknown };
+
+/**
+ * A chat's usage line (routers/chats.py get_session_user_chat_usage_stats): the models its answers
+ * name, on the current branch and in the whole history, its counts and its tags; none for a chat
+ * without a history or a current message.
+ */
+function usageLine(c: StandInChat): Record<string, unknown> | undefined {
+  const history = ((c.chat as { history?: { messages?: Record<string, Message>; currentId?: string } } | undefined)?.history ?? {}) as {
+    messages?: Record<string, Message>;
+    currentId?: string;
+  };
+  const messages = history.messages ?? {};
+  if (!Object.keys(messages).length || !history.currentId) return undefined;
+  const count = (list: Message[]) => {
+    const models: Record<string, number> = {};
+    for (const m of list) if (m.role === 'assistant' && typeof m.model === 'string' && m.model) models[m.model] = (models[m.model] ?? 0) + 1;
+    return models;
+  };
+  const all = Object.values(messages);
+  const branch: Message[] = [];
+  for (let id: unknown = history.currentId; typeof id === 'string' && messages[id]; id = messages[id]!.parentId) branch.unshift(messages[id]!);
+  if (!branch.length) return undefined;
+  const of = (role: string) => all.filter((m) => m.role === role);
+  const avg = (list: Message[]) => (list.length ? list.reduce((n, m) => n + String(m.content ?? '').length, 0) / list.length : 0);
+  return {
+    id: c.id,
+    models: count(branch),
+    message_count: branch.length,
+    history_models: count(all),
+    history_message_count: all.length,
+    history_user_message_count: of('user').length,
+    history_assistant_message_count: of('assistant').length,
+    average_response_time: 0,
+    average_user_message_content_length: avg(of('user')),
+    average_assistant_message_content_length: avg(of('assistant')),
+    tags: (c.meta as { tags?: unknown }).tags ?? [],
+    last_message_at: branch[branch.length - 1]!.timestamp ?? null,
+    updated_at: c.updated_at,
+    created_at: c.created_at,
+  };
+}
+
 /** POST /{id}/messages/{message_id} and its /event: the owner, or an admin while ENABLE_ADMIN_CHAT_ACCESS. */
 async function chatForMessage(state: StandInState, ctx: Ctx, id: string): Promise<StandInChat> {
   const { user } = await authenticate(state, ctx, 'verified');
@@ -86,6 +129,20 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     const { user } = await authenticate(state, ctx, 'verified');
     const own = [...chats.values()].filter((c) => c.user_id === user.id).sort(byUpdated);
     await sendStream(ctx, 200, 'application/x-ndjson', ndjson(own));
+  });
+  // the caller's own chats, newest change first, a page at a time: a usage line each (no messages)
+  route('GET', '/api/v1/chats/stats/usage', async (ctx) => {
+    const { user } = await authenticate(state, ctx, 'verified');
+    const issues: ValidationIssue[] = [];
+    const perPage = intParam(ctx, 'items_per_page', 50, issues);
+    const page = intParam(ctx, 'page', 1, issues);
+    if (issues.length) throw unprocessable(issues);
+    const own = [...chats.values()].filter((c) => c.user_id === user.id).sort((a, b) => byUpdated(a, b) || (a.id < b.id ? -1 : 1));
+    const items = own.slice((page - 1) * perPage, page * perPage).flatMap((c) => usageLine(c) ?? []);
+    // ChatUsageStatsResponse.last_message_at is an int: one line without (a message written without a
+    // whole-number timestamp) fails the response model, and the handler answers 400 for the page
+    if (items.some((l) => !Number.isInteger((l as { last_message_at?: unknown }).last_message_at))) throw new HttpError(400, SOMETHING_WENT_WRONG);
+    sendJson(ctx, 200, { items, total: own.length });
   });
   route('GET', '/api/v1/chats/all/archived', async (ctx) => {
     const { user } = await authenticate(state, ctx, 'verified');

@@ -49,11 +49,26 @@ function fileFull(f: StandInFile): Record<string, unknown> {
   };
 }
 
-/** The files a list shows: every one to an admin while the bypass is on, else the caller's own; newest first. */
-function scopedFiles(state: StandInState, user: StandInUser): StandInFile[] {
+/** SQL's `id DESC` on a text column (SQLite's BINARY collation: by bytes). */
+const byIdDesc = (a: StandInFile, b: StandInFile) => Buffer.compare(Buffer.from(b.id), Buffer.from(a.id));
+
+/**
+ * The files a list or search shows: every one to an admin while the bypass is on (`own`: the
+ * caller's own, whatever the bypass: /user/search and /user/count), else the caller's own. The list
+ * is ordered `updated_at DESC, id DESC` (models/files.py get_file_list), the search `created_at
+ * DESC, id DESC` (search_files).
+ */
+function scopedFiles(state: StandInState, user: StandInUser, order: 'list' | 'search', own = false): StandInFile[] {
   const all = [...state.files.values()];
-  const visible = user.role === 'admin' && state.flags.bypassAdminAccessControl ? all : all.filter((f) => f.user_id === user.id);
-  return visible.sort((a, b) => b.updated_at - a.updated_at || b.created_at - a.created_at);
+  const visible = !own && user.role === 'admin' && state.flags.bypassAdminAccessControl ? all : all.filter((f) => f.user_id === user.id);
+  const key = order === 'list' ? (f: StandInFile) => f.updated_at : (f: StandInFile) => f.created_at;
+  return visible.sort((a, b) => key(b) - key(a) || byIdDesc(a, b));
+}
+
+/** 0.12 added the caller's own search and count (policies/open-webui-releases.ts ADDED_IN_0_12); 0.11 answers them as no route. */
+function servesUserRoutes(state: StandInState): boolean {
+  const [major = 0, minor = 0] = state.release.version.split('.').map(Number);
+  return major > 0 || minor >= 12;
 }
 
 /** The per-file rule: owner, any admin, or a grant of this permission. */
@@ -205,33 +220,43 @@ export function registerFileRoutes(router: Router, state: StandInState): void {
     const page = intParam(ctx, 'page', 1, issues, 1);
     const content = boolParam(ctx, 'content', true, issues);
     if (issues.length) throw unprocessable(issues);
-    const all = scopedFiles(state, user);
+    const all = scopedFiles(state, user, 'list');
     const items = all.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((f) => fileResponse(f, content));
     sendJson(ctx, 200, { items, total: all.length });
   });
-  route('GET', '/api/v1/files/search', async (ctx) => {
+  // /search: `filename` required, content by default, 100 a page, 404 for none; /user/search (0.12):
+  // the caller's own whatever the bypass, `*`, no content and 50 by default, [] for none
+  const search = (own: boolean) => async (ctx: Ctx) => {
+    if (own && !servesUserRoutes(state)) throw new HttpError(404, NOT_FOUND);
     const { user } = await authenticate(state, ctx, 'verified');
     const issues: ValidationIssue[] = [];
-    const filename = q(ctx, 'filename');
+    const filename = q(ctx, 'filename') ?? (own ? '*' : undefined);
     if (filename === undefined) issues.push({ type: 'missing', loc: ['query', 'filename'], msg: 'Field required', input: null });
-    const content = boolParam(ctx, 'content', true, issues);
+    const content = boolParam(ctx, 'content', !own, issues);
     const skip = intParam(ctx, 'skip', 0, issues, 0);
-    const limit = intParam(ctx, 'limit', 100, issues, 1, 1000);
+    const limit = intParam(ctx, 'limit', own ? 50 : 100, issues, 1, 1000);
     if (issues.length) throw unprocessable(issues);
     const re = globToRegExp(filename ?? '');
-    const hits = scopedFiles(state, user)
+    const hits = scopedFiles(state, user, 'search', own)
       .filter((f) => re.test(f.filename))
       .slice(skip, skip + limit);
-    if (!hits.length) throw new HttpError(404, 'No files found matching the pattern.');
+    if (!hits.length && !own) throw new HttpError(404, 'No files found matching the pattern.');
     sendJson(
       ctx,
       200,
       hits.map((f) => fileResponse(f, content)),
     );
-  });
+  };
+  route('GET', '/api/v1/files/search', search(false));
+  route('GET', '/api/v1/files/user/search', search(true));
   route('GET', '/api/v1/files/count', async (ctx) => {
     const { user } = await authenticate(state, ctx, 'verified');
-    sendJson(ctx, 200, scopedFiles(state, user).length);
+    sendJson(ctx, 200, scopedFiles(state, user, 'list').length);
+  });
+  route('GET', '/api/v1/files/user/count', async (ctx) => {
+    if (!servesUserRoutes(state)) throw new HttpError(404, NOT_FOUND);
+    const { user } = await authenticate(state, ctx, 'verified');
+    sendJson(ctx, 200, scopedFiles(state, user, 'list', true).length);
   });
   route('DELETE', '/api/v1/files/all', async (ctx) => {
     await authenticate(state, ctx, 'admin');

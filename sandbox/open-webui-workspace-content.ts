@@ -207,10 +207,16 @@ export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     for (const f of forms as Array<{ file_id?: unknown }>) addFile(user, kb, f.file_id);
     sendJson(ctx, 200, withFiles(kb));
   });
+  // get_knowledge_bases: 30 a page (PAGE_ITEM_COUNT), newest change first then id, page below 1 the
+  // first; `total` counts every one the caller lists
   route('GET', '/api/v1/knowledge/', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
-    const items = listed(user, 'knowledge').map(withUser);
-    sendJson(ctx, 200, { items, total: items.length });
+    const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
+    const changed = (o: WorkspaceObject) => Number((o as { updated_at?: unknown }).updated_at ?? 0);
+    const all = listed(user, 'knowledge')
+      .sort((a, b) => changed(b) - changed(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map(withUser);
+    sendJson(ctx, 200, { items: all.slice((page - 1) * 30, page * 30), total: all.length });
   });
   route('GET', '/api/v1/knowledge/{id}', async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, 'knowledge', id)).o));
   route('GET', '/api/v1/knowledge/{id}/export', async (ctx, [id]) => {

@@ -1,6 +1,7 @@
 // The workspace routes around models, as Open WebUI 0.12.4 answers them (routers/evaluations.py,
 // analytics.py, memories.py, retrieval.py, models.py, prompts.py, tools.py, skills.py and
 // main.py's /api/models).
+import { randomUUID } from 'node:crypto';
 import {
   FORBIDDEN,
   NOT_FOUND,
@@ -30,11 +31,15 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     const all = [...ws.objects.feedback.values()].filter((f) => !modelId || (f.data as { model_id?: unknown } | undefined)?.model_id === modelId);
     sendJson(ctx, 200, { items: all.slice((page - 1) * 30, page * 30).map(withUser), total: all.length });
   });
-  // the caller's own ratings, 30 a page, newest first (get_user_feedbacks)
+  // the caller's own ratings, 30 a page, newest change first (get_user_feedbacks: updated_at descending)
   route('GET', '/api/v1/evaluations/feedbacks/user', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     const page = Math.max(1, Number(kit.query(ctx, 'page') ?? '1') || 1);
-    const own = [...ws.objects.feedback.values()].filter((f) => f.user_id === user.id).map(withUser);
+    const changed = (f: WorkspaceObject) => Number((f as { updated_at?: unknown }).updated_at ?? 0);
+    const own = [...ws.objects.feedback.values()]
+      .filter((f) => f.user_id === user.id)
+      .sort((a, b) => changed(b) - changed(a))
+      .map(withUser);
     sendJson(ctx, 200, { items: own.slice((page - 1) * 30, page * 30), total: own.length });
   });
   // get_leaderboard without a query: Elo over every user's ratings (_calculate_elo) and each model's
@@ -118,6 +123,33 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     const o = get('feedback', id);
     if (user.role !== 'admin' && o.user_id !== user.id) throw fail(404, NOT_FOUND);
     sendJson(ctx, 200, o);
+  });
+  // create_feedback: the caller's new rating (FeedbackModel), version 0, stamped now
+  route('POST', '/api/v1/evaluations/feedback', async (ctx) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const form = await readJsonObject(ctx);
+    const now = Math.floor(Date.now() / 1000);
+    const o = {
+      id: randomUUID(),
+      user_id: user.id,
+      version: 0,
+      type: String(form.type ?? ''),
+      data: form.data ?? null,
+      meta: form.meta ?? null,
+      snapshot: form.snapshot ?? null,
+      created_at: now,
+      updated_at: now,
+    } as unknown as WorkspaceObject;
+    ws.objects.feedback.set(o.id, o);
+    sendJson(ctx, 200, o);
+  });
+  // delete_feedback_by_id: any rating for an admin, the caller's own otherwise; 404 for none
+  route('DELETE', '/api/v1/evaluations/feedback/{id}', async (ctx, [id]) => {
+    const { user } = await authenticate(ctx, 'verified');
+    const o = ws.objects.feedback.get(id ?? '');
+    if (!o || (user.role !== 'admin' && o.user_id !== user.id)) throw fail(404, NOT_FOUND);
+    ws.objects.feedback.delete(o.id);
+    sendJson(ctx, 200, true);
   });
 
   // analytics.py (ENABLE_ADMIN_ANALYTICS): message text of every user

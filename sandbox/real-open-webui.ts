@@ -76,15 +76,17 @@ function hookExit(): void {
 
 /**
  * Start the real Open WebUI. `env` adds to (and overrides) the settings below, which are the
- * trusted-header settings docker-compose.yml gives it plus the off-the-network ones.
+ * trusted-header settings docker-compose.yml gives it plus the off-the-network ones. `dataDir`: a
+ * DATA_DIR prepared beforehand (a seeded database, sandbox/seed-volume.ts), left in place at close;
+ * without it a temporary one, removed at close.
  */
-export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string> }): Promise<RealOpenWebUI> {
+export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string>; dataDir?: string }): Promise<RealOpenWebUI> {
   if (!openWebUIInstalled())
     throw new Error(
       `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
     );
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'owui-data-'));
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'owui-data-'));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? dataDir,
@@ -188,7 +190,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
       killGroup('SIGKILL');
       forget();
       log.end();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -17,13 +17,14 @@ import { LRUCache } from 'lru-cache';
 export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> {
   private readonly lru: LRUCache<K, V>;
 
-  constructor(max: number, ttlMs: number, clock?: () => number) {
+  /** `sizeOf`: what an entry counts against `max` (1 each by default; an entry larger than `max` is not kept). */
+  constructor(max: number, ttlMs: number, clock?: () => number, sizeOf: (value: V) => number = () => 1) {
     // Bounded by count through maxSize (each entry counts 1), not `max`: with `max` lru-cache
     // allocates its arrays for every slot up front (measured: +16 MB RSS for the gateway's caches).
     // A given clock is read on every lookup (lru-cache otherwise reuses its reading for a millisecond).
     this.lru = new LRUCache<K, V>({
       maxSize: max,
-      sizeCalculation: () => 1,
+      sizeCalculation: (value) => sizeOf(value),
       ...(ttlMs > 0 ? { ttl: ttlMs } : {}),
       ...(clock ? { perf: { now: clock }, ttlResolution: 0 } : {}),
     });

@@ -65,6 +65,45 @@ export function sendJsonBody(res: ServerResponse, status: number, json: string |
   res.end(res.req?.method === 'HEAD' ? undefined : json);
 }
 
+/**
+ * A JSON answer written as it is made (a filtered export larger than what the gateway holds):
+ * chunked, gateway-made. What it writes waits for the client when its buffer is full
+ * (`waitForRoom`); an answer that fails after its first bytes is cut off (`abort`): the client
+ * sees it end without its last chunk, never as complete.
+ */
+export function startJsonStream(res: ServerResponse, status: number, extraHeaders: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'private, no-store', ...extraHeaders });
+  return {
+    write(bytes: Buffer): void {
+      if (!res.destroyed) res.write(bytes);
+    },
+    /** undefined while the client keeps up; else settles when it has room again (rejects when it went away) */
+    waitForRoom(): Promise<void> | undefined {
+      if (res.destroyed) return Promise.reject(new Error('the client went away'));
+      if (!res.writableNeedDrain) return undefined;
+      return new Promise((resolve, reject) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', gone);
+          resolve();
+        };
+        const gone = () => {
+          res.off('drain', done);
+          reject(new Error('the client went away'));
+        };
+        res.once('drain', done);
+        res.once('close', gone);
+      });
+    },
+    end(): void {
+      res.end();
+    },
+    abort(): void {
+      res.destroy();
+    },
+  };
+}
+
 /** A whole page of the gateway's own (gateway/pages/templates.ts), with the pages' headers. */
 export function sendPage(res: ServerResponse, status: number, html: string): void {
   if (res.headersSent) {

@@ -8,6 +8,7 @@ import { ADMIN_SCOPED, type Decision } from '../../policies/admin-scoping.js';
 import { isCallersOwnCollection, objectsNamedInBody } from '../../policies/body-objects.js';
 import type { BodyRef } from '../../policies/open-webui-routes.js';
 import type { Principal } from '../../policies/resource-access.js';
+import type { ReleaseStatus } from '../../policies/upstream-release.js';
 import { NOT_AUTHENTICATED, NOT_FOUND, sendJson, sendPage } from '../http/respond.js';
 import { renderChatNotYours, renderReleaseNotChecked } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
@@ -48,10 +49,18 @@ export class Enforcer {
   private readonly objectViews: ObjectViews;
   private readonly chatViews: ChatViews;
 
-  constructor(parts: { obs: Observability; upstream: Upstream; trusted: ReadonlySet<string> }) {
+  constructor(parts: {
+    obs: Observability;
+    upstream: Upstream;
+    trusted: ReadonlySet<string>;
+    /** the Open WebUI release behind the gateway, as last read */
+    release: () => ReleaseStatus;
+    /** REWRITE_MAX_BYTES: the most one rewritten answer keeps */
+    rewriteMaxBytes: number;
+  }) {
     ({ obs: this.obs, upstream: this.upstream, trusted: this.trusted } = parts);
-    this.fileViews = new FileViews(this.upstream, this.obs);
-    this.objectViews = new ObjectViews(this.upstream, this.obs);
+    this.fileViews = new FileViews(this.upstream, this.obs, parts.release, parts.rewriteMaxBytes);
+    this.objectViews = new ObjectViews(this.upstream, this.obs, parts.rewriteMaxBytes);
     this.chatViews = new ChatViews(this.upstream, (callerId, headers) => this.objectViews.principal(callerId, headers));
   }
 
@@ -59,6 +68,16 @@ export class Enforcer {
   async carryOut(ctx: RequestContext, decision: Decision, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { caller, path, expectContinue } = ctx;
     this.obs.metrics.policyDecisions.tally(decision.action, decision.rule);
+    // an admin's write (a chat, a message, a rating): the copies their views are answered from are brought up to date next
+    if (caller?.admin && req.method !== 'GET' && req.method !== 'HEAD')
+      res.once(
+        'finish',
+        () =>
+          void caller.upstreamUserId().then(
+            (id) => this.objectViews.ownRecordsChanged(id, path),
+            () => {},
+          ),
+      );
     switch (decision.action) {
       case 'pass':
         return this.proceed(ctx, req, res, expectContinue);
@@ -137,10 +156,10 @@ export class Enforcer {
     as: AskingAs,
     res: ServerResponse,
   ): Promise<void> {
-    const { path, search } = ctx;
+    const { search } = ctx;
     const { caller, headers } = as;
     const callerId = await caller.upstreamUserId();
-    return this.fileViews.serveOwn(res, decision.view, path, search, headers, callerId);
+    return this.fileViews.serveOwn(res, decision.view, search, headers, { id: callerId, admin: caller.admin });
   }
 
   private async auditFileAccess(
@@ -305,11 +324,12 @@ export class Enforcer {
     const who = await this.objectViews.principal(callerId, headers);
     return this.objectViews.serveListing(
       res,
-      path + search,
+      path,
+      search,
       headers,
       who,
+      decision,
       this.removed(caller, callerId, req, path, decision.rule, 'admin-list-filtered', 'items of other users removed from an admin\u2019s list'),
-      decision.modelId,
       this.modelRefused(res, caller, callerId, req, path, decision.rule),
     );
   }

@@ -67,7 +67,7 @@ const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 export interface PipelineParts {
-  settings: Pick<Settings, 'trustedHeaders' | 'publicUrl' | 'allowedOrigins' | 'allowUpstreamApiKeys'>;
+  settings: Pick<Settings, 'trustedHeaders' | 'publicUrl' | 'allowedOrigins' | 'allowUpstreamApiKeys' | 'upstream'>;
   /** the live settings: read once at a request's start (or a WebSocket's open) */
   policy: PolicyReader;
   obs: Observability;
@@ -122,7 +122,13 @@ export class Pipeline implements RequestHandler {
     } = parts);
     this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs.metrics);
     this.trusted = trustedHeaderSet(this.settings.trustedHeaders);
-    this.enforce = new Enforcer({ obs: this.obs, upstream: this.upstream, trusted: this.trusted });
+    this.enforce = new Enforcer({
+      obs: this.obs,
+      upstream: this.upstream,
+      trusted: this.trusted,
+      release: () => this.release.status,
+      rewriteMaxBytes: this.settings.upstream.rewriteMaxBytes,
+    });
     this.publicOrigin = publicOriginOf(this.settings.publicUrl);
   }
 

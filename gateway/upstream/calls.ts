@@ -11,9 +11,13 @@ export interface UpstreamResponse {
   body: Buffer;
 }
 
-/** Reads an upstream body chunk by chunk instead of having it buffered; throws to refuse it. */
+/**
+ * Reads an upstream body chunk by chunk instead of having it buffered; throws to refuse it. A
+ * promise returned holds the body back until it settles (what the sink writes on waits for its
+ * reader); a rejected one ends the call.
+ */
 export interface BodySink {
-  write(chunk: Buffer): void;
+  write(chunk: Buffer): void | Promise<void>;
 }
 
 /** Where the gateway's own requests go, over which pool, within which bounds. */
@@ -25,7 +29,9 @@ export interface CallTarget {
 }
 
 /**
- * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded.
+ * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded. A body read by a sink
+ * is not buffered here: the sink bounds what it keeps, and the timeout then bounds the wait for the
+ * headers and each pause of the body rather than the whole (a long list streamed through is not cut).
  * Throws UpstreamError (502/504 material) on every failure.
  */
 export function callUpstream(
@@ -50,7 +56,8 @@ export function callUpstream(
       headers: outgoing,
       agent: to.agent,
     });
-    const timer = setTimeout(() => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT)), to.timeoutMs);
+    const timedOut = () => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT));
+    let timer = setTimeout(timedOut, to.timeoutMs);
     const fail = (err: Error & { code?: string }) => {
       clearTimeout(timer);
       if (err instanceof UpstreamError) return reject(err);
@@ -72,17 +79,28 @@ export function callUpstream(
       const sink = sinkFor?.(res.statusCode ?? 502);
       let refused: UpstreamError | undefined;
       stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > to.rewriteMaxBytes) {
-          req.destroy(new UpstreamError('too-large', `upstream body larger than ${to.rewriteMaxBytes} bytes`));
-          return;
+        if (!sink) {
+          size += chunk.length;
+          if (size > to.rewriteMaxBytes) {
+            req.destroy(new UpstreamError('too-large', `upstream body larger than ${to.rewriteMaxBytes} bytes`));
+            return;
+          }
+          return void chunks.push(chunk);
         }
-        if (!sink) return void chunks.push(chunk);
+        clearTimeout(timer);
+        timer = setTimeout(timedOut, to.timeoutMs);
         if (refused) return;
         try {
-          sink.write(chunk);
+          const wait = sink.write(chunk);
+          if (wait) {
+            stream.pause();
+            wait.then(
+              () => stream.resume(),
+              (err: unknown) => req.destroy(err instanceof UpstreamError ? err : new UpstreamError('reset', (err as Error).message)),
+            );
+          }
         } catch (err) {
-          refused = new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
+          refused = err instanceof UpstreamError ? err : new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
         }
       });
       stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));

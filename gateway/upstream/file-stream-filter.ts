@@ -1,18 +1,13 @@
-// Applies rules A1/A2 (policies/file-scoping.ts) to a file list as its bytes arrive: the upstream's
-// JSON is checked byte by byte as it streams, and only the records of the items array are judged
-// (their `user_id` and `id`: file-answer.ts). Records are never parsed into objects nor
-// serialized again: a kept record is copied as the upstream's bytes. The answer is the same as
-// parsing the whole document (JSON.parse semantics: duplicate keys, the last wins; `\u` escapes in
-// keys and values; invalid UTF-8 as U+FFFD) and filtering it with parseFileList / parseFileArray +
-// keepOwn; the property tests in test/unit/file-stream-filter.test.ts hold the two together.
-//
-// Fail closed: a body that is not JSON, or not the expected shape, throws FileFilterError, at the
-// first bad byte when the syntax is wrong, at end() otherwise. Nothing is handed out before end()
-// has seen the whole body, so a bad tail can never let a filtered-so-far answer out as complete.
-import { FileFilterError, FileRecords, type FileAnswerShape, type FilteredFiles } from './file-answer.js';
+// A list filtered as its bytes arrive: the JSON checked byte by byte, only its list's records judged
+// (file-answer.ts: by `user_id` and `id` read as bytes, or each parsed for a rule over the record),
+// kept ones copied as the upstream wrote them; the same answer as JSON.parse (duplicate keys, `\u`
+// escapes, invalid UTF-8 as U+FFFD) and a filter (test/unit/file-stream-filter.test.ts). Fail
+// closed: a body not JSON of the shape throws FileFilterError at its first bad byte or at end(); a
+// held answer leaves only after end(), a written-out one (an export) is cut off by its caller.
+import { FileFilterError, FileRecords, TopKeys, type FileAnswerShape, type FilteredFiles, type FilterOptions } from './file-answer.js';
 import { LIT_FALSE, LIT_NULL, LIT_TRUE, same } from './json-bytes.js';
 
-export { FileFilterError, type FileAnswerShape, type FilteredFiles } from './file-answer.js';
+export { FileFilterError, wellFormed, type FileAnswerShape, type FilteredFiles, type FilterOptions, type KeptOutput, type RecordRule } from './file-answer.js';
 
 // The scanner's states and the byte tests of its loop stay beside the loop: imported, V8 would
 // read each through the module's import cell at every use, which costs in a loop this hot.
@@ -38,8 +33,7 @@ const S_LIT = 18;
 
 // What the next value is, from the key before it.
 const R_NONE = 0;
-const R_ITEMS = 1;
-const R_TOTAL = 2;
+const R_TOP = 1; // a key of the top object that names the list or its total (this.topName)
 const R_UID = 3;
 const R_ID = 4;
 
@@ -54,16 +48,13 @@ const OBJ = 1;
 
 const UID = Buffer.from('user_id');
 const ID = Buffer.from('id');
-const ITEMS = Buffer.from('items');
-const TOTAL = Buffer.from('total');
 
 const NO_WORDS = new Int32Array(0);
 
 /**
- * Whether a 32-bit word holds a byte that ends the plain run of a string: '"', '\\' or a control
- * byte (< 0x20). Exact in this direction (never false for such a word; a word it flags is then read
- * byte by byte): (v - 0x01010101) & ~v & 0x80808080 is nonzero iff a byte of v is zero, and with
- * 0x20202020 iff a byte is below 0x20. The byte order of the word does not matter.
+ * Whether a 32-bit word holds a byte that ends a string's plain run ('"', '\\', a byte < 0x20); never
+ * false for one (a flagged word is read byte by byte): (v - 0x01010101) & ~v & 0x80808080 is nonzero
+ * iff a byte of v is zero, with 0x20202020 iff a byte is below 0x20; the byte order does not matter.
  */
 function stopsString(x: number): boolean {
   const q = x ^ 0x22222222;
@@ -85,27 +76,31 @@ export class FileStreamFilter {
   private litIdx = 0;
   private role = R_NONE;
   private openItems = false;
-  // the token kept (a key at a depth that matters, a user_id value, the total)
-  private cap = C_NONE;
+  private cap = C_NONE; // the token kept: a key at a depth that matters, a user_id value, the total
   private capStart = 0;
   private capParts: Buffer[] = [];
   private inRecord = false; // inside a record of the items array (what it says: this.records)
-  // the items array (the last one wins, as in JSON.parse)
-  private itemsActive = false;
+  private itemsActive = false; // in the items array (the last one wins, as in JSON.parse)
   private itemsValid = false; // seen, an array, and every element a file
   private readonly records: FileRecords;
-  private total: number | undefined;
+  private readonly top: TopKeys;
+  private topName: 'items' | 'data' | 'total' | undefined;
   private failed: string | undefined;
   private ended = false;
-  /** Depth of the items array itself (its elements are the records). */
-  private readonly itemsDepth: number;
+  /** Depth of the items array itself (its elements are the records): 2 in an object, 1 for a bare array. */
+  private itemsDepth: number;
+  /** The top value is an object (its keys name the list and its total). */
+  private objectTop = false;
 
   constructor(
     private readonly shape: FileAnswerShape,
     callerId: string,
+    options: FilterOptions = {},
   ) {
-    this.itemsDepth = shape === 'list' ? 2 : 1;
-    this.records = new FileRecords(callerId);
+    this.itemsDepth = shape === 'array' ? 1 : 2;
+    if (options.out && shape !== 'array') throw new Error('only a bare array is written out as judged');
+    this.records = new FileRecords(callerId, options);
+    this.top = new TopKeys(shape === 'any');
   }
 
   private fail(why: string): never {
@@ -210,7 +205,11 @@ export class FileStreamFilter {
             const depth = stack.length;
             // in a record only user_id and id are read: a key that starts otherwise is skipped ('\\' may escape any)
             const k = i + 1 < len ? buf[i + 1]! : 0x5c;
-            if (this.inRecord ? depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c) : this.shape === 'list' && depth === 1) {
+            if (
+              this.inRecord
+                ? this.records.readsKeys && depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c)
+                : this.objectTop && depth === 1
+            ) {
               this.cap = C_KEY;
               this.capStart = i;
               if (this.capParts.length) this.capParts.length = 0;
@@ -296,10 +295,8 @@ export class FileStreamFilter {
     let st = this.st;
     if (st === S_N_ZERO || st === S_N_INT || st === S_N_FRAC || st === S_N_EXP) st = this.endNumber(Buffer.alloc(0), 0);
     if (st !== S_DONE) this.fail('the body ends inside its JSON value');
-    if (!this.itemsValid) this.fail(this.shape === 'list' ? 'items is not an array of files' : 'the answer is not an array of files');
-    const total = this.total;
-    if (this.shape === 'list' && (total === undefined || !Number.isInteger(total) || total < 0)) this.fail('total is not a whole number >= 0');
-    return this.records.answer(this.shape, total);
+    if (!this.itemsValid) this.fail(this.objectTop ? `${this.top.key ?? 'items'} is not an array of records` : 'the answer is not an array of records');
+    return this.records.finish(this.objectTop ? this.top.frame(this.shape === 'list') : undefined);
   }
 
   private startValue(buf: Buffer, i: number, c: number): number {
@@ -310,36 +307,34 @@ export class FileStreamFilter {
     if (depth === 0) {
       // the top value: its shape is known before anything else
       if (this.shape === 'list' && c !== 0x7b) this.fail('the answer is not an object');
-      if (this.shape === 'array') {
-        if (c !== 0x5b) this.fail('the answer is not an array');
+      if (this.shape === 'array' && c !== 0x5b) this.fail('the answer is not an array');
+      if (c === 0x5b) {
+        this.itemsDepth = 1;
         this.itemsValid = true;
         this.openItems = true;
-      }
+      } else if (c === 0x7b) this.objectTop = true;
+      else this.fail('the answer is not a list');
     } else if (this.itemsActive && !this.inRecord && depth === this.itemsDepth) {
       // an element of the items array: a record
       if (c === 0x7b) {
         this.inRecord = true;
         this.records.begin(i);
-      } else if (this.shape === 'array') this.fail('an element is not a file');
-      else this.itemsValid = false;
+      } else if (!this.records.other()) {
+        if (this.itemsDepth === 1) this.fail('an element is not a record');
+        this.itemsValid = false;
+      }
     } else if (role !== R_NONE) {
-      if (role === R_ITEMS) {
+      if (role === R_TOP && this.topName !== 'total') {
+        if (!this.top.list(this.topName!)) this.fail('two lists in one answer');
         this.records.clear();
         this.itemsValid = c === 0x5b;
         this.openItems = c === 0x5b;
-      } else if (role === R_TOTAL) {
-        this.total = undefined; // the last one wins
-        if (c === 0x2d || isDigit(c)) {
-          this.cap = C_TOTAL;
-          this.capStart = i;
-          if (this.capParts.length) this.capParts.length = 0;
-        }
+      } else if (role === R_TOP) {
+        this.top.totalStarts();
+        if (c === 0x2d || isDigit(c)) this.capture(C_TOTAL, i);
       } else if (role === R_UID) {
-        if (c === 0x22) {
-          this.cap = C_UID;
-          this.capStart = i;
-          if (this.capParts.length) this.capParts.length = 0;
-        } else this.records.userIdOther();
+        if (c === 0x22) this.capture(C_UID, i);
+        else this.records.userIdOther();
       } else this.records.idValue(c);
     }
     switch (c) {
@@ -362,15 +357,9 @@ export class FileStreamFilter {
       case 0x30:
         return S_N_ZERO;
       case 0x74:
-        this.lit = LIT_TRUE;
-        this.litIdx = 1;
-        return S_LIT;
       case 0x66:
-        this.lit = LIT_FALSE;
-        this.litIdx = 1;
-        return S_LIT;
       case 0x6e:
-        this.lit = LIT_NULL;
+        this.lit = c === 0x74 ? LIT_TRUE : c === 0x66 ? LIT_FALSE : LIT_NULL;
         this.litIdx = 1;
         return S_LIT;
       default:
@@ -384,10 +373,7 @@ export class FileStreamFilter {
     return this.stack.length === 0 ? S_DONE : S_AFTER;
   }
 
-  /**
-   * The bytes of the kept token, quotes included for a string, ending before `end`. Not shared with
-   * a record's (file-answer.ts) on purpose: one helper for both made V8 deoptimize at chunk ends.
-   */
+  /** The kept token's bytes (a string's with its quotes) up to `end`; not shared with file-answer.ts: V8 deoptimized at chunk ends. */
   private token(buf: Buffer, end: number): Buffer {
     const last = buf.subarray(this.capStart, end);
     if (this.capParts.length === 0) return last;
@@ -406,7 +392,7 @@ export class FileStreamFilter {
       const from = this.capStart + 1;
       if (cap === C_KEY) {
         if (this.inRecord) this.role = same(buf, from, quote, UID) ? R_UID : same(buf, from, quote, ID) ? R_ID : R_NONE;
-        else this.role = same(buf, from, quote, ITEMS) ? R_ITEMS : same(buf, from, quote, TOTAL) ? R_TOTAL : R_NONE;
+        else this.topKey(buf.toString('latin1', from, quote));
         return S_COLON;
       }
       this.records.userIdBytes(buf, from, quote);
@@ -416,17 +402,29 @@ export class FileStreamFilter {
     const text = this.strEsc ? (JSON.parse(raw.toString('utf8')) as string) : raw.toString('utf8', 1, raw.length - 1);
     if (cap === C_KEY) {
       if (this.inRecord) this.role = text === 'user_id' ? R_UID : text === 'id' ? R_ID : R_NONE;
-      else this.role = text === 'items' ? R_ITEMS : text === 'total' ? R_TOTAL : R_NONE;
+      else this.topKey(text);
       return S_COLON;
     }
     this.records.userIdText(text); // C_UID
     return this.endValue();
   }
 
+  /** Keep the token that starts at byte `i` (a value the rules read). */
+  private capture(cap: number, i: number): void {
+    this.cap = cap;
+    this.capStart = i;
+    if (this.capParts.length) this.capParts.length = 0;
+  }
+
+  private topKey(text: string): void {
+    this.topName = this.top.nameOf(text);
+    this.role = this.topName ? R_TOP : R_NONE;
+  }
+
   private endNumber(buf: Buffer, end: number): number {
     if (this.cap === C_TOTAL) {
       this.cap = C_NONE;
-      this.total = Number(this.token(buf, end).toString('latin1'));
+      this.top.total = Number(this.token(buf, end).toString('latin1'));
     }
     return this.endValue();
   }
@@ -438,7 +436,7 @@ export class FileStreamFilter {
     if (kind === OBJ && this.inRecord && depth === this.itemsDepth) {
       this.inRecord = false;
       if (!this.records.end(buf, i)) {
-        if (this.shape === 'array') this.fail('an element is not a file');
+        if (this.itemsDepth === 1) this.fail('an element is not a record');
         this.itemsValid = false;
       }
     } else if (kind === ARR && this.itemsActive && depth === this.itemsDepth - 1) {

@@ -4,8 +4,13 @@
 //     GET whose answer never reaches the client); forward only when policies/resource-access.ts
 //     says the admin owns it or holds a grant on it. A write on another user's object therefore
 //     never reaches Open WebUI. An answer that is not a readable object is a refusal.
-//   - filter-listing: fetch the list as the caller and answer with the items the admin may read
-//     (a list of one model's items only for a model the admin may see, as below).
+//   - filter-listing: fetch the list as the caller and answer with the items the admin may read,
+//     judged as the list streams in (gateway/upstream/file-stream-filter.ts: one record parsed at a
+//     time, kept records copied as written). A paged list whose page held items the admin may not
+//     read (Open WebUI's own bypass on) is rebuilt from all its pages, so that pages and `total`
+//     count the admin's items only. An export is written out as it is judged. The ratings list and
+//     its ids are answered from the admin's own ratings (gateway/upstream/own-ratings.ts). A list of
+//     one model's items only for a model the admin may see, as below.
 //   - scope-names: answer a route that names tags users gave their chats or objects, or models by
 //     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
 //     only the ids of models they may see (policies/resource-access.ts decides):
@@ -13,24 +18,26 @@
 //         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
 //         intersection never shows a name the upstream did not list.
 //       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
-//         (GET /api/v1/chats/all, the caller's export as NDJSON, read as it arrives); `history` kept.
-//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings (GET
-//         /api/v1/evaluations/feedbacks/user, page by page); ratings and counts kept.
+//         (gateway/upstream/own-chats.ts: which models each chat's answers name, its tags);
+//         `history` kept.
+//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings
+//         (gateway/upstream/own-ratings.ts); ratings and counts kept.
 //       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
 //         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
 //       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
 //         only for a model the admin may see, by the same two lists; any other id is refused before
 //         the upstream is asked.
+// Lists of every user's objects (the models, the prompts) are read as they stream, never held.
 // The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
 import type { ServerResponse } from 'node:http';
 import {
-  filterList,
   keepModelIds,
   keepTags,
   leaderboardWithTags,
   lookupVerdict,
+  mayReach,
   modelTagNames,
   OwnChatTags,
   OwnFeedbackTags,
@@ -38,16 +45,22 @@ import {
   parseGroupIds,
   promptTagNames,
   redactFields,
-  visibleModelIds,
   type ModelIdShape,
   type Permission,
   type Principal,
   type TagSource,
 } from '../../policies/resource-access.js';
+import { ratingIds } from '../../policies/ratings.js';
+import type { ListingView } from '../../policies/admin-scoping.js';
 import { TtlCache } from '../cache/cache.js';
 import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
-import { callJson, errorDetail, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
-import { answerUncheckable, sendJson } from '../http/respond.js';
+import { callJson, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
+import { FileFilterError } from './file-stream-filter.js';
+import { filteredAnswer, ListNotAnswered, readRecords } from './stream-reads.js';
+import { passError, readableBy, rebuildPage, serveRatingsPage, streamListing } from './listing-views.js';
+import { OwnRatings } from './own-ratings.js';
+import { OwnChats } from './own-chats.js';
+import { answerUncheckable, sendJson, sendJsonBody } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -57,17 +70,23 @@ const GROUPS_TTL_MS = 60_000;
 /** Where the objects whose tags the admin may see are listed, as the caller. */
 const OBJECTS_OF: Record<'models' | 'prompts', string> = { models: '/api/v1/models/all', prompts: '/api/v1/prompts/' };
 
-/** Pages of the caller's own ratings one leaderboard may walk (30 a page): past it the answer is a 502, not a guess. */
-export const MAX_FEEDBACK_PAGES = 40;
 const MAX_ENTRIES = 20_000;
+const VARY = { vary: 'Cookie, Authorization' };
 
 export class ObjectViews {
   private readonly groups = new TtlCache<string, ReadonlySet<string>>(MAX_ENTRIES, GROUPS_TTL_MS);
+  private readonly ownRatings: OwnRatings;
+  private readonly ownChats: OwnChats;
 
   constructor(
     private readonly upstream: Upstream,
     private readonly obs: Observability,
-  ) {}
+    /** the most bytes one rewritten answer keeps (REWRITE_MAX_BYTES) */
+    private readonly maxKeptBytes = Infinity,
+  ) {
+    this.ownRatings = new OwnRatings(upstream);
+    this.ownChats = new OwnChats(upstream);
+  }
 
   /** The caller as a principal of grants: their id and their groups (inherited ones too). */
   async principal(userId: string, headers: Headers): Promise<Principal> {
@@ -98,47 +117,70 @@ export class ObjectViews {
   }
 
   /**
-   * Answer the list at `pathAndQuery` with the items `who` may read; `audit` gets how many it lost.
-   * A list of one model's items (`modelId`) is asked for only when `who` may see that model;
-   * otherwise `refuse` answers.
+   * Answer the list at `path` + `search` with the items `who` may read; `audit` gets how many it
+   * lost. A list of one model's items (`view.modelId`) is asked for only when `who` may see that
+   * model; otherwise `refuse` answers.
    */
   async serveListing(
     res: ServerResponse,
-    pathAndQuery: string,
+    path: string,
+    search: string,
     headers: Headers,
     who: Principal,
+    view: ListingView,
     audit: (removed: number) => void,
-    modelId: string | undefined,
     refuse: () => void,
   ): Promise<void> {
     try {
-      if (modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(modelId)) return refuse();
-      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
-      if (up.json === undefined) return passError(res, up.status, up.body);
-      const filtered = filterList(up.json, who);
-      if (!filtered) throw new UpstreamError('bad-body', 'list answer is not an array, {items} or {data}');
-      if (filtered.removed > 0) audit(filtered.removed);
-      sendJson(res, 200, filtered.body, { vary: 'Cookie, Authorization' });
+      if (view.modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(view.modelId)) return refuse();
+      if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(who.userId, headers), view.modelId);
+      if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(who.userId, headers)), VARY);
+      if (view.streamed) return await streamListing(this.upstream, this.obs, res, path + search, headers, who, audit);
+      const readable = readableBy(who);
+      const { up, out } = await filteredAnswer(this.upstream, 'any', path + search, headers, who.userId, {
+        rule: readable,
+        totalLessRemoved: true,
+        maxKeptBytes: this.maxKeptBytes,
+      });
+      if (up.status !== 200) return passError(res, up);
+      if (out!.removed > 0) audit(out!.removed);
+      // a page that lost items: Open WebUI's own bypass is on, and the page and its total count
+      // every user's objects; rebuilt from every page, the admin's only
+      if (out!.removed > 0 && view.pageSize && out!.paged)
+        return await rebuildPage(this.upstream, res, { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes }, headers, who.userId, readable);
+      sendJsonBody(res, 200, out!.body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'filtered list route');
     }
   }
 
-  /** Answer with `fields` removed from the upstream's records. */
+  /** Answer with `fields` removed from the upstream's records (a page of users, or one). */
   async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[], emptied?: readonly string[]): Promise<void> {
     try {
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
-      if (up.json === undefined) return passError(res, up.status, up.body);
+      if (up.json === undefined) return passError(res, up);
       const body = redactFields(up.json, fields, emptied);
       if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
-      sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
+      sendJson(res, 200, body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'redacted route');
     }
   }
 
+  /**
+   * The caller wrote through the gateway (`path`, canonical): the kept copies their views are
+   * answered from are brought up to date at their next use (their ratings for a write under
+   * /evaluations/feedback, their chats for any other).
+   */
+  ownRecordsChanged(callerId: string, path: string): void {
+    if (path.toLowerCase().startsWith('/api/v1/evaluations/feedback')) this.ownRatings.changed(callerId);
+    else this.ownChats.changed(callerId);
+  }
+
   clear(): void {
     this.groups.clear();
+    this.ownRatings.clear();
+    this.ownChats.clear();
   }
 
   /**
@@ -159,11 +201,14 @@ export class ObjectViews {
       let visible: Promise<ReadonlySet<string>> | undefined;
       const visibleIds = () => (visible ??= this.visibleModelIds(headers, who));
       if (names.modelId !== undefined && !(await visibleIds()).has(names.modelId)) return refuse();
+      // the caller's own tags are counted while Open WebUI answers
+      const own = names.tags ? this.ownTagSource(names.tags, headers, who, names.modelId) : undefined;
+      own?.catch(() => {});
       const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
-      if (up.json === undefined) return passError(res, up.status, up.body);
+      if (up.json === undefined) return passError(res, up);
       let body: unknown = up.json;
       let removed = 0;
-      if (names.tags) ({ body, removed } = await this.ownTags(names.tags, body, headers, who, names.modelId));
+      if (own) ({ body, removed } = (await own)(body));
       if (names.modelIds) {
         const kept = keepModelIds(body, names.modelIds, await visibleIds());
         if (!kept) throw new UpstreamError('bad-body', `answer is not of the shape ${names.modelIds}`);
@@ -171,7 +216,7 @@ export class ObjectViews {
         removed += kept.removed;
       }
       if (removed > 0) audit(removed);
-      sendJson(res, 200, body, { vary: 'Cookie, Authorization' });
+      sendJson(res, 200, body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'names route');
     }
@@ -179,66 +224,89 @@ export class ObjectViews {
 
   /** The ids of the models `who` may see: every connection's models, and the stored ones they may read. */
   private async visibleModelIds(headers: Headers, who: Principal): Promise<ReadonlySet<string>> {
-    const [base, stored] = await Promise.all(
-      ['/api/models/base', '/api/v1/models/all'].map((p) =>
-        callJson(this.upstream, ListOrRecordAnswer, 'GET', p, headers).then((a) => {
-          if (a.json === undefined) throw new UpstreamError('bad-body', `${p} answered ${a.status}`);
-          return a.json;
-        }),
-      ),
-    );
-    const visible = visibleModelIds(base, stored, who);
-    if (!visible) throw new UpstreamError('bad-body', 'the models are not lists of records with ids');
-    return visible;
+    const ids = new Set<string>();
+    const [base] = await Promise.all([
+      callJson(this.upstream, ListOrRecordAnswer, 'GET', '/api/models/base', headers),
+      // every user's stored models, read as they stream: only the ids the admin may read are kept
+      readRecords(this.upstream, '/api/v1/models/all', headers, (m) => {
+        if (typeof m.id !== 'string') throw new FileFilterError('a model without an id');
+        if (mayReach(m, who, 'read')) ids.add(m.id);
+      }),
+    ]);
+    const list = base.json && !Array.isArray(base.json) ? base.json.data : undefined;
+    if (!Array.isArray(list)) throw new UpstreamError('bad-body', `/api/models/base answered ${base.status} without a list of models`);
+    for (const m of list) {
+      const id = m && typeof m === 'object' ? (m as { id?: unknown }).id : undefined;
+      if (typeof id !== 'string') throw new UpstreamError('bad-body', 'a connection model without an id');
+      ids.add(id);
+    }
+    return ids;
   }
 
-  /** The answer with only the tags `who` may see, and how many it lost. */
-  private async ownTags(
+  /**
+   * Where the caller's own tags come from, asked beside the upstream's answer: a function that puts
+   * them in that answer (and says how many of its tags went).
+   */
+  private async ownTagSource(
     source: TagSource,
-    answer: unknown,
     headers: Headers,
     who: Principal,
     modelId: string | undefined,
-  ): Promise<{ body: unknown; removed: number }> {
+  ): Promise<(answer: unknown) => { body: unknown; removed: number }> {
     if (source === 'chats-of-model') {
       const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
-      const out = overviewWithTags(answer, counted.top());
-      if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
-      return out;
+      return (answer) => {
+        const out = overviewWithTags(answer, counted.top());
+        if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
+        return out;
+      };
     }
     if (source === 'feedbacks') {
-      const counted = await this.ownFeedbackTags(headers, who.userId);
-      const out = leaderboardWithTags(answer, (m) => counted.top(m));
-      if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
-      return out;
+      const counted = new OwnFeedbackTags(who.userId);
+      for (const r of storedOrder(await this.ownRatings.ratings(who.userId, headers))) counted.addRating(r.modelId, r.tags);
+      return (answer) => {
+        const out = leaderboardWithTags(answer, (m) => counted.top(m));
+        if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
+        return out;
+      };
     }
-    const objects = await callJson(this.upstream, ListOrRecordAnswer, 'GET', OBJECTS_OF[source], headers);
-    if (objects.json === undefined) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} answered ${objects.status}`);
-    const allowed = source === 'models' ? modelTagNames(objects.json, who) : promptTagNames(objects.json, who);
+    // the names carried by what the admin may read, the list read as it streams
+    const objects: unknown[] = [];
+    await readRecords(this.upstream, OBJECTS_OF[source], headers, (o) => {
+      // what decides is small: the owner, the grants, the tags, whether it is active or a base model
+      objects.push(source === 'models' ? modelTagFacts(o) : promptTagFacts(o));
+    });
+    const allowed = source === 'models' ? modelTagNames(objects, who) : promptTagNames(objects, who);
     if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
-    const kept = keepTags(answer, allowed);
-    if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
-    return { body: kept.tags, removed: kept.removed };
+    return (answer) => {
+      const kept = keepTags(answer, allowed);
+      if (!kept) throw new UpstreamError('bad-body', 'tags answer is not a list of names');
+      return { body: kept.tags, removed: kept.removed };
+    };
   }
 
-  /** The caller's own ratings, page by page until the total is reached. */
-  private async ownFeedbackTags(headers: Headers, callerId: string): Promise<OwnFeedbackTags> {
-    const counted = new OwnFeedbackTags(callerId);
-    let seen = 0;
-    for (let page = 1; page <= MAX_FEEDBACK_PAGES; page++) {
-      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', `/api/v1/evaluations/feedbacks/user?page=${page}`, headers);
-      const body = up.json as { items?: unknown; total?: unknown } | undefined;
-      if (!body || Array.isArray(body) || !Array.isArray(body.items) || typeof body.total !== 'number')
-        throw new UpstreamError('bad-body', `/api/v1/evaluations/feedbacks/user answered ${up.status} without {items, total}`);
-      for (const f of body.items) if (!counted.add(f)) throw new UpstreamError('bad-body', 'a rating that is not a record');
-      seen += body.items.length;
-      if (body.items.length === 0 || seen >= body.total) return counted;
-    }
-    throw new UpstreamError('too-large', `more than ${MAX_FEEDBACK_PAGES} pages of the caller's own ratings`);
+  /** The caller's own chats that used the model, their tags counted in the order Open WebUI reads the chats for its own count (by id). */
+  private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+    const chats = await this.ownChats.chats(callerId, headers).catch((err: unknown) => {
+      if (!(err instanceof ListNotAnswered && err.answered === 400)) throw err;
+      return undefined;
+    });
+    // Open WebUI answers the usage lines 400 for a caller with one chat whose last message has no
+    // whole-number `timestamp` (written by an API client, or imported): their export is read instead
+    if (chats === undefined) return this.ownChatTagsFromExport(headers, callerId, modelId);
+    const used = chats.filter((c) => c.models.has(modelId));
+    used.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const counted = new OwnChatTags(callerId, modelId);
+    for (const c of used) counted.addUsage({ id: c.id, history_models: { [modelId]: 1 }, tags: c.tags });
+    return counted;
   }
 
   /** The caller's own chats (their export, one JSON chat a line), counted as they arrive: no chat is kept. */
-  private async ownChatTags(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+  private async ownChatTagsFromExport(headers: Headers, callerId: string, modelId: string): Promise<OwnChatTags> {
+    this.obs.log.warn(
+      { callerId },
+      "the usage lines of an admin's chats cannot be listed (a chat without a whole-number timestamp): their export is read for the overview",
+    );
     const counted = new OwnChatTags(callerId, modelId);
     const lines = new LineSink((line) => counted.add(JSON.parse(line)));
     const up = await this.upstream.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
@@ -278,15 +346,33 @@ class LineSink implements BodySink {
   }
 }
 
+/** What decides whether a model's tags are the admin's to see (policies/resource-access.ts modelTagNames). */
+function modelTagFacts(m: Record<string, unknown>): Record<string, unknown> {
+  const meta = m.meta && typeof m.meta === 'object' ? (m.meta as Record<string, unknown>) : {};
+  return {
+    ...pick(m, ['id', 'user_id', 'base_model_id', 'access_grants', 'info', 'user', 'user_ids']),
+    meta: { tags: meta.tags, access_grants: meta.access_grants },
+  };
+}
+
+/** What decides whether a prompt's tags are the admin's to see (promptTagNames). */
+function promptTagFacts(p: Record<string, unknown>): Record<string, unknown> {
+  return pick(p, ['id', 'user_id', 'is_active', 'tags', 'access_grants', 'meta', 'info', 'user', 'user_ids']);
+}
+
+function pick(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (Object.hasOwn(o, k)) out[k] = o[k];
+  return out;
+}
+
+/** Ratings in the order they were stored (Open WebUI counts the leaderboard's tags in it). */
+function storedOrder<R extends { createdAt: number; id: string }>(ratings: R[]): R[] {
+  return [...ratings].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 /** A lookup whose answer is not JSON of its shape: no answer (a refusal), never a pass. */
 function noAnswerOnBadJson(err: unknown): undefined {
   if (err instanceof UpstreamJsonError) return undefined;
   throw err;
-}
-
-/** An upstream error answer carries no content: its status and `{detail}` go on. */
-function passError(res: ServerResponse, status: number, body: Buffer): void {
-  const told = errorDetail(body);
-  const detail = typeof told === 'string' ? told : 'Upstream error';
-  sendJson(res, status >= 400 && status < 600 ? status : 502, { detail });
 }

@@ -141,7 +141,16 @@ const taggedChat = (id: string, user_id: string, tags: string[]) => ({
   id,
   user_id,
   title: id,
-  chat: { history: { messages: { q: { role: 'user', content: 'q' }, a: { role: 'assistant', model: 'm-tenant-a', content: 'a' } } } },
+  // as the front-end stores a chat: a history of linked messages and the current one
+  chat: {
+    history: {
+      currentId: 'a',
+      messages: {
+        q: { role: 'user', content: 'q', parentId: null, timestamp: now },
+        a: { role: 'assistant', model: 'm-tenant-a', content: 'a', parentId: 'q', timestamp: now },
+      },
+    },
+  },
   meta: { tags },
   folder_id: null,
 });

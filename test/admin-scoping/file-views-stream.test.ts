@@ -36,7 +36,8 @@ describe('rewritten file views: streamed filter through the gateway', function (
     server = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
       if (req.url === '/api/v1/auths/') return res.end(JSON.stringify({ id: 'u-admin', email: 'admin@x', name: 'A', role: 'admin' }));
-      if (req.url?.startsWith('/api/v1/files/search')) {
+      if (req.url === '/api/v1/files/user/count') return res.end(JSON.stringify(own.length));
+      if (req.url?.startsWith('/api/v1/files/search') || req.url?.startsWith('/api/v1/files/user/search')) {
         void dribble(res, JSON.stringify(own), 7).then(() => res.end());
         return;
       }

@@ -308,7 +308,10 @@ describe('hardening: bypass (differential property over the request path)', func
         if (res.status === 200) expect(received().length, `${where}: answered without fetching the view`).to.be.greaterThan(0);
         for (const r of received()) {
           expect(r.method, where).to.equal('GET');
-          expect(['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count'], `${where}: rewrite fetched ${r.url}`).to.include(r.url.split('?')[0]);
+          expect(
+            ['/api/v1/files/', '/api/v1/files/search', '/api/v1/files/count', '/api/v1/files/user/search', '/api/v1/files/user/count'],
+            `${where}: rewrite fetched ${r.url}`,
+          ).to.include(r.url.split('?')[0]);
         }
         if (res.status === 200 && s.method === 'GET') {
           const body = JSON.parse(res.body) as unknown;
