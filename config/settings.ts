@@ -226,7 +226,7 @@ export interface Settings {
   catalog: { adminUrl?: string; clientId: string; clientSecret: string; providersFile?: string };
   /**
    * The trusted-header names, and `noGroups`: the groups header's value for a user in no group. Open
-   * WebUI 0.12.4 syncs memberships only when the header names a group (auths.py `signin`), so an
+   * WebUI (the table release) syncs memberships only when the header names a group (auths.py `signin`), so an
    * empty header left a user removed from every realm group in their old Open WebUI groups, with
    * those groups' grants. A name no group can have makes the sync remove every membership: derived
    * from the session secret, so no admin can create a group of that name beforehand.

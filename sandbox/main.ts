@@ -66,7 +66,7 @@ export interface SandboxOptions {
   realm?: { issuer: string; clientSecret: string; onAddress(publicUrl: string): Promise<void>; close(): Promise<void> };
   /**
    * In front of this Open WebUI instead of the stand-in (`npm run sandbox:open-webui`: the real
-   * Open WebUI 0.12.4, sandbox/real-open-webui.ts). It starts empty; with `seed` the demo accounts
+   * Open WebUI, sandbox/real-open-webui.ts). It starts empty; with `seed` the demo accounts
    * get their files and chats there through the gateway, and `model` (the connection Open WebUI
    * was started with) is registered for every account.
    */

@@ -1,17 +1,18 @@
-// The REAL Open WebUI (0.12.4, or the release OWUI_VERSION names: 0.11.4 is the other one the route
-// table is checked against), started unmodified on 127.0.0.1 and a free port by
+// The REAL Open WebUI (the route table's release, or the release OWUI_VERSION names: any checked
+// one, policies/open-webui-releases.ts), started unmodified on 127.0.0.1 and a free port by
 // scripts/open-webui.sh (installed once into the cache outside git): for `npm run
 // sandbox:open-webui` (sandbox/with-open-webui.ts) and for the end-to-end suites, which import it
 // from test/support/open-webui.ts. Its own process group, ended with close() or when this process exits.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { freePort } from './ports.js';
+import { TABLE_RELEASE } from '../policies/open-webui-releases.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-/** The release the suites run against: OWUI_VERSION as scripts/open-webui.sh reads it, 0.12.4 by default. */
-export const OPEN_WEBUI_VERSION = process.env.OWUI_VERSION || '0.12.4';
+/** The release the suites run against: OWUI_VERSION as scripts/open-webui.sh reads it, the table's own release by default. */
+export const OPEN_WEBUI_VERSION = process.env.OWUI_VERSION || TABLE_RELEASE;
 const SCRIPT = resolve(import.meta.dirname, '../scripts/open-webui.sh');
 const BOOT_TIMEOUT_MS = Number(process.env.OPEN_WEBUI_BOOT_TIMEOUT_MS ?? 180_000);
 

@@ -56,7 +56,7 @@ export class UpstreamAccounts {
     const { key, told } = this.keyOf(who);
     // One entry per email: the upstream keeps ONE role per user, the one of its latest sign-in. A
     // sign-in told something else since (a promotion, then a demotion back to what an older entry
-    // held) must be told again, or the upstream keeps the other role (found on Open WebUI 0.12.4).
+    // held) must be told again, or the upstream keeps the other role (found on the real Open WebUI).
     const hit = this.entries.get(key);
     if (hit && hit.told !== told) this.entries.delete(key);
     return this.cached(key, SIGNIN_TTL_MS, told, async () => {
