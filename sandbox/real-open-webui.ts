@@ -75,18 +75,9 @@ function hookExit(): void {
   }
 }
 
-/**
- * Start the real Open WebUI. `env` adds to (and overrides) the settings below, which are the
- * trusted-header settings docker-compose.yml gives it plus the off-the-network ones.
- */
-export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string> }): Promise<RealOpenWebUI> {
-  if (!openWebUIInstalled())
-    throw new Error(
-      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
-    );
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'owui-data-'));
-  const env: Record<string, string> = {
+/** The settings it is started with: the trusted-header ones docker-compose.yml gives it, the off-the-network ones, then `o.env`. */
+function serveEnv(dataDir: string, o: { flags: AdminFlags; env?: Record<string, string> }): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? dataDir,
     ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
@@ -115,6 +106,43 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     GLOBAL_LOG_LEVEL: 'WARNING',
     ...o.env,
   };
+}
+
+/** Resolves once it answers GET /health 200; rejects when it exits first or BOOT_TIMEOUT_MS pass. */
+function untilHealthy(child: ChildProcess, url: string, gaveUp: () => boolean): Promise<void> {
+  return new Promise<void>((resolveUp, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Open WebUI did not answer /health within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
+    const exited = (code: number | null) => reject(new Error(`Open WebUI exited with ${code} before it was up`));
+    child.once('exit', exited);
+    const poll = async () => {
+      try {
+        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+        if (res.status === 200) {
+          clearTimeout(timer);
+          child.off('exit', exited);
+          return resolveUp();
+        }
+      } catch {
+        /* not yet */
+      }
+      if (child.exitCode === null && !gaveUp()) setTimeout(poll, 250);
+    };
+    void poll();
+  });
+}
+
+/**
+ * Start the real Open WebUI. `env` adds to (and overrides) the settings below, which are the
+ * trusted-header settings docker-compose.yml gives it plus the off-the-network ones.
+ */
+export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string> }): Promise<RealOpenWebUI> {
+  if (!openWebUIInstalled())
+    throw new Error(
+      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
+    );
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'owui-data-'));
+  const env = serveEnv(dataDir, o);
   const logFile = join(dataDir, 'open-webui.log');
   const log = createWriteStream(logFile);
   const started = Date.now();
@@ -138,25 +166,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
   const url = `http://127.0.0.1:${port}`;
   let gaveUp = false;
   try {
-    await new Promise<void>((resolveUp, reject) => {
-      const timer = setTimeout(() => reject(new Error(`Open WebUI did not answer /health within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
-      const exited = (code: number | null) => reject(new Error(`Open WebUI exited with ${code} before it was up`));
-      child.once('exit', exited);
-      const poll = async () => {
-        try {
-          const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
-          if (res.status === 200) {
-            clearTimeout(timer);
-            child.off('exit', exited);
-            return resolveUp();
-          }
-        } catch {
-          /* not yet */
-        }
-        if (child.exitCode === null && !gaveUp) setTimeout(poll, 250);
-      };
-      void poll();
-    });
+    await untilHealthy(child, url, () => gaveUp);
   } catch (err) {
     // Nothing is left behind a start that failed: no poll, no process (its group, or the child
     // itself when it failed before leading a group of its own), no pipe, no data folder.
