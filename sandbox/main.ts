@@ -1,19 +1,8 @@
-// The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production):
-// the real gateway in front of
-//   - the Open WebUI stand-in (sandbox/open-webui.ts), seeded with one user per demo
-//     account, their files and chats (sandbox/seed.ts), its switches set like the gateway's,
-//     as the compose deployment does;
-//   - an OpenID provider dressed as the Keycloak realm `platform` (sandbox/idp.ts, the real
-//     oidc-provider package), with the demo accounts and a client for the gateway;
-//   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
-//     tenant links (IDP_TENANT_IDP_ALIASES);
-//   - the live settings in a temporary POLICY_FILE the banner names: edited while the sandbox
-//     runs, the gateway applies them (and the stand-in takes the two switches too).
-// In front of the real Open WebUI (`npm run sandbox:open-webui`) the same demo data is put there
-// through the gateway once it listens (sandbox/seed-open-webui.ts). The banner says only what was
-// done, and the settings' warnings (config/lint.ts), as a production start logs them.
-// Nothing is written outside one temporary directory, removed on exit. main.ts imports this
-// module only in sandbox mode: production never loads it or the stand-ins.
+// The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production): the
+// real gateway in front of the Open WebUI stand-in (or the real one, `npm run sandbox:open-webui`),
+// an OpenID provider dressed as the Keycloak realm `platform`, the demo catalog and a POLICY_FILE
+// the newcomer edits while it runs. The banner says only what was done. Nothing is written outside
+// one temporary directory; production never loads this module.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './ports.js';

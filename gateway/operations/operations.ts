@@ -1,23 +1,7 @@
-// What operators poll and scrape: liveness, readiness, metrics, and the policy drift check.
-//
-//   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
-//   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
-//                  policyDrift, sharedState, upstreamRelease}}. Not ready when the chat front-end,
-//                  the identity provider, the provider catalog or the shared session state (Redis)
-//                  is down; a stale catalog (served from the last good answer) and policy drift are
-//                  reported but stay ready. The Open WebUI release is read at every probe
-//                  (gateway/upstream/release.ts): one the route table was not checked against is
-//                  reported, and not ready only with UPSTREAM_RELEASE_POLICY=strict.
-//                  Beside the checks, `policy`: the version (a hash) of the live settings in force,
-//                  when and from what they were applied, and a POLICY_FILE that was refused.
-//   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
-//
-// Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
-// true by default upstream). The gateway enforces the platform's values whatever the upstream
-// says, but an upstream set differently is a deployment mistake worth a warning (log line,
-// gateway_policy_drift_total{kind}, readiness detail): at start and every DRIFT_CHECK_SECONDS.
-// The bypass flag is not reported by /api/config and cannot be checked this way; Open WebUI 0.12
-// reports the other two only to signed-in callers, so against it the check says "not checked".
+// What operators poll and scrape: /healthz, /readyz (a probe per dependency, shared for a second so a
+// probe storm costs one), /metrics (on METRICS_PORT when set) and the policy drift check: Open WebUI
+// set differently from what the gateway enforces is a deployment mistake worth a warning, though
+// the gateway enforces its own values either way. What each answer says: docs/operating/operations.md.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';

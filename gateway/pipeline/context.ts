@@ -30,7 +30,7 @@ export class RequestContext implements AuthScope, OutgoingCredentials {
   /** the Cookie header to send upstream */
   cookie: string | undefined;
   /** the trusted identity headers, [name, value] */
-  told: ReadonlyArray<readonly [string, string]> = NOBODY;
+  trustedHeaders: ReadonlyArray<readonly [string, string]> = NOBODY;
   /** what is sent upstream, assembled once by `upstreamHeaders` */
   headers: IncomingHttpHeaders | undefined = undefined;
   /** the session cookies renewed or cleared by step 4 */
