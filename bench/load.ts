@@ -249,6 +249,68 @@ export async function sseLoad(url: string, headers: Record<string, string>, stre
   return { rate: count / elapsed, ...summarize(measured), errors, count, units: count };
 }
 
+/** Open `connections` WebSockets, at most 200 handshakes in flight, for at most a minute. */
+async function openSockets(url: string, headers: Record<string, string>, connections: number) {
+  const opened = { sockets: [] as WebSocket[], failed: 0, firstError: '' };
+  let next = 0;
+  const deadline = Date.now() + 60_000;
+  const openOne = () =>
+    new Promise<void>((resolve) => {
+      const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
+      ws.once('open', () => {
+        opened.sockets.push(ws);
+        resolve();
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        opened.firstError ||= `handshake answered ${res.statusCode}`;
+        res.resume();
+        opened.failed++;
+        ws.terminate();
+        resolve();
+      });
+      ws.once('error', (e) => {
+        opened.firstError ||= e.message;
+        opened.failed++;
+        resolve();
+      });
+    });
+  const lanes = Array.from({ length: Math.min(200, connections) }, async () => {
+    while (next < connections && Date.now() < deadline) {
+      next++;
+      await openOne();
+    }
+  });
+  await Promise.all(lanes);
+  return opened;
+}
+
+/** `echoes` messages one after another on `probe` after a warm-up: their round trips, and when the measured ones began. */
+async function echoLatencies(probe: WebSocket, echoes: number): Promise<{ latencies: number[]; started: bigint; error?: string }> {
+  const latencies: number[] = [];
+  let started = process.hrtime.bigint();
+  const message = Buffer.alloc(64, 0x63);
+  const once = () =>
+    new Promise<void>((resolve, reject) => {
+      const t0 = process.hrtime.bigint();
+      const timer = setTimeout(() => reject(new Error('echo timed out')), 5_000);
+      probe.once('message', () => {
+        clearTimeout(timer);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        resolve();
+      });
+      probe.send(message);
+    });
+  try {
+    for (let i = 0; i < Math.min(200, echoes); i++) await once(); // warm-up
+    latencies.length = 0;
+    started = process.hrtime.bigint();
+    for (let i = 0; i < echoes; i++) await once();
+    return { latencies, started };
+  } catch (e) {
+    return { latencies, started, error: (e as Error).message };
+  }
+}
+
 /**
  * Open `connections` WebSockets (at most 200 handshakes in flight), hold them `holdSeconds`, count
  * those still open, then echo `echoes` messages one after another on one of them (round-trip
@@ -261,70 +323,21 @@ export async function wsLoad(
   holdSeconds: number,
   echoes: number,
 ): Promise<Measured & { held: number }> {
-  const sockets: WebSocket[] = [];
-  let failed = 0;
-  let firstError = '';
-  let next = 0;
-  const deadline = Date.now() + 60_000;
-  const openOne = () =>
-    new Promise<void>((resolve) => {
-      const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
-      ws.once('open', () => {
-        sockets.push(ws);
-        resolve();
-      });
-      ws.once('unexpected-response', (_req, res) => {
-        firstError ||= `handshake answered ${res.statusCode}`;
-        res.resume();
-        failed++;
-        ws.terminate();
-        resolve();
-      });
-      ws.once('error', (e) => {
-        firstError ||= e.message;
-        failed++;
-        resolve();
-      });
-    });
-  const lanes = Array.from({ length: Math.min(200, connections) }, async () => {
-    while (next < connections && Date.now() < deadline) {
-      next++;
-      await openOne();
-    }
-  });
-  await Promise.all(lanes);
+  const { sockets, ...opened } = await openSockets(url, headers, connections);
+  let { failed, firstError } = opened;
   let closed = 0;
   for (const ws of sockets) ws.once('close', () => closed++);
   await new Promise((r) => setTimeout(r, holdSeconds * 1000));
   const held = sockets.filter((ws) => ws.readyState === WebSocket.OPEN).length;
 
-  const latencies: number[] = [];
   const probe = sockets.find((ws) => ws.readyState === WebSocket.OPEN);
-  let echoStarted = process.hrtime.bigint();
-  if (probe) {
-    const message = Buffer.alloc(64, 0x63);
-    const once = () =>
-      new Promise<void>((resolve, reject) => {
-        const t0 = process.hrtime.bigint();
-        const timer = setTimeout(() => reject(new Error('echo timed out')), 5_000);
-        probe.once('message', () => {
-          clearTimeout(timer);
-          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-          resolve();
-        });
-        probe.send(message);
-      });
-    try {
-      for (let i = 0; i < Math.min(200, echoes); i++) await once(); // warm-up
-      latencies.length = 0;
-      echoStarted = process.hrtime.bigint();
-      for (let i = 0; i < echoes; i++) await once();
-    } catch (e) {
-      firstError ||= (e as Error).message;
-      failed++;
-    }
+  const echoed = probe ? await echoLatencies(probe, echoes) : { latencies: [], started: process.hrtime.bigint() };
+  if (echoed.error !== undefined) {
+    firstError ||= echoed.error;
+    failed++;
   }
-  const seconds = Number(process.hrtime.bigint() - echoStarted) / 1e9;
+  const { latencies } = echoed;
+  const seconds = Number(process.hrtime.bigint() - echoed.started) / 1e9;
   const closedEarly = closed;
   for (const ws of sockets) ws.terminate();
   await new Promise((r) => setTimeout(r, 200));

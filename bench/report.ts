@@ -52,10 +52,12 @@ export interface Results {
 
 const isGateway = (peer: string) => peer.startsWith('gateway');
 
-export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: boolean }): Target[] {
+const ok = (r: Row | undefined): r is Row => r !== undefined && r.errors === 0 && r.count > 0;
+const cpuOf = (r: Row | undefined) => (ok(r) && r.cpuUsPerUnit != null ? r.cpuUsPerUnit : undefined);
+
+/** Each row's ratio to nginx (the same worker count) and to direct, in its scenario. */
+function setRatios(rows: Row[]): void {
   const find = (scenario: string, peer: string) => rows.find((r) => r.scenario === scenario && r.peer === peer);
-  const ok = (r: Row | undefined): r is Row => r !== undefined && r.errors === 0 && r.count > 0;
-  // Ratios of each row to nginx (the same worker count) and to direct, in its scenario.
   for (const r of rows) {
     const nginx =
       r.scenario === 'small-workers'
@@ -67,104 +69,144 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     r.vsNginx = ok(nginx) && nginx !== r ? r.rate / nginx.rate : null;
     r.vsDirect = ok(direct) && direct !== r ? r.rate / direct.rate : null;
   }
-  const targets: Target[] = [];
-  const ratio = (id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, min: number) => {
+}
+
+/** The run's rows as the targets read them, and the two common kinds of target: a ratio of rates, an added latency. */
+class TargetList {
+  readonly targets: Target[] = [];
+  constructor(private readonly rows: Row[]) {}
+
+  find(scenario: string, peer: string): Row | undefined {
+    return this.rows.find((r) => r.scenario === scenario && r.peer === peer);
+  }
+
+  /** The one-worker gateway's row of a scenario. */
+  gw(scenario: string): Row | undefined {
+    return this.find(scenario, 'gateway');
+  }
+
+  /** The first row of a scenario whose peer starts with `peer`. */
+  startingWith(scenario: string, peer: string): Row | undefined {
+    return this.rows.find((r) => r.scenario === scenario && r.peer.startsWith(peer));
+  }
+
+  gatewayRows(): Row[] {
+    return this.rows.filter((r) => r.peer === 'gateway' && r.peakRssMB !== null);
+  }
+
+  push(target: Target): void {
+    this.targets.push(target);
+  }
+
+  ratio(id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, min: number): void {
     const met = ok(gw) && ok(ref) ? gw.rate / ref.rate >= min : null;
-    targets.push({
+    this.push({
       id,
       scenario,
       goal: `>= ${min}x ${refName} (${gw?.unit ?? ''})`,
       measured: ok(gw) && ok(ref) ? `${(gw.rate / ref.rate).toFixed(2)}x (${gw.rate.toFixed(0)} vs ${ref.rate.toFixed(0)})` : notMeasured(gw, ref),
       met: gw && !ok(gw) ? false : met,
     });
-  };
-  const added = (id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, field: 'p50Ms' | 'p99Ms', max: number) => {
+  }
+
+  added(id: string, scenario: string, gw: Row | undefined, ref: Row | undefined, refName: string, field: 'p50Ms' | 'p99Ms', max: number): void {
     const d = ok(gw) && ok(ref) ? gw[field] - ref[field] : undefined;
-    targets.push({
+    this.push({
       id,
       scenario,
       goal: `added ${field.slice(0, 3)} <= ${max} ms vs ${refName}`,
       measured: d !== undefined ? `+${d.toFixed(2)} ms (${gw![field].toFixed(2)} vs ${ref![field].toFixed(2)})` : notMeasured(gw, ref),
       met: gw && !ok(gw) ? false : d === undefined ? null : d <= max,
     });
-  };
-  const gw = (s: string) => find(s, 'gateway');
+  }
+}
 
-  ratio('pass-through vs floor', 'small', gw('small'), find('small', 'bare http-proxy-3'), 'bare http-proxy-3', 0.9);
-  ratio('pass-through vs nginx', 'small', gw('small'), find('small', 'nginx'), 'nginx (1 worker)', 0.4);
-  added('pass-through p50', 'small-latency', gw('small-latency'), find('small-latency', 'direct'), 'direct', 'p50Ms', 1);
-  added('pass-through p99', 'small-latency', gw('small-latency'), find('small-latency', 'direct'), 'direct', 'p99Ms', 5);
-  const multi = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('gateway x'));
-  const nginxMulti = rows.find((r) => r.scenario === 'small-workers' && r.peer.startsWith('nginx x'));
-  ratio('workers vs nginx', 'small-workers', multi, nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
-  added('files rewrite p50', 'files-page', gw('files-page'), find('files-page', 'gateway (pass-through)'), 'the same page passed through', 'p50Ms', 5);
+function passThroughTargets(t: TargetList): void {
+  t.ratio('pass-through vs floor', 'small', t.gw('small'), t.find('small', 'bare http-proxy-3'), 'bare http-proxy-3', 0.9);
+  t.ratio('pass-through vs nginx', 'small', t.gw('small'), t.find('small', 'nginx'), 'nginx (1 worker)', 0.4);
+  t.added('pass-through p50', 'small-latency', t.gw('small-latency'), t.find('small-latency', 'direct'), 'direct', 'p50Ms', 1);
+  t.added('pass-through p99', 'small-latency', t.gw('small-latency'), t.find('small-latency', 'direct'), 'direct', 'p99Ms', 5);
+  const nginxMulti = t.startingWith('small-workers', 'nginx x');
+  t.ratio('workers vs nginx', 'small-workers', t.startingWith('small-workers', 'gateway x'), nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
+}
+
+function filesRewriteTargets(t: TargetList): void {
+  const rewrite = t.gw('files-page');
+  const passed = t.find('files-page', 'gateway (pass-through)');
+  t.added('files rewrite p50', 'files-page', rewrite, passed, 'the same page passed through', 'p50Ms', 5);
   // The rewrite's CPU per request at most 3x passing the same page through.
-  const rewrite = gw('files-page');
-  const passed = find('files-page', 'gateway (pass-through)');
-  const cpuOf = (r: Row | undefined) => (ok(r) && r.cpuUsPerUnit != null ? r.cpuUsPerUnit : undefined);
-  targets.push({
+  const measured = cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined;
+  t.push({
     id: 'files rewrite CPU',
     scenario: 'files-page',
     goal: 'CPU per request <= 3x the same page passed through',
-    measured:
-      cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined
-        ? `${(cpuOf(rewrite)! / cpuOf(passed)!).toFixed(2)}x (${cpuOf(rewrite)!.toFixed(0)} vs ${cpuOf(passed)!.toFixed(0)} us)`
-        : notMeasured(rewrite, passed),
-    met: cpuOf(rewrite) !== undefined && cpuOf(passed) !== undefined ? cpuOf(rewrite)! <= 3 * cpuOf(passed)! : rewrite && !ok(rewrite) ? false : null,
+    measured: measured
+      ? `${(cpuOf(rewrite)! / cpuOf(passed)!).toFixed(2)}x (${cpuOf(rewrite)!.toFixed(0)} vs ${cpuOf(passed)!.toFixed(0)} us)`
+      : notMeasured(rewrite, passed),
+    met: measured ? cpuOf(rewrite)! <= 3 * cpuOf(passed)! : rewrite && !ok(rewrite) ? false : null,
   });
-  // Against oauth2-proxy, per core (CPU per request: the machine's cores are shared
-  // with the load generator and the upstream, so req/s alone says how the scheduler split them).
-  const o2pSmall = find('small', 'oauth2-proxy');
-  targets.push({
+}
+
+/** Against oauth2-proxy, per core (CPU per request: the machine's cores are shared with the load generator and the upstream, so req/s alone says how the scheduler split them). */
+function oauth2ProxyTargets(t: TargetList): void {
+  const small = t.gw('small');
+  const o2pSmall = t.find('small', 'oauth2-proxy');
+  const perCore = cpuOf(small) !== undefined && cpuOf(o2pSmall) !== undefined;
+  t.push({
     id: 'pass-through vs oauth2-proxy',
     scenario: 'small',
     goal: '>= 1.0x oauth2-proxy requests per second per core (1 / CPU per request)',
-    measured:
-      cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined
-        ? `${(cpuOf(o2pSmall)! / cpuOf(gw('small'))!).toFixed(2)}x (${cpuOf(gw('small'))!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${gw('small')!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)`
-        : notMeasured(gw('small'), o2pSmall),
-    met: cpuOf(gw('small')) !== undefined && cpuOf(o2pSmall) !== undefined ? cpuOf(o2pSmall)! / cpuOf(gw('small'))! >= 1 : null,
+    measured: perCore
+      ? `${(cpuOf(o2pSmall)! / cpuOf(small)!).toFixed(2)}x (${cpuOf(small)!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${small!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)`
+      : notMeasured(small, o2pSmall),
+    met: perCore ? cpuOf(o2pSmall)! / cpuOf(small)! >= 1 : null,
   });
-  const lat = gw('small-latency');
-  const o2pLat = find('small-latency', 'oauth2-proxy');
-  const directLat = find('small-latency', 'direct');
+  const lat = t.gw('small-latency');
+  const o2pLat = t.find('small-latency', 'oauth2-proxy');
+  const directLat = t.find('small-latency', 'direct');
   const measurable = ok(lat) && ok(o2pLat) && ok(directLat);
-  targets.push({
+  t.push({
     id: 'added p99 vs oauth2-proxy',
     scenario: 'small-latency',
     goal: "added p99 (vs direct) <= oauth2-proxy's",
     measured: measurable ? `+${(lat.p99Ms - directLat.p99Ms).toFixed(2)} ms vs +${(o2pLat.p99Ms - directLat.p99Ms).toFixed(2)} ms` : notMeasured(lat, o2pLat),
     met: measurable ? lat.p99Ms - directLat.p99Ms <= o2pLat.p99Ms - directLat.p99Ms : null,
   });
+}
+
+function streamingTargets(t: TargetList): void {
   for (const s of ['upload', 'download']) {
-    const g = gw(s);
-    const limit = o.smoke ? 150 : 150;
-    targets.push({
+    const g = t.gw(s);
+    const limit = 150;
+    t.push({
       id: `${s} RSS`,
       scenario: s,
       goal: `gateway peak RSS < ${limit} MB`,
       measured: g?.peakRssMB != null ? `${g.peakRssMB.toFixed(0)} MB` : 'not measured',
       met: g?.peakRssMB != null && ok(g) ? g.peakRssMB < limit : g ? false : null,
     });
-    ratio(`${s} throughput`, s, g, find(s, 'nginx'), 'nginx', 0.7);
+    t.ratio(`${s} throughput`, s, g, t.find(s, 'nginx'), 'nginx', 0.7);
   }
   // Streaming must not set off full GCs the floor does not run (the pattern: dozens of
   // mark-compacts a second once the heap had JSON work, each freeing nothing).
   const streamed: Array<[string, Row | undefined, Row | undefined]> = [
-    ['files page passed through', find('files-page', 'gateway (pass-through)'), find('files-page', 'bare http-proxy-3')],
-    ['upload', gw('upload'), find('upload', 'bare http-proxy-3')],
-    ['download', gw('download'), find('download', 'bare http-proxy-3')],
+    ['files page passed through', t.find('files-page', 'gateway (pass-through)'), t.find('files-page', 'bare http-proxy-3')],
+    ['upload', t.gw('upload'), t.find('upload', 'bare http-proxy-3')],
+    ['download', t.gw('download'), t.find('download', 'bare http-proxy-3')],
   ];
   const counted = streamed.filter(([, g, b]) => g?.markCompacts != null && b?.markCompacts != null);
-  targets.push({
+  t.push({
     id: 'streaming full GCs',
     scenario: 'download',
     goal: "gateway mark-compacts while streaming <= the bare floor's + 1 per round",
     measured: counted.length ? counted.map(([what, g, b]) => `${what} ${g!.markCompacts} (floor ${b!.markCompacts})`).join(', ') : 'not measured',
     met: counted.length ? counted.every(([, g, b]) => g!.markCompacts! <= b!.markCompacts! + (g!.rounds ?? 1)) : null,
   });
-  const sse = gw('sse');
-  targets.push({
+}
+
+function sseTargets(t: TargetList): void {
+  const sse = t.gw('sse');
+  t.push({
     id: 'sse p99',
     scenario: 'sse',
     goal: 'event upstream -> client p99 <= 5 ms',
@@ -172,13 +214,13 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
     met: sse ? ok(sse) && sse.p99Ms <= 5 : null,
   });
   // The p99 no more than 1.2x nginx's in the same run (each the median of its rounds).
-  const sseNginx = find('sse', 'nginx');
+  const sseNginx = t.find('sse', 'nginx');
   // The node floor's and oauth2-proxy's p99 beside it: what a proxy other than nginx reaches here.
-  const sseOthers = [find('sse', 'bare http-proxy-3'), find('sse', 'oauth2-proxy')]
+  const sseOthers = [t.find('sse', 'bare http-proxy-3'), t.find('sse', 'oauth2-proxy')]
     .filter((r): r is Row => ok(r))
     .map((r) => `; ${r.peer} ${r.p99Ms.toFixed(2)}`)
     .join('');
-  targets.push({
+  t.push({
     id: 'sse p99 vs nginx',
     scenario: 'sse',
     goal: "event upstream -> client p99 <= 1.2x nginx's",
@@ -188,41 +230,45 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
         : notMeasured(sse, sseNginx),
     met: ok(sse) && ok(sseNginx) ? sse.p99Ms <= 1.2 * sseNginx.p99Ms : sse && !ok(sse) ? false : null,
   });
-  const ws = gw('websocket');
+}
+
+function websocketTargets(t: TargetList, wsConnections: number): void {
+  const ws = t.gw('websocket');
   const held = ws?.note ? Number(/^(\d+)\//.exec(ws.note)?.[1] ?? 0) : 0;
-  targets.push({
+  t.push({
     id: 'websocket held',
     scenario: 'websocket',
-    goal: `${o.wsConnections} idle connections held`,
-    measured: ws ? `${held}/${o.wsConnections}` : 'not measured',
-    met: ws ? held === o.wsConnections : null,
+    goal: `${wsConnections} idle connections held`,
+    measured: ws ? `${held}/${wsConnections}` : 'not measured',
+    met: ws ? held === wsConnections : null,
   });
-  added('websocket echo p50', 'websocket', ws, find('websocket', 'direct'), 'direct', 'p50Ms', 1);
+  t.added('websocket echo p50', 'websocket', ws, t.find('websocket', 'direct'), 'direct', 'p50Ms', 1);
+}
+
+const perConnection = (r: Row | undefined) =>
+  ok(r) && r.bytesPerConnection != null && Number.isFinite(r.bytesPerConnection) ? r.bytesPerConnection : undefined;
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+function memoryTargets(t: TargetList): void {
   // An idle keep-alive connection costs at most 2x what it costs the bare floor.
-  const idleGw = gw('idle');
-  const idleBare = find('idle', 'bare http-proxy-3');
-  const perConn = (r: Row | undefined) => (ok(r) && r.bytesPerConnection != null && Number.isFinite(r.bytesPerConnection) ? r.bytesPerConnection : undefined);
-  const idleNginx = find('idle', 'nginx');
-  targets.push({
+  const idleGw = t.gw('idle');
+  const idleBare = t.find('idle', 'bare http-proxy-3');
+  const [mine, floor, nginx] = [idleGw, idleBare, t.find('idle', 'nginx')].map(perConnection);
+  t.push({
     id: 'idle connection memory',
     scenario: 'idle',
     goal: "RSS per idle keep-alive connection <= 2x the bare floor's",
     measured:
-      perConn(idleGw) !== undefined && perConn(idleBare) !== undefined
-        ? `${(perConn(idleGw)! / 1024).toFixed(1)} KB vs ${(perConn(idleBare)! / 1024).toFixed(1)} KB (${(perConn(idleGw)! / Math.max(1, perConn(idleBare)!)).toFixed(2)}x)${perConn(idleNginx) !== undefined ? `; nginx ${(perConn(idleNginx)! / 1024).toFixed(1)} KB` : ''}`
+      mine !== undefined && floor !== undefined
+        ? `${kb(mine)} vs ${kb(floor)} (${(mine / Math.max(1, floor)).toFixed(2)}x)${nginx !== undefined ? `; nginx ${kb(nginx)}` : ''}`
         : notMeasured(idleGw, idleBare),
-    met:
-      perConn(idleGw) !== undefined && perConn(idleBare) !== undefined
-        ? perConn(idleGw)! <= 2 * Math.max(perConn(idleBare)!, 1)
-        : idleGw && !ok(idleGw)
-          ? false
-          : null,
+    met: mine !== undefined && floor !== undefined ? mine <= 2 * Math.max(floor, 1) : idleGw && !ok(idleGw) ? false : null,
   });
   // Peak RSS under 150 MB in every scenario, in the order the run took them (the
   // one-worker gateway; the idle scenario's is its fresh process).
-  const peaks = rows.filter((r) => r.peer === 'gateway' && r.peakRssMB !== null);
+  const peaks = t.gatewayRows();
   const over = peaks.filter((r) => r.peakRssMB! >= 150);
-  targets.push({
+  t.push({
     id: 'peak RSS, every scenario',
     scenario: 'all',
     goal: 'gateway peak RSS < 150 MB in every scenario of the run',
@@ -231,17 +277,37 @@ export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: 
       : 'not measured',
     met: peaks.length ? over.length === 0 : null,
   });
-  ratio('auth-providers vs static', 'auth-providers', gw('auth-providers'), find('auth-providers', 'nginx (static file)'), 'nginx serving a static file', 0.5);
+}
 
+/** Each gateway row names whether the targets judged on it were met. */
+function labelRows(rows: Row[], targets: Target[]): void {
   for (const r of rows) {
-    if (!isGateway(r.peer)) continue;
-    const mine = targets.filter(
-      (t) => t.scenario === r.scenario && (r.peer === 'gateway' ? true : r.peer.startsWith('gateway x')) && !(r.peer === 'gateway (pass-through)'),
-    );
-    if (r.peer === 'gateway (pass-through)') continue;
+    if (!isGateway(r.peer) || r.peer === 'gateway (pass-through)') continue;
+    const mine = targets.filter((t) => t.scenario === r.scenario && (r.peer === 'gateway' ? true : r.peer.startsWith('gateway x')));
     if (mine.length) r.target = mine.map((t) => `${t.met === null ? '?' : t.met ? 'yes' : 'NO'}`).join(' ');
   }
-  return targets;
+}
+
+export function evaluateTargets(rows: Row[], o: { wsConnections: number; smoke: boolean }): Target[] {
+  setRatios(rows);
+  const t = new TargetList(rows);
+  passThroughTargets(t);
+  filesRewriteTargets(t);
+  oauth2ProxyTargets(t);
+  streamingTargets(t);
+  sseTargets(t);
+  websocketTargets(t, o.wsConnections);
+  memoryTargets(t);
+  t.ratio(
+    'auth-providers vs static',
+    'auth-providers',
+    t.gw('auth-providers'),
+    t.find('auth-providers', 'nginx (static file)'),
+    'nginx serving a static file',
+    0.5,
+  );
+  labelRows(rows, t.targets);
+  return t.targets;
 }
 
 function notMeasured(gw: Row | undefined, ref: Row | undefined): string {

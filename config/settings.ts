@@ -226,7 +226,7 @@ export interface Settings {
   catalog: { adminUrl?: string; clientId: string; clientSecret: string; providersFile?: string };
   /**
    * The trusted-header names, and `noGroups`: the groups header's value for a user in no group. Open
-   * WebUI 0.12.4 syncs memberships only when the header names a group (auths.py `signin`), so an
+   * WebUI (the table release) syncs memberships only when the header names a group (auths.py `signin`), so an
    * empty header left a user removed from every realm group in their old Open WebUI groups, with
    * those groups' grants. A name no group can have makes the sync remove every membership: derived
    * from the session secret, so no admin can create a group of that name beforehand.
@@ -261,6 +261,48 @@ export class SettingsError extends Error {
 export function noGroupsName(secret: string | undefined): string {
   const key = secret ?? randomBytes(32).toString('hex');
   return 'no-group-' + createHmac('sha256', key).update('open-webui groups header: a member of no group').digest('hex').slice(0, 32);
+}
+
+type Parsed = z.infer<typeof schema>;
+
+function oidcOf(e: Parsed): Settings['oidc'] {
+  return {
+    issuerUrl: e.OIDC_ISSUER_URL ?? '',
+    clientId: e.OIDC_CLIENT_ID ?? '',
+    clientSecret: e.OIDC_CLIENT_SECRET ?? '',
+    scopes: e.OIDC_SCOPES,
+    sessionSecrets: e.SESSION_SECRET,
+    rollingSeconds: e.SESSION_ROLLING_SECONDS,
+    absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
+    refreshMarginSeconds: e.TOKEN_REFRESH_MARGIN_SECONDS,
+    socketCheckSeconds: e.WEBSOCKET_SESSION_CHECK_SECONDS,
+    rolesClaim: e.OAUTH_ROLES_CLAIM,
+    adminRoles: e.OAUTH_ADMIN_ROLES,
+    groupsClaim: e.OAUTH_GROUPS_CLAIM,
+    tenantsClaim: e.TENANTS_CLAIM,
+  };
+}
+
+/** One Redis topology at most (redisProblems refused more). */
+function redisOf(e: Parsed): Pick<Settings, 'redisUrl' | 'redisSentinel' | 'redisCluster'> {
+  return {
+    redisUrl: e.REDIS_URL,
+    redisSentinel: e.REDIS_SENTINELS && {
+      sentinels: e.REDIS_SENTINELS.nodes,
+      name: e.REDIS_SENTINEL_NAME!,
+      tls: e.REDIS_SENTINELS.tls,
+      username: e.REDIS_USERNAME,
+      password: e.REDIS_PASSWORD,
+      sentinelUsername: e.REDIS_SENTINEL_USERNAME,
+      sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
+    },
+    redisCluster: e.REDIS_CLUSTER_NODES && {
+      nodes: e.REDIS_CLUSTER_NODES.nodes,
+      tls: e.REDIS_CLUSTER_NODES.tls,
+      username: e.REDIS_USERNAME,
+      password: e.REDIS_PASSWORD,
+    },
+  };
 }
 
 /**
@@ -305,21 +347,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
       quietGcMs: e.QUIET_GC_MS,
       workers: e.GATEWAY_WORKERS,
     },
-    oidc: {
-      issuerUrl: e.OIDC_ISSUER_URL ?? '',
-      clientId: e.OIDC_CLIENT_ID ?? '',
-      clientSecret: e.OIDC_CLIENT_SECRET ?? '',
-      scopes: e.OIDC_SCOPES,
-      sessionSecrets: e.SESSION_SECRET,
-      rollingSeconds: e.SESSION_ROLLING_SECONDS,
-      absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
-      refreshMarginSeconds: e.TOKEN_REFRESH_MARGIN_SECONDS,
-      socketCheckSeconds: e.WEBSOCKET_SESSION_CHECK_SECONDS,
-      rolesClaim: e.OAUTH_ROLES_CLAIM,
-      adminRoles: e.OAUTH_ADMIN_ROLES,
-      groupsClaim: e.OAUTH_GROUPS_CLAIM,
-      tenantsClaim: e.TENANTS_CLAIM,
-    },
+    oidc: oidcOf(e),
     login: {
       cacheSeconds: e.IDP_CACHE_SECONDS,
       tenantLookupRateLimit: e.TENANT_LOOKUP_RATE_LIMIT,
@@ -341,22 +369,7 @@ export function loadSettings(processEnv: Env = process.env, options: { stageFile
     allowUpstreamApiKeys: e.ALLOW_UPSTREAM_API_KEYS,
     log: { auditFile: e.AUDIT_LOG_FILE },
     driftCheckSeconds: e.DRIFT_CHECK_SECONDS,
-    redisUrl: e.REDIS_URL,
-    redisSentinel: e.REDIS_SENTINELS && {
-      sentinels: e.REDIS_SENTINELS.nodes,
-      name: e.REDIS_SENTINEL_NAME!,
-      tls: e.REDIS_SENTINELS.tls,
-      username: e.REDIS_USERNAME,
-      password: e.REDIS_PASSWORD,
-      sentinelUsername: e.REDIS_SENTINEL_USERNAME,
-      sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
-    },
-    redisCluster: e.REDIS_CLUSTER_NODES && {
-      nodes: e.REDIS_CLUSTER_NODES.nodes,
-      tls: e.REDIS_CLUSTER_NODES.tls,
-      username: e.REDIS_USERNAME,
-      password: e.REDIS_PASSWORD,
-    },
+    ...redisOf(e),
     policy: policy.policy,
     policySources: sources,
     policyWarnings: policy.warnings,

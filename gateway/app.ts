@@ -1,14 +1,7 @@
-// The gateway's parts wired together, once: settings, the live policy, observability, the upstream, shared state,
-// sign-in, login routing, operations (what operators poll and scrape, fed a probe per part), the
-// control app (the gateway's own routes, on Express), the request pipeline and the server around
-// it. It is what `npm start` runs (gateway/main.ts), in production and in the sandbox.
-//
-// From socket to upstream: gateway/http/server.ts (sockets) -> gateway/pipeline/handle.ts (the
-// steps in order) -> gateway/upstream/proxy.ts (the stream).
-//
-// The live settings (config/policy.ts) are one LivePolicy: each part that decides holds it and reads
-// the policy in force once per request; a new one (POLICY_FILE changed, SIGHUP: gateway/policy-watch.ts)
-// is swapped in whole, audited, and what is open is judged again under it.
+// The gateway's parts wired together once: what `npm start` runs (gateway/main.ts), in production
+// and in the sandbox. A request goes gateway/http/server.ts -> gateway/pipeline/handle.ts (its steps
+// are listed there) -> gateway/upstream/proxy.ts. The live settings are one LivePolicy every part
+// reads once per request; a new one is swapped in whole, audited, and what is open judged again.
 import type http from 'node:http';
 import express from 'express';
 import { KNOWN_VARIABLES, type Settings } from '../config/settings.js';
@@ -81,53 +74,30 @@ export interface Gateway extends GatewayParts {
   close(): Promise<void>;
 }
 
-export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
-  const obs = options.obs ?? createObservability({ level: settings.policy.logLevel, auditFile: settings.log.auditFile });
-  const policy = options.policy ?? new LivePolicy(snapshotOf(settings.policy, settings.policySources.file ? 'file' : 'environment', Date.now()));
-  // IDLE_TIMEOUT_MS also bounds silence inside an upstream answer: a stream that stalls is cut.
-  // Never below UPSTREAM_TIMEOUT_MS: waiting for the upstream's headers is silence on both sockets,
-  // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
-  const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
-  const upstream = new Upstream({ ...settings.upstream, idleTimeoutMs }, obs);
-  const redis = redisTarget(settings);
-  const sharedState = options.sharedState ?? (redis ? await redisState(redis, obs) : processState(obs));
-  if (!redis && settings.server.workers > 1) {
-    obs.log.warn(
-      { workers: settings.server.workers },
-      'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL',
-    );
-  }
-  const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
-  const loginRouting =
-    options.loginRouting ??
-    (await createLoginRouting(settings, policy, obs, {
-      ...options.loginRoutingOptions,
-      shared: sharedState,
-      signedIn: async (req, res) => authenticateAnswer((r, scope) => authenticator.authenticate(r, scope), req, res),
-    }));
-  const parts: GatewayParts = { settings, policy, obs, upstream, authenticator, loginRouting, sharedState };
-  // the Open WebUI release behind the gateway: read by operations, its status read by the pipeline
-  const release = new UpstreamRelease(upstream, obs, { policy: () => policy.current.upstreamRelease });
-  let watch: PolicyWatch | undefined;
-  const policyStatus = (): PolicyStatus => {
-    if (watch) return watch.status();
-    const now = policy.current;
-    return { version: now.version, appliedAt: new Date(now.appliedAt).toISOString(), source: now.source };
-  };
-  const ops = createOperations(
-    settings,
-    policy,
-    {
-      upstream,
-      identityProvider: () => authenticator.ready(),
-      catalog: () => loginRouting.ready(),
-      sharedState: () => sharedState.ready(),
-      upstreamRelease: () => release.check(),
-      policy: policyStatus,
-    },
-    obs,
+function warnWorkersWithoutRedis(settings: Settings, obs: Observability): void {
+  obs.log.warn(
+    { workers: settings.server.workers },
+    'GATEWAY_WORKERS > 1 without REDIS_URL: a session logged out in one worker stays usable in the others until its next refresh; set REDIS_URL',
   );
+}
 
+/**
+ * Open WebSockets follow their sessions: judged again when one changes here, and on a timer for
+ * what happened on other instances and for expiry (gateway/http/websockets.ts).
+ */
+function trackWebSockets(settings: Settings, policy: LivePolicy, sharedState: GatewayParts['sharedState'], obs: Observability): WebSocketTracker {
+  return new WebSocketTracker({
+    checkEveryMs: settings.oidc.socketCheckSeconds * 1000,
+    settle: () => sharedState.settle(),
+    closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
+    closedForPolicy: (caller, reason, rule) =>
+      obs.audit.warn({ event: 'policy-cut', rule, caller, transport: 'websocket', version: policy.current.version }, `WebSocket closed: ${reason}`),
+  });
+}
+
+/** The gateway's own routes: sign-in, login routing, operations; an unknown /auth/ address a page. */
+function controlApp(parts: GatewayParts, ops: Operations): express.Express {
+  const { authenticator, loginRouting, obs } = parts;
   const control = express();
   control.disable('x-powered-by');
   control.set('trust proxy', false);
@@ -148,18 +118,29 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     res.status(404).json({ detail: 'Not Found' });
   });
   control.use((err: Error, req: express.Request, res: express.Response, _next: express.NextFunction) => answerFailure(res, err, obs, { route: req.path }));
+  return control;
+}
 
-  // Open WebSockets follow their sessions: judged again when one changes here, and on a timer for
-  // what happened on other instances and for expiry (gateway/http/websockets.ts).
-  const websockets = new WebSocketTracker({
-    checkEveryMs: settings.oidc.socketCheckSeconds * 1000,
-    settle: () => sharedState.settle(),
-    closedForSession: (caller, reason) => obs.log.info({ event: 'websocket-closed', caller, reason }, 'WebSocket closed: its session ended or changed'),
-    closedForPolicy: (caller, reason, rule) =>
-      obs.audit.warn({ event: 'policy-cut', rule, caller, transport: 'websocket', version: policy.current.version }, `WebSocket closed: ${reason}`),
-  });
-  authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
-  const pipeline = new Pipeline({ settings, policy, obs, upstream, release, authenticator, loginRouting, control, websockets });
+/** Operations' probes, one per dependency. */
+function operationsOf(parts: GatewayParts, release: UpstreamRelease, policyStatus: () => PolicyStatus): Operations {
+  const { settings, policy, obs, upstream, authenticator, loginRouting, sharedState } = parts;
+  return createOperations(
+    settings,
+    policy,
+    {
+      upstream,
+      identityProvider: () => authenticator.ready(),
+      catalog: () => loginRouting.ready(),
+      sharedState: () => sharedState.ready(),
+      upstreamRelease: () => release.check(),
+      policy: policyStatus,
+    },
+    obs,
+  );
+}
+
+/** A policy applied: shown in the metrics, audited, and the requests and WebSockets under way judged again. */
+function followPolicy(policy: LivePolicy, obs: Observability, pipeline: Pipeline): void {
   const shown = (p: PolicySnapshot) => {
     obs.metrics.policyInfo.reset();
     obs.metrics.policyInfo.set({ version: p.version, source: p.source }, 1);
@@ -181,6 +162,44 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     // a request under way, an open WebSocket: judged again under the new policy
     pipeline.policyChanged(next);
   });
+}
+
+export async function createGateway(settings: Settings, options: GatewayOptions = {}): Promise<Gateway> {
+  const obs = options.obs ?? createObservability({ level: settings.policy.logLevel, auditFile: settings.log.auditFile });
+  const policy = options.policy ?? new LivePolicy(snapshotOf(settings.policy, settings.policySources.file ? 'file' : 'environment', Date.now()));
+  // IDLE_TIMEOUT_MS also bounds silence inside an upstream answer: a stream that stalls is cut.
+  // Never below UPSTREAM_TIMEOUT_MS: waiting for the upstream's headers is silence on both sockets,
+  // and a slow answer (a long non-streamed completion) must get its 504 only when that limit says so.
+  const idleTimeoutMs = Math.max(settings.server.idleTimeoutMs, settings.upstream.timeoutMs + 1_000);
+  const upstream = new Upstream({ ...settings.upstream, idleTimeoutMs }, obs);
+  const redis = redisTarget(settings);
+  const sharedState = options.sharedState ?? (redis ? await redisState(redis, obs) : processState(obs));
+  if (!redis && settings.server.workers > 1) warnWorkersWithoutRedis(settings, obs);
+  const authenticator = options.authenticator ?? (await createAuthenticator(settings, obs, sharedState));
+  const loginRouting =
+    options.loginRouting ??
+    (await createLoginRouting(settings, policy, obs, {
+      ...options.loginRoutingOptions,
+      shared: sharedState,
+      signedIn: async (req, res) => authenticateAnswer((r, scope) => authenticator.authenticate(r, scope), req, res),
+    }));
+  const parts: GatewayParts = { settings, policy, obs, upstream, authenticator, loginRouting, sharedState };
+  // the Open WebUI release behind the gateway: read by operations, its status read by the pipeline
+  const release = new UpstreamRelease(upstream, obs, { policy: () => policy.current.upstreamRelease });
+  let watch: PolicyWatch | undefined;
+  const policyStatus = (): PolicyStatus => {
+    if (watch) return watch.status();
+    const now = policy.current;
+    return { version: now.version, appliedAt: new Date(now.appliedAt).toISOString(), source: now.source };
+  };
+  const ops = operationsOf(parts, release, policyStatus);
+
+  const control = controlApp(parts, ops);
+
+  const websockets = trackWebSockets(settings, policy, sharedState, obs);
+  authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
+  const pipeline = new Pipeline({ settings, policy, obs, upstream, release, authenticator, loginRouting, control, websockets });
+  followPolicy(policy, obs, pipeline);
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 
   let opened = false;

@@ -37,6 +37,42 @@ function reading(path: string): Seen {
   return { hash: createHash('sha256').update(body).digest('hex'), text: read.ok ? read.text : undefined, problem: read.ok ? undefined : read.problem };
 }
 
+function reportRefused(obs: Pick<Observability, 'log' | 'audit' | 'metrics'>, fields: Record<string, unknown>): void {
+  obs.metrics.policyRefused.inc();
+  obs.log.error(fields, 'POLICY_FILE refused: the policy in force stays');
+  obs.audit.error(fields, 'POLICY_FILE refused: the policy in force stays');
+}
+
+/**
+ * The file's directory watched, not the file: a swapped symlink or a renamed-over file is a new
+ * file, which a watch on the old one never reports. `arm` watches it anew (the directory may be
+ * another one after a re-pointed symlink).
+ */
+function directoryWatch(file: string, changed: () => void, obs: Pick<Observability, 'log'>) {
+  const name = basename(file);
+  let watcher: FSWatcher | undefined;
+  function arm(): void {
+    watcher?.close();
+    watcher = undefined;
+    try {
+      const w = watch(dirname(file), { persistent: false }, (_event, entry) => {
+        if (entry === null || entry === name || entry.startsWith('..')) changed();
+      });
+      w.on('error', () => {
+        w.close();
+        if (watcher === w) watcher = undefined;
+      });
+      watcher = w;
+    } catch (err) {
+      obs.log.warn(
+        { event: 'policy-watch', file, err: { message: (err as Error).message } },
+        'POLICY_FILE: its directory cannot be watched; the poll alone sees changes',
+      );
+    }
+  }
+  return { arm, close: () => watcher?.close() };
+}
+
 export function watchPolicyFile(o: {
   live: LivePolicy;
   sources: PolicySources & { file: string };
@@ -54,17 +90,13 @@ export function watchPolicyFile(o: {
   let refused: { at: string; problems: string[] } | undefined;
   let settle: NodeJS.Timeout | undefined;
   let closed = false;
-  let watcher: FSWatcher | undefined;
 
   const take = (seen: Seen, source: 'file' | 'signal') => {
     applied = seen.hash;
     const read = seen.text === undefined ? { ok: false as const, problems: [seen.problem!] } : readPolicy(sources, seen.text, o.known);
     if (!read.ok) {
       refused = { at: new Date().toISOString(), problems: read.problems };
-      obs.metrics.policyRefused.inc();
-      const fields = { event: 'policy-refused', file, source, problems: read.problems, version: live.current.version };
-      obs.log.error(fields, 'POLICY_FILE refused: the policy in force stays');
-      obs.audit.error(fields, 'POLICY_FILE refused: the policy in force stays');
+      reportRefused(obs, { event: 'policy-refused', file, source, problems: read.problems, version: live.current.version });
       return;
     }
     refused = undefined;
@@ -94,34 +126,12 @@ export function watchPolicyFile(o: {
       if (second.hash !== first.hash) return check();
       take(second, 'file');
       // the directory may be another one now (a re-pointed symlink): watched anew
-      arm();
+      directory.arm();
     }, POLICY_SETTLE_MS);
     settle.unref();
   };
-
-  // The directory, not the file: a swapped symlink or a renamed-over file is a new file, which a
-  // watch on the old one never reports.
-  const name = basename(file);
-  function arm(): void {
-    watcher?.close();
-    watcher = undefined;
-    try {
-      const w = watch(dirname(file), { persistent: false }, (_event, changed) => {
-        if (changed === null || changed === name || changed.startsWith('..')) check();
-      });
-      w.on('error', () => {
-        w.close();
-        if (watcher === w) watcher = undefined;
-      });
-      watcher = w;
-    } catch (err) {
-      obs.log.warn(
-        { event: 'policy-watch', file, err: { message: (err as Error).message } },
-        'POLICY_FILE: its directory cannot be watched; the poll alone sees changes',
-      );
-    }
-  }
-  arm();
+  const directory = directoryWatch(file, () => check(), obs);
+  directory.arm();
   const poll = setInterval(check, sources.checkMs);
   poll.unref();
   check();
@@ -148,7 +158,7 @@ export function watchPolicyFile(o: {
       closed = true;
       clearInterval(poll);
       clearTimeout(settle);
-      watcher?.close();
+      directory.close();
     },
   };
 }

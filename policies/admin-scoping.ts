@@ -230,7 +230,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
         ? { action: 'pass', rule: 'A2: bypass on, the upstream decides' }
         : { action: 'filter-own-files', view, rule: 'A1: only the caller\u2019s own files' };
     }
-    // The caller's own files by name (0.12.4's /files/user/search and /files/user/count): no file of anyone else.
+    // The caller's own files by name (the table release's /files/user/search and /files/user/count): no file of anyone else.
     if (s.length === 5 && s[3] === 'user' && (s[4] === 'search' || s[4] === 'count') && method === 'GET') return { action: 'pass', rule: 'own files' };
     if (s.length >= 4 && !view && caller.admin) return adminFileRoute(method, request.path, settings);
   }
@@ -249,7 +249,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
 }
 
 /**
- * An admin's per-file request (Open WebUI 0.12.4 routers/files.py: every per-file route lets role
+ * An admin's per-file request (Open WebUI's table release, routers/files.py: every per-file route lets role
  * admin past its owner check, whatever BYPASS_ADMIN_ACCESS_CONTROL). Rule A7 names what an admin may
  * do to another user's file by id: read it (its record, its content variants; the processing status
  * too, a read) and delete it, audited. Every other per-file route writes (the indexed text, the name)
@@ -318,7 +318,7 @@ function fillLookup(
 /** The decision for an admin's request while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false. */
 function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
   if (!route) {
-    // Not a route of Open WebUI 0.12.4: fail closed in its API space; static files, the web app
+    // Not a route of Open WebUI's table release: fail closed in its API space; static files, the web app
     // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
     if (s.length > 0 && API_SPACE.includes(s[0]!))
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };

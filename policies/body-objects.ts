@@ -50,8 +50,30 @@ function valuesAt(body: unknown, at: string): unknown[] | 'bad' {
  * refs names are checked, others are not objects of these kinds.
  */
 export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): BodyObjects {
-  const lookups = new Map<string, BodyObject>();
-  const add = (ref: BodyRef, id: unknown): string | undefined => {
+  const named = new NamedObjects();
+  for (const ref of refs) {
+    const values = valuesAt(body, ref.at);
+    if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
+    if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
+    const read = ref.modelMentions ? modelMentions : ref.collectionName ? collectionNames : ref.collections ? collections : ids;
+    const why = read(named, ref, values);
+    if (why) return { ok: false, why };
+  }
+  return { ok: true, lookups: [...named.lookups.values()] };
+}
+
+const TOO_MANY = `more than ${MAX_BODY_OBJECTS} objects named in one body`;
+
+/** The lookups a body's ids make, each once. */
+class NamedObjects {
+  readonly lookups = new Map<string, BodyObject>();
+
+  get tooMany(): boolean {
+    return this.lookups.size > MAX_BODY_OBJECTS;
+  }
+
+  /** One id the ref names: why it is refused, or undefined (looked up, or none). */
+  add(ref: BodyRef, id: unknown): string | undefined {
     if (id === undefined || id === null || id === '') return ref.required ? `no ${ref.at} in the body` : undefined;
     if (ref.never !== undefined || ref.lookup === undefined) return `${ref.at}: ${ref.never ?? 'not checked here'}`;
     if (typeof id !== 'string') return `${ref.at} is not an id`;
@@ -60,76 +82,80 @@ export function objectsNamedInBody(body: unknown, refs: readonly BodyRef[]): Bod
     const inPath = query === -1 || ref.lookup.indexOf('{=}') < query;
     if (inPath && (/[/\\]/.test(id) || id === '.' || id === '..')) return `${ref.at} is not an id`;
     const lookup = ref.lookup.replace('{=}', encodeURIComponent(id));
-    lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
+    this.lookups.set(`${ref.permission} ${lookup}`, { lookup, permission: ref.permission });
     return undefined;
-  };
+  }
+
   /** A vector collection's name, as filter_accessible_collections reads it. */
-  const addCollection = (ref: BodyRef, name: unknown): string | undefined => {
+  addCollection(ref: BodyRef, name: unknown): string | undefined {
     if (typeof name !== 'string' || name === '') return `${ref.at} names a collection that is not a name`;
     if (name.startsWith('user-memory-') || name.startsWith('web-search-')) {
-      lookups.set(`own ${name}`, { ownCollection: name });
+      this.lookups.set(`own ${name}`, { ownCollection: name });
       return undefined;
     }
-    if (!name.startsWith('file-')) return add(ref, name);
-    return name === 'file-' ? `${ref.at} names a collection that is not a name` : add({ ...ref, lookup: '/api/v1/files/{=}' }, name.slice('file-'.length));
-  };
-  for (const ref of refs) {
-    const values = valuesAt(body, ref.at);
-    if (values === 'bad') return { ok: false, why: `${ref.at} is not of the form Open WebUI reads` };
-    if (ref.required && values.length === 0) return { ok: false, why: `no ${ref.at} in the body` };
-    if (ref.modelMentions) {
-      for (const text of values) {
-        if (text === undefined || text === null) continue;
-        if (typeof text !== 'string') return { ok: false, why: `${ref.at} is not text` };
-        // extract_mentions: <@T:id> or <@T:id|label>; a model is type M
-        for (const m of text.matchAll(/<@([A-Z]):([^|>]+)(?:\|[^>]+)?>/g)) {
-          if (m[1] !== 'M') continue;
-          const why = add(ref, m[2]);
-          if (why) return { ok: false, why };
-          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
-        }
-      }
-      continue;
-    }
-    if (ref.collectionName) {
-      for (const name of values) {
-        if (name === undefined || name === null || name === '') continue;
-        const why = addCollection(ref, name);
-        if (why) return { ok: false, why };
-      }
-      continue;
-    }
-    if (ref.collections) {
-      for (const v of values) {
-        if (v === undefined || v === null) continue;
-        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
-        const names: unknown[] = [];
-        if (Object.prototype.hasOwnProperty.call(v, 'collection_name') && v.collection_name !== null && v.collection_name !== undefined)
-          names.push(v.collection_name);
-        if (Object.prototype.hasOwnProperty.call(v, 'collection_names') && v.collection_names !== null && v.collection_names !== undefined) {
-          if (!Array.isArray(v.collection_names)) return { ok: false, why: `${ref.at} holds collection_names that are not a list` };
-          names.push(...(v.collection_names as unknown[]));
-        }
-        for (const name of names) {
-          const why = addCollection(ref, name);
-          if (why) return { ok: false, why };
-          if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
-        }
-      }
-      continue;
-    }
-    for (const v of values) {
-      let id = v;
-      if (ref.type !== undefined) {
-        if (!isRecord(v)) return { ok: false, why: `${ref.at} holds an entry that is not an object` };
-        if (v.type !== ref.type) continue;
-        id = v.id;
-        if (id === undefined || id === null || id === '') return { ok: false, why: `${ref.at} holds a ${ref.type} with no id` };
-      }
-      const why = add(ref, id);
-      if (why) return { ok: false, why };
-      if (lookups.size > MAX_BODY_OBJECTS) return { ok: false, why: `more than ${MAX_BODY_OBJECTS} objects named in one body` };
+    if (!name.startsWith('file-')) return this.add(ref, name);
+    return name === 'file-' ? `${ref.at} names a collection that is not a name` : this.add({ ...ref, lookup: '/api/v1/files/{=}' }, name.slice('file-'.length));
+  }
+}
+
+/** Models mentioned in text (extract_mentions: <@T:id> or <@T:id|label>; a model is type M). */
+function modelMentions(named: NamedObjects, ref: BodyRef, values: unknown[]): string | undefined {
+  for (const text of values) {
+    if (text === undefined || text === null) continue;
+    if (typeof text !== 'string') return `${ref.at} is not text`;
+    for (const m of text.matchAll(/<@([A-Z]):([^|>]+)(?:\|[^>]+)?>/g)) {
+      if (m[1] !== 'M') continue;
+      const why = named.add(ref, m[2]);
+      if (why) return why;
+      if (named.tooMany) return TOO_MANY;
     }
   }
-  return { ok: true, lookups: [...lookups.values()] };
+  return undefined;
+}
+
+function collectionNames(named: NamedObjects, ref: BodyRef, values: unknown[]): string | undefined {
+  for (const name of values) {
+    if (name === undefined || name === null || name === '') continue;
+    const why = named.addCollection(ref, name);
+    if (why) return why;
+  }
+  return undefined;
+}
+
+/** Entries naming `collection_name` or `collection_names`. */
+function collections(named: NamedObjects, ref: BodyRef, values: unknown[]): string | undefined {
+  for (const v of values) {
+    if (v === undefined || v === null) continue;
+    if (!isRecord(v)) return `${ref.at} holds an entry that is not an object`;
+    const names: unknown[] = [];
+    if (Object.prototype.hasOwnProperty.call(v, 'collection_name') && v.collection_name !== null && v.collection_name !== undefined)
+      names.push(v.collection_name);
+    if (Object.prototype.hasOwnProperty.call(v, 'collection_names') && v.collection_names !== null && v.collection_names !== undefined) {
+      if (!Array.isArray(v.collection_names)) return `${ref.at} holds collection_names that are not a list`;
+      names.push(...(v.collection_names as unknown[]));
+    }
+    for (const name of names) {
+      const why = named.addCollection(ref, name);
+      if (why) return why;
+      if (named.tooMany) return TOO_MANY;
+    }
+  }
+  return undefined;
+}
+
+/** Ids, or entries `{type, id}` of the ref's type. */
+function ids(named: NamedObjects, ref: BodyRef, values: unknown[]): string | undefined {
+  for (const v of values) {
+    let id = v;
+    if (ref.type !== undefined) {
+      if (!isRecord(v)) return `${ref.at} holds an entry that is not an object`;
+      if (v.type !== ref.type) continue;
+      id = v.id;
+      if (id === undefined || id === null || id === '') return `${ref.at} holds a ${ref.type} with no id`;
+    }
+    const why = named.add(ref, id);
+    if (why) return why;
+    if (named.tooMany) return TOO_MANY;
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 // ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to.
 // Pure: the route facts and the caller -> what the gateway must establish before forwarding.
 //
-// Open WebUI 0.12.4 (routers/chats.py) lets an admin reach, change and delete another user's chat
+// Open WebUI (the table release's routers/chats.py) lets an admin reach, change and delete another user's chat
 // exactly when its own ENABLE_ADMIN_CHAT_ACCESS is true (its default): reads and the share routes
 // fall back to "any chat by id", messages, grants and deletion skip the owner check. The gateway
 // therefore asks, for an admin and a route that names a chat, who owns that chat before anything
@@ -114,7 +114,7 @@ export function sharedByShareId(access: ChatAccess, chat: ChatRecord, callerId: 
 }
 
 /**
- * Does the upstream hold another user's share to its grants for this caller? Open WebUI 0.12.4 lets
+ * Does the upstream hold another user's share to its grants for this caller? Open WebUI (the table release) lets
  * an admin read and clone any share while its own ENABLE_ADMIN_CHAT_ACCESS is true
  * (can_read_shared_chat, clone_shared_chat_by_id), and the share's answer cannot tell a share granted
  * to the caller from one that is not: a snapshot carries the share's id, not the chat's, so its grants

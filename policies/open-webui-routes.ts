@@ -1,8 +1,9 @@
-// Every HTTP route and every Socket.IO client event of Open WebUI 0.12.4, each in one class with
+// Every HTTP route and every Socket.IO client event of Open WebUI's table release
+// (TABLE_RELEASE, policies/open-webui-releases.ts), each in one class with
 // the rule the gateway holds for an ADMIN while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false.
 // Pure data plus a matcher; policies/admin-scoping.ts turns a row into a decision.
 //
-// Read from the installed 0.12.4 (routers/*.py, main.py, socket/main.py); the test
+// Read from the installed table release (routers/*.py, main.py, socket/main.py); the test
 // test/operations/open-webui-routes.test.ts compares this table with the routes the real app registers
 // (scripts/open-webui-routes.py) and fails on any route or event missing here.
 //
@@ -426,7 +427,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   own('DELETE', '/api/v1/auths/oauth/sessions/{provider:path}'),
   // answers with a token OF THE NEW ACCOUNT: an admin adding the email of someone not signed in
   // yet would hold a token of the account that person's trusted-header sign-in lands in (shown on
-  // the real 0.12.4); accounts come from the realm at first sign-in
+  // the real table release); accounts come from the realm at first sign-in
   refused('POST', '/api/v1/auths/add', 'accounts come from the realm; the answer holds a token of the new account'),
   cfg('GET', '/api/v1/auths/admin/details'),
   cfg('GET,POST', '/api/v1/auths/admin/config'),
@@ -468,7 +469,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   account('DELETE', '/api/v1/users/{user_id}'),
   cfg('GET', '/api/v1/users/{user_id}/groups'),
   // what a user can reach: the ids and NAMES of every knowledge base, model and tool they own or
-  // hold a grant on, private ones of other users included (seen on the real 0.12.4): the admin
+  // hold a grant on, private ones of other users included (seen on the real table release): the admin
   // keeps the user and their groups only
   row('GET', '/api/v1/users/{user_id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
 
@@ -652,7 +653,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   ...['update', 'access/update', 'file/update', 'file/remove', 'reset', 'sync/diff', 'sync/cleanup', 'dirs/create', 'dirs/{dir_id}/update', 'file/move'].map(
     (p) => write('POST', `/api/v1/knowledge/{id}/${p}`, KNOWLEDGE),
   ),
-  // the file named must be the admin's own (files carry no grants in 0.12.4: owner only)
+  // the file named must be the admin's own (files carry no grants in the table release: owner only)
   write('POST', '/api/v1/knowledge/{id}/file/add', KNOWLEDGE, [{ at: 'file_id', lookup: BODY_FILE, permission: 'read', required: true }]),
   write('POST', '/api/v1/knowledge/{id}/files/batch/add', KNOWLEDGE, [{ at: '[].file_id', lookup: BODY_FILE, permission: 'read', required: true }]),
   write('DELETE', '/api/v1/knowledge/{id}/delete', KNOWLEDGE),
@@ -871,7 +872,7 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   write('DELETE', '/api/v1/calendars/events/{event_id}/delete', CAL_EVENT),
   read('POST', '/api/v1/calendars/events/{event_id}/rsvp', CAL_EVENT),
   read('GET', '/api/v1/calendars/{calendar_id}', CALENDAR),
-  // 0.11.4 also takes the calendar's sharing here (`access_grants`, owner or any admin); 0.12.4 ignores the field
+  // 0.11.4 also takes the calendar's sharing here (`access_grants`, owner or any admin); the table release ignores the field
   write('POST', '/api/v1/calendars/{calendar_id}/update', CALENDAR, [
     { at: 'access_grants', never: 'a calendar\u2019s sharing is its owner\u2019s (/access/update)', permission: 'owner' },
   ]),

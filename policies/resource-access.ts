@@ -2,7 +2,7 @@
 // Open WebUI, and which names of objects (tags, model ids) may reach them? Pure functions over the
 // upstream's JSON answers; the gateway asks, this decides.
 //
-// Open WebUI 0.12.4's shapes (models/*.py): an object carries its owner as `user_id` (models as
+// The table release's shapes (models/*.py): an object carries its owner as `user_id` (models as
 // `info.user_id` in /api/models, note list items as `user.id`), its grants as `access_grants`
 // ([{principal_type: 'user'|'group', principal_id: id or '*', permission: 'read'|'write'}]; the
 // arena model keeps them in `info.meta.access_grants`), channels of type dm/group their members
@@ -82,7 +82,7 @@ export interface FilteredList {
 }
 
 /**
- * Keep only the items `who` may read. Shapes of 0.12.4's list answers: a bare array, `{items,
+ * Keep only the items `who` may read. Shapes of the table release's list answers: a bare array, `{items,
  * total}` (paged lists: `total` is lowered by what this page lost), `{data: [...]}` (/api/models).
  * Undefined: not a list this understands (the gateway then answers 502, never the raw body).
  */
@@ -332,7 +332,7 @@ export function overviewWithTags(body: unknown, tags: Array<{ tag: string; count
 // ---- model ids (admins, bypass off)
 //
 // A workspace model's id is its name (Open WebUI's editor makes it of the name the owner writes):
-// another user's private model is named in Open WebUI 0.12.4's usage answers for admins, counted by
+// another user's private model is named in the table release's usage answers for admins, counted by
 // id across every user's messages and ratings. For an admin while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL
 // is false, those answers keep the entries of models the admin may see: a connection's model (GET
 // /api/models/base, what the providers serve) or a stored model the admin owns or holds a grant on

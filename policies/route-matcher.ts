@@ -60,7 +60,7 @@ function matchRow(c: Compiled, path: string): Record<string, string> | undefined
 /**
  * The table's row for a request: `method` effective (HEAD as GET), `path` canonical. Literal rows
  * win over rows with a parameter at the same place (as Open WebUI registers `/notes/search` before
- * `/notes/{id}`). Undefined: not a route of Open WebUI 0.12.4.
+ * `/notes/{id}`). Undefined: not a route of Open WebUI's table release.
  */
 export function matchRoute(method: string, path: string): RouteMatch | undefined {
   const raw = path.split('/').filter(Boolean);

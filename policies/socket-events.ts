@@ -2,7 +2,7 @@
 // WebUI (gateway/http/socketio-guard.ts reads the frames and asks here).
 
 /**
- * Socket.IO client events of 0.12.4 (socket/main.py, socket/encryption.py) for an admin: 'note'
+ * Socket.IO client events of the table release (socket/main.py, socket/encryption.py) for an admin: 'note'
  * events (bypass off) are dropped unless the note is the admin's own or shared with them; a 'chat'
  * join (either bypass value) unless the chat is the admin's own; the rest act on the sender's own
  * session or the channels they belong to (Open WebUI checks those itself, by the sender's id).

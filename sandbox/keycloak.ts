@@ -47,24 +47,78 @@ function javaHome(): string | undefined {
   return temurin ? join(jvm, temurin) : undefined;
 }
 
-export async function startKeycloak(o: { realms?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<RunningKeycloak> {
-  const home = keycloakHome();
-  // A home of its own: bin/kc.sh copied (it derives kc.home.dir from its own path), the built
-  // lib/, conf/, themes/, providers/ linked, and an empty data/ (a fresh database, this run's imports).
+/**
+ * A home of its own: bin/kc.sh copied (it derives kc.home.dir from its own path), the built lib/,
+ * conf/, themes/, providers/ linked, and an empty data/ (a fresh database, this run's imports).
+ */
+function runHome(home: string, realms: string[]): string {
   const run = mkdtempSync(join(tmpdir(), 'keycloak-'));
   mkdirSync(join(run, 'bin'));
   for (const f of readdirSync(join(home, 'bin'))) if (f.endsWith('.sh')) copyFileSync(join(home, 'bin', f), join(run, 'bin', f));
   chmodSync(join(run, 'bin/kc.sh'), 0o755);
   for (const d of ['lib', 'conf', 'themes', 'providers']) symlinkSync(join(home, d), join(run, d));
   mkdirSync(join(run, 'data/import'), { recursive: true });
-  for (const f of [PLATFORM_REALM_FILE, ...(o.realms ?? [])]) copyFileSync(f, join(run, 'data/import', basename(f)));
+  for (const f of [PLATFORM_REALM_FILE, ...realms]) copyFileSync(f, join(run, 'data/import', basename(f)));
+  return run;
+}
 
-  const [port, managementPort] = (await freePorts(2)) as [number, number];
-  const url = `http://127.0.0.1:${port}`;
+/** Waits until the realm answers discovery: undefined, or why it never will (Keycloak exited, the deadline passed). */
+async function untilRealmServed(child: ChildProcess, url: string, realm: string, deadline: number): Promise<string | undefined> {
+  for (;;) {
+    if (child.exitCode !== null) return `Keycloak exited with ${child.exitCode}`;
+    const ok = await fetch(`${url}/realms/${realm}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return undefined;
+    if (Date.now() > deadline) return `Keycloak did not serve realm ${realm} in time`;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The Admin REST API as the bootstrap admin (its token reused until shortly before it expires). */
+function adminApi(url: string): RunningKeycloak['admin'] {
+  let token: { value: string; until: number } | undefined;
+  async function adminToken(): Promise<string> {
+    if (token && Date.now() < token.until) return token.value;
+    const res = await fetch(`${url}/realms/master/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', ...KC_ADMIN }).toString(),
+    });
+    const body = (await res.json()) as { access_token: string; expires_in: number };
+    if (res.status !== 200) throw new Error(`admin token: ${res.status} ${JSON.stringify(body)}`);
+    token = { value: body.access_token, until: Date.now() + (body.expires_in - 10) * 1000 };
+    return token.value;
+  }
+
+  return async function admin<T>(method: string, path: string, body?: unknown) {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${await adminToken()}`,
+        accept: 'application/json',
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON
+    }
+    if (res.status >= 400) throw new Error(`Keycloak admin ${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
+    return { status: res.status, body: parsed as T, location: res.headers.get('location') };
+  };
+}
+
+/** kc.sh in its own process group, on loopback, importing the realms of its home. */
+function spawnKeycloak(run: string, at: { url: string; port: number; managementPort: number }, env: Record<string, string> | undefined): ChildProcess {
+  const { url, port, managementPort } = at;
   const java = javaHome();
-  const started = Date.now();
-  let output = '';
-  const child: ChildProcess = spawn(
+  return spawn(
     join(run, 'bin/kc.sh'),
     [
       'start',
@@ -90,10 +144,21 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
         KC_BOOTSTRAP_ADMIN_USERNAME: KC_ADMIN.username,
         KC_BOOTSTRAP_ADMIN_PASSWORD: KC_ADMIN.password,
         KC_SERVER_URL: url,
-        ...o.env,
+        ...env,
       },
     },
   );
+}
+
+export async function startKeycloak(o: { realms?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<RunningKeycloak> {
+  const home = keycloakHome();
+  const run = runHome(home, o.realms ?? []);
+
+  const [port, managementPort] = (await freePorts(2)) as [number, number];
+  const url = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  let output = '';
+  const child = spawnKeycloak(run, { url, port, managementPort }, o.env);
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
   const killGroup = () => {
@@ -131,64 +196,22 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
   const realms = ['platform', ...(o.realms ?? []).map((f) => (JSON.parse(readFileSync(f, 'utf8')) as { realm: string }).realm)];
   const deadline = started + (o.readyTimeoutMs ?? 240_000);
   for (const realm of realms) {
-    for (;;) {
-      if (child.exitCode !== null) {
-        await stop();
-        throw new Error(`Keycloak exited with ${child.exitCode}:\n${output.slice(-4000)}`);
-      }
-      const ok = await fetch(`${url}/realms/${realm}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2_000) }).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ok) break;
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`Keycloak did not serve realm ${realm} in time:\n${output.slice(-4000)}`);
-      }
-      await new Promise((r) => setTimeout(r, 250));
+    const problem = await untilRealmServed(child, url, realm, deadline);
+    if (problem) {
+      await stop();
+      throw new Error(`${problem}:\n${output.slice(-4000)}`);
     }
   }
   const startMs = Date.now() - started;
 
-  let token: { value: string; until: number } | undefined;
-  async function adminToken(): Promise<string> {
-    if (token && Date.now() < token.until) return token.value;
-    const res = await fetch(`${url}/realms/master/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', ...KC_ADMIN }).toString(),
-    });
-    const body = (await res.json()) as { access_token: string; expires_in: number };
-    if (res.status !== 200) throw new Error(`admin token: ${res.status} ${JSON.stringify(body)}`);
-    token = { value: body.access_token, until: Date.now() + (body.expires_in - 10) * 1000 };
-    return token.value;
-  }
+  const admin = adminApi(url);
 
   return {
     url,
     managementPort,
     startMs,
     issuer: (realm) => `${url}/realms/${realm}`,
-    async admin<T>(method: string, path: string, body?: unknown) {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${await adminToken()}`,
-          accept: 'application/json',
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        // not JSON
-      }
-      if (res.status >= 400) throw new Error(`Keycloak admin ${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
-      return { status: res.status, body: parsed as T, location: res.headers.get('location') };
-    },
+    admin,
     output: () => output,
     stop,
   };

@@ -1,19 +1,8 @@
-// The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production):
-// the real gateway in front of
-//   - the Open WebUI stand-in (sandbox/open-webui.ts), seeded with one user per demo
-//     account, their files and chats (sandbox/seed.ts), its switches set like the gateway's,
-//     as the compose deployment does;
-//   - an OpenID provider dressed as the Keycloak realm `platform` (sandbox/idp.ts, the real
-//     oidc-provider package), with the demo accounts and a client for the gateway;
-//   - the demo realm's provider catalog, written to a temporary IDP_PROVIDERS_FILE, and its
-//     tenant links (IDP_TENANT_IDP_ALIASES);
-//   - the live settings in a temporary POLICY_FILE the banner names: edited while the sandbox
-//     runs, the gateway applies them (and the stand-in takes the two switches too).
-// In front of the real Open WebUI (`npm run sandbox:open-webui`) the same demo data is put there
-// through the gateway once it listens (sandbox/seed-open-webui.ts). The banner says only what was
-// done, and the settings' warnings (config/lint.ts), as a production start logs them.
-// Nothing is written outside one temporary directory, removed on exit. main.ts imports this
-// module only in sandbox mode: production never loads it or the stand-ins.
+// The sandbox behind `npm start` when no UPSTREAM_URL is set (and NODE_ENV is not production): the
+// real gateway in front of the Open WebUI stand-in (or the real one, `npm run sandbox:open-webui`),
+// an OpenID provider dressed as the Keycloak realm `platform`, the demo catalog and a POLICY_FILE
+// the newcomer edits while it runs. The banner says only what was done. Nothing is written outside
+// one temporary directory; production never loads this module.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './ports.js';
@@ -66,7 +55,7 @@ export interface SandboxOptions {
   realm?: { issuer: string; clientSecret: string; onAddress(publicUrl: string): Promise<void>; close(): Promise<void> };
   /**
    * In front of this Open WebUI instead of the stand-in (`npm run sandbox:open-webui`: the real
-   * Open WebUI 0.12.4, sandbox/real-open-webui.ts). It starts empty; with `seed` the demo accounts
+   * Open WebUI, sandbox/real-open-webui.ts). It starts empty; with `seed` the demo accounts
    * get their files and chats there through the gateway, and `model` (the connection Open WebUI
    * was started with) is registered for every account.
    */
@@ -104,10 +93,6 @@ async function loadIdp(): Promise<typeof import('./idp.js')> {
 }
 
 /**
- * Start the stand-ins and the gateway. `base` are the settings `npm start` validated (sandbox
- * mode); the gateway's own settings are built here, pointing at the stand-ins.
- */
-/**
  * The settings of a `npm run sandbox:*` command (sandbox/with-keycloak.ts, with-open-webui.ts), or
  * exit 2 naming what is wrong: invalid settings, or settings that are not the sandbox's.
  */
@@ -129,100 +114,160 @@ export function sandboxSettingsOrExit(command: string): Settings {
   return base;
 }
 
-export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
-  const env = options.env ?? process.env;
+interface Addresses {
+  host: string;
+  port: number;
+  publicUrl: string;
+  idpPort: number;
+}
+
+async function sandboxAddresses(base: Settings, env: NodeJS.ProcessEnv): Promise<Addresses> {
   const host = base.listen.host; // 127.0.0.1 unless HOST says otherwise (config/settings.ts): demo passwords are public
   const port = base.listen.port === 0 ? await freePort(host === '0.0.0.0' ? '127.0.0.1' : host) : base.listen.port;
   const publicUrl = env.PUBLIC_URL?.trim() ? base.publicUrl : `http://localhost:${port}`;
   const idpPort = env.SANDBOX_IDP_PORT?.trim() ? Number(env.SANDBOX_IDP_PORT) : base.listen.port === 0 ? 0 : port + 1;
   if (!Number.isInteger(idpPort) || idpPort < 0 || idpPort > 65535)
     fail(`SANDBOX_IDP_PORT must be a port number (got ${JSON.stringify(env.SANDBOX_IDP_PORT)})`);
+  return { host, port, publicUrl, idpPort };
+}
 
-  const realm = options.realm;
-  const command = options.command ?? 'npm start';
+/** The Open WebUI stand-in with the demo data, its switches set like the gateway's, as docker-compose.yml does: no drift to warn about. */
+function startStandIn(base: Settings, seed: Seed): Promise<OpenWebUIStandIn> {
+  return startOpenWebUI({
+    ...seed,
+    secretKey: randomBytes(24).toString('base64url'),
+    bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
+    enableAdminExport: base.policy.enableAdminExport,
+    enableAdminChatAccess: false,
+    trustedHeaders: base.trustedHeaders,
+  });
+}
+
+async function startEmbeddedIdp(startIdp: (typeof import('./idp.js'))['startIdp'], addresses: Addresses, clientSecret: string): Promise<TestIdp> {
+  const { publicUrl, idpPort } = addresses;
+  try {
+    return await startIdp({
+      port: idpPort,
+      clients: [
+        {
+          client_id: SANDBOX_CLIENT_ID,
+          client_secret: clientSecret,
+          redirect_uris: [`${publicUrl}/auth/callback`],
+          post_logout_redirect_uris: [`${publicUrl}/auth/login`, `${publicUrl}/`],
+        },
+      ],
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EADDRINUSE')
+      throw new CannotStart(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
+    throw err;
+  }
+}
+
+interface SandboxFiles {
+  providersFile: string;
+  policyFile: string;
+  /** live settings the environment sets, which the file cannot change */
+  heldByEnvironment: string[];
+}
+
+/** The demo catalog and the live settings, in `dir` unless the environment names its own. */
+function writeSandboxFiles(base: Settings, env: NodeJS.ProcessEnv, dir: string, withRealm: boolean): SandboxFiles {
+  // With the real realm the catalog comes from its Admin REST API (IDP_PROVIDERS_FILE unset).
+  const providersFile = env.IDP_PROVIDERS_FILE?.trim() || (withRealm ? '' : join(dir, 'providers.json'));
+  if (!env.IDP_PROVIDERS_FILE?.trim() && !withRealm) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
+  // The live settings, in a file the newcomer edits while it runs (the environment's keys stay the environment's).
+  const policyFile = env.POLICY_FILE?.trim() || join(dir, 'policy.yaml');
+  const heldByEnvironment = LIVE_VARIABLES.filter((k) => env[k] !== undefined);
+  if (!env.POLICY_FILE?.trim()) writeFileSync(policyFile, sandboxPolicyText(base.policy, heldByEnvironment));
+  return { providersFile, policyFile, heldByEnvironment };
+}
+
+/** The gateway's own settings, pointing at the stand-ins. */
+function gatewaySettings(
+  env: NodeJS.ProcessEnv,
+  addresses: Addresses,
+  peers: { upstreamUrl: string; issuer: string; clientSecret: string },
+  files: SandboxFiles,
+): Settings {
+  try {
+    return loadSettings({
+      ...env,
+      HOST: addresses.host,
+      PORT: String(addresses.port),
+      PUBLIC_URL: addresses.publicUrl,
+      UPSTREAM_URL: peers.upstreamUrl,
+      OIDC_ISSUER_URL: peers.issuer,
+      OIDC_CLIENT_ID: SANDBOX_CLIENT_ID,
+      OIDC_CLIENT_SECRET: peers.clientSecret,
+      SESSION_SECRET: randomBytes(32).toString('base64url'),
+      ...(files.providersFile ? { IDP_PROVIDERS_FILE: files.providersFile } : {}),
+      POLICY_FILE: files.policyFile,
+    });
+  } catch (err) {
+    if (err instanceof SettingsError) throw new CannotStart(err.message);
+    throw err;
+  }
+}
+
+async function listen(gateway: Gateway, addresses: Addresses): Promise<void> {
+  const { port, host } = addresses;
+  try {
+    await gateway.start(port, host);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EADDRINUSE') throw new CannotStart(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
+    throw err;
+  }
+  // With Redis, the first connection decides whether "ready" is true.
+  const deadline = Date.now() + 2_500;
+  while (redisTarget(gateway.settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** Things started, stopped in the reverse order, each once, whatever one of them throws. */
+function cleanups() {
+  const list: Array<() => Promise<void> | void> = [];
+  return {
+    add: (c: () => Promise<void> | void) => void list.push(c),
+    run: async () => {
+      for (const c of list.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * Start the stand-ins and the gateway. `base` are the settings `npm start` validated (sandbox
+ * mode); the gateway's own settings are built here, pointing at the stand-ins.
+ */
+export async function startSandbox(base: Settings, options: SandboxOptions = {}): Promise<Sandbox> {
+  const env = options.env ?? process.env;
+  const addresses = await sandboxAddresses(base, env);
+  const { realm, openWebUI: real } = options;
   // What a production start logs and check-config prints: a mistyped setting is ignored, so say so.
   const warnings = configWarnings(effectiveEnv(env));
   const { startIdp } = realm ? { startIdp: undefined } : await loadIdp();
   const dir = mkdtempSync(join(tmpdir(), 'chat-gateway-sandbox-'));
-  const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
-  const cleanup = async () => {
-    for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
-  };
+  const started = cleanups();
+  started.add(() => rmSync(dir, { recursive: true, force: true }));
 
   try {
-    const real = options.openWebUI;
     const seed = real ? undefined : sandboxSeed();
-    const upstream = !seed
-      ? undefined
-      : await startOpenWebUI({
-          ...seed,
-          secretKey: randomBytes(24).toString('base64url'),
-          // Set like the gateway, as docker-compose.yml does: no drift to warn about.
-          bypassAdminAccessControl: base.policy.bypassAdminAccessControl,
-          enableAdminExport: base.policy.enableAdminExport,
-          enableAdminChatAccess: false,
-          trustedHeaders: base.trustedHeaders,
-        });
-    if (upstream) cleanups.push(() => upstream.close());
-    if (real) cleanups.push(() => real.close());
-    const upstreamUrl = real?.url ?? upstream!.url;
-
+    const upstream = seed ? await startStandIn(base, seed) : undefined;
+    if (upstream) started.add(() => upstream.close());
+    if (real) started.add(() => real.close());
     if (realm) {
-      cleanups.push(() => realm.close());
-      await realm.onAddress(publicUrl);
+      started.add(() => realm.close());
+      await realm.onAddress(addresses.publicUrl);
     }
     const clientSecret = realm?.clientSecret ?? randomBytes(24).toString('base64url');
-    let idp: TestIdp | undefined;
-    if (startIdp)
-      try {
-        idp = await startIdp({
-          port: idpPort,
-          clients: [
-            {
-              client_id: SANDBOX_CLIENT_ID,
-              client_secret: clientSecret,
-              redirect_uris: [`${publicUrl}/auth/callback`],
-              post_logout_redirect_uris: [`${publicUrl}/auth/login`, `${publicUrl}/`],
-            },
-          ],
-        });
-      } catch (err) {
-        if ((err as { code?: string }).code === 'EADDRINUSE')
-          throw new CannotStart(`port ${idpPort} (the embedded OpenID provider) is in use: set SANDBOX_IDP_PORT, or another PORT.`);
-        throw err;
-      }
-    if (idp) cleanups.push(() => idp.close());
-
-    // With the real realm the catalog comes from its Admin REST API (IDP_PROVIDERS_FILE unset).
-    const providersFile = env.IDP_PROVIDERS_FILE?.trim() || (realm ? '' : join(dir, 'providers.json'));
-    if (!env.IDP_PROVIDERS_FILE?.trim() && !realm) writeFileSync(providersFile, JSON.stringify(demoIdentityProviders, null, 2));
-    // The live settings, in a file the newcomer edits while it runs (the environment's keys stay the environment's).
-    const policyFile = env.POLICY_FILE?.trim() || join(dir, 'policy.yaml');
-    const heldByEnvironment = LIVE_VARIABLES.filter((k) => env[k] !== undefined);
-    if (!env.POLICY_FILE?.trim()) writeFileSync(policyFile, sandboxPolicyText(base.policy, heldByEnvironment));
-
-    let settings: Settings;
-    try {
-      settings = loadSettings({
-        ...env,
-        HOST: host,
-        PORT: String(port),
-        PUBLIC_URL: publicUrl,
-        UPSTREAM_URL: upstreamUrl,
-        OIDC_ISSUER_URL: realm?.issuer ?? idp!.issuer,
-        OIDC_CLIENT_ID: SANDBOX_CLIENT_ID,
-        OIDC_CLIENT_SECRET: clientSecret,
-        SESSION_SECRET: randomBytes(32).toString('base64url'),
-        ...(providersFile ? { IDP_PROVIDERS_FILE: providersFile } : {}),
-        POLICY_FILE: policyFile,
-      });
-    } catch (err) {
-      if (err instanceof SettingsError) throw new CannotStart(err.message);
-      throw err;
-    }
+    const idp = startIdp ? await startEmbeddedIdp(startIdp, addresses, clientSecret) : undefined;
+    if (idp) started.add(() => idp.close());
+    const files = writeSandboxFiles(base, env, dir, !!realm);
+    const issuer = realm?.issuer ?? idp!.issuer;
+    const upstreamUrl = real?.url ?? upstream!.url;
+    const settings = gatewaySettings(env, addresses, { upstreamUrl, issuer, clientSecret }, files);
 
     const gateway = await createGateway(settings);
-    cleanups.push(() => gateway.close().then(() => gateway.obs.close()));
+    started.add(() => gateway.close().then(() => gateway.obs.close()));
     // The stand-in takes the two switches as the gateway applies them (the real Open WebUI reads its own at its start).
     if (upstream)
       gateway.policy.onChange((next) => {
@@ -230,51 +275,53 @@ export async function startSandbox(base: Settings, options: SandboxOptions = {})
         upstream.flags.enableAdminExport = next.enableAdminExport;
       });
     for (const warning of warnings) gateway.obs.log.warn({ event: 'config-warning' }, warning);
-    try {
-      await gateway.start(port, host);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'EADDRINUSE')
-        throw new CannotStart(`port ${port} is in use: start with another, e.g. PORT=${port + 10} npm start`);
-      throw err;
-    }
-
-    // With Redis, the first connection decides whether "ready" is true.
-    const deadline = Date.now() + 2_500;
-    while (redisTarget(settings) && !gateway.sharedState.ready().ok && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    // A release the route table was not checked against is said atop the banner, as a mistyped setting is.
-    const release = await readRelease(gateway.upstream);
-    if (release.state !== 'supported') warnings.push(describeRelease(release, gateway.policy.current.upstreamRelease));
-    let seeded: RealSeedReport | undefined;
-    if (real?.seed && gateway.sharedState.ready().ok) {
-      if (options.print !== false) process.stdout.write('Putting the demo files and chats into Open WebUI through the gateway...\n');
-      seeded = await seedThroughGateway({ publicUrl, model: real.model });
-    }
-    const banner = renderBanner(settings, {
-      issuer: realm?.issuer ?? idp!.issuer,
-      real: !!realm,
-      upstream: real
-        ? { url: real.url, real: real.version, model: seeded?.model && real.model ? { ...seeded.model, baseUrl: real.model.baseUrl } : undefined }
-        : { url: upstreamUrl },
-      listenHost: host,
-      shared: gateway.sharedState.ready(),
-      command,
-      warnings: [...warnings, ...settings.policyWarnings, ...(seeded?.problems.map((p) => `the demo data: ${p}`) ?? [])],
-      policy: { file: policyFile, heldByEnvironment, standInFollows: !!upstream },
-      holdings: seed ? holdingsOfSeed(seed) : holdingsOfReport(seeded),
-    });
+    await listen(gateway, addresses);
+    const banner = await bannerOnceListening(gateway, options, { addresses, issuer, upstreamUrl, seed, files, warnings });
     if (options.print !== false) process.stdout.write(banner);
-    const sandbox: Sandbox = { url: publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: cleanup };
+    const sandbox: Sandbox = { url: addresses.publicUrl, gateway, upstream, idp: idp as TestIdp, settings, banner, close: started.run };
     if (options.signals !== false) {
-      exitOnSignals(gateway.obs.log, cleanup);
+      exitOnSignals(gateway.obs.log, started.run);
       reloadOnHangup(() => gateway.reloadPolicy());
     }
     return sandbox;
   } catch (err) {
     // nothing left behind: its temporary directory, the stand-ins, a real peer started for it
-    await cleanup();
+    await started.run();
     if (err instanceof CannotStart) fail(err.message);
     throw err;
   }
+}
+
+/** The banner, once the gateway listens: the release it found, and the demo data put into the real Open WebUI. */
+async function bannerOnceListening(
+  gateway: Gateway,
+  options: SandboxOptions,
+  start: { addresses: Addresses; issuer: string; upstreamUrl: string; seed: Seed | undefined; files: SandboxFiles; warnings: string[] },
+): Promise<string> {
+  const { settings } = gateway;
+  const real = options.openWebUI;
+  const warnings = [...start.warnings];
+  // A release the route table was not checked against is said atop the banner, as a mistyped setting is.
+  const release = await readRelease(gateway.upstream);
+  if (release.state !== 'supported') warnings.push(describeRelease(release, gateway.policy.current.upstreamRelease));
+  let seeded: RealSeedReport | undefined;
+  if (real?.seed && gateway.sharedState.ready().ok) {
+    if (options.print !== false) process.stdout.write('Putting the demo files and chats into Open WebUI through the gateway...\n');
+    seeded = await seedThroughGateway({ publicUrl: start.addresses.publicUrl, model: real.model });
+  }
+  return renderBanner(settings, {
+    issuer: start.issuer,
+    real: !!options.realm,
+    upstream: real
+      ? { url: real.url, real: real.version, model: seeded?.model && real.model ? { ...seeded.model, baseUrl: real.model.baseUrl } : undefined }
+      : { url: start.upstreamUrl },
+    listenHost: start.addresses.host,
+    shared: gateway.sharedState.ready(),
+    command: options.command ?? 'npm start',
+    warnings: [...warnings, ...settings.policyWarnings, ...(seeded?.problems.map((p) => `the demo data: ${p}`) ?? [])],
+    policy: { file: start.files.policyFile, heldByEnvironment: start.files.heldByEnvironment, standInFollows: !!start.seed },
+    holdings: start.seed ? holdingsOfSeed(start.seed) : holdingsOfReport(seeded),
+  });
 }
 
 /**
@@ -327,36 +374,20 @@ function holdingsOfReport(report: RealSeedReport | undefined): Holdings {
 const count = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
 const owning = (h: { files: string[]; chats: string[] }) => `${count(h.files.length, 'file')} and ${count(h.chats.length, 'chat')}`;
 
-function renderBanner(
-  settings: Settings,
-  parts: {
-    issuer: string;
-    real: boolean;
-    upstream: { url: string; real?: string; model?: { id: string; name: string; baseUrl: string } };
-    listenHost: string;
-    shared: { ok: boolean; detail: string };
-    command: string;
-    warnings: string[];
-    holdings: Holdings;
-    policy: { file: string; heldByEnvironment: readonly string[]; standInFollows: boolean };
-  },
-): string {
+interface BannerParts {
+  issuer: string;
+  real: boolean;
+  upstream: { url: string; real?: string; model?: { id: string; name: string; baseUrl: string } };
+  listenHost: string;
+  shared: { ok: boolean; detail: string };
+  command: string;
+  warnings: string[];
+  holdings: Holdings;
+  policy: { file: string; heldByEnvironment: readonly string[]; standInFollows: boolean };
+}
+
+function renderBanner(settings: Settings, parts: BannerParts): string {
   const u = settings.publicUrl;
-  const on = (v: boolean) => (v ? 'true' : 'false');
-  const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
-  const tenants = [...settings.policy.tenantAliases.entries()];
-  let catalog: KeycloakIdentityProvider[] = [];
-  try {
-    catalog = parts.real ? demoIdentityProviders : (JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[]);
-  } catch {
-    /* the gateway says what is wrong with it */
-  }
-  const cmd = parts.command;
-  const held = demoAccounts.map((a) => parts.holdings.get(a.username) ?? { files: [], chats: [] });
-  const alike = held.every((h) => owning(h) === owning(held[0]!));
-  const where = parts.upstream.real ? ' in Open WebUI (put there through the gateway at start)' : '';
-  const admin = demoAccounts.find(isPlatformSysAdmin);
-  const adminFiles = admin ? (parts.holdings.get(admin.username)?.files ?? []) : [];
   const lines = [
     '',
     'Chat policy gateway: SANDBOX (no UPSTREAM_URL set). Demo data only, nothing leaves this machine.',
@@ -371,6 +402,23 @@ function renderBanner(
           `  Sign-in pages work; every signed-in request answers 503 until Redis is reachable (or unset ${redisVariable(settings)}).`,
         ]),
     '',
+    ...peerLines(settings, parts),
+    '',
+    ...loginLines(parts),
+    '',
+    ...clickThroughLines(settings, parts),
+    '',
+    ...policyLines(settings, parts),
+    `  Logs: JSON lines below, one per request (LOG_LEVEL=warn ${parts.command} for fewer).`,
+    '  Stop with Ctrl-C.',
+    '',
+  ];
+  return lines.join('\n') + '\n';
+}
+
+/** What the gateway stands in front of. */
+function peerLines(settings: Settings, parts: BannerParts): string[] {
+  return [
     `  The gateway listens on ${parts.listenHost}:${settings.listen.port}, in front of:`,
     parts.upstream.real
       ? `    chat front-end   the real Open WebUI ${parts.upstream.real}, unmodified  ${parts.upstream.url}`
@@ -392,14 +440,36 @@ function renderBanner(
       ? [`    shared state     Redis Sentinel "${settings.redisSentinel.name}" at ${hosts(settings.redisSentinel.sentinels)} (REDIS_SENTINELS)`]
       : []),
     ...(settings.redisCluster ? [`    shared state     Redis Cluster at ${hosts(settings.redisCluster.nodes)} (REDIS_CLUSTER_NODES)`] : []),
-    '',
+  ];
+}
+
+/** The demo logins, and what each owns in the chat front-end. */
+function loginLines(parts: BannerParts): string[] {
+  const width = Math.max(...demoAccounts.map((a) => `${a.username} / ${a.password}`.length)) + 3;
+  const held = demoAccounts.map((a) => parts.holdings.get(a.username) ?? { files: [], chats: [] });
+  const alike = held.every((h) => owning(h) === owning(held[0]!));
+  const where = parts.upstream.real ? ' in Open WebUI (put there through the gateway at start)' : '';
+  return [
     parts.upstream.real && held.every((h) => h.files.length + h.chats.length === 0)
       ? '  Demo logins (username / password); each account is created in Open WebUI at its first sign-in:'
       : alike
         ? `  Demo logins (username / password), each owning ${owning(held[0]!)}${where}:`
         : `  Demo logins (username / password), with what each owns${where}:`,
     ...demoAccounts.map((a, i) => `    ${`${a.username} / ${a.password}`.padEnd(width)}${a.note}${alike ? '' : ` [${owning(held[i]!)}]`}`),
-    '',
+  ];
+}
+
+/** The pages to try, as the settings in force make them. */
+function clickThroughLines(settings: Settings, parts: BannerParts): string[] {
+  const u = settings.publicUrl;
+  const tenants = [...settings.policy.tenantAliases.entries()];
+  let catalog: KeycloakIdentityProvider[] = [];
+  try {
+    catalog = parts.real ? demoIdentityProviders : (JSON.parse(readFileSync(settings.catalog.providersFile ?? '', 'utf8')) as KeycloakIdentityProvider[]);
+  } catch {
+    /* the gateway says what is wrong with it */
+  }
+  return [
     '  Click through:',
     settings.policy.welcomePage
       ? `    ${u}/auth/login           the welcome page (IDP_LOGIN_WELCOME_PAGE=true: the provider list is withheld)`
@@ -426,7 +496,16 @@ function renderBanner(
       : `    ${u}/api/v1/chats/all/db  the full chat export: 401 for everyone while the export is off`,
     `    ${u}/auth/session         who you are;  ${u}/auth/logout  sign out`,
     `    ${u}/readyz  ${u}/metrics  operations`,
-    '',
+  ];
+}
+
+/** The live switches: their values at start, and how to flip them. */
+function policyLines(settings: Settings, parts: BannerParts): string[] {
+  const on = (v: boolean) => (v ? 'true' : 'false');
+  const cmd = parts.command;
+  const admin = demoAccounts.find(isPlatformSysAdmin);
+  const adminFiles = admin ? (parts.holdings.get(admin.username)?.files ?? []) : [];
+  return [
     `  Policy switches at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=${on(settings.policy.bypassAdminAccessControl)}  CHATUI_ENABLE_ADMIN_EXPORT=${on(settings.policy.enableAdminExport)}`,
     `  Flip them while it runs: edit ${parts.policy.file} and save (no restart)${parts.policy.standInFollows ? '; the stand-in takes them too' : ''}:`,
     `    CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: "true"   admins see everyone's files`,
@@ -439,9 +518,5 @@ function renderBanner(
       ? `    Held by the environment, which wins over the file: ${parts.policy.heldByEnvironment.join(', ')}`
       : `    Or at start: CHATUI_BYPASS_ADMIN_ACCESS_CONTROL=true ${cmd} (the environment then holds it, not the file)`,
     ...(admin && adminFiles.length ? [`  Files seeded for ${admin.username}: ${adminFiles.join(', ')}.`] : []),
-    `  Logs: JSON lines below, one per request (LOG_LEVEL=warn ${cmd} for fewer).`,
-    '  Stop with Ctrl-C.',
-    '',
   ];
-  return lines.join('\n') + '\n';
 }

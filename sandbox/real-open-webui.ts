@@ -1,17 +1,18 @@
-// The REAL Open WebUI (0.12.4, or the release OWUI_VERSION names: 0.11.4 is the other one the route
-// table is checked against), started unmodified on 127.0.0.1 and a free port by
+// The REAL Open WebUI (the route table's release, or the release OWUI_VERSION names: any checked
+// one, policies/open-webui-releases.ts), started unmodified on 127.0.0.1 and a free port by
 // scripts/open-webui.sh (installed once into the cache outside git): for `npm run
 // sandbox:open-webui` (sandbox/with-open-webui.ts) and for the end-to-end suites, which import it
 // from test/support/open-webui.ts. Its own process group, ended with close() or when this process exits.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { freePort } from './ports.js';
+import { TABLE_RELEASE } from '../policies/open-webui-releases.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-/** The release the suites run against: OWUI_VERSION as scripts/open-webui.sh reads it, 0.12.4 by default. */
-export const OPEN_WEBUI_VERSION = process.env.OWUI_VERSION || '0.12.4';
+/** The release the suites run against: OWUI_VERSION as scripts/open-webui.sh reads it, the table's own release by default. */
+export const OPEN_WEBUI_VERSION = process.env.OWUI_VERSION || TABLE_RELEASE;
 const SCRIPT = resolve(import.meta.dirname, '../scripts/open-webui.sh');
 const BOOT_TIMEOUT_MS = Number(process.env.OPEN_WEBUI_BOOT_TIMEOUT_MS ?? 180_000);
 
@@ -74,20 +75,9 @@ function hookExit(): void {
   }
 }
 
-/**
- * Start the real Open WebUI. `env` adds to (and overrides) the settings below, which are the
- * trusted-header settings docker-compose.yml gives it plus the off-the-network ones. `dataDir`: a
- * DATA_DIR prepared beforehand (a seeded database, sandbox/seed-volume.ts), left in place at close;
- * without it a temporary one, removed at close.
- */
-export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string>; dataDir?: string }): Promise<RealOpenWebUI> {
-  if (!openWebUIInstalled())
-    throw new Error(
-      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
-    );
-  const port = await freePort();
-  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'owui-data-'));
-  const env: Record<string, string> = {
+/** The settings it is started with: the trusted-header ones docker-compose.yml gives it, the off-the-network ones, then `o.env`. */
+function serveEnv(dataDir: string, o: { flags: AdminFlags; env?: Record<string, string> }): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? dataDir,
     ...(process.env.CHATGW_CACHE ? { CHATGW_CACHE: process.env.CHATGW_CACHE } : {}),
@@ -116,6 +106,44 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     GLOBAL_LOG_LEVEL: 'WARNING',
     ...o.env,
   };
+}
+
+/** Resolves once it answers GET /health 200; rejects when it exits first or BOOT_TIMEOUT_MS pass. */
+function untilHealthy(child: ChildProcess, url: string, gaveUp: () => boolean): Promise<void> {
+  return new Promise<void>((resolveUp, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Open WebUI did not answer /health within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
+    const exited = (code: number | null) => reject(new Error(`Open WebUI exited with ${code} before it was up`));
+    child.once('exit', exited);
+    const poll = async () => {
+      try {
+        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+        if (res.status === 200) {
+          clearTimeout(timer);
+          child.off('exit', exited);
+          return resolveUp();
+        }
+      } catch {
+        /* not yet */
+      }
+      if (child.exitCode === null && !gaveUp()) setTimeout(poll, 250);
+    };
+    void poll();
+  });
+}
+
+/**
+ * Start the real Open WebUI. `env` adds to (and overrides) the settings of serveEnv. `dataDir`: a
+ * DATA_DIR prepared beforehand (a seeded database, sandbox/seed-volume.ts), left in place at close;
+ * without it a temporary one, removed at close.
+ */
+export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<string, string>; dataDir?: string }): Promise<RealOpenWebUI> {
+  if (!openWebUIInstalled())
+    throw new Error(
+      `Open WebUI ${OPEN_WEBUI_VERSION} is not installed: run \`OWUI_VERSION=${OPEN_WEBUI_VERSION} bash scripts/open-webui.sh install\` (.ci/run does)`,
+    );
+  const port = await freePort();
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'owui-data-'));
+  const env = serveEnv(dataDir, o);
   const logFile = join(dataDir, 'open-webui.log');
   const log = createWriteStream(logFile);
   const started = Date.now();
@@ -139,25 +167,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
   const url = `http://127.0.0.1:${port}`;
   let gaveUp = false;
   try {
-    await new Promise<void>((resolveUp, reject) => {
-      const timer = setTimeout(() => reject(new Error(`Open WebUI did not answer /health within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
-      const exited = (code: number | null) => reject(new Error(`Open WebUI exited with ${code} before it was up`));
-      child.once('exit', exited);
-      const poll = async () => {
-        try {
-          const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
-          if (res.status === 200) {
-            clearTimeout(timer);
-            child.off('exit', exited);
-            return resolveUp();
-          }
-        } catch {
-          /* not yet */
-        }
-        if (child.exitCode === null && !gaveUp) setTimeout(poll, 250);
-      };
-      void poll();
-    });
+    await untilHealthy(child, url, () => gaveUp);
   } catch (err) {
     // Nothing is left behind a start that failed: no poll, no process (its group, or the child
     // itself when it failed before leading a group of its own), no pipe, no data folder.
@@ -169,7 +179,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     await gone;
     forget();
     log.end();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true });
     throw new Error(`${(err as Error).message}\n--- its output ---\n${text}`, { cause: err });
   }
   const bootSeconds = (Date.now() - started) / 1000;

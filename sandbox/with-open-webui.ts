@@ -1,6 +1,6 @@
 // `npm run sandbox:open-webui`: the sandbox of `npm start` (the gateway, signing in against the
 // embedded OpenID provider with the demo logins and tenant links) in front of the REAL Open WebUI
-// 0.12.4 instead of the stand-in: unmodified, started by scripts/open-webui.sh on 127.0.0.1 with the
+// (the table release, or OWUI_VERSION's) instead of the stand-in: unmodified, started by scripts/open-webui.sh on 127.0.0.1 with the
 // trusted-header settings of docker-compose.yml and its three admin flags set like the gateway.
 // A model provider comes with it, the canned-answers server (sandbox/canned-model.ts: no language
 // model), set as Open WebUI's OpenAI connection. Once the gateway listens, the demo accounts get

@@ -102,6 +102,23 @@ function today(method: string, path: string): string {
   return match ? `${verdict}: matched by the row ${match.row.methods.join(',')} ${match.row.path} (${match.row.class})` : `${verdict}: ${decision.rule}`;
 }
 
+/** A handler whose code is another checked release's carries that release's differences with it: those `said` does not name. */
+function unsaidDifferencesOf(real: RealListing, recorded: Recorded, releases: readonly CheckedRelease[], said: ReadonlySet<string>): string[] {
+  const unsaid: string[] = [];
+  for (const other of releases) {
+    if (other.version === real.version || !recorded[other.version]) continue;
+    for (const [route, why] of Object.entries(other.differences)) {
+      if (said.has(route)) continue;
+      const isEvent = !route.includes(' ');
+      const mine = isEvent ? real.events[route] : real.handlers[route];
+      const theirs = isEvent ? recorded[other.version]!.events[route] : recorded[other.version]!.handlers[route];
+      if (mine !== undefined && mine === theirs && mine !== (isEvent ? recorded[TABLE_RELEASE]?.events[route] : recorded[TABLE_RELEASE]?.handlers[route]))
+        unsaid.push(`${route}: the same handler as ${other.version}\u2019s, which ${why}`);
+    }
+  }
+  return unsaid;
+}
+
 /**
  * The differences between `real` and what the table covers for that release. A release not in
  * the record is compared with the table as it stands: every route it adds, every row it drops and
@@ -172,20 +189,7 @@ export function diffRelease(real: RealListing, recorded: Recorded, releases: rea
     .filter(([event]) => !eventsAdded.includes(event))
     .map(([event, fp]) => compare(event, fp, (r) => r.events))
     .filter((c): c is ChangedHandler => c !== undefined);
-  // A handler whose code is another checked release's carries that release's differences with it.
-  const said = new Set(Object.keys(record?.differences ?? {}));
-  const unsaidDifferences: string[] = [];
-  for (const other of releases) {
-    if (other.version === real.version || !recorded[other.version]) continue;
-    for (const [route, why] of Object.entries(other.differences)) {
-      if (said.has(route)) continue;
-      const isEvent = !route.includes(' ');
-      const mine = isEvent ? real.events[route] : real.handlers[route];
-      const theirs = isEvent ? recorded[other.version]!.events[route] : recorded[other.version]!.handlers[route];
-      if (mine !== undefined && mine === theirs && mine !== (isEvent ? recorded[TABLE_RELEASE]?.events[route] : recorded[TABLE_RELEASE]?.handlers[route]))
-        unsaidDifferences.push(`${route}: the same handler as ${other.version}\u2019s, which ${why}`);
-    }
-  }
+  const unsaidDifferences = unsaidDifferencesOf(real, recorded, releases, new Set(Object.keys(record?.differences ?? {})));
   const reference = recorded[against[0] ?? ''];
   return {
     version: real.version,

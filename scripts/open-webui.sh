@@ -7,7 +7,8 @@
 #   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
 #   scripts/open-webui.sh path         print the venv's folder
 #
-# OWUI_VERSION picks the release (default 0.12.4, the route table's own); each has its venv
+# OWUI_VERSION picks the release (default TABLE_RELEASE of policies/open-webui-releases.ts, the
+# route table's own); each has its venv
 # (open-webui-VERSION/ in the cache). `npm run routes:check -- VERSION` installs one this way.
 #
 # Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
@@ -20,7 +21,15 @@
 # only adds the ones that keep start-up off the network and off local models, unless already set.
 set -euo pipefail
 
-OWUI_VERSION="${OWUI_VERSION:-0.12.4}"
+# The route table's own release, read from its one definition (no Node needed for it).
+table_release() {
+  local release
+  release="$(sed -n "s/^export const TABLE_RELEASE = '\\([0-9.]*\\)';$/\\1/p" "$(dirname "$0")/../policies/open-webui-releases.ts")"
+  [ -n "$release" ] || { echo "open-webui.sh: TABLE_RELEASE not found in policies/open-webui-releases.ts" >&2; exit 1; }
+  echo "$release"
+}
+
+OWUI_VERSION="${OWUI_VERSION:-$(table_release)}"
 CACHE="${CHATGW_CACHE:-$HOME/.cache/chat-gateway}"
 ROOT="$CACHE/open-webui-$OWUI_VERSION"
 VENV="$ROOT/venv"

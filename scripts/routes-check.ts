@@ -1,6 +1,6 @@
 // `npm run routes:check -- <release> [--source] [--record]`: is the gateway's route table ready for
 // that Open WebUI release? Installs the release into the cache as scripts/open-webui.sh installs
-// 0.12.4 (once; a venv outside git), lists its routes, Socket.IO events and handler fingerprints
+// the table release (once; a venv outside git), lists its routes, Socket.IO events and handler fingerprints
 // with scripts/open-webui-routes.py, and prints what the table does not cover
 // (scripts/open-webui-release-diff.ts): routes added (and what the gateway does with an admin's
 // request to each today), rows the release does not serve, handlers changed since a checked

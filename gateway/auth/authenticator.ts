@@ -1,33 +1,8 @@
-// Who a request comes from, as the gateway verified it: an OIDC session (the gateway's session
-// cookie, gateway/auth/session-cookie.ts; code flow against OIDC_ISSUER_URL) or a realm bearer JWT. This
-// file defines the seam the data plane depends on and implements it.
-//
-//   control routes (Express): the code flow (/auth/start, /auth/callback) in gateway/auth/sign-in.ts,
-//     with openid-client (gateway/auth/realm.ts). The session (gateway/auth/session-cookie.ts, kept by gateway/auth/session-store.ts) holds
-//     the user's identity computed once at login, the realm's session id (`sid`), the refresh
-//     token and the access token's expiry: no ID or access token, so the cookie stays one cookie
-//     (about 1.7 to 2.4 KB with Keycloak's refresh token). The ID token is kept beside it in the
-//     shared state (gateway/state/shared-state.ts) for `id_token_hint`: logout then ends the realm
-//     session without Keycloak's confirmation page.
-//   logout, three ways, one effect (`endSession`): /auth/logout, the chat front-end's own sign-out
-//     (POST /api/v1/auths/signout since Open WebUI 0.10.2, GET before; answered here, never forwarded), and the realm's back-channel
-//     logout token. The ended session is recorded in the shared state: every instance refuses
-//     every copy of its cookie.
-//   data plane (`authenticate`): no Express. A realm bearer JWT is verified with jose against the
-//     issuer's JWKS; otherwise the session cookie is decrypted (cached by value), checked against
-//     the ended sessions, and refreshed at the token endpoint shortly before the access token
-//     expires (TOKEN_REFRESH_MARGIN_SECONDS, at most half the token's lifetime), also renewing the
-//     user's roles, groups and tenants. A refused refresh (4xx) ends the session; an unreachable
-//     realm does not, but an expired access token is then not honoured. Ended sessions that cannot
-//     be checked (Redis down) throw SharedStateUnavailable: the request gets a 503, never a pass.
-//     Every end is told once, with its reason (gateway/auth/session-end.ts `tellSessionEnd`).
-//   in their own modules, given only what they read: realm bearer JWTs in
-//     gateway/auth/bearer-tokens.ts, the session API (GET /auth/session, POST
-//     /auth/session/tenant) in gateway/auth/session-api.ts, what a failed sign-in answers in
-//     gateway/auth/sign-in-errors.ts, signing out (`endSession`, /auth/logout, the chat
-//     front-end's sign-out) in gateway/auth/sign-out.ts, the token refresh in
-//     gateway/auth/refresh.ts, the back-channel logout token in gateway/auth/backchannel-logout.ts,
-//     signing in in gateway/auth/sign-in.ts. What stays here: putting them together, `authenticate`.
+// Who a request comes from, as the gateway verified it: its session cookie (code flow against
+// OIDC_ISSUER_URL) or a realm bearer JWT. The data plane depends on this seam only; each part of it
+// (sign-in, sign-out, refresh, bearer tokens, the session API) is a module of its own, put together
+// here. Ended sessions that cannot be checked (Redis down) throw SharedStateUnavailable: the request
+// gets a 503, never a pass. How the session is kept: docs/design/session-cookie.md.
 import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
 import { decodeJwt } from 'jose';

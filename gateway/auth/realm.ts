@@ -33,6 +33,62 @@ export const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
 export type RealmClient = ReturnType<typeof realmClient>;
 
+/** The realm's signing keys, with the issuer they sign for. */
+type KeySet = () => Promise<{ issuer: string | undefined; set: ReturnType<typeof createRemoteJWKSet> }>;
+
+/**
+ * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
+ * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
+ * the client id OR `azp` equal to it is accepted. Only an access token (policies/tokens.ts): ID,
+ * refresh and logout tokens are not.
+ */
+async function verifyAccessToken(keySet: KeySet, clientId: string, token: string): Promise<JWTPayload> {
+  const { issuer: iss, set } = await keySet();
+  const { payload, protectedHeader } = await jwtVerify(token, set, {
+    issuer: iss,
+    algorithms: ALGORITHMS,
+    clockTolerance: CLOCK_TOLERANCE_S,
+    requiredClaims: ['exp', 'sub'],
+  });
+  const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
+  if (!aud.includes(clientId) && payload.azp !== clientId) throw new Error('token is not meant for this client');
+  if (!isAccessToken(payload, protectedHeader.typ)) throw new Error('the token is not an access token');
+  return payload;
+}
+
+/**
+ * An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with
+ * tolerance. openid-client checks the claims of the ID tokens it receives but not their
+ * signature (OIDC Core 3.1.3.7 allows that over TLS); the gateway checks it anyway.
+ */
+async function verifyRealmIdToken(keySet: KeySet, clientId: string, token: string): Promise<JWTPayload> {
+  const { issuer: iss, set } = await keySet();
+  const { payload } = await jwtVerify(token, set, {
+    issuer: iss,
+    audience: clientId,
+    algorithms: ALGORITHMS,
+    clockTolerance: CLOCK_TOLERANCE_S,
+    requiredClaims: ['sub'],
+  });
+  return payload;
+}
+
+/**
+ * A back-channel logout token (OIDC Back-Channel Logout 1.0, 2.6): signed by the realm, for this
+ * client, with the logout event, no nonce, and a `sid` or a `sub`. Freshness and replay (iat,
+ * jti) are gateway/auth/backchannel-logout.ts's.
+ */
+async function verifyRealmLogoutToken(keySet: KeySet, clientId: string, token: string): Promise<JWTPayload> {
+  const { issuer: iss, set } = await keySet();
+  const { payload } = await jwtVerify(token, set, { issuer: iss, audience: clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S });
+  const events = payload.events as Record<string, unknown> | undefined;
+  if (!events || typeof events !== 'object' || !events[BACKCHANNEL_LOGOUT_EVENT] || typeof events[BACKCHANNEL_LOGOUT_EVENT] !== 'object')
+    throw new Error('Logout Token must contain events claim with backchannel-logout event');
+  if (payload.nonce !== undefined) throw new Error('Logout Token must not contain nonce claim');
+  if (!payload.sub && !payload.sid) throw new Error('Logout Token must contain sub or sid claim');
+  return payload;
+}
+
 /** The realm as an OIDC client of it sees it: its Configuration (cached), its keys, its tokens. */
 export function realmClient(issuer: string, clientId: string, clientSecret: string) {
   // Fresh for 10 minutes; a failed rediscovery keeps the last good Configuration (asked again every
@@ -72,58 +128,9 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     return { issuer: d.issuer, set: jwks.set };
   }
 
-  /**
-   * A realm JWT intended for this gateway: signature (JWKS), issuer, expiry, and audience. Keycloak
-   * access tokens name the client in `azp` and often carry `aud: account` only, so `aud` containing
-   * the client id OR `azp` equal to it is accepted. Only an access token (policies/tokens.ts): ID,
-   * refresh and logout tokens are not.
-   */
-  async function verifyRealmJwt(token: string): Promise<JWTPayload> {
-    const { issuer: iss, set } = await keySet();
-    const { payload, protectedHeader } = await jwtVerify(token, set, {
-      issuer: iss,
-      algorithms: ALGORITHMS,
-      clockTolerance: CLOCK_TOLERANCE_S,
-      requiredClaims: ['exp', 'sub'],
-    });
-    const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
-    if (!aud.includes(clientId) && payload.azp !== clientId) throw new Error('token is not meant for this client');
-    if (!isAccessToken(payload, protectedHeader.typ)) throw new Error('the token is not an access token');
-    return payload;
-  }
-
-  /**
-   * An ID token of this realm for this client: signature (JWKS), issuer, audience; expiry with
-   * tolerance. openid-client checks the claims of the ID tokens it receives but not their
-   * signature (OIDC Core 3.1.3.7 allows that over TLS); the gateway checks it anyway.
-   */
-  async function verifyIdToken(token: string): Promise<JWTPayload> {
-    const { issuer: iss, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, {
-      issuer: iss,
-      audience: clientId,
-      algorithms: ALGORITHMS,
-      clockTolerance: CLOCK_TOLERANCE_S,
-      requiredClaims: ['sub'],
-    });
-    return payload;
-  }
-
-  /**
-   * A back-channel logout token (OIDC Back-Channel Logout 1.0, 2.6): signed by the realm, for this
-   * client, with the logout event, no nonce, and a `sid` or a `sub`. Freshness and replay (iat,
-   * jti) are gateway/auth/backchannel-logout.ts's.
-   */
-  async function verifyLogoutToken(token: string): Promise<JWTPayload> {
-    const { issuer: iss, set } = await keySet();
-    const { payload } = await jwtVerify(token, set, { issuer: iss, audience: clientId, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_S });
-    const events = payload.events as Record<string, unknown> | undefined;
-    if (!events || typeof events !== 'object' || !events[BACKCHANNEL_LOGOUT_EVENT] || typeof events[BACKCHANNEL_LOGOUT_EVENT] !== 'object')
-      throw new Error('Logout Token must contain events claim with backchannel-logout event');
-    if (payload.nonce !== undefined) throw new Error('Logout Token must not contain nonce claim');
-    if (!payload.sub && !payload.sid) throw new Error('Logout Token must contain sub or sid claim');
-    return payload;
-  }
+  const verifyRealmJwt = (token: string) => verifyAccessToken(keySet, clientId, token);
+  const verifyIdToken = (token: string) => verifyRealmIdToken(keySet, clientId, token);
+  const verifyLogoutToken = (token: string) => verifyRealmLogoutToken(keySet, clientId, token);
 
   /** New tokens for a refresh token (openid-client checks the answer and any ID token's claims). */
   async function refreshGrant(refreshToken: string) {

@@ -19,7 +19,7 @@ import { CLEAR_SITE_DATA, sendPage } from '../http/respond.js';
 
 /** Open WebUI's session cookie (its JWT). */
 export const UPSTREAM_SESSION_COOKIE = 'token';
-/** Open WebUI's cookies that its own sign-out deletes (0.12.4 auths.py `signout`; `owui-session` is its starlette session). */
+/** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`; `owui-session` is its starlette session). */
 const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
 
 /** The page saying a sign-out is still being written (locale prefix kept). */
@@ -100,16 +100,16 @@ export function mountSignOut(router: Router, parts: SignOutParts): void {
   });
 
   // Where the chat front-end's sign-out sends a browser whose end is still being written: the same
-  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm). Open WebUI
-  // 0.12.4's front-end adds `post_logout_redirect_uri` and `state` to a URL without them: ignored.
+  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm). Open WebUI's
+  // front-end adds `post_logout_redirect_uri` and `state` to a URL without them: ignored.
   router.get('/auth/logout/pending', (req, res) => {
     const locale = localeOf(req, res);
     sendPage(res, 200, renderSignOutPending({ locale, continueHref: logoutPath(locale) }));
   });
 
   // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`). Open WebUI 0.10.2 and later
-  // (0.12.4 included) POST it, older releases GET it; the front-end then removes its token and sets
-  // `location.href` to `redirect_url` (0.12.4 keeps a URL that names a `post_logout_redirect_uri` as
+  // (every checked release) POST it, older releases GET it; the front-end then removes its token and sets
+  // `location.href` to `redirect_url` (the table release keeps a URL that names a `post_logout_redirect_uri` as
   // it is). Answered here, never forwarded: the gateway session ends with it, then the realm's, and
   // the browser lands on the gateway's login page, signed out.
   const signOut = async (req: Request, res: Response, next: NextFunction) => {

@@ -57,7 +57,7 @@ function readBody(req: IncomingMessage, limit: number, parse: boolean): Promise<
   });
 }
 
-/** Prefixes of chat ids Open WebUI does not store (utils/chat_id.py, 0.12.4). */
+/** Prefixes of chat ids Open WebUI does not store (utils/chat_id.py). */
 const TEMPORARY_PREFIXES = ['temporary:', 'local:'];
 const CHANNEL_PREFIX = 'channel:';
 

@@ -14,7 +14,7 @@ export interface TrustedHeaderNames {
 }
 
 /** What the chat front-end is told about the caller (a verified gateway identity). */
-export interface ToldIdentity {
+export interface TrustedIdentity {
   email: string;
   name: string;
   admin: boolean;
@@ -107,7 +107,7 @@ function groupsValue(names: TrustedHeaderNames, groups: readonly string[]): stri
 }
 
 /** The trusted headers that tell the chat front-end who the caller is, as [name, value] pairs. */
-export function identityHeaders(names: TrustedHeaderNames, who: ToldIdentity): Array<[string, string]> {
+export function identityHeaders(names: TrustedHeaderNames, who: TrustedIdentity): Array<[string, string]> {
   return [
     [names.email, headerValue(who.email)],
     [names.name, headerValue(who.name || who.email)],
@@ -116,7 +116,7 @@ export function identityHeaders(names: TrustedHeaderNames, who: ToldIdentity): A
   ];
 }
 
-export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: ToldIdentity): void {
+export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: TrustedIdentity): void {
   for (const [name, value] of identityHeaders(names, who)) headers[name] = value;
 }
 
@@ -130,7 +130,7 @@ export interface OutgoingCredentials {
   apiKey: string | string[] | undefined;
   cookie: string | undefined;
   /** the trusted identity headers, [name, value] */
-  told: ReadonlyArray<readonly [string, string]>;
+  trustedHeaders: ReadonlyArray<readonly [string, string]>;
 }
 
 /** Headers `upstreamHeaders` writes itself: a client's copy is never forwarded. */
@@ -160,7 +160,7 @@ export function upstreamHeaders(
     headers.connection = 'Upgrade';
     headers.upgrade = 'websocket';
   }
-  for (const [name, value] of out.told) headers[name] = value;
+  for (const [name, value] of out.trustedHeaders) headers[name] = value;
   if (out.authorization !== undefined) headers.authorization = out.authorization;
   if (out.apiKey !== undefined) headers['x-api-key'] = out.apiKey;
   if (out.cookie !== undefined) headers.cookie = out.cookie;

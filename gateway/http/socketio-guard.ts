@@ -1,21 +1,13 @@
-// An admin's Socket.IO traffic, read by the gateway: Open WebUI lets any admin join and
-// edit any note live (socket/main.py `join-note`, `ydoc:document:*`; judged while
-// CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false) and join any chat's room, its live tokens
-// (`events:chat` type `join`; judged always, ENABLE_ADMIN_CHAT_ACCESS is fixed false). Both
-// transports are read:
-//   - WebSocket: the client's frames are read as RFC 6455 has a server read them
-//     (gateway/http/websocket-frames.ts: a frame the protocol forbids closes the connection, 1002),
-//     each Engine.IO message packet (`4...`) is a Socket.IO packet (`2` event, `5` binary event with
-//     attachments that follow as binary messages); an event the rule drops is not sent on, nor are
-//     its attachments. Frames that pass are sent on byte for byte, in order. The upgrade is made
-//     without permessage-deflate so every payload can be read.
-//   - HTTP long-polling: the POST body's packets (separated by \x1e, attachments as `b<base64>`)
-//     are judged the same way and the body is rebuilt from the packets that pass.
-// The rule (which event needs which note, with which permission) is policies/socket-events.ts
-// `socketEventNeed`; whether the admin may reach the note is asked of the upstream, as for
-// GET /api/v1/notes/{id}. A collaborative document's update must decode as Yjs (socketUpdateNeed),
-// with either switch: Open WebUI 0.11.4 keeps one that does not, and the document can no longer be
-// joined. Plain users never come here: their sockets stay a byte pipe.
+// An admin's Socket.IO traffic, read by the gateway: Open WebUI lets any admin join and edit any
+// note live and join any chat's room (policies/socket-events.ts says which event needs what). Both
+// transports are read, each Engine.IO packet with engine.io-parser and each Socket.IO packet with
+// socket.io-parser (what Open WebUI's own client speaks); an event the rule drops is not sent on,
+// nor are its attachments, and a packet the gateway cannot read is dropped (fail closed). Frames
+// that pass go on byte for byte, in order; a polling body is rebuilt from the packets that pass.
+// An admin's upgrade is made without permessage-deflate so every payload can be read. Plain users
+// never come here: their sockets stay a byte pipe.
+import { decodePacket } from 'engine.io-parser';
+import { Decoder, PacketType, type Packet } from 'socket.io-parser';
 import { ClientFrameReader, type ClientFrame } from './websocket-frames.js';
 import { socketDataToken, socketEventNeed, socketTokenNeed, socketUpdateNeed, type SocketEventNeed } from '../../policies/socket-events.js';
 
@@ -33,46 +25,53 @@ export interface ParsedEvent {
   attachments: number;
 }
 
-/** A Socket.IO packet of an Engine.IO message (`4` already removed): an event, or undefined for anything else. */
-export function parseSocketIoPacket(packet: string): ParsedEvent | 'unreadable' | undefined {
-  const type = packet[0];
-  if (type !== '2' && type !== '5') return undefined; // CONNECT, DISCONNECT, ACK, ... carry no event
-  let i = 1;
-  let attachments = 0;
-  if (type === '5') {
-    const dash = packet.indexOf('-', i);
-    if (dash < 0 || !/^[0-9]+$/.test(packet.slice(i, dash))) return 'unreadable';
-    attachments = Number(packet.slice(i, dash));
-    i = dash + 1;
-  }
-  if (packet[i] === '/') {
-    const comma = packet.indexOf(',', i);
-    if (comma < 0) return 'unreadable';
-    i = comma + 1;
-  }
-  while (i < packet.length && packet[i]! >= '0' && packet[i]! <= '9') i++; // ack id
+/** Engine.IO's separator of a long-polling body's packets (engine.io-parser splits on it without exporting it). */
+const POLLING_SEPARATOR = '\x1e';
+
+/** One Socket.IO packet as socket.io-parser reads it, or 'unreadable' when it refuses the packet. */
+function decodeSocketIo(text: string): Packet | 'unreadable' {
+  const decoder = new Decoder();
+  let packet: Packet | undefined;
+  decoder.on('decoded', (p: Packet) => (packet = p));
   try {
-    const args = JSON.parse(packet.slice(i)) as unknown;
-    if (!Array.isArray(args) || typeof args[0] !== 'string') return 'unreadable';
-    return { event: args[0], data: args[1], attachments };
+    decoder.add(text);
   } catch {
     return 'unreadable';
   }
+  return packet ?? 'unreadable';
 }
 
-/** A CONNECT packet's auth payload (`0`, optional `/namespace,`, optional JSON), or 'unreadable'. */
+/**
+ * A BINARY_EVENT's attachment count and the packet after it, read here: socket.io-parser's Decoder
+ * gives a binary event only once its attachments have arrived, while the guard judges the event
+ * before them, to send them on or drop them as they come. Digits only, as python-socketio reads
+ * them (the library also takes `1e0-` and ` 1-`).
+ */
+function binaryEventHeader(packet: string): { attachments: number; rest: string } | undefined {
+  const header = /^[0-9]+-/.exec(packet.slice(1))?.[0];
+  if (header === undefined) return undefined;
+  return { attachments: Number(header.slice(0, -1)), rest: packet.slice(1 + header.length) };
+}
+
+/** A Socket.IO packet of an Engine.IO message: an event, or undefined for anything else. */
+export function parseSocketIoPacket(packet: string): ParsedEvent | 'unreadable' | undefined {
+  const type = packet[0];
+  const binary = type === String(PacketType.BINARY_EVENT);
+  if (type !== String(PacketType.EVENT) && !binary) return undefined; // CONNECT, DISCONNECT, ACK, ... carry no event
+  const header = binary ? binaryEventHeader(packet) : { attachments: 0, rest: packet.slice(1) };
+  if (header === undefined) return 'unreadable';
+  // The event's namespace, ack id and arguments, read as an EVENT (a BINARY_EVENT's are the same).
+  const decoded = decodeSocketIo(`${PacketType.EVENT}${header.rest}`);
+  if (decoded === 'unreadable') return 'unreadable';
+  const args: unknown = decoded.data;
+  if (!Array.isArray(args) || typeof args[0] !== 'string') return 'unreadable';
+  return { event: args[0], data: args[1], attachments: header.attachments };
+}
+
+/** A CONNECT packet's auth payload (an object, or undefined when it carries none), or 'unreadable'. */
 export function parseConnectAuth(packet: string): unknown {
-  let rest = packet.slice(1);
-  if (rest[0] === '/') {
-    const comma = rest.indexOf(',');
-    rest = comma < 0 ? '' : rest.slice(comma + 1);
-  }
-  if (rest === '') return undefined;
-  try {
-    return JSON.parse(rest) as unknown;
-  } catch {
-    return 'unreadable';
-  }
+  const decoded = decodeSocketIo(packet);
+  return decoded === 'unreadable' ? 'unreadable' : decoded.data;
 }
 
 export interface JudgedPacket {
@@ -83,26 +82,25 @@ export interface JudgedPacket {
   update?: SocketEventNeed;
   attachments: number;
   event?: string;
+  /** a binary Engine.IO message: the attachment of the binary event before it */
+  attachment?: true;
 }
 
 const NONE: SocketEventNeed = { need: 'none' };
+const PASS: JudgedPacket = { token: NONE, need: NONE, attachments: 0 };
+/** A binary WebSocket message: an attachment. */
+const BINARY: JudgedPacket = { ...PASS, attachment: true };
 
-/** What to do with one Engine.IO packet's text. */
+/** What to do with one Engine.IO packet's text (a polling body's packet, a WebSocket text message). */
 export function judgePacket(text: string, judgeNotes: boolean): JudgedPacket {
-  if (text[0] !== '4') return { token: NONE, need: NONE, attachments: 0 };
-  const packet = text.slice(1);
-  if (packet[0] === '0') {
-    const auth = parseConnectAuth(packet);
-    if (auth === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO CONNECT' }, attachments: 0, event: 'connect' };
-    return {
-      token: socketTokenNeed(typeof auth === 'object' && auth !== null ? (auth as { token?: unknown }).token : undefined),
-      need: NONE,
-      attachments: 0,
-      event: 'connect',
-    };
-  }
+  const message = decodePacket(text);
+  if (message.type !== 'message') return PASS;
+  // `b<base64>` is binary however it comes, as python-engineio reads it.
+  if (message.data !== undefined && typeof message.data !== 'string') return BINARY;
+  const packet = message.data ?? '';
+  if (packet[0] === String(PacketType.CONNECT)) return judgeConnect(packet);
   const parsed = parseSocketIoPacket(packet);
-  if (parsed === undefined) return { token: NONE, need: NONE, attachments: 0 };
+  if (parsed === undefined) return PASS;
   // An event the gateway cannot read is not sent on for an admin (fail closed).
   if (parsed === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO packet' }, attachments: 0 };
   return {
@@ -112,6 +110,13 @@ export function judgePacket(text: string, judgeNotes: boolean): JudgedPacket {
     attachments: parsed.attachments,
     event: parsed.event,
   };
+}
+
+function judgeConnect(packet: string): JudgedPacket {
+  const auth = parseConnectAuth(packet);
+  if (auth === 'unreadable') return { token: NONE, need: { need: 'drop', why: 'unreadable Socket.IO CONNECT' }, attachments: 0, event: 'connect' };
+  const token = typeof auth === 'object' && auth !== null ? (auth as { token?: unknown }).token : undefined;
+  return { token: socketTokenNeed(token), need: NONE, attachments: 0, event: 'connect' };
 }
 
 /** Asks whether the admin may reach the note or chat an event names, or owns the account its token opens; false drops the event. */
@@ -170,13 +175,13 @@ async function allowedBy(n: SocketEventNeed, event: string | undefined, judge: S
 export async function guardPollingBody(body: string, judge: SocketJudge, report: DropReport, judgeNotes: boolean): Promise<string | undefined> {
   const kept: string[] = [];
   let skipAttachments = 0;
-  for (const packet of body.split('\x1e')) {
-    if (packet.startsWith('b')) {
+  for (const packet of body.split(POLLING_SEPARATOR)) {
+    const j = judgePacket(packet, judgeNotes);
+    if (j.attachment) {
       if (skipAttachments > 0) skipAttachments--;
       else kept.push(packet);
       continue;
     }
-    const j = judgePacket(packet, judgeNotes);
     if (await allowed(j, judge, report)) kept.push(packet);
     else skipAttachments = j.attachments;
   }
@@ -262,17 +267,19 @@ export class WebSocketGuard {
   /** One message (or control frame) in its turn: judged, then sent on or dropped. */
   private async pass(frames: ClientFrame[], text: string | null | undefined): Promise<void> {
     if (this.failed) return;
-    let pass = true;
-    if (text === null) {
-      if (this.skipAttachments > 0) {
-        this.skipAttachments--;
-        pass = false;
-      }
-    } else if (text !== undefined) {
-      const j = judgePacket(text, this.judgeNotes);
-      pass = await allowed(j, this.judge, this.report);
-      if (!pass) this.skipAttachments = j.attachments;
-    }
+    const pass = text === undefined || (await this.judged(text === null ? BINARY : judgePacket(text, this.judgeNotes)));
     if (pass && !this.failed) for (const f of frames) this.send(f.raw);
+  }
+
+  /** A message's judgement: an attachment goes with its event; an event as the rule says. */
+  private async judged(j: JudgedPacket): Promise<boolean> {
+    if (j.attachment) {
+      if (this.skipAttachments === 0) return true;
+      this.skipAttachments--;
+      return false;
+    }
+    if (await allowed(j, this.judge, this.report)) return true;
+    this.skipAttachments = j.attachments;
+    return false;
   }
 }

@@ -56,6 +56,37 @@ function firstQuery(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */
+function localeParam(req: Request): PageLocale | undefined {
+  const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+  if (prefix !== undefined && !isLocaleSegment(prefix)) return undefined;
+  return pageLocale(prefix, req.headers['accept-language']);
+}
+
+const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
+const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
+
+// `/{locale}/auth/callback` is no redirect URI (the realm only knows `$PUBLIC_URL/auth/callback`),
+// but a browser that lands there gets a page in its language, not JSON: what
+// the realm's error means, or that this is no sign-in answer, and the way back.
+function localizedCallback(req: Request, res: Response, next: (err?: unknown) => void): void {
+  const locale = localeParam(req);
+  if (!locale) return next();
+  const code = callbackError(req);
+  sendPage(res, 400, code ? renderSignInError({ locale, code }) : renderProblem({ locale, kind: 'sign-in-failed' }));
+}
+
+// Open WebUI's own sign-in page (`/auth?redirect=...`, whatever else the query holds): its
+// front-end goes there after its own sign-out and when it holds no token. Everyone signs in at
+// the gateway, so its login page, with Open WebUI's return address when that is safe.
+function frontEndSignIn(req: Request, res: Response, next: (err?: unknown) => void): void {
+  const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
+  if (prefix !== undefined && !isLocaleSegment(prefix)) return next();
+  const returnTo = frontEndSignInReturnTo(firstQuery(req.query.redirect));
+  res.set('cache-control', 'no-store');
+  res.redirect(302, loginPath(pageLocale(prefix)) + (returnTo ? `?${new URLSearchParams({ returnTo })}` : ''));
+}
+
 /** `login`: the live settings, read once per request. */
 export function createLoginPageRoutes(
   login: { readonly current: ListSettings },
@@ -63,15 +94,6 @@ export function createLoginPageRoutes(
   signedIn: SignedIn | undefined,
 ): LoginPageRoutes {
   const router = Router();
-
-  /** The page's locale from `/:locale/...`, or undefined for a prefix that is no language tag. */
-  const localeParam = (req: Request): PageLocale | undefined => {
-    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
-    if (prefix !== undefined && !isLocaleSegment(prefix)) return undefined;
-    return pageLocale(prefix, req.headers['accept-language']);
-  };
-  const returnToOf = (req: Request) => safeReturnTo(firstQuery(req.query.returnTo));
-  const selfHref = (req: Request) => req.originalUrl.split('?')[0] + (returnToOf(req) ? `?${new URLSearchParams({ returnTo: returnToOf(req)! })}` : '');
 
   // /auth/login: one button per provider (list-1), or the welcome page (list-3).
   const loginPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
@@ -132,15 +154,6 @@ export function createLoginPageRoutes(
   startCheck.get('/auth/start', checkStart);
   startCheck.get('/:locale/auth/start', checkStart);
 
-  // `/{locale}/auth/callback` is no redirect URI (the realm only knows `$PUBLIC_URL/auth/callback`),
-  // but a browser that lands there gets a page in its language, not JSON: what
-  // the realm's error means, or that this is no sign-in answer, and the way back.
-  const localizedCallback = (req: Request, res: Response, next: (err?: unknown) => void) => {
-    const locale = localeParam(req);
-    if (!locale) return next();
-    const code = callbackError(req);
-    sendPage(res, 400, code ? renderSignInError({ locale, code }) : renderProblem({ locale, kind: 'sign-in-failed' }));
-  };
   router.get('/:locale/auth/callback', localizedCallback);
 
   // Said once after signing in through a tenant's link the user is not a member of (links rules
@@ -160,16 +173,6 @@ export function createLoginPageRoutes(
   router.get('/auth/signed-in', tenantNotice);
   router.get('/:locale/auth/signed-in', tenantNotice);
 
-  // Open WebUI's own sign-in page (`/auth?redirect=...`, whatever else the query holds): its
-  // front-end goes there after its own sign-out and when it holds no token. Everyone signs in at
-  // the gateway, so its login page, with Open WebUI's return address when that is safe.
-  const frontEndSignIn = (req: Request, res: Response, next: (err?: unknown) => void) => {
-    const prefix = req.params.locale === undefined ? undefined : String(req.params.locale);
-    if (prefix !== undefined && !isLocaleSegment(prefix)) return next();
-    const returnTo = frontEndSignInReturnTo(firstQuery(req.query.redirect));
-    res.set('cache-control', 'no-store');
-    res.redirect(302, loginPath(pageLocale(prefix)) + (returnTo ? `?${new URLSearchParams({ returnTo })}` : ''));
-  };
   router.get('/auth', frontEndSignIn);
   router.get('/:locale/auth', frontEndSignIn);
 

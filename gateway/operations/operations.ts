@@ -1,23 +1,7 @@
-// What operators poll and scrape: liveness, readiness, metrics, and the policy drift check.
-//
-//   GET /healthz   {"status":"ok"}: the process answers (main port, and the metrics port)
-//   GET /readyz    200 or 503: {"ready", "checks": {upstream, identityProvider, catalog,
-//                  policyDrift, sharedState, upstreamRelease}}. Not ready when the chat front-end,
-//                  the identity provider, the provider catalog or the shared session state (Redis)
-//                  is down; a stale catalog (served from the last good answer) and policy drift are
-//                  reported but stay ready. The Open WebUI release is read at every probe
-//                  (gateway/upstream/release.ts): one the route table was not checked against is
-//                  reported, and not ready only with UPSTREAM_RELEASE_POLICY=strict.
-//                  Beside the checks, `policy`: the version (a hash) of the live settings in force,
-//                  when and from what they were applied, and a POLICY_FILE that was refused.
-//   GET /metrics   Prometheus text (prom-client). With METRICS_PORT set, only on that port.
-//
-// Drift: the chat front-end has its own ENABLE_ADMIN_EXPORT and ENABLE_ADMIN_CHAT_ACCESS (both
-// true by default upstream). The gateway enforces the platform's values whatever the upstream
-// says, but an upstream set differently is a deployment mistake worth a warning (log line,
-// gateway_policy_drift_total{kind}, readiness detail): at start and every DRIFT_CHECK_SECONDS.
-// The bypass flag is not reported by /api/config and cannot be checked this way; Open WebUI 0.12
-// reports the other two only to signed-in callers, so against it the check says "not checked".
+// What operators poll and scrape: /healthz, /readyz (a probe per dependency, shared for a second so a
+// probe storm costs one), /metrics (on METRICS_PORT when set) and the policy drift check: Open WebUI
+// set differently from what the gateway enforces is a deployment mistake worth a warning, though
+// the gateway enforces its own values either way. What each answer says: docs/operating/operations.md.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -106,21 +90,173 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** `policy`: the live settings (UPSTREAM_RELEASE_POLICY, CHATUI_ENABLE_ADMIN_EXPORT), read at each check. */
-export function createOperations(
-  settings: OperationsSettings,
-  policy: { readonly current: Pick<PolicyReader['current'], 'upstreamRelease' | 'enableAdminExport'> },
-  probes: Probes,
-  obs: Pick<Observability, 'log' | 'metrics'>,
-): Operations {
-  const { upstream } = probes;
-  const separateMetrics = settings.listen.metricsPort > 0;
+type OperationsPolicy = { readonly current: Pick<PolicyReader['current'], 'upstreamRelease' | 'enableAdminExport'> };
+type OperationsObs = Pick<Observability, 'log' | 'metrics'>;
+
+async function upstreamCheck(upstream: Probes['upstream']): Promise<Check> {
+  const started = Date.now();
+  try {
+    const res = await withTimeout(upstream.call('GET', '/health', { accept: 'application/json' }), UPSTREAM_PROBE_MS, 'the chat front-end');
+    if (res.status !== 200) return { ok: false, detail: `chat front-end: GET /health answered ${res.status}` };
+    return { ok: true, detail: `chat front-end reachable (GET /health ${Date.now() - started} ms)` };
+  } catch (err) {
+    return { ok: false, detail: `chat front-end not reachable: ${(err as Error).message}` };
+  }
+}
+
+async function identityCheck(probes: Probes): Promise<Check> {
+  try {
+    return await withTimeout(probes.identityProvider(), UPSTREAM_PROBE_MS, 'the identity provider');
+  } catch (err) {
+    return { ok: false, detail: (err as Error).message };
+  }
+}
+
+function catalogCheck(probes: Probes): Check {
+  try {
+    return probes.catalog();
+  } catch (err) {
+    return { ok: false, detail: `provider catalog: ${(err as Error).message}` };
+  }
+}
+
+/** Every dependency asked once; `drift` is the last drift check's answer (it runs on its own timer). */
+async function probeReadiness(probes: Probes, policy: OperationsPolicy, drift: Check): Promise<Readiness> {
+  const [up, idp, release] = await Promise.all([upstreamCheck(probes.upstream), identityCheck(probes), probes.upstreamRelease()]);
+  const catalog = catalogCheck(probes);
+  // Shared state (REDIS_URL) unreachable: not ready. Such an instance answers every signed-in
+  // request 503, so a load balancer should send users elsewhere (an instance cut off from Redis
+  // while others reach it); the body says why. When every instance has lost
+  // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
+  // not make them useful to the signed-in users who are the traffic.
+  const shared = probes.sharedState();
+  const releasePolicy = policy.current.upstreamRelease;
+  const upstreamRelease = { ok: release.state === 'supported', detail: describeRelease(release, releasePolicy) };
+  return {
+    ready: up.ok && idp.ok && catalog.ok && shared.ok && releaseKeepsReady(releasePolicy, release),
+    checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared, upstreamRelease },
+  };
+}
+
+/** What the chat front-end's reported flags differ in from what the gateway enforces; undefined: it reports none. */
+function driftDifferences(features: Record<string, unknown>, enforced: Record<string, boolean>): string[] | undefined {
+  // Open WebUI 0.12 reports its admin flags to signed-in callers only: to this anonymous check
+  // they are absent, and an absent flag must not read as "matches".
+  if (!Object.keys(enforced).some((kind) => typeof features[kind] === 'boolean')) return undefined;
+  const differences: string[] = [];
+  for (const [kind, want] of Object.entries(enforced)) {
+    const have = features[kind];
+    if (typeof have === 'boolean' && have !== want) differences.push(kind);
+  }
+  return differences;
+}
+
+/** The drift check: its last answer, and one check now (logged and counted when it changes). */
+function driftCheck(settings: OperationsSettings, policy: OperationsPolicy, upstream: Probes['upstream'], obs: OperationsObs) {
   let drift: Check = {
     ok: true,
     detail: settings.driftCheckSeconds > 0 ? 'not checked yet' : 'drift check off (DRIFT_CHECK_SECONDS=0)',
   };
-  let timer: NodeJS.Timeout | undefined;
-  let releaseTimer: NodeJS.Timeout | undefined;
+  function judged(features: Record<string, unknown>): Check {
+    const enforced = { enable_admin_export: policy.current.enableAdminExport, enable_admin_chat_access: false };
+    const differing = driftDifferences(features, enforced);
+    if (differing === undefined)
+      return {
+        ok: true,
+        detail:
+          'not checked: the chat front-end does not report ENABLE_ADMIN_EXPORT or ENABLE_ADMIN_CHAT_ACCESS to anonymous callers (Open WebUI 0.12); the gateway enforces its own values',
+      };
+    const differences = differing.map(
+      (kind) => `${kind.toUpperCase()} is ${String(features[kind])} upstream, the gateway enforces ${enforced[kind as keyof typeof enforced]}`,
+    );
+    for (const kind of differing) obs.metrics.driftEvents.inc({ kind });
+    if (differences.length) {
+      const detail = `policy drift: ${differences.join('; ')}`;
+      obs.log.warn({ event: 'policy-drift', differences }, `${detail}. The gateway keeps enforcing its own values; set the chat front-end to match.`);
+      return { ok: false, detail };
+    }
+    if (!drift.ok) obs.log.info({ event: 'policy-drift-cleared' }, 'policy drift cleared: the chat front-end matches the gateway');
+    return { ok: true, detail: `chat front-end matches: ENABLE_ADMIN_EXPORT=${enforced.enable_admin_export}, ENABLE_ADMIN_CHAT_ACCESS=false` };
+  }
+  async function check(): Promise<Check> {
+    try {
+      const res = await callJson(upstream, ConfigAnswer, 'GET', '/api/config', { accept: 'application/json' });
+      if (res.json === undefined) throw new Error(`GET /api/config answered ${res.status}`);
+      drift = judged(res.json.features ?? {});
+    } catch (err) {
+      const message = (err as Error).message;
+      obs.log.warn({ event: 'policy-drift-check-failed', reason: message }, 'could not read the chat front-end settings for the drift check');
+      drift = { ok: false, detail: `drift check failed: ${message}` };
+    }
+    return drift;
+  }
+  return { current: () => drift, check };
+}
+
+interface OperationsRoutes {
+  healthz: express.RequestHandler;
+  readyz: express.RequestHandler;
+  metrics: express.RequestHandler;
+}
+
+function operationsRoutes(readiness: () => Promise<Readiness>, probes: Probes, obs: OperationsObs): OperationsRoutes {
+  return {
+    healthz: (_req, res) => {
+      res.set('cache-control', 'no-store').json({ status: 'ok' });
+    },
+    readyz: (_req, res, next) => {
+      readiness().then(
+        (r) =>
+          res
+            .status(r.ready ? 200 : 503)
+            .set('cache-control', 'no-store')
+            // the policy as it is at this moment, not as the shared probe found it up to a second ago
+            .json({ ...r, policy: probes.policy() }),
+        next,
+      );
+    },
+    metrics: (_req, res, next) => {
+      obs.metrics.registry
+        .metrics()
+        .then((text) => res.set('content-type', obs.metrics.registry.contentType).set('cache-control', 'no-store').send(text), next);
+    },
+  };
+}
+
+/** METRICS_PORT's own listener: health, readiness and metrics, nothing else. */
+async function listenMetrics(settings: OperationsSettings, routes: OperationsRoutes, obs: OperationsObs): Promise<{ server: http.Server; metricsUrl: string }> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.get('/healthz', routes.healthz);
+  app.get('/readyz', routes.readyz);
+  app.get('/metrics', routes.metrics);
+  app.use((_req, res) => void res.status(404).json({ detail: 'Not Found' }));
+  const server = http.createServer(app);
+  const host = settings.listen.host;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.listen.metricsPort, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const metricsUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  obs.log.info({ metricsUrl }, 'metrics and health listening on their own port');
+  return { server, metricsUrl };
+}
+
+function closeServer(server: http.Server | undefined): Promise<void> {
+  if (!server) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** `policy`: the live settings (UPSTREAM_RELEASE_POLICY, CHATUI_ENABLE_ADMIN_EXPORT), read at each check. */
+export function createOperations(settings: OperationsSettings, policy: OperationsPolicy, probes: Probes, obs: OperationsObs): Operations {
+  const separateMetrics = settings.listen.metricsPort > 0;
+  const drift = driftCheck(settings, policy, probes.upstream, obs);
+  const timers: NodeJS.Timeout[] = [];
   let metricsServer: http.Server | undefined;
   // A probe storm (every load balancer asking at once) costs one probe a second: one in flight,
   // its answer shared for READINESS_CACHE_MS. The probe itself never fails (each check catches).
@@ -131,160 +267,35 @@ export function createOperations(
     now: Date.now,
     pinned: () => true,
   });
-
-  async function upstreamCheck(): Promise<Check> {
-    const started = Date.now();
-    try {
-      const res = await withTimeout(upstream.call('GET', '/health', { accept: 'application/json' }), UPSTREAM_PROBE_MS, 'the chat front-end');
-      if (res.status !== 200) return { ok: false, detail: `chat front-end: GET /health answered ${res.status}` };
-      return { ok: true, detail: `chat front-end reachable (GET /health ${Date.now() - started} ms)` };
-    } catch (err) {
-      return { ok: false, detail: `chat front-end not reachable: ${(err as Error).message}` };
-    }
-  }
-
-  async function identityCheck(): Promise<Check> {
-    try {
-      return await withTimeout(probes.identityProvider(), UPSTREAM_PROBE_MS, 'the identity provider');
-    } catch (err) {
-      return { ok: false, detail: (err as Error).message };
-    }
-  }
-
-  async function probe(): Promise<Readiness> {
-    const [up, idp, release] = await Promise.all([upstreamCheck(), identityCheck(), probes.upstreamRelease()]);
-    let catalog: Check;
-    try {
-      catalog = probes.catalog();
-    } catch (err) {
-      catalog = { ok: false, detail: `provider catalog: ${(err as Error).message}` };
-    }
-    // Shared state (REDIS_URL) unreachable: not ready. Such an instance answers every signed-in
-    // request 503, so a load balancer should send users elsewhere (an instance cut off from Redis
-    // while others reach it); the body says why. When every instance has lost
-    // the one Redis, all leave together: what they still serve (login pages, bearer tokens) does
-    // not make them useful to the signed-in users who are the traffic.
-    const shared = probes.sharedState();
-    const releasePolicy = policy.current.upstreamRelease;
-    const upstreamRelease = { ok: release.state === 'supported', detail: describeRelease(release, releasePolicy) };
-    return {
-      ready: up.ok && idp.ok && catalog.ok && shared.ok && releaseKeepsReady(releasePolicy, release),
-      checks: { upstream: up, identityProvider: idp, catalog, policyDrift: drift, sharedState: shared, upstreamRelease },
-    };
-  }
-
-  function readiness(): Promise<Readiness> {
-    return readinessMemo.get('readiness', probe);
-  }
-
-  async function checkDrift(): Promise<Check> {
-    const enforced = { enable_admin_export: policy.current.enableAdminExport, enable_admin_chat_access: false };
-    try {
-      const res = await callJson(upstream, ConfigAnswer, 'GET', '/api/config', { accept: 'application/json' });
-      if (res.json === undefined) throw new Error(`GET /api/config answered ${res.status}`);
-      const features = res.json.features ?? {};
-      const differences: string[] = [];
-      // Open WebUI 0.12 reports its admin flags to signed-in callers only: to this anonymous check
-      // they are absent, and an absent flag must not read as "matches".
-      if (!Object.keys(enforced).some((kind) => typeof features[kind] === 'boolean')) {
-        drift = {
-          ok: true,
-          detail:
-            'not checked: the chat front-end does not report ENABLE_ADMIN_EXPORT or ENABLE_ADMIN_CHAT_ACCESS to anonymous callers (Open WebUI 0.12); the gateway enforces its own values',
-        };
-        return drift;
-      }
-      for (const [kind, want] of Object.entries(enforced)) {
-        const have = features[kind];
-        if (typeof have !== 'boolean') continue; // not reported: nothing to compare
-        if (have !== want) {
-          differences.push(`${kind.toUpperCase()} is ${have} upstream, the gateway enforces ${want}`);
-          obs.metrics.driftEvents.inc({ kind });
-        }
-      }
-      if (differences.length) {
-        const detail = `policy drift: ${differences.join('; ')}`;
-        obs.log.warn({ event: 'policy-drift', differences }, `${detail}. The gateway keeps enforcing its own values; set the chat front-end to match.`);
-        drift = { ok: false, detail };
-      } else {
-        if (!drift.ok) obs.log.info({ event: 'policy-drift-cleared' }, 'policy drift cleared: the chat front-end matches the gateway');
-        drift = { ok: true, detail: `chat front-end matches: ENABLE_ADMIN_EXPORT=${enforced.enable_admin_export}, ENABLE_ADMIN_CHAT_ACCESS=false` };
-      }
-    } catch (err) {
-      const message = (err as Error).message;
-      obs.log.warn({ event: 'policy-drift-check-failed', reason: message }, 'could not read the chat front-end settings for the drift check');
-      drift = { ok: false, detail: `drift check failed: ${message}` };
-    }
-    return drift;
-  }
-
-  const healthz: express.RequestHandler = (_req, res) => {
-    res.set('cache-control', 'no-store').json({ status: 'ok' });
-  };
-  const readyz: express.RequestHandler = (_req, res, next) => {
-    readiness().then(
-      (r) =>
-        res
-          .status(r.ready ? 200 : 503)
-          .set('cache-control', 'no-store')
-          // the policy as it is at this moment, not as the shared probe found it up to a second ago
-          .json({ ...r, policy: probes.policy() }),
-      next,
-    );
-  };
-  const metrics: express.RequestHandler = (_req, res, next) => {
-    obs.metrics.registry.metrics().then((text) => res.set('content-type', obs.metrics.registry.contentType).set('cache-control', 'no-store').send(text), next);
-  };
+  const readiness = () => readinessMemo.get('readiness', () => probeReadiness(probes, policy, drift.current()));
+  const routes = operationsRoutes(readiness, probes, obs);
+  const every = (ms: number, run: () => unknown) => timers.push(setInterval(run, ms).unref());
 
   return {
     mount(app) {
-      app.get('/healthz', healthz);
-      app.get('/readyz', readyz);
-      if (!separateMetrics) app.get('/metrics', metrics);
+      app.get('/healthz', routes.healthz);
+      app.get('/readyz', routes.readyz);
+      if (!separateMetrics) app.get('/metrics', routes.metrics);
     },
     async start() {
       await probes.upstreamRelease();
-      releaseTimer = setInterval(() => void probes.upstreamRelease(), RELEASE_CHECK_MS);
-      releaseTimer.unref();
+      every(RELEASE_CHECK_MS, () => void probes.upstreamRelease());
       if (settings.driftCheckSeconds > 0) {
-        void checkDrift();
-        timer = setInterval(() => void checkDrift(), settings.driftCheckSeconds * 1000);
-        timer.unref();
+        void drift.check();
+        every(settings.driftCheckSeconds * 1000, () => void drift.check());
       }
       if (!separateMetrics) return {};
-      const app = express();
-      app.disable('x-powered-by');
-      app.set('etag', false);
-      app.get('/healthz', healthz);
-      app.get('/readyz', readyz);
-      app.get('/metrics', metrics);
-      app.use((_req, res) => void res.status(404).json({ detail: 'Not Found' }));
-      metricsServer = http.createServer(app);
-      const host = settings.listen.host;
-      await new Promise<void>((resolve, reject) => {
-        metricsServer!.once('error', reject);
-        metricsServer!.listen(settings.listen.metricsPort, host, () => resolve());
-      });
-      const port = (metricsServer.address() as AddressInfo).port;
-      const metricsUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-      obs.log.info({ metricsUrl }, 'metrics and health listening on their own port');
-      return { metricsUrl };
+      const listening = await listenMetrics(settings, routes, obs);
+      metricsServer = listening.server;
+      return { metricsUrl: listening.metricsUrl };
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      if (releaseTimer) clearInterval(releaseTimer);
-      releaseTimer = undefined;
+      for (const timer of timers.splice(0)) clearInterval(timer);
       const server = metricsServer;
       metricsServer = undefined;
-      if (server) {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
-      }
+      await closeServer(server);
     },
     readiness,
-    checkDrift,
+    checkDrift: drift.check,
   };
 }

@@ -50,7 +50,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
         };
         byIdentity.set(identity, known);
       }
-      out.told = known.headers;
+      out.trustedHeaders = known.headers;
       return credentialed(out, await accounts.signIn(identity), known.caller);
     },
 

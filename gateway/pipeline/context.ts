@@ -1,16 +1,8 @@
-// One request's context: made by `handle` and `upgrade` (gateway/pipeline/handle.ts)
-// once a request leaves steps 1 and 2, read and set by each later step, and applied once:
-//   - identity (step 4, gateway/auth/authenticator.ts) consumes the gateway's own credentials
-//     from `authorization` and `cookie`, and records renewed or cleared session cookies in
-//     `setCookies` / `clearSiteData` (put on the answer by `handle` once the identity is known;
-//     merged with the upstream's Set-Cookie by gateway/upstream/proxy.ts for a proxied answer);
-//   - the caller (step 5, gateway/pipeline/caller.ts) sets `caller`, the trusted headers `told`
-//     and the upstream credential (`authorization` or `apiKey`, and `cookie` without `token`);
-//   - the policy (step 6) sets `decision`;
-//   - `headers`, what is sent upstream, is assembled from all of it in one place
-//     (`upstreamHeaders`, gateway/http/request-headers.ts) before step 7 carries the decision out.
-// A class whose constructor sets every field: every context has one V8 shape (no property is
-// added later), so the steps that read it stay monomorphic.
+// One request's context, made by `handle` and `upgrade` (the steps are listed atop
+// gateway/pipeline/handle.ts) and filled in by each step: the identity, with the session cookies it
+// renews or clears; the caller and what Open WebUI is told; the decision; and the headers sent
+// upstream, assembled once (gateway/http/request-headers.ts). Every field is set by the
+// constructor, so every context has one V8 shape and the steps that read it stay monomorphic.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision } from '../../policies/admin-scoping.js';
 import type { Identity } from '../auth/identity.js';
@@ -38,7 +30,7 @@ export class RequestContext implements AuthScope, OutgoingCredentials {
   /** the Cookie header to send upstream */
   cookie: string | undefined;
   /** the trusted identity headers, [name, value] */
-  told: ReadonlyArray<readonly [string, string]> = NOBODY;
+  trustedHeaders: ReadonlyArray<readonly [string, string]> = NOBODY;
   /** what is sent upstream, assembled once by `upstreamHeaders` */
   headers: IncomingHttpHeaders | undefined = undefined;
   /** the session cookies renewed or cleared by step 4 */

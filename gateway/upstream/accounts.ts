@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Upstream } from './proxy.js';
 import { UpstreamError } from './proxy.js';
 import { AccountAnswer, callJson, SignInAnswer } from './json.js';
-import type { TrustedHeaderNames, ToldIdentity } from '../http/request-headers.js';
+import type { TrustedHeaderNames, TrustedIdentity } from '../http/request-headers.js';
 import { setIdentityHeaders } from '../http/request-headers.js';
 import type { Metrics } from '../observability/observability.js';
 import { TtlCache } from '../cache/cache.js';
@@ -29,7 +29,7 @@ const MAX_ENTRIES = 50_000;
 interface Pending {
   promise: Promise<UpstreamAccount>;
   /** what the upstream was told at this sign-in (role, groups, name) */
-  told?: string;
+  signedInAs?: string;
 }
 
 export class UpstreamAccounts {
@@ -45,21 +45,21 @@ export class UpstreamAccounts {
   }
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
-  signIn(who: ToldIdentity): Promise<UpstreamAccount> {
+  signIn(who: TrustedIdentity): Promise<UpstreamAccount> {
     return this.signingIn(who).promise;
   }
 
   // Two live sessions of one user from either side of a role change are never both told here: the
   // authenticator judges an identity the realm has contradicted since by the newest facts (a
   // session is renewed first, a bearer token taken as the newest; policies/session-ends.ts).
-  private signingIn(who: ToldIdentity): Pending {
-    const { key, told } = this.keyOf(who);
+  private signingIn(who: TrustedIdentity): Pending {
+    const { key, signedInAs } = this.keyOf(who);
     // One entry per email: the upstream keeps ONE role per user, the one of its latest sign-in. A
     // sign-in told something else since (a promotion, then a demotion back to what an older entry
-    // held) must be told again, or the upstream keeps the other role (found on Open WebUI 0.12.4).
+    // held) must be told again, or the upstream keeps the other role (found on the real Open WebUI).
     const hit = this.entries.get(key);
-    if (hit && hit.told !== told) this.entries.delete(key);
-    return this.cached(key, SIGNIN_TTL_MS, told, async () => {
+    if (hit && hit.signedInAs !== signedInAs) this.entries.delete(key);
+    return this.cached(key, SIGNIN_TTL_MS, signedInAs, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
       const res = await callJson(this.upstream, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
@@ -83,21 +83,21 @@ export class UpstreamAccounts {
 
   // Keyed by email; role, groups and name are what was told: a change re-signs in, which updates
   // them upstream. The data plane hands in one object per identity, so both are worked out once per object.
-  private readonly keys = new WeakMap<ToldIdentity, { key: string; told: string }>();
-  private keyOf(who: ToldIdentity): { key: string; told: string } {
+  private readonly keys = new WeakMap<TrustedIdentity, { key: string; signedInAs: string }>();
+  private keyOf(who: TrustedIdentity): { key: string; signedInAs: string } {
     let k = this.keys.get(who);
-    if (!k) this.keys.set(who, (k = { key: 'id:' + who.email.toLowerCase(), told: JSON.stringify([who.admin, who.groups, who.name]) }));
+    if (!k) this.keys.set(who, (k = { key: 'id:' + who.email.toLowerCase(), signedInAs: JSON.stringify([who.admin, who.groups, who.name]) }));
     return k;
   }
 
-  private cached(key: string, ttlMs: number, told: string | undefined, load: () => Promise<UpstreamAccount>): Pending {
+  private cached(key: string, ttlMs: number, signedInAs: string | undefined, load: () => Promise<UpstreamAccount>): Pending {
     const hit = this.entries.get(key);
     if (hit) {
       this.metrics?.cache.tally('upstream-account', 'hit');
       return hit;
     }
     this.metrics?.cache.tally('upstream-account', 'miss');
-    const pending: Pending = { promise: load(), told };
+    const pending: Pending = { promise: load(), signedInAs };
     this.entries.set(key, pending, ttlMs);
     // A failure is not cached: the next request tries again.
     pending.promise.catch(() => {

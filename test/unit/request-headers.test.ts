@@ -43,12 +43,12 @@ describe('the upstream credential replaces every token cookie the client sent', 
   it('Open WebUI reads `token =JWT` (names trimmed) as its token: removed in any spacing, other cookies kept', async () => {
     const { setUpstreamCredential } = await import('../../gateway/http/request-headers.js');
     for (const spelled of ['token=JWT', 'token =JWT', 'token\t=JWT', ' token = JWT']) {
-      const out = { authorization: undefined, apiKey: undefined, cookie: `a=1; ${spelled}; b=2`, told: [] };
+      const out = { authorization: undefined, apiKey: undefined, cookie: `a=1; ${spelled}; b=2`, trustedHeaders: [] };
       setUpstreamCredential(out, { 'x-api-key': 'sk-own' });
       expect(out.cookie, spelled).to.equal('a=1; b=2');
       expect(out.apiKey).to.equal('sk-own');
     }
-    const kept = { authorization: undefined, apiKey: undefined, cookie: 'tokens=1; mytoken=2', told: [] };
+    const kept = { authorization: undefined, apiKey: undefined, cookie: 'tokens=1; mytoken=2', trustedHeaders: [] };
     setUpstreamCredential(kept, { authorization: 'Bearer own' });
     expect(kept.cookie).to.equal('tokens=1; mytoken=2');
   });
