@@ -2,7 +2,7 @@
 // (a write per line was the largest cost above the floor of a proxied request), an audit line
 // leaves at once with every line before it, and nothing is lost when the process exits.
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -20,16 +20,16 @@ describe('log lines on stdout', () => {
     file = join(dir, 'stdout');
     fd = openSync(file, 'a');
   });
-  afterEach(() => {
-    closeSync(fd);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  // The descriptor stays open, as stdout does: the destination's periodic flush still writes to it.
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('are held until 4 KB are there, then leave together', async () => {
+    const created = performance.now();
     const obs = createObservability({ level: 'info', fd });
     for (let i = 0; i < 5; i++) obs.log.info({ path: `/api/v1/chats/${i}`, status: 200 }, 'request');
     await sleep(60);
-    expect(linesOf(file), 'five short lines, not yet written').to.have.length(0);
+    // judged only before the first 250 ms flush (a loaded machine can take longer to get here)
+    if (performance.now() - created < 240) expect(linesOf(file), 'five short lines, not yet written').to.have.length(0);
     for (let i = 5; i < 60; i++) obs.log.info({ path: `/api/v1/chats/${i}`, status: 200 }, 'request');
     await sleep(60);
     expect(linesOf(file).length, 'past 4 KB: written').to.be.greaterThan(20);
