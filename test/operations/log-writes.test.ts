@@ -6,7 +6,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { createObservability } from '../gateway/observability/observability.js';
+import { createObservability } from '../../gateway/observability/observability.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
@@ -57,7 +57,7 @@ describe('log lines on stdout', () => {
 
   it('are all written when the process exits', () => {
     const script = [
-      `import { createObservability } from ${JSON.stringify(new URL('../gateway/observability/observability.ts', import.meta.url).href)};`,
+      `import { createObservability } from ${JSON.stringify(new URL('../../gateway/observability/observability.ts', import.meta.url).href)};`,
       `const obs = createObservability({ level: 'info' });`,
       `for (let i = 0; i < 7; i++) obs.log.info({ i }, 'request');`,
       `process.exit(0);`,
