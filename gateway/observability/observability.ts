@@ -175,8 +175,9 @@ export function createObservability(options: {
   fd?: number;
 }): Observability {
   const base = { redact: { paths: REDACT, censor: '[redacted]' }, level: options.level };
-  const stdout = options.destination ? undefined : pino.destination({ ...STDOUT_WRITES, dest: options.fd ?? 1 });
-  const log = pino(base, options.destination ?? stdout!);
+  // Silent (tests): pino's own destination, without a flush timer per instance.
+  const stdout = options.destination || options.level === 'silent' ? undefined : pino.destination({ ...STDOUT_WRITES, dest: options.fd ?? 1 });
+  const log = options.destination ? pino(base, options.destination) : stdout ? pino(base, stdout) : pino(base);
   const auditDestination = options.auditFile ? pino.destination({ dest: options.auditFile, sync: false, mkdir: true }) : undefined;
   const audit = auditDestination
     ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination)
