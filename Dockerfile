@@ -42,4 +42,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # with this image's ENV: 20 to 60 MB less peak RSS outside V8's heap; docs/design/malloc.md).
 # jemalloc was measured in glibc's place and not taken (docs/design/malloc.md, "Rejected").
 ENV MALLOC_ARENA_MAX=2
-CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "dist/gateway/main.js"]
+CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "--no-allocation-site-pretenuring", "dist/gateway/main.js"]

@@ -21,14 +21,14 @@
 //   BENCH_MEMORY_DIR=DIR             node peers log their peak RSS each second, taken apart (bench/memory-sample.ts)
 //   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
 //                                    those gateway features (headers, log, metrics, hooks, or all)
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { mkdtempSync, mkdirSync, chmodSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadGenerator } from './load.js';
 import { nginxVersion } from './peers.js';
 import { stopAll as stopChildren, killAllSync } from './proc.js';
-import { evaluateTargets, printTable, type Row, type Results } from './report.js';
+import { evaluateTargets, loadNotice, printTable, type Row, type Results } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { goVersion, OAUTH2_PROXY_VERSION } from './oauth2-proxy.js';
 import type { Bench } from './compare.js';
@@ -149,7 +149,9 @@ function logFolders(): { logDir: string; gcDir: string } {
   return { logDir, gcDir };
 }
 
-function resultsOf(rows: Row[], s: Setup, notices: string[], started: number): Results {
+function resultsOf(rows: Row[], s: Setup, notices: string[], started: number, loadBefore: number[]): Results {
+  const load = { before: loadBefore, after: loadavg() };
+  const busy = loadNotice(load, cpus().length);
   return {
     date: new Date().toISOString(),
     mode: smoke ? 'smoke' : 'full',
@@ -165,7 +167,8 @@ function resultsOf(rows: Row[], s: Setup, notices: string[], started: number): R
     gatewayCredential: s.auth.kind,
     peersRunAs: s.runner.kind,
     parameters: { ...P, workers: WORKERS },
-    notices,
+    notices: busy ? [busy, ...notices] : notices,
+    load,
     rows,
     targets: evaluateTargets(rows, { wsConnections: P.wsConnections, smoke }),
     seconds: Math.round((Date.now() - started) / 1000),
@@ -174,11 +177,14 @@ function resultsOf(rows: Row[], s: Setup, notices: string[], started: number): R
 
 async function main(): Promise<void> {
   const started = Date.now();
+  // before anything of the run's own: what else the machine was doing
+  const loadBefore = loadavg();
   const selected = selectedScenarios();
   if (smoke && process.env.BENCH_LOADGEN !== 'wrk') process.env.BENCH_LOADGEN = 'autocannon'; // wrk cannot run for less than 1 s
   const { logDir, gcDir } = logFolders();
   const say = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
   say(`bench: ${smoke ? 'smoke' : 'full'} run, scenarios ${selected.join(', ')}; load from ${loadGenerator()}; logs in ${logDir}`);
+  say(`bench: load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} (${cpus().length} cores)`);
   const notices: string[] = [];
   const setup = await setUp({
     smoke,
@@ -196,7 +202,7 @@ async function main(): Promise<void> {
     say(`bench: ${scenario}`);
     await runScenario(scenario, bench, setup, P, logDir);
   }
-  const results = resultsOf(bench.rows, setup, notices, started);
+  const results = resultsOf(bench.rows, setup, notices, started, loadBefore);
   say('bench: stopping the peers');
   await stopAll();
   say('bench: stopped');

@@ -160,11 +160,30 @@ const REDACT = [
   'res.headers["set-cookie"]',
 ];
 
-export function createObservability(options: { level: string; auditFile?: string; destination?: pino.DestinationStream }): Observability {
+/**
+ * stdout in writes of at least 4 KB, or every 250 ms: a write per line (an fs.write handed to
+ * libuv's threads) cost a proxied request about 35 us (docs/design/cost-per-request.md). What is
+ * left goes out when the process exits (pino's exit hook); audit lines go out at once (below).
+ */
+const STDOUT_WRITES = { dest: 1, minLength: 4096, periodicFlush: 250 };
+
+export function createObservability(options: {
+  level: string;
+  auditFile?: string;
+  destination?: pino.DestinationStream;
+  /** where the lines go without `destination`: stdout (a test gives a file's) */
+  fd?: number;
+}): Observability {
   const base = { redact: { paths: REDACT, censor: '[redacted]' }, level: options.level };
-  const log = options.destination ? pino(base, options.destination) : pino(base);
+  // Silent (tests): pino's own destination, without a flush timer per instance.
+  const stdout = options.destination || options.level === 'silent' ? undefined : pino.destination({ ...STDOUT_WRITES, dest: options.fd ?? 1 });
+  const log = options.destination ? pino(base, options.destination) : stdout ? pino(base, stdout) : pino(base);
   const auditDestination = options.auditFile ? pino.destination({ dest: options.auditFile, sync: false, mkdir: true }) : undefined;
-  const audit = auditDestination ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination) : log.child({ name: 'audit' }, { level: 'info' });
+  const audit = auditDestination
+    ? pino({ ...base, level: 'info', name: 'audit' }, auditDestination)
+    : stdout
+      ? pino({ ...base, level: 'info', name: 'audit' }, { write: (line: string) => (stdout.write(line), stdout.flush()) })
+      : log.child({ name: 'audit' }, { level: 'info' });
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
@@ -287,6 +306,7 @@ export function createObservability(options: { level: string; auditFile?: string
     },
     metrics,
     async close() {
+      stdout?.flush();
       if (auditDestination) {
         auditDestination.flushSync?.();
         auditDestination.end();

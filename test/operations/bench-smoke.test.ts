@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { evaluateTargets, targetLines, type Results, type Row } from '../../bench/report.js';
+import { evaluateTargets, loadNotice, targetLines, type Results, type Row } from '../../bench/report.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 import { freePorts } from '../../sandbox/ports.js';
 import { spawnChild } from '../../bench/proc.js';
@@ -16,7 +16,7 @@ import { spawnChild } from '../../bench/proc.js';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 describe('bench: the harness (smoke mode)', function () {
-  this.timeout(60_000);
+  this.timeout(150_000);
   let dir: string;
   let results: Results;
   let output = '';
@@ -28,7 +28,7 @@ describe('bench: the harness (smoke mode)', function () {
       execFile(
         process.execPath,
         ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'],
-        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 55_000, maxBuffer: 16 << 20 },
+        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 145_000, maxBuffer: 16 << 20 },
         (err, stdout, stderr) => {
           if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
           else resolveRun(stdout);
@@ -122,6 +122,19 @@ describe('bench: the harness (smoke mode)', function () {
     }
   });
 
+  it('said the load average at its start and its end, and that the machine was not quiet when it was over the cores', () => {
+    for (const l of [results.load.before, results.load.after]) {
+      expect(l).to.have.length(3);
+      for (const x of l) expect(x).to.be.a('number').and.at.least(0);
+    }
+    const two = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+    expect(output).to.include(`Load average (1, 5, 15 minutes): ${two(results.load.before)} before the run, ${two(results.load.after)} after it`);
+    const busy = results.load.before[0]! > results.machine.cpus || results.load.after[0]! > results.machine.cpus;
+    const notice = results.notices.find((n) => n.startsWith('the machine was not quiet'));
+    expect(notice !== undefined, `load ${two(results.load.before)} / ${two(results.load.after)}`).to.equal(busy);
+    if (notice) expect(output).to.include(`NOTICE: ${notice}`);
+  });
+
   it('counted the mark-compacts of every node peer (a number, nginx none) and judged streaming by them', () => {
     for (const r of results.rows) {
       if (r.peer.startsWith('nginx') || r.peer.startsWith('oauth2-proxy')) expect(r.markCompacts ?? null, `${r.scenario} / ${r.peer}`).to.equal(null);
@@ -141,7 +154,7 @@ describe('bench: the harness (smoke mode)', function () {
 });
 
 describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the binary is built)', function () {
-  this.timeout(90_000);
+  this.timeout(180_000);
   let results: Results;
   let dir: string;
 
@@ -167,7 +180,7 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
           '--only=small,small-latency,websocket,idle',
           '--peers=direct,bare,gateway,oauth2-proxy,nginx',
         ],
-        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_OAUTH2_PROXY: '1' }, timeout: 85_000, maxBuffer: 16 << 20 },
+        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_OAUTH2_PROXY: '1' }, timeout: 175_000, maxBuffer: 16 << 20 },
         (err, _stdout, stderr) => (err ? reject(new Error(`bench --smoke with oauth2-proxy failed: ${err.message}\n${stderr.slice(-4000)}`)) : resolveRun()),
       );
     });
@@ -191,6 +204,16 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
       expect(results.targets.find((t) => t.id === id)?.met, id).to.be.a('boolean');
     // each judged on the rows this run wrote
     expect(evaluateTargets(structuredClone(results.rows), { wsConnections: results.parameters.wsConnections!, smoke: true })).to.deep.equal(results.targets);
+  });
+});
+
+describe('bench: the notice of a busy machine', () => {
+  it('is given when the load average was over the cores at the start or at the end, and only then', () => {
+    expect(loadNotice({ before: [1.5, 1, 1], after: [1.9, 1, 1] }, 2)).to.equal(undefined);
+    expect(loadNotice({ before: [2.4, 1, 1], after: [1.2, 1, 1] }, 2)).to.match(
+      /^the machine was not quiet: load average 2\.40 at the start and 1\.20 at the end/,
+    );
+    expect(loadNotice({ before: [0.5, 1, 1], after: [3, 1, 1] }, 2)).to.include('over its 2 cores');
   });
 });
 
@@ -256,7 +279,7 @@ describe('bench: the event-stream target against nginx', () => {
 });
 
 describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', function () {
-  this.timeout(90_000);
+  this.timeout(180_000);
 
   it('builds HEAD from git into its own folder and gives it a row of its own, signed in like the gateway; the peers record their allocations per request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
@@ -277,7 +300,7 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
             '--peers=gateway,bare',
             '--baseline=HEAD',
           ],
-          { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 85_000, maxBuffer: 16 << 20 },
+          { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 175_000, maxBuffer: 16 << 20 },
           (err, _stdout, stderr) => {
             if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
             else resolveRun();

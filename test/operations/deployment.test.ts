@@ -945,7 +945,7 @@ describe('deployment: Dockerfile and .dockerignore', function () {
     expect(finalStage.some((l) => /^EXPOSE\s+8080\b/i.test(l))).to.equal(true);
     const cmd = finalStage.filter((l) => /^CMD\s/i.test(l)).pop();
     expect(cmd).to.equal(
-      'CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "dist/gateway/main.js"]',
+      'CMD ["node", "--initial-old-space-size=32", "--heap-growing-percent=300", "--min-semi-space-size=8", "--max-semi-space-size=8", "--no-allocation-site-pretenuring", "dist/gateway/main.js"]',
     );
   });
 
