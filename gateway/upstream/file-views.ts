@@ -52,7 +52,10 @@ const NO_MATCH = 'No files found matching the pattern.';
 /** How long a caller who was sent other users' files has their pages rebuilt without asking first. */
 const DRIFT_MEMO_MS = 60_000;
 const MAX_CALLERS = 20_000;
-/** A rebuilt page whose files changed between its two reads is read again this often, then refused. */
+/**
+ * A rebuilt page whose files changed between its two reads is read again this often; then the last
+ * reading is answered: every record on it is the caller's own, only as current as their own writes.
+ */
 const REBUILD_TRIES = 3;
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -132,9 +135,8 @@ export class FileViews {
       const onPage = listPage(keys, page);
       const records = await this.recordsAt(onPage, content, headers, callerId, source);
       if (records.kind === 'error') return passError(res, records.up);
-      if (records.kind === 'ok') return sendRewrittenBody(res, 200, listBody(records.bytes, keys.length));
-      // the files changed between the two reads: read them again
-      if (attempt >= REBUILD_TRIES) throw new UpstreamError('bad-body', 'the files changed while the list was rebuilt');
+      // the files changed between the two reads (the caller writing meanwhile): read them again
+      if (records.kind === 'ok' || attempt >= REBUILD_TRIES) return sendRewrittenBody(res, 200, listBody(records.bytes, keys.length));
     }
   }
 
@@ -166,7 +168,7 @@ export class FileViews {
     headers: Headers,
     callerId: string,
     source: OwnFilesSource,
-  ): Promise<{ kind: 'ok'; bytes: Buffer[] } | { kind: 'changed' } | { kind: 'error'; up: UpstreamResponse }> {
+  ): Promise<{ kind: 'ok' | 'changed'; bytes: Buffer[] } | { kind: 'error'; up: UpstreamResponse }> {
     const wanted = new Set(onPage.map((k) => k.id));
     const got = new Map<string, Buffer>();
     for (const w of windowsOf(onPage.map((k) => k.at))) {
@@ -182,8 +184,8 @@ export class FileViews {
       if (up.status !== 200 && !(up.status === 404 && !source.scoped))
         throw new UpstreamError('bad-body', `${source.search} answered ${up.status} while the list was rebuilt`);
     }
-    if (got.size !== wanted.size) return { kind: 'changed' };
-    return { kind: 'ok', bytes: onPage.map((k) => got.get(k.id)!) };
+    const bytes = onPage.flatMap((k) => got.get(k.id) ?? []);
+    return { kind: got.size === wanted.size ? 'ok' : 'changed', bytes };
   }
 
   // ---- search

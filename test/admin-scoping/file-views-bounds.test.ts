@@ -137,3 +137,46 @@ describe('rebuilt file search behind 0.11.4: skip and limit the upstream would r
     expect((await res.json()).map((f: { id: string }) => f.id)).to.deep.equal(['own-2']);
   });
 });
+
+describe('a rebuilt file page while the caller keeps changing their files: their last reading, never a 502', function () {
+  this.timeout(30_000);
+  let upstream: OpenWebUIStandIn;
+  let gw: RunningGateway;
+  const files = [
+    ...Array.from({ length: 300 }, (_, i) => seedFile(`f-bob-${String(i).padStart(4, '0')}`, 'u-bob', `bob-${i}.txt`, i)),
+    ...Array.from({ length: 120 }, (_, i) => seedFile(`f-admin-${String(i).padStart(4, '0')}`, 'u-admin', `admin-${i}.txt`, i * 2)),
+  ];
+
+  before(async () => {
+    upstream = await startOpenWebUI({ users: seedUsers, files, bypassAdminAccessControl: true });
+    gw = await startGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true', LOG_LEVEL: 'silent' }));
+  });
+  after(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  it('one of their newest files deleted at every read: the page holds their own files only, the total theirs as last read', async () => {
+    // every read of the files by the stand-in first deletes the admin's newest file: between the
+    // gateway's reading of the keys and of the page, a file on the page is gone, every time
+    const store = upstream.files;
+    const values = store.values.bind(store);
+    let deleted = 0;
+    store.values = () => {
+      const newest = [...values()].filter((f) => f.user_id === 'u-admin').sort((a, b) => b.updated_at - a.updated_at)[0];
+      if (newest) (store.delete(newest.id), deleted++);
+      return values();
+    };
+    try {
+      const res = await fetch(`${gw.url}/api/v1/files/?page=1&content=false`, { headers: { authorization: `Bearer ${upstream.apiKeyFor('u-admin')}` } });
+      expect(res.status).to.equal(200);
+      const body = (await res.json()) as { items: Array<{ id: string; user_id: string }>; total: number };
+      expect(deleted, 'files deleted while the page was read').to.be.at.least(4);
+      expect(body.items.length).to.be.within(40, 50);
+      expect(body.items.every((f) => f.user_id === 'u-admin')).to.equal(true);
+      expect(body.total).to.be.within(120 - deleted, 120);
+    } finally {
+      store.values = values;
+    }
+  });
+});
