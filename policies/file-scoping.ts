@@ -2,6 +2,7 @@
 // Pure functions over parsed JSON. A body that is not the expected shape is an error
 // (the gateway answers 502), never passed through unfiltered.
 import { CHECKED_RELEASES } from './open-webui-releases.js';
+import { byCodePoint } from './sqlite-order.js';
 
 export interface FileRecord {
   id: string;
@@ -88,19 +89,6 @@ export function listOrder(a: ListKey, b: ListKey): number {
     return b.updatedAt - a.updatedAt;
   }
   return byCodePoint(b.id, a.id);
-}
-
-/** Strings compared as their UTF-8 bytes compare (SQLite's BINARY collation): by code point. */
-function byCodePoint(a: string, b: string): number {
-  // UTF-16 order is code point order unless a surrogate meets a code unit above it (U+E000 and up)
-  if (!/[\ud800-\udfff]/.test(a + b)) return a < b ? -1 : a > b ? 1 : 0;
-  const x = [...a];
-  const y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return x.length - y.length;
 }
 
 /** A page of the list given every own file's key: the keys on it, in the list's order. */

@@ -7,6 +7,7 @@
 // Open WebUI sorts in SQL; the gateway sorts as SQLite does (its default database): JSON values read
 // out of `data` compare NULL first, then numbers, then text (true and false are 1 and 0), and rows
 // whose keys are equal come in the order they were stored (here: oldest first, then by id).
+import { byCodePoint } from './sqlite-order.js';
 
 /** One page of /feedbacks/list and /feedbacks/user (routers/evaluations.py PAGE_ITEM_COUNT). */
 export const RATINGS_PAGE = 30;
@@ -51,18 +52,6 @@ function compareSql(a: unknown, b: unknown): number {
   if (ca !== cb) return ca - cb;
   if (typeof va === 'number' && typeof vb === 'number') return va - vb;
   return byCodePoint(String(va), String(vb));
-}
-
-/** Strings compared as their UTF-8 bytes compare (SQLite's BINARY collation): by code point. */
-function byCodePoint(a: string, b: string): number {
-  if (!/[\ud800-\udfff]/.test(a + b)) return a < b ? -1 : a > b ? 1 : 0;
-  const x = [...a];
-  const y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return x.length - y.length;
 }
 
 /** Rows with equal keys: in the order they were stored (the oldest first). */
