@@ -20,7 +20,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { startOpenWebUI } from '../sandbox/open-webui.js';
+import { startOpenWebUI } from '../sandbox/open-webui/stand-in.js';
 import { startIdp } from '../sandbox/idp.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort } from './proc.js';

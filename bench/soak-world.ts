@@ -13,7 +13,7 @@ import { loadSettings } from '../config/settings.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { createObservability } from '../gateway/observability/observability.js';
 import { startIdp, type TestIdp } from '../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile, type StandInUser } from '../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../sandbox/demo-realm.js';
 import { freePort, sleep } from './proc.js';
 

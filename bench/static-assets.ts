@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:f
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { startOpenWebUI } from '../sandbox/open-webui.js';
+import { startOpenWebUI } from '../sandbox/open-webui/stand-in.js';
 import { freePort } from './proc.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,6 +1,6 @@
 // The fast upstream of the benchmark: plain node:http plus ws, every answer prepared once, so
 // the upstream costs as little as a node server can and every peer in front of it pays the
-// same. It is not the Open WebUI stand-in (sandbox/open-webui.ts); it answers only what the
+// same. It is not the Open WebUI stand-in (sandbox/open-webui/stand-in.ts); it answers only what the
 // scenarios ask, in the shapes Open WebUI uses where the gateway reads the answer:
 //
 //   GET  /api/v1/bench/small           a small JSON object (the pass-through scenarios)

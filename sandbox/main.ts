@@ -20,7 +20,7 @@ import { exitOnSignals, reloadOnHangup } from '../gateway/lifecycle.js';
 import { LIVE_VARIABLES, policyVariables, type Policy } from '../config/policy.js';
 import { demoAccounts, demoIdentityProviders, demoTenantAliases, type KeycloakIdentityProvider } from './demo-realm.js';
 import type { TestIdp } from './idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from './open-webui/stand-in.js';
 import { isPlatformSysAdmin, sandboxSeed, userIdOf, type Seed } from './seed.js';
 import { seedThroughGateway, type RealSeedReport } from './seed-open-webui.js';
 

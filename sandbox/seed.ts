@@ -2,7 +2,7 @@
 // email, admin for PlatformSysAdmin), two files and one chat owned by each. Derived from
 // sandbox/demo-realm.ts, so the sandbox and the tests share one set of demo data.
 import { demoAccounts, type DemoAccount } from './demo-realm.js';
-import type { StandInChat, StandInFile, StandInUser } from './open-webui.js';
+import type { StandInChat, StandInFile, StandInUser } from './open-webui/stand-in.js';
 
 export const SANDBOX_GROUPS = ['acme', 'globex', 'initech'];
 

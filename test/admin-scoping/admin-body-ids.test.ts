@@ -5,8 +5,8 @@
 // audited, the other user's objects unchanged; the admin's own ids still work. A chat completion's
 // vector collection names and a client-described (direct) model's knowledge are checked the same way.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui.js';
-import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui/workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 
 const users = [

@@ -5,8 +5,8 @@
 // and folder never reach them; their own content and content shared with them still work; an
 // admin cannot change another user's email or password; every refusal is audited with its rule.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../../sandbox/open-webui.js';
-import { emptyWorkspace, grant, type Workspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace, grant, type Workspace } from '../../sandbox/open-webui/workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 
 const users = [

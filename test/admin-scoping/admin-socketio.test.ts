@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import WebSocket from 'ws';
 import { clientFrame, rawWebSocket } from '../support/websocket-wire.js';
 import { startWorld, CLIENT_ID, type World } from '../support/cookie-jar.js';
-import { emptyWorkspace, grant } from '../../sandbox/open-webui-workspace.js';
+import { emptyWorkspace, grant } from '../../sandbox/open-webui/workspace.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { until } from '../support/wait.js';
 

@@ -4,7 +4,7 @@
 // id; deleting another user's chat passes and is audited; writes to another user's chat never
 // reach the upstream. Plain users keep what Open WebUI gives them.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 import { ADMIN_CHAT_ACCESS_DISABLED } from '../../policies/admin-scoping.js';
 import {

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 import { seedFile, seedUsers } from '../support/raw-http.js';
 

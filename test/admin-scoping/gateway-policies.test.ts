@@ -3,7 +3,7 @@
 // and other tenants' content. Callers use upstream API keys (ALLOW_UPSTREAM_API_KEYS): the
 // gateway learns who they are from the upstream itself. Sign-in tests cover sessions and JWTs.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 import { ADMIN_SCOPED, EXPORT_DISABLED } from '../../policies/admin-scoping.js';
 import { seedChats, seedFile } from '../support/raw-http.js';

@@ -3,8 +3,8 @@
 // holds the items they own or hold a grant on, in Open WebUI's order, and `total` counts those only;
 // an admin whose page Open WebUI already scoped gets it as Open WebUI answered.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
-import { emptyWorkspace, grant, type Workspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace, grant, type Workspace } from '../../sandbox/open-webui/workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 
 const users = [

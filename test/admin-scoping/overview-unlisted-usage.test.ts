@@ -3,8 +3,8 @@
 // whole-number `timestamp` (one written by an API client, or imported). The admin still gets the
 // tags of their own chats that used the model, read from their export, never a 502.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../../sandbox/open-webui.js';
-import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui/workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 
 const users = [

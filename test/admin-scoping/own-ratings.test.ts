@@ -4,8 +4,8 @@
 // the gateway once read; the copy they come from follows the admin's own writes at once, and within
 // RATINGS_QUIET_MS asks Open WebUI nothing more.
 import { expect } from 'chai';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
-import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace, type Workspace } from '../../sandbox/open-webui/workspace.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 
 const users = [

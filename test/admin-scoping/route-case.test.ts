@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Router } from 'express';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 import type { Authenticator, Identity } from '../../gateway/auth/identity.js';

@@ -14,7 +14,7 @@
 // between the admin and other users' data. fast-check prints the seed and the shrunk counterexample.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { type OpenWebUIStandIn, type RecordedRequest } from '../../sandbox/open-webui.js';
+import { type OpenWebUIStandIn, type RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 import { startWorld, signIn, CLIENT_ID, type World } from '../support/cookie-jar.js';
 import { canonicalize } from '../../gateway/http/canonical-path.js';
 import { decide, ADMIN_CHAT_ACCESS_DISABLED, ADMIN_SCOPED, EXPORT_DISABLED, type Decision } from '../../policies/admin-scoping.js';

@@ -15,7 +15,7 @@ import { startWorld, signIn, CLIENT_ID, SESSION_SECRET, type World } from '../su
 import { SessionCodec } from '../../gateway/auth/session-cookie.js';
 import { CompactEncrypt } from 'jose';
 import { sessionKey } from '../support/old-session-cookie.js';
-import type { RecordedRequest } from '../../sandbox/open-webui.js';
+import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 import { parseResponses, rawExchange, rawRequest, STACK_TRACE } from '../support/raw-http.js';
 import { sleep } from '../support/wait.js';
 

@@ -5,8 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { once } from 'node:events';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui.js';
-import { emptyWorkspace } from '../../sandbox/open-webui-workspace.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui/stand-in.js';
+import { emptyWorkspace } from '../../sandbox/open-webui/workspace.js';
 
 /** A workspace holding one registered model (an admin's completion runs only a model the admin may read). */
 function withModel(id: string, owner: string) {

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
-import type { RecordedRequest } from '../../sandbox/open-webui.js';
+import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';

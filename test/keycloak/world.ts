@@ -11,7 +11,7 @@
 import { freePort } from '../support/raw-http.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { ACME_IDP_REALM_FILE, pointRealmAt, startKeycloak, type RunningKeycloak } from '../../sandbox/keycloak.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';

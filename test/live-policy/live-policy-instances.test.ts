@@ -13,7 +13,7 @@ import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { POLICY_SETTLE_MS } from '../../gateway/policy-watch.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, capturingObservability, gatewayProcess, headerAuthenticator } from '../support/gateway-harness.js';
 import { PEOPLE, policyText } from '../support/live-policy.js';
 import { seedFiles, seedUsers } from '../support/raw-http.js';

@@ -15,7 +15,7 @@ import type { Env } from '../../config/env.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { PolicyStatus, Readiness } from '../../gateway/operations/operations.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, capturingObservability, gatewayProcess, headerAuthenticator, type LogLine } from '../support/gateway-harness.js';
 import { seedChats, seedFiles, seedUsers } from '../support/raw-http.js';
 import { PEOPLE, policyText } from '../support/live-policy.js';

@@ -2,8 +2,8 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat, type StandInFile, type StandInUser } from '../../sandbox/open-webui.js';
-import { ACCESS_PROHIBITED, INVALID_TRUSTED_HEADER } from '../../sandbox/open-webui-http.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInChat, type StandInFile, type StandInUser } from '../../sandbox/open-webui/stand-in.js';
+import { ACCESS_PROHIBITED, INVALID_TRUSTED_HEADER } from '../../sandbox/open-webui/http.js';
 
 interface Reply {
   status: number;

@@ -13,7 +13,7 @@ import { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
 import { WebSocket } from 'ws';
-import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type StandInFile } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, capturingObservability, startGateway, type RunningGateway } from '../support/gateway-harness.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';

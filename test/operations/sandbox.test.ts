@@ -14,7 +14,7 @@ import { freePort } from '../support/raw-http.js';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { startOpenWebUI } from '../../sandbox/open-webui.js';
+import { startOpenWebUI } from '../../sandbox/open-webui/stand-in.js';
 import { startSandbox } from '../../sandbox/main.js';
 import { loadSettings } from '../../config/settings.js';
 import { CHECKED_VERSIONS } from '../../policies/open-webui-releases.js';

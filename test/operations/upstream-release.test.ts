@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
 import WebSocket from 'ws';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { loadSettings } from '../../config/settings.js';
 import { type Env } from '../../config/env.js';

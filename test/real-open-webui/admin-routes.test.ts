@@ -12,7 +12,7 @@ import { OPEN_WEBUI_ROUTES } from '../../policies/open-webui-routes.js';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
 import { sleep } from '../support/wait.js';
-import { NOT_FOUND } from '../../sandbox/open-webui-http.js';
+import { NOT_FOUND } from '../../sandbox/open-webui/http.js';
 
 const FLAG_SETS: Array<{ title: string; flags: AdminFlags }> = [
   {

@@ -7,7 +7,7 @@ import { browse, signIn, type Jar } from '../support/cookie-jar.js';
 import { CLIENT_ID } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, callOpenWebUI, releaseAtLeast, startRealWorld, type AdminFlags, type Answer, type RealWorld } from '../support/open-webui.js';
 import { sleep } from '../support/wait.js';
-import { INVALID_TRUSTED_HEADER } from '../../sandbox/open-webui-http.js';
+import { INVALID_TRUSTED_HEADER } from '../../sandbox/open-webui/http.js';
 
 interface FileRecord {
   id: string;

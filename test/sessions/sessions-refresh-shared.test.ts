@@ -12,7 +12,7 @@ import type { SharedState } from '../../gateway/state/shared-state.js';
 import { createObservability } from '../../gateway/observability/observability.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoAccounts, demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';

@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { browse, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET } from '../support/cookie-jar.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { logoutThroughIdp } from '../../sandbox/idp-browser.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { freePort } from '../support/raw-http.js';
 import { gatewayProcess } from '../support/gateway-harness.js';

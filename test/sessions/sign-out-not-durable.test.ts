@@ -12,7 +12,7 @@ import { browse, gatewayClient, signIn, worldEnv, type Jar } from '../support/co
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';

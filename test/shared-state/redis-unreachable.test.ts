@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { redisState } from '../../gateway/state/redis-state.js';
 import { SESSION_CHECK_UNAVAILABLE } from '../../gateway/http/respond.js';

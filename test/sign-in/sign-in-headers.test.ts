@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, CLIENT_ID, type World } from '../support/cookie-jar.js';
-import type { RecordedRequest } from '../../sandbox/open-webui.js';
+import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 
 const alice = demoAccounts.find((a) => a.username === 'alice')!;
 const TRUSTED = ['x-forwarded-email', 'x-forwarded-name', 'x-forwarded-role', 'x-forwarded-groups'];

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { loginThroughIdp, logoutThroughIdp } from '../../sandbox/idp-browser.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { browse, signIn, startWorld, Jar, CLIENT_ID, SESSION_SECRET, type World } from '../support/cookie-jar.js';
-import type { RecordedRequest } from '../../sandbox/open-webui.js';
+import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 import { readSessionCookie, SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
 import { returnToAfterSignIn as safeReturnTo } from '../../gateway/auth/authenticator.js';
 import { oldLayoutChunks, oldLayoutCookie } from '../support/old-session-cookie.js';

@@ -66,7 +66,7 @@ import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/observability/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui/stand-in.js';
 import { freePort } from './raw-http.js';
 import { sleep } from './wait.js';
 

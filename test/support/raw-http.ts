@@ -3,7 +3,7 @@
 // answers, and the seed data in which every foreign record carries a recognizable marker.
 import net from 'node:net';
 import { freePort } from '../../sandbox/ports.js';
-import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui.js';
+import type { StandInChat, StandInFile, StandInUser } from '../../sandbox/open-webui/stand-in.js';
 import { sleep } from './wait.js';
 
 export interface RawResponse {

@@ -11,7 +11,7 @@ import { browse, Jar, signIn, worldEnv, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET
 import { gatewayProcess } from './gateway-harness.js';
 import { freePort } from './raw-http.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
-import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui.js';
+import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { SessionCodec, isSessionData, readSessionCookie } from '../../gateway/auth/session-cookie.js';
 import { sleep } from './wait.js';

@@ -12,42 +12,31 @@
  * - per-file routes never consult BYPASS_ADMIN_ACCESS_CONTROL, and deny with 404;
  * - trusted headers are matched by exact name (case-insensitive), first occurrence wins.
  *
- * The parts, each in its own file:
- * - open-webui-types.ts: the records, the options and the returned handle (re-exported here);
- * - open-webui-state.ts: what one stand-in holds (settings, users, files, chats, grants, keys);
- * - open-webui-http.ts, open-webui-context.ts, open-webui-router.ts: HTTP as uvicorn, Starlette
- *   and FastAPI handle it (parsing, errors, answers, compression, ETags, multipart, routing);
- * - one file per area of routes, each registering on the router given the state:
- *   open-webui-pages.ts (app shell, static, health, version, config), open-webui-auth.ts (who a
- *   request is; sign-in and sign-out), open-webui-files.ts, open-webui-chats.ts,
- *   open-webui-analytics.ts, open-webui-completions.ts (SSE), open-webui-socket.ts (Socket.IO
- *   over WebSocket), and the workspace: open-webui-workspace.ts (its records and access rules),
- *   open-webui-workspace-content.ts (users, notes, folders, knowledge, channels) and
- *   open-webui-workspace-models.ts (feedback, memories, models, prompts, tools, skills), whose
- *   routes are handed a kit of this server's helpers instead of the state;
- * - this file: the server itself, which records every request and routes it.
+ * Each area of routes has its own file in this folder (pages, auth, files, chats, analytics,
+ * completions, socket, workspace*), registering on the router given the state; this file is the
+ * server itself, which records every request and routes it.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setMaxListeners } from 'node:events';
-import { registerAnalyticsRoutes } from './open-webui-analytics.js';
-import { apiKeyFor, authenticate, issueToken, registerAuthRoutes } from './open-webui-auth.js';
-import { registerChatRoutes } from './open-webui-chats.js';
-import { registerCompletionRoutes } from './open-webui-completions.js';
-import { drain, q, readBody, readJsonObject, send, sendJson, type Ctx } from './open-webui-context.js';
-import { registerFileRoutes } from './open-webui-files.js';
-import { HttpError, splitTarget, unquote } from './open-webui-http.js';
-import { registerMetaRoutes, registerStaticRoutes, sendAppShell } from './open-webui-pages.js';
-import { Router } from './open-webui-router.js';
-import { SocketEndpoint } from './open-webui-socket.js';
-import { StandInState } from './open-webui-state.js';
-import type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest } from './open-webui-types.js';
-import type { Kit } from './open-webui-workspace.js';
-import { installContentRoutes } from './open-webui-workspace-content.js';
-import { installModelRoutes } from './open-webui-workspace-models.js';
+import { registerAnalyticsRoutes } from './analytics.js';
+import { apiKeyFor, authenticate, issueToken, registerAuthRoutes } from './auth.js';
+import { registerChatRoutes } from './chats.js';
+import { registerCompletionRoutes } from './completions.js';
+import { drain, q, readBody, readJsonObject, send, sendJson, type Ctx } from './context.js';
+import { registerFileRoutes } from './files.js';
+import { HttpError, splitTarget, unquote } from './http.js';
+import { registerMetaRoutes, registerStaticRoutes, sendAppShell } from './pages.js';
+import { Router } from './router.js';
+import { SocketEndpoint } from './socket.js';
+import { StandInState } from './state.js';
+import type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest } from './types.js';
+import type { Kit } from './workspace.js';
+import { installContentRoutes } from './workspace-content.js';
+import { installModelRoutes } from './workspace-models.js';
 
-export type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest, StandInChat, StandInFile, StandInGrant, StandInUser } from './open-webui-types.js';
+export type { OpenWebUIOptions, OpenWebUIStandIn, RecordedRequest, StandInChat, StandInFile, StandInGrant, StandInUser } from './types.js';
 
 /** What the workspace routes are handed: the stand-in's helpers and the maps they read. */
 function workspaceKit(router: Router, state: StandInState): Kit<Ctx> {

@@ -1,12 +1,12 @@
 // Usage answers as routers/analytics.py gives them (admin only, ENABLE_ADMIN_ANALYTICS): counts per
 // model over every user's chats, and a model's overview. The message texts route is the
-// workspace's (open-webui-workspace-models.ts).
-import { authenticate } from './open-webui-auth.js';
-import { intParam, sendJson } from './open-webui-context.js';
-import { unprocessable, type ValidationIssue } from './open-webui-http.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
-import type { StandInChat } from './open-webui-types.js';
+// workspace's (workspace-models.ts).
+import { authenticate } from './auth.js';
+import { intParam, sendJson } from './context.js';
+import { unprocessable, type ValidationIssue } from './http.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
+import type { StandInChat } from './types.js';
 
 // routers/analytics.py counts per model over every user's messages (the chat_message rows: a
 // message's model_id, else its model); tokens and days are not kept by the stand-in (zero, today)

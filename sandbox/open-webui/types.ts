@@ -1,6 +1,6 @@
 // The stand-in's public face: the records it keeps, the options it starts with and what
 // startOpenWebUI hands back. Tests, benchmarks and the sandbox import these from ./open-webui.js.
-import type { Workspace } from './open-webui-workspace.js';
+import type { Workspace } from './workspace.js';
 
 /** The Open WebUI release the stand-in plays. */
 export const VERSION = '0.12.4';
@@ -80,7 +80,7 @@ export interface OpenWebUIOptions {
    * token; 'anyone' as the 0.11.0 reference describes (for tests of the gateway's drift check).
    */
   adminFlagsInConfig?: 'signed-in' | 'anyone';
-  /** notes, folders, knowledge, channels, feedback, memories, models, ... (sandbox/open-webui-workspace.ts) */
+  /** notes, folders, knowledge, channels, feedback, memories, models, ... (sandbox/open-webui/workspace.ts) */
   workspace?: Workspace;
   /** the release GET /api/version and /api/config report; default 0.12.4 */
   version?: string;

@@ -14,7 +14,7 @@ import {
   type User,
   type Workspace,
   type WorkspaceObject,
-} from './open-webui-workspace.js';
+} from './workspace.js';
 
 export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
   const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;

@@ -1,7 +1,7 @@
 // The stand-in's workspace: notes, folders, knowledge, channels (messages, members), feedback,
 // memories, models, prompts, tools, skills, as Open WebUI 0.12.4 keeps them, and the access rules
-// its routes share. The routes are in open-webui-workspace-content.ts (users, notes, folders,
-// knowledge, channels) and open-webui-workspace-models.ts (feedback, analytics, memories,
+// its routes share. The routes are in workspace-content.ts (users, notes, folders,
+// knowledge, channels) and workspace-models.ts (feedback, analytics, memories,
 // retrieval, models, prompts, tools, skills). Admin behaviour is the upstream's: by-id routes let
 // any admin through, lists follow BYPASS_ADMIN_ACCESS_CONTROL, so the gateway's own scoping is
 // what a test observes.

@@ -1,7 +1,7 @@
 // What one stand-in holds: its settings (from OpenWebUIOptions) and its data (users, files,
 // chats and their grants, API keys, upload bytes, the workspace). Every area of routes is handed
 // this one object; tests reach the same maps through the returned OpenWebUIStandIn.
-import { emptyWorkspace, type Workspace } from './open-webui-workspace.js';
+import { emptyWorkspace, type Workspace } from './workspace.js';
 import {
   VERSION,
   type OpenWebUIOptions,
@@ -11,7 +11,7 @@ import {
   type StandInFile,
   type StandInGrant,
   type StandInUser,
-} from './open-webui-types.js';
+} from './types.js';
 
 /** WEBUI_AUTH_TRUSTED_*_HEADER when the options name none */
 const DEFAULT_TRUSTED = { email: 'X-Forwarded-Email', name: 'X-Forwarded-Name', role: 'X-Forwarded-Role', groups: 'X-Forwarded-Groups' };

@@ -4,9 +4,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { findToken, userOfToken } from './open-webui-auth.js';
-import { splitTarget, unquote } from './open-webui-http.js';
-import type { StandInState } from './open-webui-state.js';
+import { findToken, userOfToken } from './auth.js';
+import { splitTarget, unquote } from './http.js';
+import type { StandInState } from './state.js';
 
 /** The note a Socket.IO `join-note` or `ydoc:document:join` text packet names, if any. */
 function noteJoined(text: string): string | undefined {

@@ -1,8 +1,8 @@
 // The stand-in's route table, matched as Starlette matches: in the order routes were added, on
 // the decoded path; a path known under another method is a 405; an unknown API path a 404; any
 // other GET is the single-page app's shell.
-import type { Ctx } from './open-webui-context.js';
-import { HttpError } from './open-webui-http.js';
+import type { Ctx } from './context.js';
+import { HttpError } from './http.js';
 
 /** `p` holds the path's `{name}` and `*` parts, in order. */
 export type Handler = (ctx: Ctx, p: string[]) => Promise<void> | void;

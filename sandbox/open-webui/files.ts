@@ -2,8 +2,8 @@
 // BYPASS_ADMIN_ACCESS_CONTROL), streamed multipart uploads, and the per-file routes, which
 // never consult the bypass and deny with 404 (owner, admin, or an access grant).
 import { createHash, randomUUID } from 'node:crypto';
-import { authenticate } from './open-webui-auth.js';
-import { bodyChunks, boolParam, intParam, q, readJsonObject, sendHtml, sendJson, sendStream, startEventStream, type Ctx } from './open-webui-context.js';
+import { authenticate } from './auth.js';
+import { bodyChunks, boolParam, intParam, q, readJsonObject, sendHtml, sendJson, sendStream, startEventStream, type Ctx } from './context.js';
 import {
   HttpError,
   NOT_FOUND,
@@ -16,10 +16,10 @@ import {
   unprocessable,
   type MultipartPart,
   type ValidationIssue,
-} from './open-webui-http.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
-import type { StandInFile, StandInUser } from './open-webui-types.js';
+} from './http.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
+import type { StandInFile, StandInUser } from './types.js';
 
 const PAGE_SIZE = 50;
 const KEEP_UPLOAD_BYTES = 1024 * 1024; // uploads up to this size keep their bytes for /content

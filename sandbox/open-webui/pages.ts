@@ -1,11 +1,11 @@
 // What a browser or a probe fetches outside the API: the single-page app's shell and the
 // stand-in's own front-end script, static assets, the manifest, health, /api/version and
 // /api/config (main.py).
-import { findToken, userOfToken } from './open-webui-auth.js';
-import { send, sendHtml, sendJson, type Ctx } from './open-webui-context.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
-import { VERSION } from './open-webui-types.js';
+import { findToken, userOfToken } from './auth.js';
+import { send, sendHtml, sendJson, type Ctx } from './context.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
+import { VERSION } from './types.js';
 
 const SPA_SHELL = `<!doctype html>
 <html lang="en">

@@ -5,8 +5,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
-import { HttpError, etagMatches, firstHeader, pickEncoding, unprocessable, weakEtag, type ValidationIssue } from './open-webui-http.js';
-import type { RecordedRequest } from './open-webui-types.js';
+import { HttpError, etagMatches, firstHeader, pickEncoding, unprocessable, weakEtag, type ValidationIssue } from './http.js';
+import type { RecordedRequest } from './types.js';
 
 const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 

@@ -2,11 +2,11 @@
 // the /openai, /ollama proxies): `n` tokens (5 unless asked), whole or as server-sent events with
 // a gap between chunks, so tests and benchmarks can watch a stream in flight.
 import { randomUUID } from 'node:crypto';
-import { authenticate } from './open-webui-auth.js';
-import { readJsonObject, sendJson, startEventStream, type Ctx } from './open-webui-context.js';
-import { nowS, sleep } from './open-webui-http.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
+import { authenticate } from './auth.js';
+import { readJsonObject, sendJson, startEventStream, type Ctx } from './context.js';
+import { nowS, sleep } from './http.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
 
 const SSE_COMPLETION_GAP_MS = 20;
 

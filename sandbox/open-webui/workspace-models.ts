@@ -12,7 +12,7 @@ import {
   type Kit,
   type Workspace,
   type WorkspaceObject,
-} from './open-webui-workspace.js';
+} from './workspace.js';
 
 export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
   const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;

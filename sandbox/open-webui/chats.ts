@@ -2,12 +2,12 @@
 // download (ENABLE_ADMIN_EXPORT), other users' chats (ENABLE_ADMIN_CHAT_ACCESS), shares and their
 // access grants, clones, messages, and deletion.
 import { randomUUID } from 'node:crypto';
-import { authenticate, findToken } from './open-webui-auth.js';
-import { intParam, readJsonObject, sendJson, sendStream, type Ctx } from './open-webui-context.js';
-import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG, unprocessable, type ValidationIssue } from './open-webui-http.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
-import type { StandInChat, StandInUser } from './open-webui-types.js';
+import { authenticate, findToken } from './auth.js';
+import { intParam, readJsonObject, sendJson, sendStream, type Ctx } from './context.js';
+import { ACCESS_PROHIBITED, HttpError, INVALID_TOKEN, NOT_FOUND, SOMETHING_WENT_WRONG, unprocessable, type ValidationIssue } from './http.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
+import type { StandInChat, StandInUser } from './types.js';
 
 async function* jsonArray(items: unknown[]): AsyncGenerator<string> {
   yield '[';

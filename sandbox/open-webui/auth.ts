@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
-import { readJsonObject, sendJson, type Ctx } from './open-webui-context.js';
+import { readJsonObject, sendJson, type Ctx } from './context.js';
 import {
   ACCESS_PROHIBITED,
   HttpError,
@@ -17,10 +17,10 @@ import {
   parseCookies,
   unprocessable,
   type ValidationIssue,
-} from './open-webui-http.js';
-import type { Router } from './open-webui-router.js';
-import type { StandInState } from './open-webui-state.js';
-import type { StandInUser } from './open-webui-types.js';
+} from './http.js';
+import type { Router } from './router.js';
+import type { StandInState } from './state.js';
+import type { StandInUser } from './types.js';
 
 const JWT_TTL_S = 4 * 7 * 24 * 3600; // JWT_EXPIRES_IN default: 4 weeks
 const EMAIL_TAKEN = 'Uh-oh! This email is already registered. Sign in with your existing account or choose another email to start anew.';
