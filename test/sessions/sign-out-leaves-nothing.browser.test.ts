@@ -4,17 +4,9 @@
 // next request clears it). The chat front-end's API answers and pages are never stored; its
 // static assets keep the upstream's caching.
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, openPage, signInAtRealm, type OpenPage } from '../support/browser.js';
-import { CLIENT_ID, startWorld, type World } from '../support/cookie-jar.js';
-
-async function signInToChat(page: Page, w: World, username = 'alice'): Promise<void> {
-  await page.goto(`${w.url}/auth/start?returnTo=%2F`);
-  await signInAtRealm(page, username, `${username}-pass`);
-  await page.waitForURL(`${w.url}/`);
-  await page.waitForSelector('#who');
-  expect(await page.textContent('#who')).to.include(`${username}@`);
-}
+import type { Page } from 'playwright-core';
+import { browserWorld, signInToChat } from '../support/browser-world.js';
+import { CLIENT_ID } from '../support/cookie-jar.js';
 
 /** Everything the page shows, and what its scripts may still read. */
 async function visible(page: Page): Promise<string> {
@@ -32,66 +24,51 @@ async function visible(page: Page): Promise<string> {
 
 describe('signing out leaves nothing behind, in headless Chromium', function () {
   this.timeout(90_000);
-  let browser: Browser;
-  let w: World;
-  let tab: OpenPage | undefined;
-
-  before(async () => {
-    browser = await launchChromium();
-    // 4-second access tokens: refreshed once 2 s old (the margin is at most half their lifetime).
-    w = await startWorld({ env: { TOKEN_REFRESH_MARGIN_SECONDS: '2' }, accessTokenTtl: 4 });
-  });
-  afterEach(async () => {
-    await tab?.close();
-    tab = undefined;
-  });
-  after(async () => {
-    await browser?.close();
-    await w?.close();
-  });
+  // 4-second access tokens: refreshed once 2 s old (the margin is at most half their lifetime).
+  const bw = browserWorld({ env: { TOKEN_REFRESH_MARGIN_SECONDS: '2' }, accessTokenTtl: 4 });
 
   it('the chat front-end\'s "Sign out", then Back: no name, no email, no token on the screen or in storage', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await signInToChat(page, w);
+    await signInToChat(page, bw.w.url, 'alice');
     // Open WebUI keeps its token in localStorage; so does this page now.
     await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
-    await Promise.all([page.waitForURL(`${w.url}/auth/login`, { timeout: 10_000 }), page.click('#sign-out')]);
+    await Promise.all([page.waitForURL(`${bw.w.url}/auth/login`, { timeout: 10_000 }), page.click('#sign-out')]);
     for (let i = 0; i < 3; i++) {
       await page.goBack().catch(() => undefined);
       const shown = await visible(page);
       expect(shown, `Back ${i + 1}: ${page.url()}`).to.not.include('alice');
       expect(shown).to.not.include('chat-front-end-token');
     }
-    expect(await tab.context.cookies(w.url)).to.deep.equal([]);
-    await page.goto(`${w.url}/auth/login`);
+    expect(await tab.context.cookies(bw.w.url)).to.deep.equal([]);
+    await page.goto(`${bw.w.url}/auth/login`);
     expect(await page.evaluate(() => localStorage.length), "the chat front-end's storage").to.equal(0);
   });
 
   it("the gateway's /auth/logout, then Back: the same", async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await signInToChat(page, w, 'bob');
-    await page.goto(`${w.url}/auth/session`);
+    await signInToChat(page, bw.w.url, 'bob');
+    await page.goto(`${bw.w.url}/auth/session`);
     expect(await page.textContent('body')).to.include('bob@');
-    await page.goto(`${w.url}/auth/logout`);
-    await page.waitForURL(`${w.url}/auth/login`);
+    await page.goto(`${bw.w.url}/auth/logout`);
+    await page.waitForURL(`${bw.w.url}/auth/login`);
     for (let i = 0; i < 3; i++) {
       await page.goBack().catch(() => undefined);
       expect(await visible(page), `Back ${i + 1}: ${page.url()}`).to.not.include('bob');
     }
-    expect(await tab.context.cookies(w.url)).to.deep.equal([]);
+    expect(await tab.context.cookies(bw.w.url)).to.deep.equal([]);
   });
 
   it('a session the realm ended (refresh refused): the next request clears what the browser kept', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await signInToChat(page, w, 'carol');
+    await signInToChat(page, bw.w.url, 'carol');
     await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
-    w.idp.failRefresh = true;
+    bw.w.idp.failRefresh = true;
     try {
       await page.waitForTimeout(2_100); // the access token is now inside the refresh margin
-      await page.goto(`${w.url}/`);
+      await page.goto(`${bw.w.url}/`);
       await page.waitForURL((u) => u.pathname === '/auth/login');
       const shown = await visible(page);
       expect(shown).to.not.include('carol');
@@ -99,45 +76,45 @@ describe('signing out leaves nothing behind, in headless Chromium', function () 
       await page.goBack().catch(() => undefined);
       expect(await visible(page)).to.not.include('carol');
     } finally {
-      w.idp.failRefresh = false;
+      bw.w.idp.failRefresh = false;
     }
   });
 
   it('a session the realm ended by back-channel logout: the next request clears what the browser kept', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await signInToChat(page, w, 'tina');
+    await signInToChat(page, bw.w.url, 'tina');
     await page.evaluate(() => localStorage.setItem('token', 'chat-front-end-token'));
-    const sub = ((await (await tab.context.request.get(`${w.url}/auth/session`)).json()) as { user: { sub: string } }).user.sub;
+    const sub = ((await (await tab.context.request.get(`${bw.w.url}/auth/session`)).json()) as { user: { sub: string } }).user.sub;
     await page.waitForTimeout(1_100); // the token's iat must be after the sign-in (one-second resolution)
-    const token = await w.idp.signJwt({
+    const token = await bw.w.idp.signJwt({
       aud: CLIENT_ID,
       sub,
       jti: `bcl-${Date.now()}`,
       events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
       exp: undefined,
     });
-    const posted = await fetch(`${w.url}/auth/backchannel-logout`, {
+    const posted = await fetch(`${bw.w.url}/auth/backchannel-logout`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ logout_token: token }),
     });
     expect(posted.status).to.equal(204);
-    await page.goto(`${w.url}/`);
+    await page.goto(`${bw.w.url}/`);
     await page.waitForURL((u) => u.pathname === '/auth/login');
     const shown = await visible(page);
     expect(shown).to.not.include('tina');
     expect(shown).to.not.include('chat-front-end-token');
-    expect(await tab.context.cookies(w.url)).to.deep.equal([]);
+    expect(await tab.context.cookies(bw.w.url)).to.deep.equal([]);
   });
 
   it('what the headers say: the API and pages never stored, static assets as the upstream says', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
     const seen = new Map<string, Record<string, string>>();
     page.on('response', (r) => seen.set(new URL(r.url()).pathname, r.headers()));
-    await signInToChat(page, w, 'alice');
-    await page.goto(`${w.url}/static/favicon.png`);
+    await signInToChat(page, bw.w.url, 'alice');
+    await page.goto(`${bw.w.url}/static/favicon.png`);
     expect(seen.get('/')!['cache-control']).to.equal('private, no-store');
     expect(seen.get('/api/v1/auths/')!['cache-control']).to.equal('private, no-store');
     expect(seen.get('/static/favicon.png')!['cache-control']).to.equal('public, max-age=3600');

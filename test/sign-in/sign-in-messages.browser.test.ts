@@ -4,33 +4,18 @@
 // link says so once, and the sandbox realm's form looks like a realm login page with the provider
 // hint in a small note and no debugging lines.
 import { expect } from 'chai';
-import type { Browser } from 'playwright-core';
-import { launchChromium, openPage, signInAtRealm, type OpenPage } from '../support/browser.js';
-import { browse, Jar, startWorld, type World } from '../support/cookie-jar.js';
+import { signInAtRealm } from '../support/browser.js';
+import { browserWorld } from '../support/browser-world.js';
+import { browse, Jar } from '../support/cookie-jar.js';
 
 describe('what a failed or unusual sign-in tells the user', function () {
   this.timeout(90_000);
-  let browser: Browser;
-  let w: World;
-  let tab: OpenPage | undefined;
-
-  before(async () => {
-    browser = await launchChromium();
-    w = await startWorld();
-  });
-  afterEach(async () => {
-    await tab?.close();
-    tab = undefined;
-  });
-  after(async () => {
-    await browser?.close();
-    await w?.close();
-  });
+  const bw = browserWorld();
 
   it('Cancel at the realm: "Sign-in was cancelled", with a link to sign in again, not "already used"', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await page.goto(`${w.url}/auth/start?returnTo=%2F`);
+    await page.goto(`${bw.w.url}/auth/start?returnTo=%2F`);
     await page.waitForSelector('#kc-form-login');
     await Promise.all([page.waitForURL((u) => u.pathname === '/auth/callback'), page.click('#kc-cancel')]);
     expect(await page.textContent('h1')).to.equal('Sign-in was cancelled');
@@ -45,7 +30,7 @@ describe('what a failed or unusual sign-in tells the user', function () {
 
   /** A real sign-in begun (the browser holds the transaction cookie), answered by the realm with `error`. */
   async function realmError(code: string, acceptLanguage = 'en'): Promise<{ status: number; title: string; text: string }> {
-    const jar = new Jar(w.url);
+    const jar = new Jar(bw.w.url);
     const start = await browse(jar, '/auth/start?returnTo=%2F');
     const state = new URL(start.location!).searchParams.get('state')!;
     const r = await browse(jar, `/auth/callback?${new URLSearchParams({ error: code, error_description: 'described by the realm', state })}`, {
@@ -84,23 +69,23 @@ describe('what a failed or unusual sign-in tells the user', function () {
   });
 
   it('/de/auth/callback is a German page, not JSON', async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    const res = await page.goto(`${w.url}/de/auth/callback?error=access_denied&state=x`);
+    const res = await page.goto(`${bw.w.url}/de/auth/callback?error=access_denied&state=x`);
     expect(res!.status()).to.equal(400);
     expect(res!.headers()['content-type']).to.match(/^text\/html/);
     expect(await page.getAttribute('html', 'lang')).to.equal('de');
     expect(await page.textContent('h1')).to.equal('Die Anmeldung wurde abgebrochen');
     expect(await page.getAttribute('#back-to-login', 'href')).to.equal('/de/auth/login');
-    await page.goto(`${w.url}/de/auth/callback`);
+    await page.goto(`${bw.w.url}/de/auth/callback`);
     expect(await page.textContent('h1')).to.equal('Die Anmeldung wurde nicht abgeschlossen');
     expect(tab.errors).to.deep.equal([]);
   });
 
   it("signing in through another tenant's link says so once, then the chat in the user's own tenant", async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await page.goto(`${w.url}/acme`);
+    await page.goto(`${bw.w.url}/acme`);
     expect(await page.getAttribute('#idp-hint', 'data-hint')).to.equal('acme-entra');
     await signInAtRealm(page, 'bob', 'bob-pass');
     await page.waitForSelector('#tenant-notice');
@@ -108,7 +93,7 @@ describe('what a failed or unusual sign-in tells the user', function () {
     expect(await page.textContent('#tenant-notice')).to.equal(
       'You signed in through the sign-in link of "acme", but your account is not a member of it. You are working in "globex", your own organisation.',
     );
-    await Promise.all([page.waitForURL(`${w.url}/`), page.click('#continue')]);
+    await Promise.all([page.waitForURL(`${bw.w.url}/`), page.click('#continue')]);
     await page.waitForSelector('#who');
     expect(await page.textContent('#tenant')).to.equal('globex');
     // Once: the chat again does not say it again.
@@ -119,9 +104,9 @@ describe('what a failed or unusual sign-in tells the user', function () {
   });
 
   it("a member signing in through their tenant's link sees no notice", async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await page.goto(`${w.url}/acme`);
+    await page.goto(`${bw.w.url}/acme`);
     await signInAtRealm(page, 'alice', 'alice-pass');
     await page.waitForSelector('#who');
     expect(await page.textContent('#tenant')).to.equal('acme');
@@ -129,9 +114,9 @@ describe('what a failed or unusual sign-in tells the user', function () {
   });
 
   it("the sandbox realm's form: a realm login page, the provider hint in a small note, no debugging lines", async () => {
-    tab = await openPage(browser);
+    const tab = await bw.open();
     const { page } = tab;
-    await page.goto(`${w.url}/auth/start?idp=globex-okta&returnTo=%2F`);
+    await page.goto(`${bw.w.url}/auth/start?idp=globex-okta&returnTo=%2F`);
     await page.waitForSelector('#kc-form-login');
     const text = (await page.textContent('body'))!;
     expect(text).to.not.match(/Client:|kc_idp_hint|Plain idp_hint/);
@@ -153,7 +138,7 @@ describe('what a failed or unusual sign-in tells the user', function () {
     expect(style.width).to.not.equal('none');
     expect(style.button).to.equal('rgb(0, 102, 204)');
     expect(style.note).to.be.lessThan(style.body);
-    await page.goto(`${w.url}/auth/start?returnTo=%2F`);
+    await page.goto(`${bw.w.url}/auth/start?returnTo=%2F`);
     await page.waitForSelector('#kc-form-login');
     expect(await page.locator('#hint-note').count(), 'no note without a hint').to.equal(0);
   });
