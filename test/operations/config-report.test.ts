@@ -296,10 +296,12 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
     expect(withCredentials.out).to.not.include('leak-upstream-password');
   });
 
-  it('the gateway process: its startup lines (the effective settings among them) and its Redis warnings', async () => {
+  /** A gateway process with these Redis settings, at debug level: what it printed in its first 3 s (Redis at nothing warns within the connect timeout). */
+  async function gatewayOutput(redis: Record<string, string>): Promise<string> {
     const gw = await gatewayProcess({
       ...baseEnv('http://127.0.0.1:9'),
       ...secrets,
+      ...redis,
       IDP_ADMIN_CLIENT_ID: 'admin',
       HOST: '127.0.0.1',
       PORT: '0',
@@ -307,36 +309,26 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
       LOG_LEVEL: 'debug',
     });
     try {
-      await sleep(3_000); // Redis at nothing: its warnings come within the connect timeout
-      expect(gw.output()).to.include('effective settings');
-      expect(gw.output()).to.match(/Redis/);
-      clean('the gateway log', gw.output());
+      await sleep(3_000);
+      return gw.output();
     } finally {
       gw.child.kill('SIGKILL');
     }
+  }
+
+  it('the gateway process: its startup lines (the effective settings among them) and its Redis warnings', async () => {
+    const output = await gatewayOutput({});
+    expect(output).to.include('effective settings');
+    expect(output).to.match(/Redis/);
+    clean('the gateway log', output);
   });
 
   it('gateway processes on Sentinel and on Cluster: their startup lines and their Redis warnings', async () => {
     for (const redis of [sentinelSecrets, clusterSecrets]) {
-      const gw = await gatewayProcess({
-        ...baseEnv('http://127.0.0.1:9'),
-        ...secrets,
-        REDIS_URL: '',
-        ...redis,
-        IDP_ADMIN_CLIENT_ID: 'admin',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        DRIFT_CHECK_SECONDS: '0',
-        LOG_LEVEL: 'debug',
-      });
-      try {
-        await sleep(3_000);
-        expect(gw.output()).to.include('effective settings');
-        expect(gw.output()).to.match(/shared-state-unreachable/);
-        clean('the gateway log', gw.output());
-      } finally {
-        gw.child.kill('SIGKILL');
-      }
+      const output = await gatewayOutput({ REDIS_URL: '', ...redis });
+      expect(output).to.include('effective settings');
+      expect(output).to.match(/shared-state-unreachable/);
+      clean('the gateway log', output);
     }
   });
 
