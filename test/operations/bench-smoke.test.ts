@@ -15,6 +15,22 @@ import { spawnChild } from '../../bench/proc.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** `npm run bench -- --smoke ARGS` with BENCH_OUT in DIR: its results and what it printed; the error names the run and ends with its stderr. */
+function runBench(dir: string, args: string[], env: Record<string, string>, timeout: number): Promise<{ results: Results; stdout: string }> {
+  const out = join(dir, 'results.json');
+  return new Promise((resolveRun, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke', ...args],
+      { cwd: root, env: { ...process.env, BENCH_OUT: out, ...env }, timeout, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`npm run bench -- --smoke ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-4000)}`));
+        else resolveRun({ results: JSON.parse(readFileSync(out, 'utf8')) as Results, stdout });
+      },
+    );
+  });
+}
+
 describe('bench: the harness (smoke mode)', function () {
   this.timeout(150_000);
   let dir: string;
@@ -23,19 +39,7 @@ describe('bench: the harness (smoke mode)', function () {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
-    const out = join(dir, 'results.json');
-    output = await new Promise<string>((resolveRun, reject) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--no-warnings=ExperimentalWarning', join(root, 'bench/run.ts'), '--smoke'],
-        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_BARE_FEATURES: 'all' }, timeout: 145_000, maxBuffer: 16 << 20 },
-        (err, stdout, stderr) => {
-          if (err) reject(new Error(`npm run bench -- --smoke failed: ${err.message}\n${stderr.slice(-4000)}`));
-          else resolveRun(stdout);
-        },
-      );
-    });
-    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+    ({ results, stdout: output } = await runBench(dir, [], { BENCH_BARE_FEATURES: 'all' }, 145_000));
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -167,24 +171,12 @@ describe('bench: oauth2-proxy and nginx + oauth2-proxy (smoke mode, where the bi
       this.skip();
     }
     dir = mkdtempSync(join(tmpdir(), 'bench-o2p-'));
-    const out = join(dir, 'results.json');
-    await new Promise<void>((resolveRun, reject) => {
-      execFile(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          '--no-warnings=ExperimentalWarning',
-          join(root, 'bench/run.ts'),
-          '--smoke',
-          '--only=small,small-latency,websocket,idle',
-          '--peers=direct,bare,gateway,oauth2-proxy,nginx',
-        ],
-        { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_OAUTH2_PROXY: '1' }, timeout: 175_000, maxBuffer: 16 << 20 },
-        (err, _stdout, stderr) => (err ? reject(new Error(`bench --smoke with oauth2-proxy failed: ${err.message}\n${stderr.slice(-4000)}`)) : resolveRun()),
-      );
-    });
-    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+    ({ results } = await runBench(
+      dir,
+      ['--only=small,small-latency,websocket,idle', '--peers=direct,bare,gateway,oauth2-proxy,nginx'],
+      { BENCH_OAUTH2_PROXY: '1' },
+      175_000,
+    ));
   });
   after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
@@ -284,30 +276,14 @@ describe('bench: --baseline=REV and BENCH_ALLOC_PROFILE_DIR (smoke mode)', funct
   it('builds HEAD from git into its own folder and gives it a row of its own, signed in like the gateway; the peers record their allocations per request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
     try {
-      const out = join(dir, 'results.json');
       const allocations = join(dir, 'alloc');
       mkdirSync(allocations);
-      await new Promise<void>((resolveRun, reject) => {
-        execFile(
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            '--no-warnings=ExperimentalWarning',
-            join(root, 'bench/run.ts'),
-            '--smoke',
-            '--only=small,websocket',
-            '--peers=gateway,bare',
-            '--baseline=HEAD',
-          ],
-          { cwd: root, env: { ...process.env, BENCH_OUT: out, BENCH_ALLOC_PROFILE_DIR: allocations }, timeout: 175_000, maxBuffer: 16 << 20 },
-          (err, _stdout, stderr) => {
-            if (err) reject(new Error(`npm run bench -- --baseline=HEAD failed: ${err.message}\n${stderr.slice(-4000)}`));
-            else resolveRun();
-          },
-        );
-      });
-      const results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+      const { results } = await runBench(
+        dir,
+        ['--only=small,websocket', '--peers=gateway,bare', '--baseline=HEAD'],
+        { BENCH_ALLOC_PROFILE_DIR: allocations },
+        175_000,
+      );
       const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
       const rows = results.rows.filter((r) => r.scenario === 'small');
       expect(rows.map((r) => r.peer)).to.include.members(['gateway', `gateway@${head}`]);
