@@ -241,8 +241,9 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
     return { action: 'guard-socketio-post', notes: !settings.bypassAdminAccessControl, rule: 'route table: Socket.IO events' };
   }
 
-  // Admins while the bypass is off: the route table's class decides (A3 to A5, and every route of Open WebUI: docs/policies.md).
-  if (caller.admin && !settings.bypassAdminAccessControl) return scopeAdmin(route, s, request.search ?? '', method);
+  // Admins while the bypass is off, and on the rows that reach users' chats whatever it is: the route
+  // table's class decides (A3 to A5, and every route of Open WebUI: docs/policies.md).
+  if (caller.admin && (!settings.bypassAdminAccessControl || route?.row.chats)) return scopeAdmin(route, s, request.search ?? '', method);
 
   // Rule A8: nothing here changes what the platform API exposes; everything else passes.
   return { action: 'pass', rule: 'no policy' };

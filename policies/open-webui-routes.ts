@@ -28,7 +28,7 @@
 //   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
 // A route missing from the table is refused for admins while the bypass is off (fail closed) and
 // passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
-// as Open WebUI answers, except the export and chat classes.
+// as Open WebUI answers, except the export and chat classes and the rows marked `chats`.
 
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
@@ -82,6 +82,12 @@ export interface RouteRow {
   own?: 'ratings' | 'rating-ids';
   /** listing: larger than the gateway may hold (an export): written out as its items are judged */
   streamed?: true;
+  /**
+   * The answer or the change reaches users' chats outside /api/v1/chats (message text, titles, a
+   * rating's snapshot of the chat, a folder's chats, their deletion): judged for admins as while the
+   * bypass is off, whatever its value, since ENABLE_ADMIN_CHAT_ACCESS is fixed false.
+   */
+  chats?: true;
 }
 
 /**
@@ -147,6 +153,8 @@ const ownerOnly = (m: string, p: string, lookup: string, body?: readonly BodyRef
 /** a route Open WebUI scopes to the caller, but whose body names other objects (checked as BodyRef) */
 const ownNaming = (m: string, p: string, body: readonly BodyRef[]) => row(m, p, 'own', { body });
 const refused = (m: string, p: string, why: string) => row(m, p, 'refused', { why });
+/** a row whose answer or change reaches users' chats: see RouteRow.chats */
+const ofChats = (r: RouteRow): RouteRow => ({ ...r, chats: true });
 const account = (m: string, p: string) => row(m, p, 'account');
 const chat = (m: string, p: string) => row(m, p, 'chat');
 
@@ -733,15 +741,15 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   ownNaming('POST', '/api/v1/folders/', [{ at: 'parent_id', lookup: BODY_FOLDER, permission: 'write' }, ...FOLDER_BODY]),
   list('GET', '/api/v1/folders/shared'),
   read('GET', '/api/v1/folders/{id}', FOLDER),
-  read('GET', '/api/v1/folders/{id}/shared/chats', FOLDER),
+  ofChats(read('GET', '/api/v1/folders/{id}/shared/chats', FOLDER)),
   write('POST', '/api/v1/folders/{id}/update', FOLDER, FOLDER_BODY),
   write('POST', '/api/v1/folders/{id}/update/parent', FOLDER, [{ at: 'parent_id', lookup: BODY_FOLDER, permission: 'write' }]),
   write('POST', '/api/v1/folders/{id}/update/expanded', FOLDER),
   // who else reads a folder is its owner's say: a write grant edits what is in it (folders.py update_folder_access_by_id)
-  ownerOnly('POST', '/api/v1/folders/{id}/access/update', FOLDER),
+  ofChats(ownerOnly('POST', '/api/v1/folders/{id}/access/update', FOLDER)),
   read('POST', '/api/v1/folders/{id}/read', FOLDER),
   // only the owner deletes a folder, and with it their chats in it (folders.py delete_folder_by_id)
-  ownerOnly('DELETE', '/api/v1/folders/{id}', FOLDER),
+  ofChats(ownerOnly('DELETE', '/api/v1/folders/{id}', FOLDER)),
 
   // ---- routers/groups.py: membership comes from the realm
   cfg('GET', '/api/v1/groups/'),
@@ -815,15 +823,16 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   list('GET', '/api/v1/evaluations/feedbacks/all/ids', { own: 'rating-ids' }),
   refused('DELETE', '/api/v1/evaluations/feedbacks/all', 'deletes every user\u2019s feedback'),
   // every user's ratings, each with the rated chat: read as it streams, the admin's written out
-  list('GET', '/api/v1/evaluations/feedbacks/all/export', { streamed: true }),
+  ofChats(list('GET', '/api/v1/evaluations/feedbacks/all/export', { streamed: true })),
   own('GET', '/api/v1/evaluations/feedbacks/user'),
   own('DELETE', '/api/v1/evaluations/feedbacks'),
   // a page of every user's ratings (of `model_id` when named), `total` counting them all: the
   // admin's own, paged and counted as Open WebUI pages every user's
   row('GET', '/api/v1/evaluations/feedbacks/list', 'listing', { ofModel: '{?model_id}', own: 'ratings' }),
   own('POST', '/api/v1/evaluations/feedback'),
-  read('GET', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
-  write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
+  // a rating's record holds its snapshot of the rated chat; the update answers with it
+  ofChats(read('GET', '/api/v1/evaluations/feedback/{id}', FEEDBACK)),
+  ofChats(write('POST', '/api/v1/evaluations/feedback/{id}', FEEDBACK)),
   write('DELETE', '/api/v1/evaluations/feedback/{id}', FEEDBACK),
 
   // ---- routers/analytics.py (when ENABLE_ADMIN_ANALYTICS): counts pass, content is refused, model ids and
@@ -831,11 +840,11 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   // counts per model id: every user's models named, their private ones included (policies/resource-access.ts)
   row('GET', '/api/v1/analytics/models', 'admin-config', { modelIds: 'models' }),
   cfg('GET', '/api/v1/analytics/users'),
-  refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)'),
+  ofChats(refused('GET', '/api/v1/analytics/messages', 'every user\u2019s message text (ENABLE_ADMIN_ANALYTICS=false removes the routes)')),
   cfg('GET', '/api/v1/analytics/summary'),
   row('GET', '/api/v1/analytics/daily', 'admin-config', { modelIds: 'daily' }),
   row('GET', '/api/v1/analytics/tokens', 'admin-config', { modelIds: 'models' }),
-  refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model'),
+  ofChats(refused('GET', '/api/v1/analytics/models/{model_id:path}/chats', 'every user\u2019s chat ids and titles for a model')),
   // `tags`: the tags of every user's chats that used the model, counted; `history`: feedback counts
   row('GET', '/api/v1/analytics/models/{model_id:path}/overview', 'admin-config', { tags: 'chats-of-model', ofModel: '{model_id}' }),
 

@@ -252,20 +252,25 @@ describe('admin route table against the stand-in upstream', function () {
         expect(await search('?permission=read')).to.have.members(['n-group', 'n-bob-to-alice']);
       });
 
-      it(bypass ? 'folders pass' : 'folders: another user\u2019s folder, its chats and a self-granted folder grant are refused', async () => {
-        const folder = await call('GET', '/api/v1/folders/fo-bob', adminKey);
-        const shared = await call('GET', '/api/v1/folders/fo-bob/shared/chats', adminKey);
-        if (bypass) return expect([folder.status, shared.status]).to.deep.equal([200, 200]);
-        expect([folder.status, shared.status]).to.deep.equal([403, 403]);
-        await clean(shared);
-        const before = reached('POST', '/folders/fo-bob/access/update');
-        const grantSelf = await call('POST', '/api/v1/folders/fo-bob/access/update', adminKey, {
-          access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'read' }],
-        });
-        expect(grantSelf.status).to.equal(403);
-        expect(reached('POST', '/folders/fo-bob/access/update')).to.equal(before);
-        expect(upstream.workspace.objects.folder.get('fo-bob')!.access_grants).to.deep.equal([]);
-      });
+      it(
+        bypass
+          ? 'folders: another user\u2019s folder passes; its chats and a self-granted folder grant are refused (ENABLE_ADMIN_CHAT_ACCESS fixed false)'
+          : 'folders: another user\u2019s folder, its chats and a self-granted folder grant are refused',
+        async () => {
+          const folder = await call('GET', '/api/v1/folders/fo-bob', adminKey);
+          const shared = await call('GET', '/api/v1/folders/fo-bob/shared/chats', adminKey);
+          expect([folder.status, shared.status]).to.deep.equal([bypass ? 200 : 403, 403]);
+          await clean(folder);
+          await clean(shared);
+          const before = reached('POST', '/folders/fo-bob/access/update');
+          const grantSelf = await call('POST', '/api/v1/folders/fo-bob/access/update', adminKey, {
+            access_grants: [{ principal_type: 'user', principal_id: 'u-admin', permission: 'read' }],
+          });
+          expect(grantSelf.status).to.equal(403);
+          expect(reached('POST', '/folders/fo-bob/access/update')).to.equal(before);
+          expect(upstream.workspace.objects.folder.get('fo-bob')!.access_grants).to.deep.equal([]);
+        },
+      );
 
       it('a chat in another user\u2019s folder stays closed with either switch (ENABLE_ADMIN_CHAT_ACCESS fixed false)', async () => {
         const res = await call('GET', '/api/v1/chats/c-u-bob', adminKey);
@@ -312,33 +317,46 @@ describe('admin route table against the stand-in upstream', function () {
       );
 
       it(
-        bypass ? 'feedback passes' : 'feedback: the export and the list hold only the admin\u2019s own; another user\u2019s rated chat by id is refused',
+        bypass
+          ? 'feedback: the list passes; the export holds only the admin\u2019s own and another user\u2019s rated chat by id is refused (ENABLE_ADMIN_CHAT_ACCESS fixed false)'
+          : 'feedback: the export and the list hold only the admin\u2019s own; another user\u2019s rated chat by id is refused',
         async () => {
           const exp = await call('GET', '/api/v1/evaluations/feedbacks/all/export', adminKey);
           expect(exp.status).to.equal(200);
           const body = await text(exp);
-          if (bypass) return expect(body).to.include(SECRET);
+          expect(body).to.not.include(SECRET);
           expect(JSON.parse(body).map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
           const list = JSON.parse(await text(await call('GET', '/api/v1/evaluations/feedbacks/list', adminKey)));
-          expect(list.items.map((f: { id: string }) => f.id)).to.deep.equal(['fb-admin']);
-          expect(list.total).to.equal(1);
+          const listed = list.items.map((f: { id: string }) => f.id);
+          // the list names ratings, not the rated chats: Open WebUI's own with the bypass on
+          if (bypass) expect(listed).to.include.members(['fb-bob', 'fb-admin']);
+          else expect(listed).to.deep.equal(['fb-admin']);
           const one = await call('GET', '/api/v1/evaluations/feedback/fb-bob', adminKey);
           expect(one.status).to.equal(403);
           await clean(one);
+          if (bypass) return;
+          expect(list.total).to.equal(1);
         },
       );
 
-      it(bypass ? 'memories and analytics pass' : 'memories and message analytics: refused before Open WebUI', async () => {
-        const before = reached('POST', '/retrieval/query/collection');
-        const mem = await call('POST', '/api/v1/retrieval/query/collection', adminKey, { collection_names: ['user-memory-u-bob'], query: 'x' });
-        const ana = await call('GET', '/api/v1/analytics/messages?chat_id=c-u-bob', adminKey);
-        if (bypass) return expect([mem.status, ana.status]).to.deep.equal([200, 200]);
-        expect([mem.status, ana.status]).to.deep.equal([403, 403]);
-        await clean(mem);
-        await clean(ana);
-        expect(reached('POST', '/retrieval/query/collection')).to.equal(before);
-        expect(denied('refused POST /api/v1/retrieval/query/collection')).to.have.length.greaterThan(0);
-      });
+      it(
+        bypass
+          ? 'memories pass; message analytics, a chat\u2019s messages, is refused (ENABLE_ADMIN_CHAT_ACCESS fixed false)'
+          : 'memories and message analytics: refused before Open WebUI',
+        async () => {
+          const before = reached('POST', '/retrieval/query/collection');
+          const analyticsBefore = reached('GET', '/analytics/messages');
+          const mem = await call('POST', '/api/v1/retrieval/query/collection', adminKey, { collection_names: ['user-memory-u-bob'], query: 'x' });
+          const ana = await call('GET', '/api/v1/analytics/messages?chat_id=c-u-bob', adminKey);
+          expect([mem.status, ana.status]).to.deep.equal([bypass ? 200 : 403, 403]);
+          expect(reached('GET', '/analytics/messages')).to.equal(analyticsBefore);
+          if (bypass) return;
+          await clean(mem);
+          await clean(ana);
+          expect(reached('POST', '/retrieval/query/collection')).to.equal(before);
+          expect(denied('refused POST /api/v1/retrieval/query/collection')).to.have.length.greaterThan(0);
+        },
+      );
 
       it(
         bypass

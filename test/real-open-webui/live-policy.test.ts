@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { browse, signIn, type Jar } from '../support/cookie-jar.js';
-import { OPEN_WEBUI_VERSION, startRealWorld, type RealWorld, openSocketIO } from '../support/open-webui.js';
+import { OPEN_WEBUI_VERSION, callOpenWebUI, startRealWorld, type RealWorld, openSocketIO } from '../support/open-webui.js';
 import { policyText } from '../support/live-policy.js';
 import { sleep } from '../support/wait.js';
 
@@ -141,6 +141,54 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION}: live settings flipped with 
     await sleep(300);
     await flip({ bypass: true, exportOn: false });
     expect((await streaming.ended).text).to.include('[DONE]');
+  });
+
+  it('bypass on: what reaches a user\u2019s chat outside /api/v1/chats stays closed to admins (its messages, its folder, its rating), as Open WebUI alone does not', async () => {
+    const send = (jar: Jar, method: string, path: string, body: unknown) =>
+      browse(jar, path, { method, headers: { origin: w.url, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const SECRET = 'ALICE-CHAT-BEHIND-THE-BYPASS';
+    const folder = JSON.parse((await send(alice, 'POST', '/api/v1/folders/', { name: 'Alice private folder' })).text).id as string;
+    const message = { id: 'm1', role: 'user', content: SECRET };
+    const made = await send(alice, 'POST', '/api/v1/chats/new', {
+      chat: { title: SECRET, models: [], messages: [message], history: { messages: { m1: message }, currentId: 'm1' } },
+      folder_id: folder,
+    });
+    expect(made.status, made.text).to.equal(200);
+    const chat = JSON.parse(made.text).id as string;
+    const rated = await send(alice, 'POST', '/api/v1/evaluations/feedback', {
+      type: 'rating',
+      data: { rating: 1, model_id: w.model!.model },
+      meta: { chat_id: chat },
+      snapshot: { chat: { id: chat, chat: { title: SECRET, messages: [message] } } },
+    });
+    expect(rated.status, rated.text).to.equal(200);
+    const feedback = JSON.parse(rated.text).id as string;
+    const doors = [`/api/v1/analytics/messages?chat_id=${chat}`, `/api/v1/folders/${folder}/shared/chats`, `/api/v1/evaluations/feedback/${feedback}`];
+
+    // the doors, straight at Open WebUI as the admin (its own bypass on, its chat access off)
+    const signedIn = await fetch(`${w.owui.url}/api/v1/auths/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-email': 'sysadmin@platform.example', 'x-forwarded-role': 'admin' },
+      body: JSON.stringify({ email: '', password: '' }),
+    });
+    const token = ((await signedIn.json()) as { token: string }).token;
+    for (const door of doors) expect((await callOpenWebUI(w.owui.url, token, 'GET', door)).text, `${door} without the gateway`).to.include(SECRET);
+
+    for (const door of doors) {
+      const r = await browse(admin, door);
+      expect(r.status, `${door}: ${r.text}`).to.equal(403);
+      expect(r.text).to.not.include(SECRET);
+    }
+    const grant = await send(admin, 'POST', `/api/v1/folders/${folder}/access/update`, {
+      access_grants: [{ principal_type: 'user', principal_id: JSON.parse((await browse(admin, '/api/v1/auths/')).text).id, permission: 'read' }],
+    });
+    expect(grant.status, grant.text).to.equal(403);
+    const exported = await browse(admin, '/api/v1/evaluations/feedbacks/all/export');
+    expect(exported.status).to.equal(200);
+    expect(exported.text).to.not.include(SECRET);
+    // alice herself still reads all of it
+    expect((await browse(alice, `/api/v1/folders/${folder}/shared/chats`)).text).to.include(SECRET);
+    expect((await browse(alice, `/api/v1/evaluations/feedback/${feedback}`)).text).to.include(SECRET);
   });
 
   it('export on -> off: the export streaming to sysadmin is cut before its end; the next one is refused (401)', async () => {
