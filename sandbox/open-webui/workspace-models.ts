@@ -2,17 +2,7 @@
 // analytics.py, memories.py, retrieval.py, models.py, prompts.py, tools.py, skills.py and
 // main.py's /api/models).
 import { randomUUID } from 'node:crypto';
-import {
-  FORBIDDEN,
-  NOT_FOUND,
-  WorkspaceAccess,
-  hasAccess,
-  readable,
-  type Grant,
-  type Kit,
-  type Workspace,
-  type WorkspaceObject,
-} from './workspace.js';
+import { FORBIDDEN, NOT_FOUND, WorkspaceAccess, hasAccess, readable, type Grant, type Kit, type Workspace, type WorkspaceObject } from './workspace.js';
 
 export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
   const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;
