@@ -71,7 +71,7 @@ export class MirrorSync {
   /** the heartbeat asked for by callers that met a lapsed lease, while it is under way */
   private renewing: Promise<boolean> | undefined;
   /** told when a resync makes the mirror synced again */
-  private syncedWaiters: Array<() => void> = [];
+  private readonly syncedWaiters = new Set<() => void>();
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly p: MirrorSyncParts) {
@@ -121,9 +121,15 @@ export class MirrorSync {
 
   /** Back when a resync made the mirror synced again, or after a short look. */
   private resyncSeen(deadline: number): Promise<void> {
+    // a look that ends unanswered leaves the set: a long outage must not pile up its waiters
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(0, Math.min(RESYNC_LOOK_MS, deadline - performance.now())));
-      this.syncedWaiters.push(() => (clearTimeout(timer), resolve()));
+      const told = () => {
+        clearTimeout(timer);
+        this.syncedWaiters.delete(told);
+        resolve();
+      };
+      const timer = setTimeout(told, Math.max(0, Math.min(RESYNC_LOOK_MS, deadline - performance.now())));
+      this.syncedWaiters.add(told);
     });
   }
 
@@ -221,7 +227,7 @@ export class MirrorSync {
       if (mine === this.generation && this.connected()) {
         this.synced = true;
         this.report();
-        for (const told of this.syncedWaiters.splice(0)) told();
+        for (const told of [...this.syncedWaiters]) told();
       }
     } catch (err) {
       this.lose((err as Error).message);
