@@ -112,7 +112,10 @@ export class EndWriter {
     const written = await this.write(member, until, performance.now() + this.p.endWaitMs);
     if (!written) return this.told('not written');
     const { at, replicas } = written;
-    const confirming = replicas ? this.confirmed(at + REPLICA_WAIT_MS).catch(() => 0) : Promise.resolve(1);
+    // bounded here too: a Cluster that is not ready queues the WAIT until it is back, however long
+    const confirming = replicas
+      ? Promise.race([this.confirmed(at + REPLICA_WAIT_MS).catch(() => 0), sleep(at + REPLICA_WAIT_MS - performance.now()).then(() => 0)])
+      : Promise.resolve(1);
     const [acks] = await Promise.all([confirming, sleep(at + this.p.leaseMs - performance.now())]);
     return this.told(acks > 0 ? 'durable' : 'primary only');
   }
