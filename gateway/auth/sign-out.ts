@@ -2,12 +2,12 @@
 // sign-out (answered here, never forwarded) end the gateway session on every instance, revoke its
 // refresh token, clear the chat front-end's cookies and send the browser through the realm's
 // logout. The answer waits until every instance refuses the session and a replica holds the end
-// (gateway/state/redis-ends.ts); when Redis did not confirm it in time, the user is told so on a
-// page of the gateway's own (202), with the way on to the realm's logout.
+// (gateway/state/redis-ends.ts); when Redis did not confirm it in time, the realm's logout still
+// comes first, and hands the browser back to a login page that says so.
 import type { Router, Request, Response, NextFunction } from 'express';
 import type { Observability } from '../observability/observability.js';
 import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';
-import { renderSignOutPending } from '../pages/templates.js';
+import { SIGN_OUT_PENDING_STATE } from '../pages/templates.js';
 import type { EndOutcome, SharedState } from '../state/shared-state.js';
 import type { RealmClient } from './realm.js';
 import { isSessionData, readSessionCookie, type SessionData } from './session-cookie.js';
@@ -15,16 +15,12 @@ import { tellSessionEnd } from './session-end.js';
 import { type SessionStore } from './session-store.js';
 import { SIGNOUT_PATH } from '../../policies/routes.js';
 import { signOutRequest } from '../../policies/origins.js';
-import { CLEAR_SITE_DATA, sendPage } from '../http/respond.js';
+import { CLEAR_SITE_DATA } from '../http/respond.js';
 
 /** Open WebUI's session cookie (its JWT). */
 export const UPSTREAM_SESSION_COOKIE = 'token';
 /** Open WebUI's cookies that its own sign-out deletes (auths.py `signout`; `owui-session` is its starlette session). */
 const UPSTREAM_SESSION_COOKIES = [UPSTREAM_SESSION_COOKIE, 'owui-session', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
-
-/** The page saying a sign-out is still being written (locale prefix kept). */
-const pendingPath = (locale: PageLocale) => (locale.prefix ? `/${locale.prefix}/auth/logout/pending` : '/auth/logout/pending');
-const logoutPath = (locale: PageLocale) => (locale.prefix ? `/${locale.prefix}/auth/logout` : '/auth/logout');
 
 export interface SignOutParts {
   settings: { publicUrl: string; allowedOrigins: readonly string[] };
@@ -72,11 +68,17 @@ function sessionEnder({ settings, store, shared, obs, realm }: SignOutParts) {
       return { idToken, end };
     },
 
-    /** Where the realm ends its session: with id_token_hint it does so without a confirmation page. */
-    async realmLogoutUrl(idToken: string | undefined, loginPage: string): Promise<string> {
-      const back = new URL(loginPage, settings.publicUrl).href;
-      const url = await realm.endSessionUrl({ post_logout_redirect_uri: back, ...(idToken ? { id_token_hint: idToken } : {}) }).catch(() => undefined);
-      return url ?? back;
+    /**
+     * Where the realm ends its session: with id_token_hint it does so without a confirmation page.
+     * An end not yet durable passes `state`, which the realm hands back to the login page, to say so.
+     */
+    async realmLogoutUrl(idToken: string | undefined, locale: PageLocale, end: EndOutcome): Promise<string> {
+      const back = new URL(loginPath(locale), settings.publicUrl).href;
+      const state: Record<string, string> = end === 'durable' ? {} : { state: SIGN_OUT_PENDING_STATE };
+      const url = await realm
+        .endSessionUrl({ post_logout_redirect_uri: back, ...state, ...(idToken ? { id_token_hint: idToken } : {}) })
+        .catch(() => undefined);
+      return url ?? (state.state ? `${back}?${new URLSearchParams(state)}` : back);
     },
   };
 }
@@ -89,22 +91,11 @@ export function mountSignOut(router: Router, parts: SignOutParts): void {
 
   router.get('/auth/logout', async (req, res, next) => {
     try {
-      const locale = localeOf(req, res);
       const { idToken, end } = await endSession(req, res, 'gateway');
-      const realmUrl = await realmLogoutUrl(idToken, loginPath(locale));
-      if (end === 'durable') return res.redirect(realmUrl);
-      sendPage(res, 202, renderSignOutPending({ locale, continueHref: realmUrl }));
+      res.redirect(await realmLogoutUrl(idToken, localeOf(req, res), end));
     } catch (err) {
       next(err);
     }
-  });
-
-  // Where the chat front-end's sign-out sends a browser whose end is still being written: the same
-  // words, and on to /auth/logout (its cookie is gone: the realm may ask to confirm). Open WebUI's
-  // front-end adds `post_logout_redirect_uri` and `state` to a URL without them: ignored.
-  router.get('/auth/logout/pending', (req, res) => {
-    const locale = localeOf(req, res);
-    sendPage(res, 200, renderSignOutPending({ locale, continueHref: logoutPath(locale) }));
   });
 
   // The chat front-end's own "Sign out" (Open WebUI auths.py `signout`). Open WebUI 0.10.2 and later
@@ -118,8 +109,7 @@ export function mountSignOut(router: Router, parts: SignOutParts): void {
       const allowed = signOutRequest(req.method, req.headers['sec-fetch-site'], req.headers.origin, parts.settings.allowedOrigins);
       if (!allowed.allow) return void res.status(allowed.status).json({ detail: allowed.detail });
       const { idToken, end } = await endSession(req, res, 'chat front-end');
-      const locale = pageLocale(undefined);
-      res.json({ status: true, redirect_url: end === 'durable' ? await realmLogoutUrl(idToken, loginPath(locale)) : pendingPath(locale) });
+      res.json({ status: true, redirect_url: await realmLogoutUrl(idToken, pageLocale(undefined), end) });
     } catch (err) {
       next(err);
     }

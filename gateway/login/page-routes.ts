@@ -31,6 +31,8 @@ import {
   renderSignInError,
   renderProblem,
   renderTenantNotMember,
+  renderSignOutPending,
+  SIGN_OUT_PENDING_STATE,
 } from '../pages/templates.js';
 import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';
 import { callbackError } from '../pages/oauth-errors.js';
@@ -87,22 +89,17 @@ function frontEndSignIn(req: Request, res: Response, next: (err?: unknown) => vo
   res.redirect(302, loginPath(pageLocale(prefix)) + (returnTo ? `?${new URLSearchParams({ returnTo })}` : ''));
 }
 
-/** `login`: the live settings, read once per request. */
-export function createLoginPageRoutes(
-  login: { readonly current: ListSettings },
-  catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
-  signedIn: SignedIn | undefined,
-): LoginPageRoutes {
-  const router = Router();
-
-  // /auth/login: one button per provider (list-1), or the welcome page (list-3).
-  const loginPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {
+/** /auth/login: one button per provider (list-1), or the welcome page (list-3). */
+function loginPageHandler(login: { readonly current: ListSettings }, catalog: Pick<ProviderCatalog, 'list' | 'provider'>, signedIn: SignedIn | undefined) {
+  return async (req: Request, res: Response, next: (err?: unknown) => void) => {
     const locale = localeParam(req);
     if (!locale) return next();
     const returnTo = returnToOf(req);
     // Signed in already: who, and a way on or out (a session that cannot be checked shows the page).
     const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
     if (who) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: who.name, email: who.email }));
+    // back from the realm's logout after a sign-out not yet durable: say so (the state is only this notice)
+    if (req.query.state === SIGN_OUT_PENDING_STATE) return sendPage(res, 200, renderSignOutPending({ locale }));
     const list = login.current;
     if (list.welcomePage) return sendPage(res, 200, renderWelcome({ locale, returnTo, directLogin: list.showIdpLogin }));
     let providers: IdentityProvider[];
@@ -113,6 +110,17 @@ export function createLoginPageRoutes(
     }
     sendPage(res, 200, renderProviderList({ locale, returnTo, providers: buttonList(providers), directLogin: list.showIdpLogin }));
   };
+}
+
+/** `login`: the live settings, read once per request. */
+export function createLoginPageRoutes(
+  login: { readonly current: ListSettings },
+  catalog: Pick<ProviderCatalog, 'list' | 'provider'>,
+  signedIn: SignedIn | undefined,
+): LoginPageRoutes {
+  const router = Router();
+
+  const loginPage = loginPageHandler(login, catalog, signedIn);
 
   // /auth/login/{alias}: one button, found through the per-alias lookup (links-1).
   const providerPage = async (req: Request, res: Response, next: (err?: unknown) => void) => {

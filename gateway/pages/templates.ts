@@ -189,16 +189,19 @@ export function renderSessionCheckDown(model: LoginPageModel & { retryHref: stri
 const SIGN_OUT_PENDING = template<{ t: Texts; continueHref: string }>(
   `<h1 id="page-title"><%= it.t.signOutPendingTitle %></h1>
 <p role="status" id="sign-out-pending"><%= it.t.signOutPendingText %></p>
-<p><a id="finish-sign-out" class="button" href="<%= it.continueHref %>"><%= it.t.finishSignOut %></a></p>`,
+<p><a id="sign-in-again" class="button" href="<%= it.continueHref %>"><%= it.t.signInAgain %></a></p>`,
 );
 
+/** The `state` a sign-out not yet durable gives the realm's logout, which hands it back to the login page. */
+export const SIGN_OUT_PENDING_STATE = 'sign-out-pending';
+
 /**
- * A sign-out whose end Redis did not confirm in time (gateway/auth/sign-out.ts): signed out here,
- * the truth about the other servers, and the way on to the realm's sign-out.
+ * After a sign-out whose end Redis did not confirm in time (gateway/auth/sign-out.ts), back from the
+ * realm's logout: signed out in this browser and at the realm, the truth about the other servers.
  */
-export function renderSignOutPending(model: { locale: PageLocale; continueHref: string }): string {
+export function renderSignOutPending(model: { locale: PageLocale }): string {
   const t = TEXTS[model.locale.lang];
-  return page(model.locale, t.signOutPendingTitle, SIGN_OUT_PENDING({ t, continueHref: model.continueHref }), 'sign-out-pending');
+  return page(model.locale, t.signOutPendingTitle, SIGN_OUT_PENDING({ t, continueHref: loginPath(model.locale) }), 'sign-out-pending');
 }
 
 const SIGNED_IN = template<{ t: Texts; signedInAs: string; continueHref: string; logout: string }>(

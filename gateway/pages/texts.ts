@@ -22,7 +22,6 @@ export interface Texts {
   tryAgain: string;
   signOutPendingTitle: string;
   signOutPendingText: string;
-  finishSignOut: string;
   providersLabel: string;
   signedInTitle: string;
   signedInAs: (name: string, email: string) => string;
@@ -79,7 +78,6 @@ export const TEXTS: Record<Lang, Texts> = {
     signOutPendingTitle: 'You are signed out in this browser',
     signOutPendingText:
       'Your sign-out is still being written to the session store that all servers of this service share: it did not confirm it in time. It is written as soon as the store answers, usually within seconds; until then, a copy of this sign-in taken from this browser could still be used at another server.',
-    finishSignOut: 'Finish signing out',
     providersLabel: 'Sign-in providers',
     signedInTitle: 'You are signed in',
     signedInAs: (name, email) => `Signed in as ${name} (${email}).`,
@@ -164,7 +162,6 @@ export const TEXTS: Record<Lang, Texts> = {
     signOutPendingTitle: 'Sie sind in diesem Browser abgemeldet',
     signOutPendingText:
       'Ihre Abmeldung wird noch in den Sitzungsspeicher geschrieben, den alle Server dieses Dienstes teilen: er hat sie nicht rechtzeitig bestätigt. Sie wird geschrieben, sobald er antwortet, meist innerhalb von Sekunden; bis dahin könnte eine Kopie dieser Anmeldung aus diesem Browser an einem anderen Server noch verwendet werden.',
-    finishSignOut: 'Abmeldung abschließen',
     providersLabel: 'Anmeldeanbieter',
     signedInTitle: 'Sie sind angemeldet',
     signedInAs: (name, email) => `Angemeldet als ${name} (${email}).`,

@@ -2,13 +2,15 @@
 // real redis-server and its own mirror, as two instances), the real oidc-provider, the chat
 // front-end stand-in. While Redis cannot take the end, the sign-out waits (here 3 s; 10 s in the
 // gateway) and, when Redis is back within it, answers as usual once every instance refuses the
-// session; otherwise it answers with a page that says the sign-out is still being written (202),
-// logged and counted, and the end is written as soon as Redis is back.
+// session; otherwise it goes on through the realm's logout all the same, back to a page that says
+// the sign-out is still being written, logged and counted, and the end is written as soon as Redis
+// is back.
 import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { browse, gatewayClient, signIn, worldEnv, type Jar } from '../support/cookie-jar.js';
+import { logoutThroughIdp } from '../../sandbox/idp-browser.js';
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
@@ -80,7 +82,7 @@ describe('a sign-out while Redis cannot take its end (two instances, REDIS_URL)'
   const notDurable = async (at: Instance) =>
     /gateway_session_ends_not_durable_total\{reason="redis_unreachable"\} (\d+)/.exec(await (await fetch(`${at.url}/metrics`)).text())?.[1];
 
-  it('Redis not back within the wait: a page says the sign-out is still being written (both sign-outs), logged and counted; refused here at once, everywhere once Redis is back', async () => {
+  it('Redis not back within the wait: both sign-outs still end the realm session first, then a page says the sign-out is still being written; logged and counted; refused here at once, everywhere once Redis is back', async () => {
     const first = await signIn(a.url, 'alice');
     const second = await signIn(a.url, 'bob');
     const [firstCopy, secondCopy] = [first.jar.clone(), second.jar.clone()];
@@ -95,29 +97,35 @@ describe('a sign-out while Redis cannot take its end (two instances, REDIS_URL)'
       }),
     ]);
     expect(Date.now() - started, 'the wait').to.be.within(END_WAIT_MS - 100, END_WAIT_MS + 1_500);
-
-    // /auth/logout: the page, and on to the realm's logout with this session's ID token
-    expect(logout.status).to.equal(202);
-    expect(logout.headers.get('content-type')).to.match(/^text\/html/);
-    expect(logout.text).to.include('You are signed out in this browser').and.include('still being written');
-    const finish = new URL(/id="finish-sign-out" class="button" href="([^"]+)"/.exec(logout.text)![1]!.replace(/&#38;/g, '&'));
-    expect(finish.origin + finish.pathname).to.equal(`${idp.issuer}/protocol/openid-connect/logout`);
-    expect(finish.searchParams.get('id_token_hint')).to.be.a('string');
     expect(first.jar.get('appSession'), 'cookie cleared').to.equal(undefined);
 
-    // the chat front-end's sign-out: sent to the same words, in the browser's language
-    expect(signout.status).to.equal(200);
-    expect(signout.json<{ status: boolean; redirect_url: string }>()).to.deep.equal({ status: true, redirect_url: '/auth/logout/pending' });
-    // where Open WebUI 0.12.4's front-end goes with it: the URL with post_logout_redirect_uri and state added
-    const followed = `${a.url}/auth/logout/pending?${new URLSearchParams({ post_logout_redirect_uri: `${a.url}/auth`, state: 'logout' })}`;
-    const page = await browse(second.jar, followed, { headers: { 'accept-language': 'de-CH, en;q=0.5' } });
-    expect(page.status).to.equal(200);
-    expect(page.text).to.include('Sie sind in diesem Browser abgemeldet').and.include('href="/auth/logout"');
-
-    // told and counted, once each
+    // told and counted, once each (the realm's back-channel logouts that follow its own are ends too)
     expect(await notDurable(a)).to.equal('2');
     expect(a.lines.filter((l) => l.event === 'session-end-not-durable' && l.reason === 'redis_unreachable')).to.have.length(2);
     expect(a.lines.filter((l) => l.event === 'sign-out' && l.end === 'not written')).to.have.length(2);
+
+    // both: on to the realm's logout with this session's ID token and the state that brings the words back
+    expect(logout.status).to.equal(302);
+    expect(signout.status).to.equal(200);
+    const ends = [new URL(logout.location!), new URL(signout.json<{ status: boolean; redirect_url: string }>().redirect_url)];
+    for (const [end, { idpJar }] of [[ends[0]!, first], [ends[1]!, second]] as const) {
+      expect(end.origin + end.pathname).to.equal(`${idp.issuer}/protocol/openid-connect/logout`);
+      expect(end.searchParams.get('id_token_hint')).to.be.a('string');
+      expect(end.searchParams.get('state')).to.equal('sign-out-pending');
+      // the realm ends its session without asking, and hands the browser back to the login page with the state
+      const back = await logoutThroughIdp(end.href, idpJar);
+      expect(back.redirectUrl).to.equal(`${a.url}/auth/login?state=sign-out-pending`);
+      const page = await browse(first.jar, back.redirectUrl!, { headers: { 'accept-language': 'de-CH, en;q=0.5' } });
+      expect(page.status).to.equal(200);
+      expect(page.text).to.include('Sie sind in diesem Browser abgemeldet').and.include('href="/auth/login"');
+      // the realm session is over: a new sign-in there asks for the password again
+      let at = (await browse(idpJar, `${a.url}/auth/start?returnTo=%2F`)).location!;
+      let asked = await browse(idpJar, at);
+      for (let hop = 0; hop < 5 && asked.location; hop++) asked = await browse(idpJar, (at = new URL(asked.location, at).href));
+      expect(asked.text, 'the realm asks again').to.include('kc-form-login');
+    }
+    const english = await browse(first.jar, `${a.url}/auth/login?state=sign-out-pending`);
+    expect(english.text).to.include('You are signed out in this browser').and.include('still being written');
 
     // refused here at once (this instance knows it), 503 at the other (it cannot know)
     for (const copy of [firstCopy, secondCopy]) {
