@@ -108,7 +108,10 @@ describe('a sign-out while Redis cannot take its end (two instances, REDIS_URL)'
     expect(logout.status).to.equal(302);
     expect(signout.status).to.equal(200);
     const ends = [new URL(logout.location!), new URL(signout.json<{ status: boolean; redirect_url: string }>().redirect_url)];
-    for (const [end, { idpJar }] of [[ends[0]!, first], [ends[1]!, second]] as const) {
+    for (const [end, { idpJar }] of [
+      [ends[0]!, first],
+      [ends[1]!, second],
+    ] as const) {
       expect(end.origin + end.pathname).to.equal(`${idp.issuer}/protocol/openid-connect/logout`);
       expect(end.searchParams.get('id_token_hint')).to.be.a('string');
       expect(end.searchParams.get('state')).to.equal('sign-out-pending');
