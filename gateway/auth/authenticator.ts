@@ -166,7 +166,7 @@ export class SessionAuthenticator implements Authenticator {
     if (bearer) scope.authorization = undefined;
     // Both of the gateway's credentials leave what is sent upstream before anything waits.
     const session = this.gatewaySession(scope);
-    const fromBearer = bearer ? await this.bearerTokens.bearerIdentity(bearer) : undefined;
+    const fromBearer = bearer ? await this.bearerIdentity(bearer) : undefined;
     if (fromBearer) return this.facts.stale(fromBearer) ? this.facts.asNewest(fromBearer) : fromBearer;
     if (!session) return undefined;
     const entry = await this.liveSession(session, scope);
@@ -177,7 +177,7 @@ export class SessionAuthenticator implements Authenticator {
     const bearer = this.bearerTokens.realmBearer(scope.authorization);
     if (bearer) scope.authorization = undefined;
     const session = this.gatewaySession(scope);
-    const fromBearer = bearer ? await this.bearerTokens.bearerIdentity(bearer) : undefined;
+    const fromBearer = bearer ? await this.bearerIdentity(bearer) : undefined;
     if (fromBearer) {
       // As long as a request would take it (the same clock tolerance).
       const until = (decodeJwt(bearer!).exp ?? 0) + CLOCK_TOLERANCE_S;
@@ -188,6 +188,19 @@ export class SessionAuthenticator implements Authenticator {
     if (!entry) return undefined;
     const identity = this.facts.ofSession(entry.data);
     return { identity, key: entry.data.id, verdict: this.sessionVerdict(entry, identity) };
+  }
+
+  /**
+   * A realm token's identity, unless the realm ended its session (back-channel logout by `sid`, or
+   * by `sub` after the token was issued) and this instance knows it. When the mirror cannot tell
+   * (Redis away) the token stands on its own signature and lifetime, as it does without Redis.
+   */
+  private async bearerIdentity(token: string): Promise<Identity | undefined> {
+    const identity = await this.bearerTokens.bearerIdentity(token);
+    if (!identity) return undefined;
+    const { sid, sub, iat } = decodeJwt(token);
+    const ended = this.shared.isEnded({ id: '', sid: typeof sid === 'string' ? sid : null, sub: sub ?? '', iat: iat ?? 0 });
+    return ended === true ? undefined : identity;
   }
 
   onSessionChange(listener: (sessionId: string | undefined) => void): void {

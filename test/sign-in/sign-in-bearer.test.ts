@@ -13,6 +13,7 @@ import { createGateway, type Gateway } from '../../gateway/app.js';
 
 const alice = demoAccounts.find((a) => a.username === 'alice')!;
 const sysadmin = demoAccounts.find((a) => a.username === 'sysadmin')!;
+const tina = demoAccounts.find((a) => a.username === 'tina')!;
 const now = () => Math.floor(Date.now() / 1000);
 
 describe('sign-in: bearer tokens', function () {
@@ -64,6 +65,39 @@ describe('sign-in: bearer tokens', function () {
     expect(seen.headers.authorization).to.not.include(token);
     expect(decodeJwt(String(seen.headers.authorization).slice(7))).to.have.property('id');
     expect(JSON.parse(r.body)).to.include({ email: alice.email, role: 'user' });
+  });
+
+  it('a realm access token whose session the realm ended (back-channel logout, by sid or by sub) is refused from then on; one issued after works', async () => {
+    // tina: no other test of this world signs in as her, so ending her sessions leaves theirs alone
+    const bySid = await w.idp.signJwt(claimsOf(tina, { sid: 'realm-session-1' }));
+    const other = await w.idp.signJwt(claimsOf(tina, { sid: 'realm-session-2', iat: now() + 5 }));
+    for (const token of [bySid, other]) expect((await call(token)).status).to.equal(200);
+    const logout = async (claims: Record<string, unknown>) => {
+      const token = await w.idp.signJwt({
+        aud: CLIENT_ID,
+        jti: `bcl-${Math.random()}`,
+        events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+        exp: undefined,
+        ...claims,
+      });
+      const posted = await fetch(`${w.url}/auth/backchannel-logout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ logout_token: token }),
+      });
+      expect(posted.status).to.equal(204);
+    };
+    await logout({ sub: tina.sub, sid: 'realm-session-1' });
+    const refused = await call(bySid);
+    expect(refused.status, 'the ended session').to.equal(401);
+    expect(refused.upstreamCalls).to.equal(0);
+    expect((await call(other)).status, 'another session of the same user').to.equal(200);
+    // by sub: every token issued before the logout token
+    const before = await w.idp.signJwt(claimsOf(tina, { iat: now() - 5 }));
+    expect((await call(before)).status).to.equal(200);
+    await logout({ sub: tina.sub });
+    expect((await call(before)).status, 'issued before the logout').to.equal(401);
+    expect((await call(other)).status, 'issued after it').to.equal(200);
   });
 
   it('Keycloak\'s shape: aud "account", the client in azp, realm roles only in realm_access.roles', async () => {
