@@ -174,6 +174,14 @@ describe('layout: what depends on what', () => {
     expect(long).to.deep.equal([]);
   });
 
+  it('every test in test/unit/ is named after the module it covers: <module>.test.ts, or <module>.<aspect>.test.ts', () => {
+    const modules = new Set(
+      ['config', 'policies', 'gateway', 'sandbox', 'bench', 'scripts'].flatMap(sources).map((f) => f.split('/').at(-1)!.replace(/\.ts$/, '')),
+    );
+    const unnamed = readdirSync(join(ROOT, 'test/unit')).filter((f) => f.endsWith('.test.ts') && !modules.has(f.split('.')[0]!));
+    expect(unnamed).to.deep.equal([]);
+  });
+
   it('operations depends on probes, not on the gateway that wires it', () => {
     expect(importsOf('gateway/operations/operations.ts')).to.not.include('gateway/app.ts');
   });
