@@ -1,18 +1,5 @@
-// Signing in: the authorization code flow with PKCE (S256), state and nonce, through openid-client
-// (gateway/auth/realm.ts holds the realm's Configuration).
-//
-//   GET /auth/start      (and /{locale}/auth/start): the realm's authorization URL with the
-//                        provider hint (`kc_idp_hint`, `idp_hint`) and `ui_locales`; where to land
-//                        after (a local path only, policies/login-routing.ts) and the tenant link it
-//                        came through ride in a short-lived transaction cookie, encrypted, bound to
-//                        the state (which also names `returnTo`, as express-openid-connect's did).
-//   GET /auth/callback   the code grant (state, nonce and PKCE checked by openid-client, every
-//                        token's signature by realm.ts), then the session: the user's claims, roles,
-//                        tenants, the active tenant (policies/tenancy.ts), the realm's `sid`, the
-//                        refresh token and the access token's expiry; the ID token is kept beside
-//                        it in the shared state for `id_token_hint` at logout.
-// What a failed sign-in answers is gateway/auth/sign-in-errors.ts's: an error with a 4xx `status`
-// is the browser's (or the realm's `?error=`) fault; one without is the realm out of reach (503).
+// Signing in: the authorization code flow with PKCE (S256), state and nonce, through openid-client;
+// what the callback needs rides in a sealed, one-use transaction cookie (docs/design/sign-in.md).
 import type { Request, Response, Router } from 'express';
 import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
