@@ -1,20 +1,6 @@
-// What the gateway costs in front of the REAL Open WebUI holding a platform's volume, in one run:
-// for every view the gateway rewrites, the time straight at Open WebUI (the admin's own Open WebUI
-// token) against the time through the gateway (the admin's session), under both sets of Open
-// WebUI's own admin flags; then 30 users listing their files at once, and the gateway's peak RSS.
-//
-//   bash scripts/open-webui.sh install        # once (cached outside git)
-//   npm run bench:open-webui                  # the issue's volume: 200 users, 20,000 files, ...
-//   BENCH_OWUI_VOLUME=200k npm run bench:open-webui   # 200,000 files
-//
-// Settings: BENCH_OWUI_N rounds per view (default 7; the export 3), BENCH_OWUI_VIEWS (words of the
-// views' names: only those), BENCH_OWUI_FLAGS=both|platform|
-// drifted, BENCH_OWUI_USERS (default 30) and BENCH_OWUI_LOAD_SECONDS (default 20) for the listing
-// at once. Open WebUI runs unmodified on a database seeded straight into it (sandbox/seed-volume.ts,
-// cached outside git after the first run), with the sandbox's canned-answers model as its
-// connection; the gateway is gateway/main.ts in its own process (the node flags of `npm start`),
-// users sign in at the embedded realm by the real code flow. Requests are sequential within a
-// view (latency, not throughput), direct and gateway in a shuffled order each round.
+// `npm run bench:open-webui`: what the gateway costs in front of the REAL Open WebUI holding a
+// platform's volume, every rewritten view straight at Open WebUI against through the gateway, then
+// many users listing at once (bench/README.md, "At a platform's volume", for the settings).
 import { performance } from 'node:perf_hooks';
 import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
