@@ -1,11 +1,7 @@
-// BENCH_ALLOC_PROFILE_DIR=DIR: a node peer (the gateway, the bare floor) records what it
-// allocates, by allocating function, with V8's sampling heap profiler, collected objects included
-// (so garbage counts: it is what the GC pays for), and how many requests its HTTP server began
-// (diagnostics_channel `http.server.request.start`). At SIGTERM it writes
-// DIR/<name>-<pid>.json = {name, requests, profile}. `node --import tsx bench/alloc-report.ts DIR`
-// prints bytes per request and where the gateway allocates more than the floor.
-// BENCH_ALLOC_PROFILE_SURVIVORS=1 keeps only what outlived the young generation (objects promoted
-// to the old one, collected later or not): what makes the old generation grow and mark-compacts run.
+// BENCH_ALLOC_PROFILE_DIR=DIR: a node peer records what it allocates, by allocating function (V8's
+// sampling heap profiler, garbage included: it is what the GC pays for), and the requests it began;
+// `bench/alloc-report.ts DIR` prints bytes per request against the floor (bench/README.md).
+// BENCH_ALLOC_PROFILE_SURVIVORS=1 keeps only what outlived the young generation.
 import diagnostics from 'node:diagnostics_channel';
 import inspector from 'node:inspector';
 import { writeFileSync } from 'node:fs';

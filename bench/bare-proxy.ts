@@ -1,17 +1,7 @@
-// The floor of the gateway's stack: node:http + http-proxy-3 over a keep-alive agent configured
-// as gateway/upstream/proxy.ts configures its own, and nothing else (no canonical path, no identity,
-// no policy, no metrics). Whatever the gateway costs above this is the gateway's own.
-//
-// With features (BENCH_BARE_FEATURES, a comma list), the same floor plus the cheapest form of
-// what the gateway must do on every request, to learn what the features cost before any of the
-// gateway's own logic runs:
-//   headers  the 9 identity and forwarding headers the gateway sends upstream, the cookie removed
-//   log      one pino JSON line per request (the gateway's request line)
-//   metrics  a prom-client counter and histogram update per request
-//   hooks    a request id header, the upstream-timeout timer (proxyReq/proxyRes listeners), 3 awaits
-//
-// Run as a process by bench/peers.ts: env BENCH_TARGET (the upstream), BENCH_PORT; prints
-// `{"port":N}` once listening and exits when its stdin closes.
+// The floor of the gateway's stack: node:http + http-proxy-3 configured as the gateway's own, and
+// nothing else; whatever the gateway costs above this is its own. With BENCH_BARE_FEATURES, the floor
+// plus the cheapest form of what the gateway must do on every request (bench/README.md). Run by
+// bench/peers.ts; prints `{"port":N}` once listening and exits when its stdin closes.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';

@@ -1,13 +1,6 @@
-// The streamed file filter (gateway/upstream/file-stream-filter.ts) before and after a change, in
-// one process: the same pages, the two filters interleaved round by round, so that load from
-// elsewhere on a shared machine hits both alike. Prints the CPU time (the process's user + system:
-// steadier than the clock where other work takes turns on the cores) in ns per byte of body for
-// each, the median of the rounds with the fastest and slowest round, and their ratio round by round.
-//   node --import tsx bench/file-filter.ts [--baseline=REV] [--candidate=REV] [--rounds=20] [--pages=200] [--chunk=65536]
-// The baseline (default HEAD) is exported with `git archive` into a folder under .tmp/, read from
-// there and removed at the end: the old code is never written into the repository's sources. The
-// candidate is the work tree, or another revision exported the same way (the baseline itself
-// once more shows what the machine's noise alone makes of the ratio).
+// The streamed file filter before and after a change, in one process, interleaved round by round, so
+// that load from elsewhere on a shared machine hits both alike; CPU ns per byte (bench/README.md,
+// "Running it"). The baseline is exported with `git archive` into .tmp/, never into the sources.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

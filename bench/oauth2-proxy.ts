@@ -1,14 +1,6 @@
-// oauth2-proxy as a bench peer: the proxy users would pick instead of the gateway.
-//
-//   oauth2-proxy           oauth2-proxy v7 itself as the reverse proxy: OIDC sign-in at the bench's
-//                          test IdP, cookie session (the default cookie store), the bench upstream
-//   nginx + oauth2-proxy   the common production shape: nginx proxies to the upstream and asks
-//                          oauth2-proxy about every request with `auth_request` (/oauth2/auth)
-//
-// The binary is built from source with Go at a pinned release, outside git:
-//   GOBIN=$CHATGW_CACHE/oauth2-proxy-v7.15.6 go install github.com/oauth2-proxy/oauth2-proxy/v7@v7.15.6
-// (CHATGW_CACHE defaults to ~/.cache/chat-gateway). `ensureOauth2Proxy()` does that when the
-// binary is absent and Go is on PATH; without either the peer is skipped with a notice.
+// oauth2-proxy as a bench peer, alone and behind nginx's `auth_request`: the proxy users would pick
+// instead of the gateway. Built from source with Go at a pinned release, outside git; skipped with a
+// notice without Go or the binary (bench/README.md, "Running it").
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';

@@ -1,12 +1,5 @@
-// What stands in front of the bench upstream, each as its own process so that its CPU and
-// memory are its own:
-//   upstream  bench/upstream.ts (node:http + ws)
-//   bare      bench/bare-proxy.ts: http-proxy-3 with a keep-alive agent, nothing else (our floor)
-//   node-http bench/bare-proxy.ts: the same job on node:http alone (what http-proxy-3 itself costs)
-//   nginx     Debian's nginx with a generated config: upstream keepalive 64, HTTP/1.1 with
-//             `Connection ""` (or `upgrade` for WebSockets), no buffering (SSE, large bodies),
-//             N worker processes; skipped with a notice when `nginx` is not on PATH
-//   gateway   gateway/main.ts itself, through bench/gateway-process.ts, with GATEWAY_WORKERS
+// What stands in front of the bench upstream (bare, node-http, nginx, the gateway, oauth2-proxy),
+// each as its own process so that its CPU and memory are its own (bench/README.md, "How it measures").
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -1,13 +1,6 @@
-// How long a change of POLICY_FILE takes to be applied (docs/operating/operations.md, "Flipping a
-// switch"): two gateway processes (gateway/main.ts, as `npm start` runs it) follow one file; each
-// round changes it one way and reads, from each instance's /readyz, when that instance applied it
-// (`policy.appliedAt`, the instance's own clock, the same machine's as the write's).
-//
-//   node --import tsx bench/policy-flip.ts [ROUNDS]     default 10 rounds of each way
-//
-// Ways: written in place; an editor's rename-over; a Kubernetes ConfigMap's `..data` symlink swap;
-// the file's directory re-pointed (no watch reports it: the poll, POLICY_FILE_CHECK_MS=1000); SIGHUP
-// after that same change, the poll a minute away.
+// How long a change of POLICY_FILE takes to be applied by two gateway processes following one file,
+// each way a file may change (docs/operating/operations.md, "Flipping a switch"; bench/README.md).
+// `node --import tsx bench/policy-flip.ts [ROUNDS]`.
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,20 +1,6 @@
-// What the gateway costs in front of the REAL Open WebUI holding a platform's volume, in one run:
-// for every view the gateway rewrites, the time straight at Open WebUI (the admin's own Open WebUI
-// token) against the time through the gateway (the admin's session), under both sets of Open
-// WebUI's own admin flags; then 30 users listing their files at once, and the gateway's peak RSS.
-//
-//   bash scripts/open-webui.sh install        # once (cached outside git)
-//   npm run bench:open-webui                  # the issue's volume: 200 users, 20,000 files, ...
-//   BENCH_OWUI_VOLUME=200k npm run bench:open-webui   # 200,000 files
-//
-// Settings: BENCH_OWUI_N rounds per view (default 7; the export 3), BENCH_OWUI_VIEWS (words of the
-// views' names: only those), BENCH_OWUI_FLAGS=both|platform|
-// drifted, BENCH_OWUI_USERS (default 30) and BENCH_OWUI_LOAD_SECONDS (default 20) for the listing
-// at once. Open WebUI runs unmodified on a database seeded straight into it (sandbox/seed-volume.ts,
-// cached outside git after the first run), with the sandbox's canned-answers model as its
-// connection; the gateway is gateway/main.ts in its own process (the node flags of `npm start`),
-// users sign in at the embedded realm by the real code flow. Requests are sequential within a
-// view (latency, not throughput), direct and gateway in a shuffled order each round.
+// `npm run bench:open-webui`: what the gateway costs in front of the REAL Open WebUI holding a
+// platform's volume, every rewritten view straight at Open WebUI against through the gateway, then
+// many users listing at once (bench/README.md, "At a platform's volume", for the settings).
 import { performance } from 'node:perf_hooks';
 import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -226,72 +212,91 @@ async function listingAtOnce(
   return { requests: latencies.length, errors, statuses, p50: percentile(sorted, 50), p99: percentile(sorted, 99), peakRss };
 }
 
+type LoadResult = Awaited<ReturnType<typeof listingAtOnce>> & { idle: number };
+interface SetResult {
+  set: string;
+  rows: Row[];
+  load: LoadResult;
+  rss: { now: number; peak: number };
+}
+
 async function main(): Promise<void> {
   const spec = volumeSpec();
   const model = await startCannedModel();
-  const results: Array<{ set: string; rows: Row[]; load: Awaited<ReturnType<typeof listingAtOnce>> & { idle: number }; rss: { now: number; peak: number } }> =
-    [];
+  const results: SetResult[] = [];
   try {
-    for (const set of FLAG_SETS) {
-      console.log(`\n${set.name}: Open WebUI ${OPEN_WEBUI_VERSION} on the ${VOLUME} volume`);
-      const t0 = Date.now();
-      const owui = await startVolumeOpenWebUI({ spec, flags: set.flags, env: cannedModelConnection(model) });
-      console.log(
-        `  ready in ${((Date.now() - t0) / 1000).toFixed(0)} s (${owui.seededNow ? `seeded now in ${owui.seed.seconds} s` : 'seeded database from the cache'}): ${JSON.stringify(owui.seed.counts)}`,
-      );
-      const gwPort = await freePort();
-      const idp = await startIdp({
-        clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`http://127.0.0.1:${gwPort}/auth/callback`] }],
-        accounts: [...demoAccounts, ...volumeAccounts(USERS)],
-      });
-      let gw: Awaited<ReturnType<typeof startGatewayProcess>> | undefined;
-      try {
-        gw = await startGatewayProcess(gwPort, owui.url, idp);
-        const cookie = await gatewaySessionCookie(gw.url, VOLUME_ADMIN.username);
-        const token = await directToken(owui.url, VOLUME_ADMIN.email, 'admin');
-        const rows = await measureViews(owui.url, gw.url, token, cookie, gw.child.pid!);
-        const rss = rssOf(gw.child.pid!);
-        console.log(`  the gateway after the views: RSS ${rss.now.toFixed(0)} MB, peak ${rss.peak.toFixed(0)} MB`);
-        // the listing at once in a gateway of its own, so that its peak is the listing's
-        gw.child.kill('SIGTERM');
-        await new Promise((r) => gw!.child.once('exit', r));
-        gw = await startGatewayProcess(gwPort, owui.url, idp);
-        const cookies: string[] = [];
-        for (const a of [{ username: VOLUME_ADMIN.username, password: VOLUME_ADMIN.password }, ...volumeAccounts(USERS)]) {
-          const c = await gatewaySessionCookie(gw.url, a.username, a.password);
-          // signed in at Open WebUI before the listing (its own sign-in writes the user's row: a burst of
-          // 31 at one moment had SQLite lock and Open WebUI answer 503 to one or two)
-          await timed(`${gw.url}/api/v1/auths/`, { cookie: c });
-          cookies.push(c);
-        }
-        const idle = rssOf(gw.child.pid!).now;
-        const load = await listingAtOnce(gw.url, gw.child.pid!, cookies);
-        console.log(
-          `  ${cookies.length} users listing at once: ${load.requests} requests (statuses ${JSON.stringify(load.statuses)}), p50 ${load.p50.toFixed(0)} ms, p99 ${load.p99.toFixed(0)} ms; gateway RSS ${idle.toFixed(0)} MB before, peak ${load.peakRss.toFixed(0)} MB`,
-        );
-        results.push({ set: set.name, rows, load: { ...load, idle }, rss });
-      } finally {
-        gw?.child.kill('SIGTERM');
-        await idp.close();
-        await owui.close();
-      }
-    }
+    for (const set of FLAG_SETS) results.push(await measureFlagSet(set, spec, model));
   } finally {
     await model.close();
   }
-  for (const r of results) {
-    console.log(`\n${r.set}, ${VOLUME} volume, p50 of ${N} rounds (the export 3), ms; target: gateway <= 1.5 x direct + 50:\n`);
+  for (const r of results) printResult(r);
+}
+
+/** One set of Open WebUI's admin flags: its Open WebUI, the views through a gateway, then the listing at once through another. */
+async function measureFlagSet(set: (typeof FLAG_SETS)[number], spec: VolumeSpec, model: Awaited<ReturnType<typeof startCannedModel>>): Promise<SetResult> {
+  console.log(`\n${set.name}: Open WebUI ${OPEN_WEBUI_VERSION} on the ${VOLUME} volume`);
+  const t0 = Date.now();
+  const owui = await startVolumeOpenWebUI({ spec, flags: set.flags, env: cannedModelConnection(model) });
+  console.log(
+    `  ready in ${((Date.now() - t0) / 1000).toFixed(0)} s (${owui.seededNow ? `seeded now in ${owui.seed.seconds} s` : 'seeded database from the cache'}): ${JSON.stringify(owui.seed.counts)}`,
+  );
+  const gwPort = await freePort();
+  const idp = await startIdp({
+    clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`http://127.0.0.1:${gwPort}/auth/callback`] }],
+    accounts: [...demoAccounts, ...volumeAccounts(USERS)],
+  });
+  let gw: Awaited<ReturnType<typeof startGatewayProcess>> | undefined;
+  try {
+    gw = await startGatewayProcess(gwPort, owui.url, idp);
+    const cookie = await gatewaySessionCookie(gw.url, VOLUME_ADMIN.username);
+    const token = await directToken(owui.url, VOLUME_ADMIN.email, 'admin');
+    const rows = await measureViews(owui.url, gw.url, token, cookie, gw.child.pid!);
+    const rss = rssOf(gw.child.pid!);
+    console.log(`  the gateway after the views: RSS ${rss.now.toFixed(0)} MB, peak ${rss.peak.toFixed(0)} MB`);
+    // the listing at once in a gateway of its own, so that its peak is the listing's
+    gw.child.kill('SIGTERM');
+    await new Promise((r) => gw!.child.once('exit', r));
+    gw = await startGatewayProcess(gwPort, owui.url, idp);
+    const cookies = await signedInListers(gw.url);
+    const idle = rssOf(gw.child.pid!).now;
+    const load = await listingAtOnce(gw.url, gw.child.pid!, cookies);
     console.log(
-      '| view | direct | gateway | first through the gateway | gateway CPU per request | answer KB | target |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+      `  ${cookies.length} users listing at once: ${load.requests} requests (statuses ${JSON.stringify(load.statuses)}), p50 ${load.p50.toFixed(0)} ms, p99 ${load.p99.toFixed(0)} ms; gateway RSS ${idle.toFixed(0)} MB before, peak ${load.peakRss.toFixed(0)} MB`,
     );
-    for (const row of r.rows)
-      console.log(
-        `| ${row.view} | ${row.direct.toFixed(0)} | ${row.gateway.toFixed(0)} | ${row.first?.toFixed(0)} | ${row.cpu.toFixed(1)} | ${(row.bytes / 1024).toFixed(0)} | ${row.ok ? 'met' : 'MISSED'} |`,
-      );
-    console.log(
-      `\n${USERS} users and the admin listing at once for ${LOAD_SECONDS} s (a gateway of their own): ${r.load.requests} requests (statuses ${JSON.stringify(r.load.statuses)}), p50 ${r.load.p50.toFixed(0)} ms, p99 ${r.load.p99.toFixed(0)} ms; gateway RSS ${r.load.idle.toFixed(0)} MB before, peak ${r.load.peakRss.toFixed(0)} MB; the views' gateway peaked at ${r.rss.peak.toFixed(0)} MB`,
-    );
+    return { set: set.name, rows, load: { ...load, idle }, rss };
+  } finally {
+    gw?.child.kill('SIGTERM');
+    await idp.close();
+    await owui.close();
   }
+}
+
+/** The admin and USERS users signed in at the gateway and at Open WebUI: their session cookies. */
+async function signedInListers(gwUrl: string): Promise<string[]> {
+  const cookies: string[] = [];
+  for (const a of [{ username: VOLUME_ADMIN.username, password: VOLUME_ADMIN.password }, ...volumeAccounts(USERS)]) {
+    const c = await gatewaySessionCookie(gwUrl, a.username, a.password);
+    // signed in at Open WebUI before the listing (its own sign-in writes the user's row: a burst of
+    // 31 at one moment had SQLite lock and Open WebUI answer 503 to one or two)
+    await timed(`${gwUrl}/api/v1/auths/`, { cookie: c });
+    cookies.push(c);
+  }
+  return cookies;
+}
+
+/** One flag set's table of views and its listing at once, as bench/README.md shows them. */
+function printResult(r: SetResult): void {
+  console.log(`\n${r.set}, ${VOLUME} volume, p50 of ${N} rounds (the export 3), ms; target: gateway <= 1.5 x direct + 50:\n`);
+  console.log(
+    '| view | direct | gateway | first through the gateway | gateway CPU per request | answer KB | target |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+  );
+  for (const row of r.rows)
+    console.log(
+      `| ${row.view} | ${row.direct.toFixed(0)} | ${row.gateway.toFixed(0)} | ${row.first?.toFixed(0)} | ${row.cpu.toFixed(1)} | ${(row.bytes / 1024).toFixed(0)} | ${row.ok ? 'met' : 'MISSED'} |`,
+    );
+  console.log(
+    `\n${USERS} users and the admin listing at once for ${LOAD_SECONDS} s (a gateway of their own): ${r.load.requests} requests (statuses ${JSON.stringify(r.load.statuses)}), p50 ${r.load.p50.toFixed(0)} ms, p99 ${r.load.p99.toFixed(0)} ms; gateway RSS ${r.load.idle.toFixed(0)} MB before, peak ${r.load.peakRss.toFixed(0)} MB; the views' gateway peaked at ${r.rss.peak.toFixed(0)} MB`,
+  );
 }
 
 main().then(

@@ -1,26 +1,6 @@
 // `npm run bench`: the gateway against no proxy (direct), a bare http-proxy-3 proxy (the floor of
-// our stack) and nginx (the peer users would otherwise pick), in one run, on one machine, so
-// the ratios are fair even when absolute numbers are noisy. See bench/README.md.
-//
-//   npm run bench                    full run (about 10 minutes): prints the tables, writes bench/results.json
-//   npm run bench -- --smoke         a few seconds (BENCH_SMOKE=1 too): proves the harness, not speed
-//   npm run bench -- --only=small    one scenario (comma-separated list), e.g. while profiling
-//   npm run bench -- --peers=gateway only the targets whose name starts so (comma-separated)
-//   npm run bench -- --baseline=REV  also the gateway as it was at git revision REV (`gateway@REV`),
-//                                    built and measured the same way in the same run: before/after
-//   BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- --only=small
-//   BENCH_BARE_NODE_FLAGS="--cpu-prof ..."  the same for the bare http-proxy-3 peer
-//   BENCH_LOADGEN=autocannon         use autocannon even where wrk is installed
-//   BENCH_AUTH=api-key|bearer        force the gateway's credential (default: bearer when it works)
-//   BENCH_OUT=path                   where the JSON goes (default bench/results.json)
-//   BENCH_KEEP_LOGS=1                keep the peers' logs (printed folder) after a successful run
-//   BENCH_TSX=1                      run the node peers from sources through tsx (no tsc build)
-//   BENCH_ROUNDS=N                   rounds per request scenario (default 3)
-//   BENCH_VARIANT_NODE_FLAGS="--x"   also today's gateway with these node flags added, beside it
-//   BENCH_VARIANT_ENV="K=v"          ... or with this environment (both: both)
-//   BENCH_MEMORY_DIR=DIR             node peers log their peak RSS each second, taken apart (bench/memory-sample.ts)
-//   BENCH_BARE_FEATURES=headers,log  `small` also measures the bare floor plus the cheapest form of
-//                                    those gateway features (headers, log, metrics, hooks, or all)
+// our stack), nginx and oauth2-proxy, in one run, on one machine, so the ratios are fair even when
+// absolute numbers are noisy. Options and variables: bench/README.md, "Running it" (or `--help`).
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { mkdtempSync, mkdirSync, chmodSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -1,17 +1,7 @@
-// What the check of a signed-in request costs with Redis, at a baseline revision and today. Today's
-// check reads the clock to see whether the mirror's lease runs (gateway/state/redis-sync.ts); the
-// rest of the request is the same in both. In one run:
-//   1. the check alone: both revisions' SharedState in Redis (gateway/state/redis-state.ts) in this
-//      process, against one redis-server, each mirror holding the same ended sessions, asked about
-//      live sessions (a miss: the case every signed-in request meets) in interleaved rounds; CPU ns
-//      per check;
-//   2. the request: each revision's gateway in its own process (gateway/main.ts through tsx) with
-//      REDIS_URL, in front of the same Open WebUI stand-in, a session signed in at the sandbox's
-//      OpenID provider, autocannon on a signed-in API route in interleaved rounds (skipped with
-//      --check-only).
-// One server is enough: the check is the same map lookup and clock read on Sentinel and Cluster.
-// The baseline is exported with `git archive` into .tmp/ and removed at the end. Usage:
-//   node --import tsx bench/session-check.ts [--baseline=REV] [--rounds=5] [--seconds=8] [--connections=16] [--check-only]
+// What the check of a signed-in request costs with Redis, at a baseline revision and today: the check
+// alone in this process, then the request through each revision's gateway (bench/README.md, "Running
+// it"). One redis-server is enough: the check is the same on Sentinel and
+// Cluster.
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';

@@ -1,22 +1,6 @@
-// `npm run soak`: mixed traffic through the gateway for minutes, then a verdict.
-//
-//   npm run soak -- [--duration=180] [--connections=1000] [--websockets=200] [--logins=60] [--ramp=10] [--inline]
-//
-// The gateway runs alone in a child process (gateway/main.ts, as in production; its log goes to a
-// file named at the start), measured through its own /metrics after a full GC (a preloaded SIGUSR2
-// handler). This process holds the load, the realm (the real oidc-provider) and the Open WebUI
-// stand-in. `--inline` runs the gateway in this process instead, as test/hardening/hardening-load.test.ts
-// does for a few seconds in CI.
-// Traffic: `connections` virtual users, each on its own keep-alive connection, started over `ramp`
-// seconds: file lists, searches and counts (rewritten by the gateway), per-file reads, uploads
-// (multipart, 1 to 64 KiB) each deleted again, server-sent events (chat completions), pages,
-// static assets, the provider API and login page, session checks, the denied export; callers are
-// code-flow sessions (`logins` run all along), realm bearer JWTs and Open WebUI API keys;
-// `websockets` WebSockets echo messages throughout.
-// Verdict (exit 1 when it fails): no 5xx and no broken connection, stream, login or WebSocket;
-// afterwards no connection left (client side, on the gateway, toward Open WebUI once its idle
-// timeout passed), heap after GC and open handles of the gateway back near the warm-up baseline.
-// Latency is printed, not judged: the load generator and the stand-ins share two cores.
+// `npm run soak -- [--duration=180] [--connections=1000] [--websockets=200] [--logins=60] [--ramp=10]
+// [--inline]`: mixed traffic through the gateway (in its own process, as in production) for minutes,
+// then a verdict: no failure, and nothing left behind afterwards (bench/README.md, "Running it").
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';

@@ -1,24 +1,7 @@
-// The fast upstream of the benchmark: plain node:http plus ws, every answer prepared once, so
-// the upstream costs as little as a node server can and every peer in front of it pays the
-// same. It is not the Open WebUI stand-in (sandbox/open-webui/stand-in.ts); it answers only what the
-// scenarios ask, in the shapes Open WebUI uses where the gateway reads the answer:
-//
-//   GET  /api/v1/bench/small           a small JSON object (the pass-through scenarios)
-//   GET  /api/v1/files/                Open WebUI's list answer `{items: [...], total}`: a
-//                                      1,000-item page, every record owned by BENCH_USER_ID
-//                                      (so the gateway's filter keeps them all: no drift walk)
-//   GET  /api/v1/bench/files-page      the same bytes, at a path no policy rewrites
-//   GET  /api/v1/auths/                `{id, role, ...}` for an `sk-` API key (whoAmI), else 401
-//   POST /api/v1/auths/signin          `{token, id, role}` (trusted-header sign-in)
-//   GET  /api/v1/bench/download?bytes=N  N bytes, written with backpressure
-//   POST /api/v1/bench/upload          reads and counts the body, answers `{bytes}`
-//   GET  /api/v1/bench/sse?interval=ms   text/event-stream; each event's data is the
-//                                      CLOCK_MONOTONIC time (ns) it was written, which the
-//                                      client on the same machine subtracts from its own
-//   WS   /ws/bench/echo                echoes every message
-//
-// Run as a process (`node --import tsx bench/upstream.ts`): prints `{"port":N}` once listening
-// and exits when its stdin closes (the bench went away), so it never outlives the bench.
+// The fast upstream of the benchmark: plain node:http plus ws, every answer prepared once, so the
+// upstream costs as little as a node server can and every peer in front of it pays the same. Not the
+// Open WebUI stand-in: it answers only what the scenarios ask, in Open WebUI's shapes where the
+// gateway reads the answer. Prints `{"port":N}` once listening; exits when its stdin closes.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';

@@ -1,11 +1,6 @@
-// `node --import tsx bench/websocket-frames.ts`: the admin WebSocket reader (gateway/http/
-// websocket-frames.ts) against the `ws` package's Receiver doing the same job, in one process,
-// interleaved, so the two see the same machine. The job is the guard's: read a client's frames,
-// hand each text message to the judge as a string, and give the bytes to send upstream. The reader
-// hands on the client's own frames; the Receiver unmasks in place and gives whole messages, so its
-// bytes to send are the messages framed again (ws's Sender.frame, masked, as a client must send).
-// Prints, per workload, the median of ROUNDS runs (time, throughput) and the bytes of Buffers each
-// made, over the bytes read.
+// `node --import tsx bench/websocket-frames.ts`: the admin WebSocket reader against the `ws` package's
+// Receiver doing the guard's job, in one process, interleaved, so the two see the same machine
+// (bench/README.md; docs/design/websocket-frames.md, why the reader stays).
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { ClientFrameReader } from '../gateway/http/websocket-frames.js';

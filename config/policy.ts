@@ -1,13 +1,6 @@
-// The live settings (the policy): the switches an operator may change while the gateway runs, read
-// from the environment and from POLICY_FILE (YAML or JSON), validated by the fields of the one
-// schema (config/settings.ts composes them with the settings read once at start).
-//
-// Precedence, as Pomerium's: the process environment, then POLICY_FILE, then the stage file
-// (config/dev.env, prod.env), then the default. A key the environment sets is the environment's:
-// the file's value for it is ignored, with a warning naming it, so that no switch flipped in the
-// file silently does nothing. A setting read at start only (ports, URLs, secrets, Redis) in the
-// file is reported as needing a restart; a name the gateway does not know refuses the file.
-// Reading is pure here (text in, policy or problems out); config/policy-file.ts reads the file.
+// The live settings (the policy): the switches an operator may change while the gateway runs, from
+// the environment and POLICY_FILE, validated by the fields of the one schema. The environment wins, as
+// in Pomerium (docs/design/live-policy.md). Pure: text in, policy or problems out.
 import { createHash } from 'node:crypto';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';

@@ -1,16 +1,6 @@
-// `npm run check-config`, like `nginx -t`: validate the environment as `npm start` would (the
-// process environment over config/dev.env or config/prod.env), print the effective settings with
-// secrets redacted (config/redact.ts) and "configuration OK" (exit 0), or every problem (exit 2).
-// Warnings (config/lint.ts: a variable the gateway does not read although it looks like one of its
-// own, a Redis password to percent-encode; a tenant link to an alias the provider catalog does not
-// know, checked when the catalog can be read; an Open WebUI release the route table was not checked
-// against, or one that cannot be read) are printed either way and do not fail the check.
-// Starts nothing; reads the provider catalog (file or Keycloak admin API) and the chat front-end's
-// GET /api/version once each, with a time limit.
-//
-// `npm run check-config -- --policy-file <path>` checks a candidate POLICY_FILE before it is put in
-// place: read as the running gateway would read it (over the same environment), its version printed,
-// every problem named (exit 2): what the gateway would refuse, keeping its policy in force.
+// `npm run check-config`, like `nginx -t`: the environment (or, with `--policy-file`, a candidate
+// POLICY_FILE) validated as the running gateway would, the effective settings printed redacted, every
+// problem named (exit 2), so a mistake is found before it is deployed (docs/operating/settings.md).
 import { describeSettings, loadSettings, SettingsError, type Settings } from '../config/settings.js';
 import { policyVariables, policyVersion } from '../config/policy.js';
 import { effectiveEnv, stageFile } from '../config/env.js';

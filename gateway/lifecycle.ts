@@ -1,17 +1,5 @@
 // The process's life: signals (a graceful stop; SIGHUP: read POLICY_FILE now) and, with
-// GATEWAY_WORKERS > 1, node:cluster.
-//
-// GATEWAY_WORKERS > 1: the primary process forks that many workers (node:cluster), each of which
-// runs the whole gateway on the shared listening socket; the primary hands out connections
-// round-robin and does nothing else. It only supervises:
-//   - a worker that dies unexpectedly is replaced (after a pause when it died young, so a worker
-//     that cannot start does not spin the CPU);
-//   - SIGTERM or SIGINT is passed to every worker, which finishes its in-flight requests as a
-//     single gateway does; workers still there after the grace period are killed; the primary
-//     then exits 0 (1 when a worker had to be killed);
-//   - SIGHUP is passed to every worker, each of which reads POLICY_FILE at once.
-// Each worker keeps its own caches (sessions, upstream sign-ins, provider catalog) and its own
-// metrics registry: /metrics shows the worker that answered.
+// GATEWAY_WORKERS > 1, node:cluster, whose primary only supervises (docs/design/workers.md).
 import cluster, { type Worker } from 'node:cluster';
 import pino from 'pino';
 import type { Settings } from '../config/settings.js';

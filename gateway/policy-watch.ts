@@ -1,11 +1,6 @@
-// POLICY_FILE, followed while the gateway runs. A change is seen three ways, because none alone
-// sees every way a file changes: a watch on the file's directory (a Kubernetes ConfigMap volume
-// swaps a `..data` symlink, an editor renames a new file over the old one, an in-place write),
-// a poll every POLICY_FILE_CHECK_MS that reads and hashes the file (a watch that missed, or whose
-// directory went away), and SIGHUP, which reads it at once. A change is taken once two readings
-// POLICY_SETTLE_MS apart agree (a file read half-written is never applied); the new text is parsed
-// and validated whole (config/policy.ts) and applied by swapping one reference, or refused with
-// an error naming the field while the policy in force stays.
+// POLICY_FILE, followed while the gateway runs: a directory watch, a poll and SIGHUP, because none
+// alone sees every way a file changes; a change is taken once two readings agree, and applied whole
+// or refused (docs/design/live-policy.md).
 import { watch, type FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname } from 'node:path';

@@ -1,29 +1,7 @@
-// ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to.
-// Pure: the route facts and the caller -> what the gateway must establish before forwarding.
-//
-// Open WebUI (the table release's routers/chats.py) lets an admin reach, change and delete another user's chat
-// exactly when its own ENABLE_ADMIN_CHAT_ACCESS is true (its default): reads and the share routes
-// fall back to "any chat by id", messages, grants and deletion skip the owner check. The gateway
-// therefore asks, for an admin and a route that names a chat, who owns that chat before anything
-// is forwarded (the upstream is asked as the caller, read-only), and lets the request through only
-// for the admin's own chat, whatever the upstream's flag and CHATUI_BYPASS_ADMIN_ACCESS_CONTROL:
-//
-//   route (admin caller)                               needs
-//   GET    /api/v1/chats/{id}                           own chat
-//   DELETE /api/v1/chats/{id}                           own chat
-//   *      /api/v1/chats/{id}/...   (any sub-route)     own chat (pin, archive, messages, event, ...)
-//   GET    /api/v1/chats/share/{id}                     shared with the caller by its share id, or own chat
-//   POST   /api/v1/chats/{id}/clone/shared             shared with the caller by its share id, or own chat
-//   *      /api/v1/chats/shared/{id}/access[/update]    own chat
-//   GET    /api/v1/chats/stats/export/{id}              own chat
-//
-// A share id reaches a chat shared with the caller: its owner's grants name the caller (or their
-// group, or everyone). With the upstream's flag false Open WebUI holds the share to those grants
-// itself (sharesFollowGrants). With it true it answers any admin for any share, so the gateway asks
-// what Open WebUI would have answered: an open share is served to a request without any identity,
-// and the share's grants are read (shareGrantsReach); anything it cannot read is refused.
-//
-// Non-admins pass: Open WebUI keeps them to their own chats and to chats shared with them.
+// ENABLE_ADMIN_CHAT_ACCESS is fixed false on this platform, whatever the chat front-end is set to:
+// an admin reaches only their own chats and those shared with them. Pure: the route facts and the
+// caller -> what the gateway must establish before forwarding (docs/design/drifted-shares.md, the
+// routes and why).
 import type { Principal } from './resource-access.js';
 
 /** The first segment after /api/v1/chats/ that names a route, not a chat id (routers/chats.py). */

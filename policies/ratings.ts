@@ -1,12 +1,6 @@
-// An admin's own ratings, answered as Open WebUI answers every user's (routers/evaluations.py,
-// models/feedbacks.py): the ratings list of the Evaluations page (`/feedbacks/list`, 30 a page, its
-// `total`), the ids (`/feedbacks/all/ids`) and the leaderboard's tags, built from the admin's own
-// records only (GET /evaluations/feedbacks/user: the caller's own, newest change first). Pure: the
-// gateway keeps the records (gateway/upstream/own-ratings.ts), this orders and pages them.
-//
-// Open WebUI sorts in SQL; the gateway sorts as SQLite does (its default database): JSON values read
-// out of `data` compare NULL first, then numbers, then text (true and false are 1 and 0), and rows
-// whose keys are equal come in the order they were stored (here: oldest first, then by id).
+// An admin's own ratings, answered as Open WebUI answers every user's (the Evaluations page's list,
+// the ids and the leaderboard's tags), built from the admin's own records only. Pure: the gateway
+// keeps the records, this orders and pages them as SQLite would (docs/design/own-records.md).
 import { byCodePoint } from './sqlite-order.js';
 
 /** One page of /feedbacks/list and /feedbacks/user (routers/evaluations.py PAGE_ITEM_COUNT). */

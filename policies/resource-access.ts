@@ -1,13 +1,7 @@
 // Spec rules A3 to A5 held by the gateway itself: may an admin (bypass off) reach an object of
 // Open WebUI, and which names of objects (tags, model ids) may reach them? Pure functions over the
-// upstream's JSON answers; the gateway asks, this decides.
-//
-// The table release's shapes (models/*.py): an object carries its owner as `user_id` (models as
-// `info.user_id` in /api/models, note list items as `user.id`), its grants as `access_grants`
-// ([{principal_type: 'user'|'group', principal_id: id or '*', permission: 'read'|'write'}]; the
-// arena model keeps them in `info.meta.access_grants`), channels of type dm/group their members
-// as `user_ids`. An object with neither owner nor grants is reachable by nobody here (fail closed):
-// the arena model without grants and base models without a workspace entry are hidden (A4, A5).
+// upstream's JSON answers; an object with neither owner nor grants is reachable by nobody here
+// (docs/design/route-table.md, "Owners and grants").
 
 /** `owner`: what Open WebUI leaves to the object's owner alone (a grant or a channel's membership is not enough). */
 export type Permission = 'read' | 'write' | 'owner';

@@ -1,18 +1,7 @@
-// Which part of the gateway answers a path: the gateway's own routes (control), the chat
-// front-end's API (identity required, 401 without), its public assets (no identity needed), or its
-// pages (identity required, the logged-out guard without). One copy, used by the request pipeline,
-// the WebSocket upgrade and the error answers.
-//
-// Letter case, one rule per class, each failing closed:
-// - control: case-insensitive, because the control app is Express, whose router matches
-//   case-insensitively (`/AUTH/login` is answered by the /auth/login route): a path goes to the
-//   control app exactly when Express would answer it there.
-// - api: case-insensitive. Open WebUI (Starlette) routes case-sensitively, so `/API/v1/...` is no
-//   route of its own, but the gateway never guesses that: any casing of an API prefix needs an
-//   identity (401 without) and is judged by decide() (policies/admin-scoping.ts), which is
-//   case-insensitive too; `/API/v1/chats/all/db` is refused like `/api/v1/chats/all/db`.
-// - public: case-sensitive, exact. Only what the chat front-end serves without identity passes
-//   without identity; `/STATIC/x` is a page (identity required).
+// Which part of the gateway answers a path: its own routes (control), the chat front-end's API,
+// its public assets or its pages. One copy, used by the request pipeline, the WebSocket upgrade and
+// the error answers; each class's letter-case rule fails closed (docs/design/route-table.md,
+// "Letter case").
 import { isLocaleSegment } from './syntax.js';
 
 /** The chat front-end's sign-out, which the gateway answers itself (it ends the gateway session too). */

@@ -1,18 +1,6 @@
 // The Open WebUI release behind the gateway, and what the gateway does when it is not one its route
-// table was checked against (policies/open-webui-releases.ts). Pure: the release status (read from
-// Open WebUI's public GET /api/version by gateway/upstream/release.ts at start, at every readiness
-// check and on a timer), UPSTREAM_RELEASE_POLICY and the caller give a decision; the pipeline
-// (gateway/pipeline/handle.ts) and operations (gateway/operations/operations.ts) carry it out.
-//
-// Behind an unchecked release the table still decides (a route it does not know is refused for
-// admins), but a route that changed whom it checks is judged by a row written for another release.
-// UPSTREAM_RELEASE_POLICY says what to do meanwhile:
-//   warn           (default) serve with the table as is; warn at start and every few minutes
-//   refuse-admins  refuse every API request of an admin (plain users are unaffected: Open WebUI
-//                  scopes them itself, and the table is read for admins only)
-//   strict         report not ready (/readyz 503): a load balancer sends nobody to this gateway
-// A release that cannot be read (unreachable, an answer that is not a version) is never taken for
-// a checked one.
+// table was checked against (UPSTREAM_RELEASE_POLICY). Pure: the release status, the policy and the
+// caller give a decision; the pipeline and operations carry it out (docs/design/release-check.md).
 import type { CallerFacts, Decision, RefusalPage, RequestFacts } from './admin-scoping.js';
 import { CHECKED_VERSIONS, isCheckedRelease } from './open-webui-releases.js';
 import { classify } from './routes.js';

@@ -1,11 +1,6 @@
-/**
- * The demo realm: accounts and brokered identity providers of the Keycloak realm `platform`,
- * shared by the test stand-ins (`idp.ts`, `keycloak-admin.ts`) and the `npm start` sandbox.
- *
- * Everything here is fake demo data. The `clientSecret` values in the provider configs are
- * deliberately raw (not masked) so the admin-API stand-in has something to strip, the way
- * Keycloak masks secrets as `**********` when it answers.
- */
+// The demo realm: accounts and brokered identity providers of the Keycloak realm `platform`, shared
+// by the test stand-ins and the `npm start` sandbox. Fake demo data: the providers' `clientSecret`s are
+// deliberately raw, so the admin-API stand-in has something to mask, as Keycloak does.
 
 export interface DemoAccount {
   /** Keycloak user id (a UUID), the `sub` of every token. */

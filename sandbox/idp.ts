@@ -1,21 +1,7 @@
-/**
- * The realm's OpenID Provider for tests and the sandbox: the real `oidc-provider` package, run
- * in-process and dressed up like a Keycloak realm (issuer `.../realms/platform`, Keycloak's
- * endpoint paths, Keycloak-shaped claims and JWT access tokens).
- *
- * - Endpoints (under the issuer): `/protocol/openid-connect/{auth,token,certs,userinfo,logout,
- *   revoke,token/introspect}` and `/.well-known/openid-configuration`.
- * - Login page: `/interaction/:uid` (origin root), ids like Keycloak's (`kc-form-login`,
- *   `username`, `password`, `kc-login`), plus `#idp-hint` showing the received `kc_idp_hint`.
- *   A correct password finishes login and consent in one go; there is no consent screen.
- * - Access tokens are JWTs: resource indicators are on, every client gets a default resource
- *   `urn:keycloak:client:<client_id>` whose resource server has `audience = client_id` and
- *   `accessTokenFormat: 'jwt'`, and `useGrantedResource` returns true so code and refresh
- *   exchanges without a `resource` parameter still get that JWT. `extraTokenClaims` adds the
- *   Keycloak claims (azp, typ, email, name, roles, groups, tenants, realm_access.roles).
- *   oidc-provider's own userinfo refuses tokens with an audience, so userinfo requests bearing a
- *   JWT are answered here (verified with the issuer key), as Keycloak's userinfo would.
- */
+// The realm's OpenID Provider for tests and the sandbox: the real `oidc-provider` package, run
+// in-process and dressed up like a Keycloak realm (issuer, endpoint paths, claims and JWT access
+// tokens as Keycloak's), so the gateway's flows are tested against a real OIDC implementation without
+// a JVM (docs/development.md, "The stand-ins").
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';

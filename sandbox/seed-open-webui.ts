@@ -1,14 +1,7 @@
-// The demo data of `npm start`, put into the REAL Open WebUI of `npm run sandbox:open-webui` the way
-// its users and operator would: through the gateway, each demo account signed in at the embedded
-// OpenID provider with its password (so Open WebUI creates its account by the gateway's
-// trusted-header sign-in, exactly as a browser's first visit does), then Open WebUI's own API:
-//   - as the platform administrator (sysadmin), the canned-answers connection's model registered
-//     as a workspace model readable by every user (a `user:*` read grant): the gateway lets an
-//     admin run only a registered model they own or hold a grant on, and Open WebUI lets users run
-//     only a model they may read, so every demo account, sysadmin included, can chat with it;
-//   - for every account, the files and the chat sandbox/seed.ts gives it (uploaded and stored as
-//     that account's own).
-// What was done is reported, step by step, so the banner says only that.
+// The demo data of `npm start`, put into the REAL Open WebUI the way its users and operator would:
+// through the gateway, each demo account signed in by its password, then Open WebUI's own API
+// (docs/development.md, "The real peers"). What was done is reported step by step, so the banner says
+// only that.
 import { CookieJar } from './cookie-jar.js';
 import { loginThroughIdp } from './idp-browser.js';
 import { RELEASE_NOT_CHECKED } from '../policies/upstream-release.js';

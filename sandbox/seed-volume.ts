@@ -1,15 +1,6 @@
-// Platform volume in the REAL Open WebUI: users, files, chats and ratings by the hundred thousand,
-// written straight into its SQLite database while it is stopped (scripts/seed-open-webui-volume.py,
-// run by the release's own Python), then Open WebUI booted on it. What the volume suite
-// (test/real-open-webui/volume.test.ts) and `npm run bench:open-webui` run against.
-//
-// Through Open WebUI's API the same volume would take hours (an upload or a chat is a request, and
-// every rating carries a chat); straight into the database it takes seconds. The database is first
-// made by Open WebUI itself (one boot runs its migrations), so the schema is the release's own; the
-// seeder fills the columns the release has, as its models/*.py write them.
-//
-// A seeded database is kept in the cache outside git (CHATGW_CACHE, beside the venvs), keyed by the
-// release, the spec and the seeder: the next run of the same volume copies it instead of seeding.
+// Platform volume in the REAL Open WebUI, written straight into its SQLite database while it is
+// stopped: through its API the same volume would take hours (docs/development.md, "The real peers").
+// The schema is the release's own (one boot runs its migrations); seeded databases are cached outside git.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,12 +1,6 @@
-// `npm run sandbox:open-webui`: the sandbox of `npm start` (the gateway, signing in against the
-// embedded OpenID provider with the demo logins and tenant links) in front of the REAL Open WebUI
-// (the table release, or OWUI_VERSION's) instead of the stand-in: unmodified, started by scripts/open-webui.sh on 127.0.0.1 with the
-// trusted-header settings of docker-compose.yml and its three admin flags set like the gateway.
-// A model provider comes with it, the canned-answers server (sandbox/canned-model.ts: no language
-// model), set as Open WebUI's OpenAI connection. Once the gateway listens, the demo accounts get
-// their files and chat there through the gateway, and sysadmin registers the model for everyone
-// (sandbox/seed-open-webui.ts). Needs Python 3.11 or 3.12; the first run installs Open WebUI into
-// the cache outside git (a minute or two). Everything stops with the sandbox (SIGINT, SIGTERM).
+// `npm run sandbox:open-webui`: the sandbox of `npm start` in front of the REAL Open WebUI, unmodified,
+// instead of the stand-in, with the canned-answers model provider and the demo data put in through the
+// gateway (docs/development.md, "The real peers"). Everything stops with the sandbox.
 import { sandboxSettingsOrExit, startSandbox } from './main.js';
 import { CANNED_MODEL_NAME, cannedModelConnection, startCannedModel } from './canned-model.js';
 import { OPEN_WEBUI_VERSION, openWebUIInstalled, installOpenWebUI, startRealOpenWebUI } from './real-open-webui.js';

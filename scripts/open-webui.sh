@@ -1,24 +1,8 @@
 #!/usr/bin/env bash
-# The real Open WebUI for the end-to-end suite, from the project's own files.
-#
-#   scripts/open-webui.sh install      venv in the cache folder (outside git); idempotent
-#   scripts/open-webui.sh install-checked  the same for every release the route table was checked against
-#   scripts/open-webui.sh test-checked     the real-peer suites against each of them (npm test)
-#   scripts/open-webui.sh serve PORT   start it UNMODIFIED on 127.0.0.1:PORT (exec, foreground)
-#   scripts/open-webui.sh path         print the venv's folder
-#
-# OWUI_VERSION picks the release (default TABLE_RELEASE of policies/open-webui-releases.ts, the
-# route table's own); each has its venv
-# (open-webui-VERSION/ in the cache). `npm run routes:check -- VERSION` installs one this way.
-#
-# Install: `pip install --no-deps open-webui==VERSION`, then the package's OWN requirements-slim.txt
-# (shipped inside the wheel: Open WebUI's pinned torch-free subset, what its slim image runs).
-# The full dependency set pulls torch, CUDA, onnxruntime, opencv and more (several GB); see
-# docs/development.md, "Open WebUI 0.12.4" for what is left out and why. A marker file records a complete install;
-# a half-done one (no marker) is removed and done again.
-#
-# Serve: settings come from the environment (test/support/open-webui.ts sets them); this script
-# only adds the ones that keep start-up off the network and off local models, unless already set.
+# The real Open WebUI for the real-peer suites, from the project's own files: install (a venv per
+# release in the cache outside git, Open WebUI's own slim requirements), serve it UNMODIFIED on
+# 127.0.0.1, or run the suites against every checked release. Usage and what is left out, and why:
+# docs/development.md, "Open WebUI 0.12.4".
 set -euo pipefail
 
 # The route table's own release, read from its one definition (no Node needed for it).

@@ -1,18 +1,7 @@
 // `npm run routes:check -- <release> [--source] [--record]`: is the gateway's route table ready for
-// that Open WebUI release? Installs the release into the cache as scripts/open-webui.sh installs
-// the table release (once; a venv outside git), lists its routes, Socket.IO events and handler fingerprints
-// with scripts/open-webui-routes.py, and prints what the table does not cover
-// (scripts/open-webui-release-diff.ts): routes added (and what the gateway does with an admin's
-// request to each today), rows the release does not serve, handlers changed since a checked
-// release (each row to be reviewed), Socket.IO events added or gone.
-//
-//   --source   also print each changed handler's source beside the checked release's (installs
-//              that release too when it is missing)
-//   --record   write the release's fingerprints into policies/open-webui-releases.json: only for a
-//              release policies/open-webui-releases.ts lists (marked supported after the review)
-//              whose routes and events the table and record already cover
-//
-// Exit 0: nothing the table does not cover (or recorded); 1: differences; 2: could not check.
+// that Open WebUI release? Prints what the table does not cover, so a release is reviewed before it
+// runs (docs/operating/upgrades.md). Exit 0: nothing uncovered (or recorded); 1: differences; 2: could
+// not check.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

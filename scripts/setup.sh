@@ -1,15 +1,7 @@
 #!/usr/bin/env bash
-# What `npm test` needs on this machine, set up once (`npm test` runs this first; so does .ci/run):
-#
-#   1. Debian packages: installed with apt-get when this user may (root, or sudo without a
-#      password); otherwise named in one line, with the command that installs them, and the
-#      set-up stops (exit 1).
-#   2. The real peers, into ${CHATGW_CACHE:-~/.cache/chat-gateway} (outside git), each only when
-#      it is missing: every Open WebUI release the route table was checked against
-#      (scripts/open-webui.sh install-checked) and Keycloak (scripts/keycloak.sh install).
-#
-# With everything there it takes a few seconds. Needs `npm install` (or `npm ci`) first: the list
-# of checked releases is read from policies/open-webui-releases.ts.
+# What `npm test` needs on this machine, set up once (`npm test` and .ci/run run this first): the
+# Debian packages (installed when this user may, else named, exit 1) and the real peers, each only
+# when missing. Needs `npm ci` first (the checked releases are read from policies/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,20 +1,5 @@
-// The gateway's session cookie: a format the gateway owns, written and read only here
-// (docs/design/session-cookie.md). Version 2:
-//   - name `appSession`; a value that would not fit one 4096-byte cookie (with its attributes) is
-//     cut into `appSession.0`, `.1`, ... (joined in index order); a write clears the names of the
-//     other form that the request carried;
-//   - value: a JWE in compact serialization made with jose, `alg: dir`, `enc: A256GCM`, the key
-//     being HKDF-SHA256(secret, salt empty, info "JWE CEK", 32 bytes) of each SESSION_SECRET (the
-//     first encrypts, all decrypt: rotation);
-//   - protected header `{alg, enc, v: 2, iat, uat, exp}` (seconds): v = this format's version,
-//     iat = login, uat = last update, exp = min(uat + rolling, iat + absolute); a reader also
-//     checks the current durations;
-//   - payload: the JSON of `SessionData` (its own `v: 1` is the shape of what is kept, not the
-//     cookie's format).
-// A header without `v` is the layout express-openid-connect 3.4 wrote (the same names, chunks, key
-// and header but `v`): read as it is, and rewritten as version 2 at its next renewal (rolling
-// touch, refresh, tenant switch). Any other `v` is refused: the browser is signed out, as with a
-// cookie of another key. A format change bumps `v` here and keeps reading the one before.
+// The gateway's session cookie: a format the gateway owns, written and read only here. A format
+// change bumps `v` and keeps reading the one before (docs/design/session-cookie.md, "The format").
 import { decodeProtectedHeader } from 'jose';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';

@@ -1,16 +1,6 @@
-// The gateway's caches, one abstraction each way they are used, both on isaacs' lru-cache:
-//   TtlCache      bounded, a time-to-live, least recently used out first: decrypted sessions,
-//                 verified bearer tokens, upstream sign-ins, kept ID tokens, used logout-token ids.
-//   LoadingCache  the same store with a loader on top: one load in flight per key (no stampede),
-//                 and stale-on-error, for the identity provider catalog (IDP_CACHE_SECONDS) and
-//                 the readiness probe.
-//   SingleFlight  one run per key at a time, nothing kept after it settles: a session's token
-//                 refresh, the shared state's single flights, LoadingCache's own loads.
-// lru-cache's own fetch() was measured against LoadingCache's rules and does not keep them: after a
-// failed refresh it asks the source again on the very next call (every caller then waits for the
-// source's time limit), and it has no memory of a failure with no earlier answer. node-cache is not
-// used: it has neither single flight nor stale-on-error, and a second cache library would add a
-// second set of eviction rules.
+// The gateway's caches, one abstraction each way they are used, all on lru-cache: TtlCache,
+// LoadingCache (one load per key, stale-on-error) and SingleFlight (docs/design/caches.md, also why
+// not lru-cache's own fetch() or node-cache).
 import { LRUCache } from 'lru-cache';
 
 /** A bounded cache with a time-to-live: repeated requests with one cookie or token cost a lookup. */

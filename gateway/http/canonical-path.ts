@@ -1,21 +1,7 @@
 // The one canonical form of a request target. Every decision is taken on it, and it is exactly
 // what the upstream receives (a gateway that checks one path and forwards another has no policy at
-// all). Anything that has no single safe reading is refused.
-//
-// Open WebUI (Starlette) percent-decodes the whole path before routing, so two targets that
-// decode alike are the same route upstream. The canonical form therefore:
-//   - decodes %XX of unreserved characters and of sub-delims (`%61` -> `a`, `%2e` -> `.`),
-//     keeps every other escape in upper case (`%3f` -> `%3F`), and escapes raw characters that
-//     a URL parser would escape, so `new URL()` (used by http-proxy-3) leaves it unchanged;
-//   - reads an encoded `/` (`%2F`) as the separator it is once decoded, as uvicorn does before
-//     Starlette routes (`/models/org%2Fmodel/overview` is `/models/org/model/overview` there), so
-//     the decision and what is forwarded hold a raw `/` where the client wrote `%2F`;
-//   - refuses encoded `\`, raw `\`, `;` raw or encoded (`%3B`: a server that strips path
-//     parameters after decoding reads `..%3B` as `..`), `%25` followed by two hex digits (double
-//     encoding: a server that decodes twice reads `%2561` as `a`), NUL and other control bytes,
-//     `#`, bytes outside ASCII, and percent-escapes that are not valid UTF-8 (overlong forms too);
-//   - merges repeated slashes and resolves `.` and `..` segments (`..` above the root is refused);
-//   - keeps a trailing slash, because `/api/v1/files/` and `/api/v1/files` are different routes.
+// all). Anything that has no single safe reading is refused (docs/design/encoded-slash.md, "The
+// canonical form").
 
 export interface CanonicalTarget {
   /** Canonical path, e.g. `/api/v1/files/`. */

@@ -1,13 +1,6 @@
-// QUIET_GC_MS: a full garbage collection once the gateway is quiet after a burst, so that the
-// memory the burst left behind is returned before the next one instead of being added to it.
-//
-// Why: the gateway runs with `--heap-growing-percent=300` (few mark-compacts while bodies stream,
-// bench/README.md), so V8 lets its old generation grow to about four times what is live before it
-// collects; V8's own memory reducer, which would collect once allocation stops, waits 8 s and more.
-// A burst (2,000 connections opened and dropped, a run of rewritten file lists) thus left 20 to 30 MB
-// of garbage that the next burst found still there: peaks of 150 to 160 MB where one burst alone
-// reaches 125. Collected when no request is in flight, the pause (tens of ms) costs no
-// request anything; an open WebSocket's frames may wait for it, once after a burst.
+// QUIET_GC_MS: a full garbage collection once the gateway is quiet after a burst, so that the memory
+// the burst left behind is returned before the next one instead of being added to it
+// (docs/design/quiet-gc.md, with the numbers).
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Logger } from 'pino';

@@ -27,7 +27,7 @@ import { isUtf8 } from 'node:buffer';
 //        its payload is held.
 // Each is checked where the `ws` package checks it (the header's first two bytes, its length, the
 // whole frame, the whole message), in the same order, so both name the same refusal for the same
-// bytes (test/websocket/websocket-reader.test.ts). Bytes after a Close frame are not read.
+// bytes (test/unit/websocket-frames.test.ts). Bytes after a Close frame are not read.
 
 export const PROTOCOL_ERROR = 1002;
 export const INVALID_DATA = 1007;

@@ -1,28 +1,6 @@
-// Proxied WebSockets: at shutdown, when the session behind one ends, and when the gateway refuses
-// an admin's frames (gateway/http/socketio-guard.ts: Close 1002 or 1007-1009, `close`). Node's
-// `server.close()` waits for upgraded sockets and `closeAllConnections()` does not reach them, so
-// the gateway tracks them itself.
-//
-// Closing cleanly means the browser gets a Close frame (1001 "going away") and then the end of
-// the stream, so socket.io reconnects at once (to another instance) instead of waiting for a
-// timeout. The gateway only pipes bytes; to put its Close frame between two frames of the
-// upstream, it follows the frame boundaries of what it writes to the client (header lengths
-// only, payloads are never read). The client answers with its own Close frame, which still
-// flows to the upstream, so the upstream sees a clean close as well.
-//
-// A socket keeps the identity it was upgraded with, so each one opened by a signed-in caller
-// carries its session (`SocketSession`): judged again at once when that session changes here
-// (`recheck`, called by the authenticator on a sign-out, back-channel logout, refused refresh or
-// refresh), and every WEBSOCKET_SESSION_CHECK_SECONDS for what happened on other instances (their
-// ends reach this one's mirror of the ended sessions through Redis) and for expiry. A socket whose
-// session ended or changed gets a Close frame 1008 (policy violation) with the reason, its client's
-// bytes stop going upstream at once, and it is cut if the client does not go within a second. The
-// frames themselves are never judged for this: no per-frame cost.
-//
-// An admin's socket also carries how the policy let it through (`policy`): when a new policy is
-// applied every socket is judged again, and one the new policy would not have let through as it is
-// (its note events not read, now that the bypass is off) closes the same way, so its client
-// reconnects under the policy now in force.
+// Proxied WebSockets, tracked by the gateway itself (Node's server.close() waits for upgraded sockets
+// and closeAllConnections() does not reach them): closed cleanly at shutdown, when the session behind
+// one ends and when a new policy would not let it through (docs/design/websocket-join.md, "Closing").
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { SocketVerdict } from '../../policies/session-ends.js';

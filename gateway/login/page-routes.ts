@@ -1,11 +1,6 @@
-// The login pages' routes (spec area B; the HTML itself is gateway/pages/templates.ts):
-//
-//   /auth/login, /{locale}/auth/login                one button per provider (list-1) or the welcome page (list-3)
-//   /auth/login/{alias}, /{locale}/auth/login/{alias} one button (links-1)
-//   /auth/signed-in, /{locale}/auth/signed-in        signed in through a tenant's link without membership (links-10, links-11)
-//   /{locale}/auth/callback                          a page in the browser's language, not JSON
-//   /auth/start?idp=, /{locale}/auth/start?idp=      (startCheck) an alias that names no usable provider never reaches the realm
-//   /auth?redirect=, /{locale}/auth?redirect=        Open WebUI's own sign-in page: the gateway's sign-in, `redirect` kept when safe
+// The login pages' routes (spec area B: /auth/login, /auth/login/{alias}, /auth/signed-in, the
+// localized callback page, /auth/start's check, Open WebUI's own /auth); the HTML is
+// gateway/pages/templates.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
 import type { ProviderCatalog } from './catalog.js';

@@ -1,14 +1,6 @@
 // Spec area B, put together: the anonymous auth-providers API, the login pages and the logged-out
-// guard, over one provider catalog. The rules are in policies/login-routing.ts; each concern is
-// its own module and receives only the settings it reads:
-//
-//   provider catalog   gateway/login/catalog.ts: Keycloak's admin API or IDP_PROVIDERS_FILE
-//                      behind one cache of IDP_CACHE_SECONDS shared by every lookup (links-4).
-//   tenant lookup      gateway/login/tenant-lookup.ts (links-2, links-3, links-12), keyed by client-key.ts
-//   API                gateway/login/api.ts: GET /api/v1/auth-providers/, /{alias}, /tenants/{tenant_id}
-//   pages              gateway/login/page-routes.ts: /auth/login, /auth/login/{alias}, both also
-//                      under /{locale}/ (HTML in pages.ts)
-//   guard              gateway/login/guard.ts: where a logged-out page visit goes (links-6 to links-8)
+// guard, over one provider catalog. The rules are in policies/login-routing.ts; each concern is its
+// own module and receives only the settings it reads.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router } from 'express';
 import type { Settings } from '../../config/settings.js';

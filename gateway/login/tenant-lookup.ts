@@ -1,12 +1,6 @@
-// The tenant lookup (links-2 and links-3) as the API and the logged-out guard use it, with its
-// per-client rate limit (links-12) and its audit line. The decision is tenantOutcome() in
-// policies/login-routing.ts; this module does the I/O around it.
-//
-// The lookup answers alike, in body shape, headers and work done, for unknown, unmapped and
-// unusable tenants (links-3): every lookup first makes sure every mapped alias is resolved (from
-// the cache, or one fetch per alias per cache period shared by all callers), then reads one entry.
-// What a mapping costs therefore does not depend on which tenant is asked. Rule 12 (tenant ids can
-// be probed) is met by an optional per-client rate limit: see docs/policies.md, "Login routing".
+// The tenant lookup (links-2, links-3) with its per-client rate limit (links-12) and audit line; the
+// decision is policies/login-routing.ts's. It answers alike, in body, headers and work done, for
+// unknown, unmapped and unusable tenants, so what a mapping costs does not tell which tenant exists.
 import type { Settings } from '../../config/settings.js';
 import type { Policy } from '../../config/policy.js';
 import type { Observability } from '../observability/observability.js';

@@ -1,13 +1,6 @@
 // The login pages of spec area B, rendered on the server: small, accessible, no external assets
-// (inline CSS only, no script), English and German texts. Everything printed is escaped: the
-// pages are templates that escape by default (eta, below).
-//
-//   /auth/login, /{locale}/auth/login                  one button per provider, or the welcome page
-//   /auth/login/{alias}, /{locale}/auth/login/{alias}  one button, or "this link is not available"
-//
-// A button is a link to [/{locale}]/auth/start?idp=<alias>&returnTo=<path>: the sign-in
-// module sends the browser to the realm with kc_idp_hint and idp_hint. The direct-login entry
-// links to /auth/start without idp (no hint: the realm's own username and password form).
+// (inline CSS only, no script), English and German. Templates that escape by default (eta), so no
+// escaping is placed by hand.
 import { Eta } from 'eta';
 import type { ProviderEntry } from '../../policies/login-routing.js';
 import type { RefusalPage } from '../../policies/admin-scoping.js';

@@ -1,13 +1,5 @@
-// Ended sessions written to Redis. An end is written to the primary in one transaction with its
-// publication (ZADD to the ended set, PUBLISH, or SPUBLISH in a Cluster, on its channel), and
-// answered once
-//   - every instance refuses it: the lease has run out since the write (redis-sync.ts: an instance
-//     trusts its mirror only while its subscription on that primary answered a heartbeat sent
-//     less than LEASE_MS ago, and the primary delivers the message before that answer), and
-//   - a replica confirmed it (WAIT 1, within REPLICA_WAIT_MS), when the primary has one online.
-// While Redis cannot take it, it is queued and written (published) as the instance comes back; the
-// end waits for that `endWaitMs` at most. An end answered before it was durable is logged with
-// why and counted (gateway_session_ends_not_durable_total{reason}); a late write is logged too.
+// Ended sessions written to Redis, answered once every instance refuses them and a replica has them
+// (docs/design/durable-ends.md, "When an end is answered"); queued while Redis cannot take them.
 import type { Cluster, Redis } from 'ioredis';
 import type { Observability } from '../observability/observability.js';
 import type { EndOutcome } from './shared-state.js';

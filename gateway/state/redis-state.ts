@@ -1,27 +1,7 @@
-// The shared state in Redis: one server (REDIS_URL), Sentinel (REDIS_SENTINELS) or Cluster
-// (REDIS_CLUSTER_NODES). Every instance keeps a mirror of the ended sessions, so the check made on
-// every request is a map lookup and a clock read, not a round trip:
-//   - ZSET `<prefix>ended`: members `id:<gateway session id>`, `sid:<realm session id>` or
-//     `sub:<epoch s>:<subject>` (every session of the subject begun at or before then); the score is
-//     when the entry may go (no session it names can live longer). No count cap.
-//   - channel `<prefix>ended`: every new member, written in the same transaction, so the other
-//     mirrors learn it at once (in a Cluster a shard channel: SPUBLISH, delivered by the primary
-//     holding the set, where every instance listens).
-//   - `<prefix>sf-lock:{<key>}` / `<prefix>sf:{<key>}`: single flights (a session's token refresh runs
-//     once among every instance; its outcome, encrypted with the session key, kept 5 minutes); the
-//     hash tag keeps a lock and its answer in one Cluster slot.
-//   - `{<prefix>ended}:durable`: written just before WAIT, in the ended set's slot (redis-ends.ts).
-// The parts, each in its file: the connections and how long each waits for a server
-// (redis-connections.ts), the mirror kept in step and when it is trusted (redis-sync.ts), ends
-// written and answered once every instance refuses them (redis-ends.ts), the outage told to
-// operators (redis-health.ts).
-// Fail closed: while the mirror cannot be trusted, "has this session ended?" answers "unknown" and
-// the data plane answers cookie sessions 503 (the user sees "Your sign-in cannot be checked right
-// now", and is let in again once Redis is back).
-// Everything else keeps working: bearer JWTs, anonymous routes, the rate limit (on a per-process
-// insurance limiter), logout (queued and written on reconnection).
-// ioredis and rate-limiter-flexible are loaded only when used (measured alone: +24 MB and +12 MB
-// RSS, 170 and 60 ms): one instance without REDIS_URL and without a tenant-lookup limit needs neither.
+// The shared state in Redis (one server, Sentinel or Cluster). Every instance keeps a mirror of the
+// ended sessions, so the check made on every request is a map lookup, not a round trip; while the
+// mirror cannot be trusted, cookie sessions are answered 503 (docs/design/sign-out-everywhere.md,
+// "In Redis").
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisTarget } from '../../config/redis.js';

@@ -1,21 +1,6 @@
-// The mirror of ended sessions kept in step with Redis, and when it may be trusted.
-//   - Subscription: on the server that holds the ended set (the primary; in a Cluster the primary
-//     of its slot), where every end is written and published in one transaction.
-//   - Lease: a heartbeat (PING) on the subscription every HEARTBEAT_MS; the mirror is trusted only
-//     while a heartbeat sent less than LEASE_MS ago has been answered. Redis answers in order, so
-//     every end published before that heartbeat reached it is in the mirror. An end is answered
-//     LEASE_MS after its write (redis-ends.ts): by then every instance has heard it, or has
-//     stopped trusting its mirror. A hung or cut-off subscription stops being trusted within
-//     LEASE_MS, whatever the connections still look like.
-//   - Resync: whenever the connection, the subscription or the probe fails, the mirror is not
-//     trusted; once both connections are back the instance subscribes again, writes what it ended
-//     meanwhile, re-reads the whole set (what was published while it was cut off is not lost) and
-//     writes back what Redis lacks: only then, and with the subscription on the primary the client
-//     writes to, is it trusted again.
-//   - Probe: every PROBE_EVERY_MS the client asks the server holding the ended set whether it is
-//     there and still a primary, and whether the subscription listens on it. A failover that closed
-//     no connection of ours (a Cluster's other shard took the slot over, a primary demoted) is seen
-//     here; a Cluster's slot map is read again on every failure.
+// The mirror of ended sessions kept in step with Redis, and when it may be trusted: a subscription
+// on the primary, a lease renewed by heartbeats, a resync after any failure and a probe for failovers
+// that close no connection (docs/design/sign-out-everywhere.md, "The mirror").
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisTarget } from '../../config/redis.js';
 import type { EndedMirror } from './ended-mirror.js';

@@ -1,12 +1,6 @@
-// The state every gateway instance must agree on, in one place: sessions that have ended (logout,
-// the chat front-end's sign-out, back-channel logout, a refused refresh), the ID token a session
-// keeps for one-click logout, logout tokens already used, single flights and the tenant-lookup
-// rate limit. Two stores keep it: this process (gateway/state/process-state.ts: one instance, the
-// sandbox) and Redis (gateway/state/redis-state.ts: every instance); both pass one contract suite
-// (test/shared-state/shared-state-contract.test.ts).
-//
-// Fail closed: while a store cannot say whether a session ended, "has this session ended?" answers
-// "unknown" and the data plane answers cookie sessions 503.
+// The state every gateway instance must agree on, in one place: ended sessions, kept ID tokens, used
+// logout tokens, single flights, the tenant-lookup rate limit. Two stores keep it (this process,
+// Redis), held to one contract suite; fail closed: "unknown" while a store cannot say.
 
 /** What a session is ended by: its own id, the realm session (`sid`), or its subject before a time. */
 export type EndedBy = { id: string } | { sid: string } | { sub: string; before: number };

@@ -116,10 +116,16 @@ async function chatForMessage(state: StandInState, ctx: Ctx, id: string): Promis
 }
 
 export function registerChatRoutes(router: Router, state: StandInState): void {
-  const { route } = router;
-  const { chats, chatGrants, flags } = state;
+  // in this order: Starlette matches routes in the order they were added
+  registerOwnChatLists(router, state);
+  registerAdminChatReads(router, state);
+  registerChatSharing(router, state);
+  registerChatById(router, state);
+}
 
-  // chats
+/** The caller's own chats, listed. */
+function registerOwnChatLists({ route }: Router, state: StandInState): void {
+  const { chats } = state;
   route('GET', '/api/v1/chats/', async (ctx) => {
     const { user } = await authenticate(state, ctx, 'verified');
     const own = [...chats.values()].filter((c) => c.user_id === user.id && !c.archived).sort(byUpdated);
@@ -148,6 +154,11 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     const { user } = await authenticate(state, ctx, 'verified');
     sendJson(ctx, 200, [...chats.values()].filter((c) => c.user_id === user.id && c.archived).sort(byUpdated));
   });
+}
+
+/** What only an admin reads, behind Open WebUI's admin flags: the export, the database, another user's chats. */
+function registerAdminChatReads({ route }: Router, state: StandInState): void {
+  const { chats, flags } = state;
   route('GET', '/api/v1/chats/all/db', async (ctx) => {
     await authenticate(state, ctx, 'admin');
     if (!flags.enableAdminExport) throw new HttpError(401, ACCESS_PROHIBITED);
@@ -190,6 +201,11 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
       chat: { history: { messages: {}, currentId: null } },
     });
   });
+}
+
+/** Shared chats: read by their share id, their access grants, cloned. */
+function registerChatSharing({ route }: Router, state: StandInState): void {
+  const { chats, chatGrants, flags } = state;
   route('GET', '/api/v1/chats/share/{share_id}', async (ctx, [id]) => {
     // get_optional_verified_user: an open share (`anyone:*`) is answered without any identity
     const user = findToken(ctx.req) ? (await authenticate(state, ctx, 'verified')).user : undefined;
@@ -252,6 +268,11 @@ export function registerChatRoutes(router: Router, state: StandInState): void {
     chats.set(clone.id, clone);
     sendJson(ctx, 200, chatResponse(clone));
   });
+}
+
+/** One chat by its id: its messages, its share link, deleted, pinned, read. */
+function registerChatById({ route }: Router, state: StandInState): void {
+  const { chats, chatGrants } = state;
   route('POST', '/api/v1/chats/{id}/messages/{message_id}/event', async (ctx, [id]) => {
     await chatForMessage(state, ctx, id ?? '');
     await readJsonObject(ctx);

@@ -209,10 +209,15 @@ async function* syntheticBytes(n: number): AsyncGenerator<Buffer> {
 }
 
 export function registerFileRoutes(router: Router, state: StandInState): void {
-  const { route } = router;
-  const { files, blobs, largeUploads } = state;
+  // collection routes (literal paths) before /{id}: Starlette matches routes in the order they were added
+  registerFileCollection(router, state);
+  registerFileReads(router, state);
+  registerFileChanges(router, state);
+}
 
-  // files: collection routes (literal paths before /{id})
+/** The files as a whole: upload, list, search, count, delete all. */
+function registerFileCollection({ route }: Router, state: StandInState): void {
+  const { files, blobs, largeUploads } = state;
   route('POST', '/api/v1/files/', (ctx) => uploadFile(state, ctx));
   route('GET', '/api/v1/files/', async (ctx) => {
     const { user } = await authenticate(state, ctx, 'verified');
@@ -224,31 +229,8 @@ export function registerFileRoutes(router: Router, state: StandInState): void {
     const items = all.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((f) => fileResponse(f, content));
     sendJson(ctx, 200, { items, total: all.length });
   });
-  // /search: `filename` required, content by default, 100 a page, 404 for none; /user/search (0.12):
-  // the caller's own whatever the bypass, `*`, no content and 50 by default, [] for none
-  const search = (own: boolean) => async (ctx: Ctx) => {
-    if (own && !servesUserRoutes(state)) throw new HttpError(404, NOT_FOUND);
-    const { user } = await authenticate(state, ctx, 'verified');
-    const issues: ValidationIssue[] = [];
-    const filename = q(ctx, 'filename') ?? (own ? '*' : undefined);
-    if (filename === undefined) issues.push({ type: 'missing', loc: ['query', 'filename'], msg: 'Field required', input: null });
-    const content = boolParam(ctx, 'content', !own, issues);
-    const skip = intParam(ctx, 'skip', 0, issues, 0);
-    const limit = intParam(ctx, 'limit', own ? 50 : 100, issues, 1, 1000);
-    if (issues.length) throw unprocessable(issues);
-    const re = globToRegExp(filename ?? '');
-    const hits = scopedFiles(state, user, 'search', own)
-      .filter((f) => re.test(f.filename))
-      .slice(skip, skip + limit);
-    if (!hits.length && !own) throw new HttpError(404, 'No files found matching the pattern.');
-    sendJson(
-      ctx,
-      200,
-      hits.map((f) => fileResponse(f, content)),
-    );
-  };
-  route('GET', '/api/v1/files/search', search(false));
-  route('GET', '/api/v1/files/user/search', search(true));
+  route('GET', '/api/v1/files/search', fileSearch(state, false));
+  route('GET', '/api/v1/files/user/search', fileSearch(state, true));
   route('GET', '/api/v1/files/count', async (ctx) => {
     const { user } = await authenticate(state, ctx, 'verified');
     sendJson(ctx, 200, scopedFiles(state, user, 'list').length);
@@ -265,8 +247,11 @@ export function registerFileRoutes(router: Router, state: StandInState): void {
     largeUploads.clear();
     sendJson(ctx, 200, { message: 'All files deleted successfully' });
   });
+}
 
-  // files: per-file routes
+/** One file read: its record, its content in each form, its processing status. */
+function registerFileReads({ route }: Router, state: StandInState): void {
+  const { blobs } = state;
   route('GET', '/api/v1/files/{id}', async (ctx, [id]) => {
     const { file } = await fileFor(state, ctx, id ?? '', 'read');
     sendJson(ctx, 200, fileFull(file));
@@ -310,6 +295,11 @@ export function registerFileRoutes(router: Router, state: StandInState): void {
     }
     ctx.res.end();
   });
+}
+
+/** One file changed: its text, its name, deleted. */
+function registerFileChanges({ route }: Router, state: StandInState): void {
+  const { files, blobs, largeUploads } = state;
   route('POST', '/api/v1/files/{id}/data/content/update', async (ctx, [id]) => {
     const { file } = await fileFor(state, ctx, id ?? '', 'write');
     const body = await readJsonObject(ctx);
@@ -342,4 +332,32 @@ export function registerFileRoutes(router: Router, state: StandInState): void {
     largeUploads.delete(file.id);
     sendJson(ctx, 200, { message: 'File deleted successfully' });
   });
+}
+
+/**
+ * /search: `filename` required, content by default, 100 a page, 404 for none; /user/search (0.12):
+ * the caller's own whatever the bypass, `*`, no content and 50 by default, [] for none.
+ */
+function fileSearch(state: StandInState, own: boolean) {
+  return async (ctx: Ctx) => {
+    if (own && !servesUserRoutes(state)) throw new HttpError(404, NOT_FOUND);
+    const { user } = await authenticate(state, ctx, 'verified');
+    const issues: ValidationIssue[] = [];
+    const filename = q(ctx, 'filename') ?? (own ? '*' : undefined);
+    if (filename === undefined) issues.push({ type: 'missing', loc: ['query', 'filename'], msg: 'Field required', input: null });
+    const content = boolParam(ctx, 'content', !own, issues);
+    const skip = intParam(ctx, 'skip', 0, issues, 0);
+    const limit = intParam(ctx, 'limit', own ? 50 : 100, issues, 1, 1000);
+    if (issues.length) throw unprocessable(issues);
+    const re = globToRegExp(filename ?? '');
+    const hits = scopedFiles(state, user, 'search', own)
+      .filter((f) => re.test(f.filename))
+      .slice(skip, skip + limit);
+    if (!hits.length && !own) throw new HttpError(404, 'No files found matching the pattern.');
+    sendJson(
+      ctx,
+      200,
+      hits.map((f) => fileResponse(f, content)),
+    );
+  };
 }

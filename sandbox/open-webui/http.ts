@@ -161,6 +161,25 @@ export interface MultipartPart {
   contentType: string | undefined;
 }
 
+/** A part's name, file name and content type, from its header lines. */
+function partOfHeaders(head: string): MultipartPart {
+  const p: MultipartPart = { name: undefined, filename: undefined, contentType: undefined };
+  for (const line of head.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon < 0) continue;
+    const key = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (key === 'content-disposition') {
+      const params = headerParams(value);
+      p.name = params.get('name');
+      p.filename = params.get('filename');
+    } else if (key === 'content-type') {
+      p.contentType = value;
+    }
+  }
+  return p;
+}
+
 /**
  * Streaming multipart/form-data parser: a boundary scan over the chunks as they arrive.
  * Holds at most one chunk plus a delimiter-sized tail; part bodies go to `onData`.
@@ -216,20 +235,7 @@ export async function parseMultipart(
           head = buf.subarray(0, idx).toString('utf8');
           buf = buf.subarray(idx + 4);
         }
-        const p: MultipartPart = { name: undefined, filename: undefined, contentType: undefined };
-        for (const line of head.split('\r\n')) {
-          const colon = line.indexOf(':');
-          if (colon < 0) continue;
-          const key = line.slice(0, colon).trim().toLowerCase();
-          const value = line.slice(colon + 1).trim();
-          if (key === 'content-disposition') {
-            const params = headerParams(value);
-            p.name = params.get('name');
-            p.filename = params.get('filename');
-          } else if (key === 'content-type') {
-            p.contentType = value;
-          }
-        }
+        const p = partOfHeaders(head);
         part = p;
         onPart(p);
         state = 'body';

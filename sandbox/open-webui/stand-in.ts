@@ -1,21 +1,7 @@
-/**
- * An in-process stand-in of Open WebUI 0.12.4 ("the chat front-end"), faithful to the installed
- * 0.12.4 source (test/real-open-webui/ runs the same promises on the real one). Used by
- * the `npm start` sandbox (which stays Python-free), the gateway's fast tests and the benchmarks;
- * test/real-open-webui/ runs the same promises against the real Open WebUI (scripts/open-webui.sh).
- *
- * Notable upstream behaviours reproduced on purpose:
- * - routing happens on the percent-DECODED path (uvicorn unquotes the whole path, `%2F`
- *   included), while `requests[].url` keeps the raw request-target exactly as received;
- * - a repeated query parameter: the LAST value wins (Starlette);
- * - query validation errors are FastAPI 422s (`{"detail": [{type, loc, msg, input}]}`);
- * - per-file routes never consult BYPASS_ADMIN_ACCESS_CONTROL, and deny with 404;
- * - trusted headers are matched by exact name (case-insensitive), first occurrence wins.
- *
- * Each area of routes has its own file in this folder (pages, auth, files, chats, analytics,
- * completions, socket, workspace*), registering on the router given the state; this file is the
- * server itself, which records every request and routes it.
- */
+// An in-process stand-in of Open WebUI 0.12.4, written from the installed source, so that the
+// `npm start` sandbox stays Python-free and the fast tests and benchmarks need no real peer; the
+// real-peer suites hold it to the real one (docs/development.md, "The stand-ins"). This file is the
+// server, which records every request and routes it; each area of routes has its own file.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

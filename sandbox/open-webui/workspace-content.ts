@@ -17,10 +17,19 @@ import {
 } from './workspace.js';
 
 export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
-  const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;
-  const { get, listed, byIdAdminAny, withUser } = new WorkspaceAccess(kit, ws);
+  const access = new WorkspaceAccess(kit, ws);
+  // in this order: Starlette matches routes in the order they were added
+  installUserRoutes(kit, ws);
+  installSocketPolling(kit, ws);
+  installNoteRoutes(kit, ws, access);
+  installFolderRoutes(kit, ws, access);
+  installKnowledgeRoutes(kit, access);
+  installChannelRoutes(kit, ws, access);
+}
 
-  // users.py
+/** users.py: the caller's groups, the users, one user and what they reach. */
+function installUserRoutes<C>(kit: Kit<C>, ws: Workspace): void {
+  const { route, authenticate, sendJson, fail } = kit;
   route('GET', '/api/v1/users/groups', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     // group ids are the stand-in's group names
@@ -71,16 +80,21 @@ export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
       tools: reach('tool'),
     });
   });
+}
 
-  // socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`
+/** socket/main.py over Engine.IO long-polling: a POST carries client packets, answered `OK`. */
+function installSocketPolling<C>(kit: Kit<C>, ws: Workspace): void {
   for (const p of ['/ws/socket.io', '/ws/socket.io/']) {
-    route('POST', p, async (ctx) => {
+    kit.route('POST', p, async (ctx) => {
       ws.polled.push(await kit.readText(ctx));
       kit.sendText(ctx, 200, 'OK');
     });
   }
+}
 
-  // notes.py
+/** notes.py */
+function installNoteRoutes<C>(kit: Kit<C>, ws: Workspace, { byIdAdminAny, withUser }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, readJsonObject, flags } = kit;
   route('GET', '/api/v1/notes/search', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
     // Notes.search_notes: unless an admin with the bypass on, the caller's own notes and those
@@ -114,8 +128,11 @@ export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     if (body.data && typeof body.data === 'object') o.data = body.data;
     sendJson(ctx, 200, o);
   });
+}
 
-  // folders.py: GET /{id} "user.role == 'admin' or _has_folder_access(read)"; access/update owner or admin
+/** folders.py: GET /{id} "user.role == 'admin' or _has_folder_access(read)"; access/update owner or admin. */
+function installFolderRoutes<C>(kit: Kit<C>, ws: Workspace, { get, byIdAdminAny }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, readJsonObject, fail } = kit;
   route('GET', '/api/v1/folders/{id}', async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, 'folder', id)).o));
   route('GET', '/api/v1/folders/{id}/shared/chats', async (ctx, [id]) => {
     const { o } = await byIdAdminAny(ctx, 'folder', id);
@@ -173,8 +190,11 @@ export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     ws.objects.folder.set(folder.id, folder);
     sendJson(ctx, 200, folder);
   });
+}
 
-  // knowledge.py
+/** knowledge.py */
+function installKnowledgeRoutes<C>(kit: Kit<C>, { get, listed, byIdAdminAny, withUser }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, readJsonObject, fail } = kit;
   /** the base's write check: owner, a write grant, or "user.role != 'admin'" */
   const writableKnowledge = async (ctx: C, id: string | undefined) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -224,8 +244,11 @@ export function installContentRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     // a zip of the extracted text upstream; the text itself here
     sendJson(ctx, 200, { name: o.name, content: o.content ?? '' });
   });
+}
 
-  // channels.py: admins read any standard channel; dm/group channels by membership
+/** channels.py: admins read any standard channel; dm/group channels by membership. */
+function installChannelRoutes<C>(kit: Kit<C>, ws: Workspace, { get }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, readJsonObject, fail } = kit;
   const channelAccess = async (ctx: C, id: string | undefined) => {
     const { user } = await authenticate(ctx, 'verified');
     const ch = get('channel', id);

@@ -5,10 +5,18 @@ import { randomUUID } from 'node:crypto';
 import { FORBIDDEN, NOT_FOUND, WorkspaceAccess, hasAccess, readable, type Grant, type Kit, type Workspace, type WorkspaceObject } from './workspace.js';
 
 export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
-  const { route, authenticate, sendJson, readJsonObject, fail, flags } = kit;
-  const { get, listed, byIdAdminAny, withUser } = new WorkspaceAccess(kit, ws);
+  const access = new WorkspaceAccess(kit, ws);
+  // in this order: Starlette matches routes in the order they were added
+  installRatingReads(kit, ws, access);
+  installRatingRecords(kit, ws, access);
+  installMessageReads(kit, ws);
+  installModelLists(kit, ws);
+  installPromptsToolsSkills(kit, access);
+}
 
-  // evaluations.py: feedback carries snapshot.chat, the whole rated chat
+/** evaluations.py, read: feedback carries snapshot.chat, the whole rated chat. */
+function installRatingReads<C>(kit: Kit<C>, ws: Workspace, { withUser }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, fail } = kit;
   route('GET', '/api/v1/evaluations/feedbacks/all/export', async (ctx) => {
     await authenticate(ctx, 'admin');
     sendJson(ctx, 200, [...ws.objects.feedback.values()]);
@@ -36,37 +44,7 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
   // top 5 tags of every user's ratings (_get_top_tags)
   route('GET', '/api/v1/evaluations/leaderboard', async (ctx) => {
     await authenticate(ctx, 'admin');
-    const stats = new Map<string, { rating: number; won: number; lost: number }>();
-    const tags = new Map<string, Map<string, number>>();
-    const of = (m: string) => stats.get(m) ?? (stats.set(m, { rating: 1000, won: 0, lost: 0 }), stats.get(m)!);
-    for (const f of ws.objects.feedback.values()) {
-      const data = (f.data ?? {}) as { model_id?: string; rating?: unknown; sibling_model_ids?: string[]; tags?: string[] };
-      if (data.model_id)
-        for (const t of data.tags ?? []) tags.set(data.model_id, (tags.get(data.model_id) ?? new Map()).set(t, (tags.get(data.model_id)?.get(t) ?? 0) + 1));
-      const rating = String(data.rating ?? '');
-      if (!data.model_id || (rating !== '1' && rating !== '-1')) continue;
-      for (const opponent of data.sibling_model_ids ?? []) {
-        const [w, o] = [of(data.model_id), of(opponent)];
-        const expected = 1 / (1 + 10 ** ((o.rating - w.rating) / 400));
-        w.rating += 32 * ((rating === '1' ? 1 : 0) - expected);
-        o.rating += 32 * ((rating === '1' ? 0 : 1) - (1 - expected));
-        if (rating === '1') [w.won, o.lost] = [w.won + 1, o.lost + 1];
-        else [w.lost, o.won] = [w.lost + 1, o.won + 1];
-      }
-    }
-    const entries = [...stats.entries()]
-      .map(([model_id, s]) => ({
-        model_id,
-        rating: Math.round(s.rating),
-        won: s.won,
-        lost: s.lost,
-        count: s.won + s.lost,
-        top_tags: [...(tags.get(model_id) ?? new Map<string, number>()).entries()]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, 5)
-          .map(([tag, count]) => ({ tag, count })),
-      }))
-      .sort((a, b) => b.rating - a.rating);
+    const entries = leaderboard(ws.objects.feedback.values());
     sendJson(ctx, 200, { entries });
   });
   // get_model_history (Feedbacks.get_model_evaluation_history): every user's wins and losses of one
@@ -76,26 +54,7 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     const modelId = decodeURIComponent(rawId ?? '');
     const days = Number(kit.query(ctx, 'days') ?? '30');
     if (!Number.isInteger(days)) throw fail(422, 'days: Input should be a valid integer');
-    const cutoff = Math.floor(Date.now() / 1000) - days * 86_400;
-    const day = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0, 10);
-    const counts = new Map<string, { won: number; lost: number }>();
-    for (const f of ws.objects.feedback.values()) {
-      const data = (f.data ?? {}) as { model_id?: string; rating?: unknown };
-      const rating = String(data.rating ?? '');
-      const at = Number(f.created_at ?? 0);
-      if (data.model_id !== modelId || (rating !== '1' && rating !== '-1') || (days !== 0 && at < cutoff)) continue;
-      const c = counts.get(day(at)) ?? { won: 0, lost: 0 };
-      if (rating === '1') c.won++;
-      else c.lost++;
-      counts.set(day(at), c);
-    }
-    const first = [...counts.keys()].sort()[0];
-    const today = Date.parse(day(Date.now() / 1000));
-    const span = days === 0 ? (first ? Math.round((today - Date.parse(first)) / 86_400_000) + 1 : 0) : days;
-    const history = Array.from({ length: span }, (_, i) => {
-      const date = day((today - (span - 1 - i) * 86_400_000) / 1000);
-      return { date, ...(counts.get(date) ?? { won: 0, lost: 0 }) };
-    });
+    const history = winsByDay(ws.objects.feedback.values(), modelId, days);
     sendJson(ctx, 200, { model_id: modelId, history });
   });
   // Feedbacks.get_distinct_model_ids: the rated models of every user's ratings
@@ -108,6 +67,11 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     }
     sendJson(ctx, 200, [...ids]);
   });
+}
+
+/** evaluations.py, one rating: read, created, deleted. */
+function installRatingRecords<C>(kit: Kit<C>, ws: Workspace, { get }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson, readJsonObject, fail } = kit;
   route('GET', '/api/v1/evaluations/feedback/{id}', async (ctx, [id]) => {
     const { user } = await authenticate(ctx, 'verified');
     const o = get('feedback', id);
@@ -141,7 +105,11 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     ws.objects.feedback.delete(o.id);
     sendJson(ctx, 200, true);
   });
+}
 
+/** What holds the text of users' messages: analytics, memories, retrieval. */
+function installMessageReads<C>(kit: Kit<C>, ws: Workspace): void {
+  const { route, authenticate, sendJson, readJsonObject, fail } = kit;
   // analytics.py (ENABLE_ADMIN_ANALYTICS): message text of every user
   route('GET', '/api/v1/analytics/messages', async (ctx) => {
     await authenticate(ctx, 'admin');
@@ -151,7 +119,6 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
       .map((c) => ({ chat_id: c.id, user_id: c.user_id, content: JSON.stringify(c.chat) }));
     sendJson(ctx, 200, out);
   });
-
   // memories.py and retrieval.py: user-memory-<id> is any admin's to query
   route('GET', '/api/v1/memories/', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -174,7 +141,11 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     }
     sendJson(ctx, 200, { documents: [docs], metadatas: [docs.map(() => ({}))], distances: [docs.map(() => 0)] });
   });
+}
 
+/** The models: main.py's /api/models and /api/models/base, routers/models.py's model, all and tags. */
+function installModelLists<C>(kit: Kit<C>, ws: Workspace): void {
+  const { route, authenticate, sendJson, fail, flags } = kit;
   // main.py /api/models with utils/models.py get_filtered_models (0.12.4): with the bypass off an
   // admin still gets the arena model when it has no grants, and base models without a DB entry
   route('GET', '/api/models', async (ctx) => {
@@ -253,6 +224,11 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     }
     sendJson(ctx, 200, [...names].sort());
   });
+}
+
+/** Prompts, tools and skills: listed and read by id; the prompts' tags. */
+function installPromptsToolsSkills<C>(kit: Kit<C>, { listed, byIdAdminAny, withUser }: WorkspaceAccess<C>): void {
+  const { route, authenticate, sendJson } = kit;
   // routers/prompts.py get_prompt_tags: Prompts.get_tags (every active prompt) for an admin with the bypass on, else get_tags_by_user_id
   route('GET', '/api/v1/prompts/tags', async (ctx) => {
     const { user } = await authenticate(ctx, 'verified');
@@ -269,4 +245,63 @@ export function installModelRoutes<C>(kit: Kit<C>, ws: Workspace): void {
     });
     route('GET', `${base}/id/{id}`, async (ctx, [id]) => sendJson(ctx, 200, (await byIdAdminAny(ctx, kind, id)).o));
   }
+}
+
+/** Elo over every user's ratings (_calculate_elo) and each model's top 5 tags of every user's ratings (_get_top_tags). */
+function leaderboard(feedback: Iterable<WorkspaceObject>) {
+  const stats = new Map<string, { rating: number; won: number; lost: number }>();
+  const tags = new Map<string, Map<string, number>>();
+  const of = (m: string) => stats.get(m) ?? (stats.set(m, { rating: 1000, won: 0, lost: 0 }), stats.get(m)!);
+  for (const f of feedback) {
+    const data = (f.data ?? {}) as { model_id?: string; rating?: unknown; sibling_model_ids?: string[]; tags?: string[] };
+    if (data.model_id)
+      for (const t of data.tags ?? []) tags.set(data.model_id, (tags.get(data.model_id) ?? new Map()).set(t, (tags.get(data.model_id)?.get(t) ?? 0) + 1));
+    const rating = String(data.rating ?? '');
+    if (!data.model_id || (rating !== '1' && rating !== '-1')) continue;
+    for (const opponent of data.sibling_model_ids ?? []) {
+      const [w, o] = [of(data.model_id), of(opponent)];
+      const expected = 1 / (1 + 10 ** ((o.rating - w.rating) / 400));
+      w.rating += 32 * ((rating === '1' ? 1 : 0) - expected);
+      o.rating += 32 * ((rating === '1' ? 0 : 1) - (1 - expected));
+      if (rating === '1') [w.won, o.lost] = [w.won + 1, o.lost + 1];
+      else [w.lost, o.won] = [w.lost + 1, o.won + 1];
+    }
+  }
+  return [...stats.entries()]
+    .map(([model_id, s]) => ({
+      model_id,
+      rating: Math.round(s.rating),
+      won: s.won,
+      lost: s.lost,
+      count: s.won + s.lost,
+      top_tags: [...(tags.get(model_id) ?? new Map<string, number>()).entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([tag, count]) => ({ tag, count })),
+    }))
+    .sort((a, b) => b.rating - a.rating);
+}
+
+/** One model's wins and losses by day, the last `days` days (0: from its first rating). */
+function winsByDay(feedback: Iterable<WorkspaceObject>, modelId: string, days: number) {
+  const cutoff = Math.floor(Date.now() / 1000) - days * 86_400;
+  const day = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0, 10);
+  const counts = new Map<string, { won: number; lost: number }>();
+  for (const f of feedback) {
+    const data = (f.data ?? {}) as { model_id?: string; rating?: unknown };
+    const rating = String(data.rating ?? '');
+    const at = Number(f.created_at ?? 0);
+    if (data.model_id !== modelId || (rating !== '1' && rating !== '-1') || (days !== 0 && at < cutoff)) continue;
+    const c = counts.get(day(at)) ?? { won: 0, lost: 0 };
+    if (rating === '1') c.won++;
+    else c.lost++;
+    counts.set(day(at), c);
+  }
+  const first = [...counts.keys()].sort()[0];
+  const today = Date.parse(day(Date.now() / 1000));
+  const span = days === 0 ? (first ? Math.round((today - Date.parse(first)) / 86_400_000) + 1 : 0) : days;
+  return Array.from({ length: span }, (_, i) => {
+    const date = day((today - (span - 1 - i) * 86_400_000) / 1000);
+    return { date, ...(counts.get(date) ?? { won: 0, lost: 0 }) };
+  });
 }

@@ -20,14 +20,24 @@ const offenders = (pattern: RegExp, home: string[]) => {
   return production.filter((f) => !home.includes(f) && pattern.test(code(f)));
 };
 
+/** A document's section "## <heading>", up to the next section. */
+const section = (file: string, heading: string) => {
+  const doc = text(file);
+  const start = doc.indexOf(`\n## ${heading}\n`);
+  expect(start, `${file} has a section "## ${heading}"`).to.be.greaterThan(-1);
+  const end = doc.indexOf('\n## ', start + 1);
+  return doc.slice(start, end === -1 ? undefined : end);
+};
+
 describe('layout: one obvious place for each thing', () => {
-  it('every production module is on the README\u2019s map of the code', () => {
-    const readme = text('README.md');
-    // the map is the section "## The code", up to the next section
-    const start = readme.indexOf('\n## The code\n');
-    expect(start, 'README.md has a section "## The code"').to.be.greaterThan(-1);
-    const end = readme.indexOf('\n## ', start + 1);
-    const map = readme.slice(start, end === -1 ? undefined : end);
+  it('every production folder is on the README\u2019s map of the code, one line each', () => {
+    const map = section('README.md', 'The code');
+    const folders = [...new Set(production.map((f) => f.split('/').slice(0, -1).join('/') + '/'))];
+    expect(folders.filter((d) => !new RegExp(`^${d.replace(/[.]/g, '\\.')} `, 'm').test(map))).to.deep.equal([]);
+  });
+
+  it('every production module is on docs/development.md\u2019s map of the code, file by file', () => {
+    const map = section('docs/development.md', 'The code, file by file');
     const missing = production.filter((f) => {
       const [top, ...rest] = f.split('/');
       const name = rest.at(-1)!;
@@ -172,6 +182,14 @@ describe('layout: what depends on what', () => {
   it('no production file over 450 lines but the route table, whose rows are data', () => {
     const long = production.filter((f) => f !== 'policies/open-webui-routes.ts' && text(f).split('\n').length > 450);
     expect(long).to.deep.equal([]);
+  });
+
+  it('every test in test/unit/ is named after the module it covers: <module>.test.ts, or <module>.<aspect>.test.ts', () => {
+    const modules = new Set(
+      ['config', 'policies', 'gateway', 'sandbox', 'bench', 'scripts'].flatMap(sources).map((f) => f.split('/').at(-1)!.replace(/\.ts$/, '')),
+    );
+    const unnamed = readdirSync(join(ROOT, 'test/unit')).filter((f) => f.endsWith('.test.ts') && !modules.has(f.split('.')[0]!));
+    expect(unnamed).to.deep.equal([]);
   });
 
   it('operations depends on probes, not on the gateway that wires it', () => {
