@@ -82,13 +82,14 @@ function sessionEnder({ settings, store, shared, obs, realm, realmLogoutGraceMs 
 
     /** Revoke now what still waits (the gateway is stopping): at most 2 s. */
     async flush(): Promise<void> {
-      const tokens = [...waiting.entries()].map(([timer, token]) => (clearTimeout(timer), token));
+      for (const timer of waiting.keys()) clearTimeout(timer);
+      const tokens = [...waiting.values()];
       waiting.clear();
       await Promise.race([Promise.all(tokens.map(revokeRefreshToken)), new Promise((r) => setTimeout(r, 2_000).unref())]);
     },
     /**
      * End the gateway session behind this request (cookie cleared, every copy refused on every
-     * instance, refresh token revoked) and the chat front-end's (its `token` and `oui-session`
+     * instance) and the chat front-end's (its `token` and `oui-session`
      * cookies: the next user of this browser must not carry them). Returns the ID token kept for
      * it, its refresh token (for `retire`), and how the end stood when answered ('durable' without
      * a session).
