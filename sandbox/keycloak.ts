@@ -222,10 +222,20 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
  * for gateways on loopback ports: the gateway client's callback, sign-out and back-channel logout
  * addresses (the realm file names the compose ones, http://localhost:8080 and http://gateway:8080),
  * and acme-entra brokering to the acme-idp realm of this server (the file's points at Microsoft).
+ * Signing out of the platform realm also ends the session at acme-idp (`logoutUrl` with
+ * `backchannelSupported`: Keycloak calls the provider's end-session endpoint itself, with the ID
+ * token it was given): without it the provider's session survives the sign-out, and the next
+ * tenant link signs the same person straight back in, no password asked.
  */
 export async function pointRealmAt(
   kc: RunningKeycloak,
-  o: { gatewayUrls: string[]; backchannelUrl: string; realm?: string; clientId?: string },
+  o: {
+    gatewayUrls: string[];
+    backchannelUrl: string;
+    realm?: string;
+    clientId?: string;
+    /** false: leave the provider's session alone at sign-out */ tenantLogout?: boolean;
+  },
 ): Promise<void> {
   const realm = o.realm ?? 'platform';
   const clients = await kc.admin<Array<{ id: string; attributes: Record<string, string> }>>(
@@ -254,6 +264,9 @@ export async function pointRealmAt(
       tokenUrl: `${tenantIdp}/protocol/openid-connect/token`,
       userInfoUrl: `${tenantIdp}/protocol/openid-connect/userinfo`,
       jwksUrl: `${tenantIdp}/protocol/openid-connect/certs`,
+      ...(o.tenantLogout === false
+        ? { backchannelSupported: 'false', logoutUrl: '' }
+        : { logoutUrl: `${tenantIdp}/protocol/openid-connect/logout`, backchannelSupported: 'true' }),
     },
   });
 }

@@ -478,8 +478,9 @@ function clickThroughLines(settings: Settings, parts: BannerParts): string[] {
     ...tenants.map(([tenant, alias]) => `    ${`${u}/${tenant}`.padEnd(u.length + 22)}${tenantLink(alias, catalog)}`),
     ...(parts.real
       ? [
-          "    Acme's link goes through Keycloak to the realm acme-idp (sign in as dana / dana-pass); the other",
-          '    brokered providers point at outside services that do not exist here.',
+          "    Acme's link goes through Keycloak to the realm acme-idp (sign in as dana / dana-pass); signing out",
+          '    ends that session too (the link then asks for the password again). The other brokered providers',
+          '    point at outside services that do not exist here.',
         ]
       : [
           '    The brokered providers (Entra, Okta, ...) do not exist here: the OpenID provider shows its own',

@@ -20,7 +20,7 @@ import { userFromClaims } from './claims.js';
 import { mountSessionApi } from './session-api.js';
 import { createBearerTokens, JWT_SHAPE, type BearerTokens } from './bearer-tokens.js';
 import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
-import { mountSignOut } from './sign-out.js';
+import { mountSignOut, type SignOutParts } from './sign-out.js';
 import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
 import { createRefresh } from './refresh.js';
 import { mountSignIn, returnToAfterSignIn } from './sign-in.js';
@@ -61,6 +61,7 @@ export async function createAuthenticator(
   settings: Pick<Settings, 'oidc' | 'publicUrl' | 'allowedOrigins'>,
   obs: Observability,
   shared: SharedState = processState(obs),
+  signOut: Pick<SignOutParts, 'realmLogoutGraceMs'> = {},
 ): Promise<Authenticator> {
   const o = settings.oidc;
   if (!o.issuerUrl || !o.clientId || !o.clientSecret || !o.sessionSecrets.length) return unconfiguredAuthenticator(obs);
@@ -124,7 +125,7 @@ export async function createAuthenticator(
   mountSignIn(router, { settings, realm, store, shared, obs, userOfTokens });
   // OIDC Back-Channel Logout 1.0: the realm's logout token ends sessions on every instance.
   mountBackChannelLogout(router, realm.verifyLogoutToken, backChannelLogout(o, ends, obs), obs);
-  mountSignOut(router, { settings, store, shared, obs, realm });
+  authenticator.whenClosing(mountSignOut(router, { settings, store, shared, obs, realm, ...signOut }));
   mountSessionApi(router, { settings, store, obs, authenticate, identityOf });
   router.use(signInErrors({ obs, authenticate }));
   return authenticator;
@@ -149,6 +150,8 @@ export class SessionAuthenticator implements Authenticator {
     now: Date.now,
     pinned: () => true,
   });
+  /** what else ends with the authenticator (the sign-outs' refresh tokens still waiting to be revoked) */
+  private readonly closing: Array<() => Promise<void>> = [];
 
   constructor(
     private readonly issuer: string,
@@ -216,7 +219,12 @@ export class SessionAuthenticator implements Authenticator {
     );
   }
 
+  whenClosing(close: () => Promise<void>): void {
+    this.closing.push(close);
+  }
+
   async close(): Promise<void> {
+    await Promise.all(this.closing.map((close) => close()));
     this.store.clear();
     this.bearerTokens.clear();
     this.cookieHeaders.clear();

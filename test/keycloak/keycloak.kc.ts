@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
 import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
+import { pointRealmAt } from '../../sandbox/keycloak.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
 import { sleep, until } from '../support/wait.js';
@@ -250,6 +251,54 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         await page.goto(`${w.a.url}/auth/start`);
         await page.waitForSelector('#kc-form-login');
       } finally {
+        await close();
+      }
+    });
+
+    it('a brokered user signing out also ends their session at the tenant\u2019s provider (Keycloak\u2019s back-channel logout to it), so the tenant link asks for the password again; without it that session survives the sign-out', async () => {
+      // Here the gateway and Keycloak share a host (127.0.0.1), so the sign-out's Clear-Site-Data
+      // drops Keycloak's cookies as well; in a deployment they do not share one, and a provider's
+      // session that survives signs the person straight back in. What Keycloak holds is read here.
+      // It holds only while the gateway leaves the realm session to the browser's logout: a refresh
+      // token revoked first ends that session without the provider's logout (sign-out.ts).
+      // dana's sessions at the provider, by id: an earlier test's sign-in may have left one there
+      const idpSessions = async () => {
+        const dana = (await w.kc.admin<Array<{ id: string }>>('GET', '/admin/realms/acme-idp/users?username=dana&exact=true')).body[0]!;
+        return (await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/acme-idp/users/${dana.id}/sessions`)).body.map((s) => s.id);
+      };
+      const signedInNow = async (before: string[]) => {
+        const added = (await idpSessions()).filter((id) => !before.includes(id));
+        expect(added, 'dana is signed in at Acme\u2019s provider: one new session').to.have.length(1);
+        return added[0]!;
+      };
+      const signInThroughTenantLink = async (page: Page) => {
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        expect(new URL(page.url()).pathname, 'the provider\u2019s own form').to.match(/^\/realms\/acme-idp\/protocol\/openid-connect\/auth/);
+        await signInAtKeycloak(page, 'dana', 'dana-pass', w.a.url);
+        await page.waitForSelector('#who');
+      };
+      const signOut = (page: Page) => Promise.all([page.waitForURL(`${w.a.url}/auth/login`), page.click('#sign-out')]);
+      const { page, close } = await openPage(browser);
+      try {
+        // as the demo realm is set (sandbox/keycloak.ts pointRealmAt): the provider's session ends too
+        const before = await idpSessions();
+        await signInThroughTenantLink(page);
+        const first = await signedInNow(before);
+        await signOut(page);
+        expect(await idpSessions(), 'ended there too').to.not.include(first);
+        await page.goto(`${w.a.url}/acme`, { timeout: 60_000 });
+        await page.waitForSelector('#kc-form-login');
+
+        // without it (Keycloak's default for a provider): signed out of the gateway and the platform
+        // realm, yet the provider's session stays
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout`, tenantLogout: false });
+        const again = await idpSessions();
+        await signInThroughTenantLink(page);
+        const second = await signedInNow(again);
+        await signOut(page);
+        expect(await idpSessions(), 'the provider\u2019s session survives the sign-out').to.include(second);
+      } finally {
+        await pointRealmAt(w.kc, { gatewayUrls: [w.a.url, w.b.url], backchannelUrl: `${w.a.url}/auth/backchannel-logout` });
         await close();
       }
     });
