@@ -1,4 +1,4 @@
-// The streamed file filter (gateway/upstream/file-stream-filter.ts) before and after a change, in
+// The streamed file filter (gateway/enforcement/file-stream-filter.ts) before and after a change, in
 // one process: the same pages, the two filters interleaved round by round, so that load from
 // elsewhere on a shared machine hits both alike. Prints the CPU time (the process's user + system:
 // steadier than the clock where other work takes turns on the cores) in ns per byte of body for
@@ -88,7 +88,7 @@ const runner = (): Run =>
   ) as Run;
 
 async function load(dir: string): Promise<FilterClass> {
-  const mod = (await import(pathToFileURL(join(dir, 'gateway/upstream/file-stream-filter.ts')).href)) as { FileStreamFilter: FilterClass };
+  const mod = (await import(pathToFileURL(join(dir, 'gateway/enforcement/file-stream-filter.ts')).href)) as { FileStreamFilter: FilterClass };
   return mod.FileStreamFilter;
 }
 

@@ -6,7 +6,7 @@
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
-import { type BodyRef } from './open-webui-routes.js';
+import { OPEN_WEBUI_ROUTES, type BodyRef } from './open-webui-routes.js';
 import { matchRoute, type RouteMatch } from './route-matcher.js';
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
@@ -137,6 +137,15 @@ export function effectiveMethod(method: string): string {
   return m === 'HEAD' ? 'GET' : m;
 }
 
+/**
+ * The export switch's routes (A6) as the route table classes them (`export`): held for every method
+ * and every caller, so matched by path alone. Literal paths only: a template would need the matcher.
+ */
+const EXPORT_ROUTES: readonly (readonly string[])[] = OPEN_WEBUI_ROUTES.filter((r) => r.class === 'export').map((r) => {
+  if (r.path.includes('{')) throw new Error(`an export route is a literal path: ${r.path}`);
+  return routeSegments(r.path);
+});
+
 export function decide(request: RequestFacts, settings: PolicySettings, caller: CallerFacts): Decision {
   const method = effectiveMethod(request.method);
   const s = routeSegments(request.path);
@@ -145,7 +154,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
 
   // Rule A6 (and the raw database, which holds the same and more): blocked for every caller,
   // whatever the method, while the export switch is off.
-  if (is('api', 'v1', 'chats', 'all', 'db') || is('api', 'v1', 'utils', 'db', 'download')) {
+  if (EXPORT_ROUTES.some((route) => is(...route))) {
     return settings.enableAdminExport
       ? { action: 'pass', rule: 'A6: export enabled' }
       : { action: 'deny', status: 401, detail: EXPORT_DISABLED, rule: 'A6: export disabled' };
@@ -319,7 +328,7 @@ function fillLookup(
 function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
   if (!route) {
     // Not a route of Open WebUI's table release: fail closed in its API space; static files, the web app
-    // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
+    // and the Socket.IO mount (gateway/enforcement/socketio-guard.ts) pass.
     if (s.length > 0 && API_SPACE.includes(s[0]!))
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };
     return { action: 'pass', rule: 'route table: mount' };

@@ -19,7 +19,8 @@
 //   refused      reaches other users' content in a way the gateway cannot scope (a body names the
 //                object, an aggregate of everybody's messages, code running inside Open WebUI,
 //                settings where every user's prompts go): refused for admins
-//   export       the export switch (A6), for every caller and both bypass values
+//   export       the export switch (A6), for every caller, every method and both bypass values
+//                (policies/admin-scoping.ts reads these rows by path)
 //   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
 //   files        the contract's file rows (A1, A2, A7): reads and deletes by id pass audited, other
 //                per-file writes are the owner's and DELETE /files/all is refused while the bypass
@@ -890,6 +891,6 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
 /**
  * Sub-applications Open WebUI mounts (main.py): Socket.IO at /ws (its events below; the gateway
- * reads an admin's traffic, gateway/http/socketio-guard.ts), static files, Pyodide and the web app.
+ * reads an admin's traffic, gateway/enforcement/socketio-guard.ts), static files, Pyodide and the web app.
  */
 export const OPEN_WEBUI_MOUNTS: Readonly<Record<string, RouteClassName>> = { '/ws': 'own', '/static': 'own', '/pyodide': 'own', '/': 'own' };

@@ -2,7 +2,7 @@
 // models/feedbacks.py): the ratings list of the Evaluations page (`/feedbacks/list`, 30 a page, its
 // `total`), the ids (`/feedbacks/all/ids`) and the leaderboard's tags, built from the admin's own
 // records only (GET /evaluations/feedbacks/user: the caller's own, newest change first). Pure: the
-// gateway keeps the records (gateway/upstream/own-ratings.ts), this orders and pages them.
+// gateway keeps the records (gateway/enforcement/own-ratings.ts), this orders and pages them.
 //
 // Open WebUI sorts in SQL; the gateway sorts as SQLite does (its default database): JSON values read
 // out of `data` compare NULL first, then numbers, then text (true and false are 1 and 0), and rows

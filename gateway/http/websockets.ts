@@ -1,5 +1,5 @@
 // Proxied WebSockets: at shutdown, when the session behind one ends, and when the gateway refuses
-// an admin's frames (gateway/http/socketio-guard.ts: Close 1002 or 1007-1009, `close`). Node's
+// an admin's frames (gateway/enforcement/socketio-guard.ts: Close 1002 or 1007-1009, `close`). Node's
 // `server.close()` waits for upgraded sockets and `closeAllConnections()` does not reach them, so
 // the gateway tracks them itself.
 //
@@ -276,7 +276,7 @@ export class WebSocketTracker {
   }
 
   /**
-   * Close one socket now with `code` (an admin's frames the gateway refused, gateway/http/socketio-guard.ts):
+   * Close one socket now with `code` (an admin's frames the gateway refused, gateway/enforcement/socketio-guard.ts):
    * nothing more of its client goes upstream; a Close frame at the next frame boundary, then the end.
    */
   close(socket: Duplex, code: number, reason: string): void {
