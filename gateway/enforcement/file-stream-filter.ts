@@ -5,12 +5,13 @@
 // closed: a body not JSON of the shape throws FileFilterError at its first bad byte or at end(); a
 // held answer leaves only after end(), a written-out one (an export) is cut off by its caller.
 import { FileFilterError, FileRecords, TopKeys, type FileAnswerShape, type FilteredFiles, type FilterOptions } from './file-answer.js';
-import { LIT_FALSE, LIT_NULL, LIT_TRUE, same } from './json-bytes.js';
+import { LIT_FALSE, LIT_NULL, LIT_TRUE, plainRunEnd, same, wordsOf } from './json-bytes.js';
 
 export { FileFilterError, wellFormed, type FileAnswerShape, type FilteredFiles, type FilterOptions, type KeptOutput, type RecordRule } from './file-answer.js';
 
 // The scanner's states and the byte tests of its loop stay beside the loop: imported, V8 would
-// read each through the module's import cell at every use, which costs in a loop this hot.
+// read each through the module's import cell at every use, which costs in a loop this hot (the
+// string run's scan, json-bytes.ts plainRunEnd, is called once a string and keeps its own beside it).
 const S_VALUE = 0; // a value is expected
 const S_ARR_FIRST = 1; // after '[': a value or ']'
 const S_OBJ_FIRST = 2; // after '{': a key or '}'
@@ -49,51 +50,9 @@ const OBJ = 1;
 const UID = Buffer.from('user_id');
 const ID = Buffer.from('id');
 
-const NO_WORDS = new Int32Array(0);
-
-/**
- * Whether a 32-bit word holds a byte that ends a string's plain run ('"', '\\', a byte < 0x20); never
- * false for one (a flagged word is read byte by byte): (v - 0x01010101) & ~v & 0x80808080 is nonzero
- * iff a byte of v is zero, with 0x20202020 iff a byte is below 0x20; the byte order does not matter.
- */
-function stopsString(x: number): boolean {
-  const q = x ^ 0x22222222;
-  const b = x ^ 0x5c5c5c5c;
-  return ((((q - 0x01010101) & ~q) | ((b - 0x01010101) & ~b) | ((x - 0x20202020) & ~x)) & 0x80808080) !== 0;
-}
-
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
-
-/** The chunk as 32-bit words from its byte `head` on (the first 4-byte aligned one), for the string scan. */
-function wordsOf(buf: Buffer, head: number): Int32Array {
-  const nWords = buf.length > head ? (buf.length - head) >> 2 : 0;
-  return nWords > 0 ? new Int32Array(buf.buffer, buf.byteOffset + head, nWords) : NO_WORDS;
-}
-
-/** Where a string's plain run from `i` ends: at its first '"', '\\' or control byte, or the chunk's end. */
-function plainRunEnd(buf: Buffer, i: number, head: number, words: Int32Array): number {
-  const len = buf.length;
-  let j = i;
-  // byte by byte up to the first whole word
-  for (; j < len && ((j - head) & 3) !== 0; j++) {
-    const d = buf[j]!;
-    if (d === 0x22 || d === 0x5c || d < 0x20) return j;
-  }
-  if (j < len) {
-    // then four bytes at a time; a word holding a stop byte is left to the loop below
-    let k = (j - head) >> 2;
-    const nWords = words.length;
-    for (; k < nWords; k++) if (stopsString(words[k]!)) break;
-    j = head + (k << 2);
-    for (; j < len; j++) {
-      const d = buf[j]!;
-      if (d === 0x22 || d === 0x5c || d < 0x20) return j;
-    }
-  }
-  return j;
-}
 
 export class FileStreamFilter {
   private st = S_VALUE;
