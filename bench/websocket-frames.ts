@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { ClientFrameReader } from '../gateway/http/websocket-frames.js';
-import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES } from '../gateway/http/socketio-guard.js';
+import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES } from '../gateway/enforcement/socketio-guard.js';
 import { median } from './compare.js';
 
 const require = createRequire(import.meta.url);

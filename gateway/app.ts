@@ -26,7 +26,7 @@ import { redisState } from './state/redis-state.js';
 import { authenticateAnswer } from './auth/session-cookie.js';
 import { PAGE_HEADERS, renderProblem } from './pages/templates.js';
 import { pageLocale } from './pages/locale.js';
-import { Pipeline } from './pipeline/handle.js';
+import { RequestSteps } from './pipeline/handle.js';
 
 /** The live switches Open WebUI also holds, under its own names, read once at its start. */
 const UPSTREAM_CEILING: Record<string, string> = {
@@ -128,7 +128,7 @@ function operationsOf(parts: GatewayParts, release: UpstreamRelease, policyStatu
     settings,
     policy,
     {
-      upstream,
+      upstream: upstream.calls,
       identityProvider: () => authenticator.ready(),
       catalog: () => loginRouting.ready(),
       sharedState: () => sharedState.ready(),
@@ -140,7 +140,7 @@ function operationsOf(parts: GatewayParts, release: UpstreamRelease, policyStatu
 }
 
 /** A policy applied: shown in the metrics, audited, and the requests and WebSockets under way judged again. */
-function followPolicy(policy: LivePolicy, obs: Observability, pipeline: Pipeline): void {
+function followPolicy(policy: LivePolicy, obs: Observability, pipeline: RequestSteps): void {
   const shown = (p: PolicySnapshot) => {
     obs.metrics.policyInfo.reset();
     obs.metrics.policyInfo.set({ version: p.version, source: p.source }, 1);
@@ -185,7 +185,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
     }));
   const parts: GatewayParts = { settings, policy, obs, upstream, authenticator, loginRouting, sharedState };
   // the Open WebUI release behind the gateway: read by operations, its status read by the pipeline
-  const release = new UpstreamRelease(upstream, obs, { policy: () => policy.current.upstreamRelease });
+  const release = new UpstreamRelease(upstream.calls, obs, { policy: () => policy.current.upstreamRelease });
   let watch: PolicyWatch | undefined;
   const policyStatus = (): PolicyStatus => {
     if (watch) return watch.status();
@@ -198,7 +198,7 @@ export async function createGateway(settings: Settings, options: GatewayOptions 
 
   const websockets = trackWebSockets(settings, policy, sharedState, obs);
   authenticator.onSessionChange?.((sessionId) => websockets.recheck(sessionId));
-  const pipeline = new Pipeline({ settings, policy, obs, upstream, release, authenticator, loginRouting, control, websockets });
+  const pipeline = new RequestSteps({ settings, policy, obs, upstream, release, authenticator, loginRouting, control, websockets });
   followPolicy(policy, obs, pipeline);
   const front = createHttpServer({ server: settings.server, obs, pipeline, websockets, idleTimeoutMs });
 

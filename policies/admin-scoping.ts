@@ -6,7 +6,7 @@
 // trailing slash: Open WebUI's own routing is stricter, so matching more loosely here can
 // only block more, never less. Chat routes of admins: policies/chat-scoping.ts.
 import { chatAccess, type ChatAccess } from './chat-scoping.js';
-import { type BodyRef } from './open-webui-routes.js';
+import { OPEN_WEBUI_ROUTES, type BodyRef, type FilesView } from './open-webui-routes.js';
 import { matchRoute, type RouteMatch } from './route-matcher.js';
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
@@ -30,7 +30,7 @@ export interface CallerFacts {
   admin: boolean;
 }
 
-export type FilesView = 'list' | 'search' | 'count';
+export type { FilesView };
 
 /** How a listing is answered (the route table's row: policies/open-webui-routes.ts). */
 export interface ListingView {
@@ -137,6 +137,26 @@ export function effectiveMethod(method: string): string {
   return m === 'HEAD' ? 'GET' : m;
 }
 
+/**
+ * The export switch's routes (A6) as the route table classes them (`export`): held for every method
+ * and every caller, so matched by path alone. Literal paths only: a template would need the matcher.
+ */
+const EXPORT_ROUTES: readonly (readonly string[])[] = OPEN_WEBUI_ROUTES.filter((r) => r.class === 'export').map((r) => {
+  if (r.path.includes('{')) throw new Error(`an export route is a literal path: ${r.path}`);
+  return routeSegments(r.path);
+});
+
+/**
+ * The file answers of rules A1 and A2 by their path below /api/v1/files, as the route table's `files`
+ * rows name them: held for every caller, so matched by path alone (literal paths only).
+ */
+const FILE_VIEWS: ReadonlyMap<string, FilesView | 'own'> = new Map(
+  OPEN_WEBUI_ROUTES.filter((r) => r.files).map((r) => {
+    if (r.path.includes('{')) throw new Error(`a files view is a literal path: ${r.path}`);
+    return [routeSegments(r.path).slice(3).join('/'), r.files!] as const;
+  }),
+);
+
 export function decide(request: RequestFacts, settings: PolicySettings, caller: CallerFacts): Decision {
   const method = effectiveMethod(request.method);
   const s = routeSegments(request.path);
@@ -145,7 +165,7 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
 
   // Rule A6 (and the raw database, which holds the same and more): blocked for every caller,
   // whatever the method, while the export switch is off.
-  if (is('api', 'v1', 'chats', 'all', 'db') || is('api', 'v1', 'utils', 'db', 'download')) {
+  if (EXPORT_ROUTES.some((route) => is(...route))) {
     return settings.enableAdminExport
       ? { action: 'pass', rule: 'A6: export enabled' }
       : { action: 'deny', status: 401, detail: EXPORT_DISABLED, rule: 'A6: export disabled' };
@@ -223,16 +243,16 @@ export function decide(request: RequestFacts, settings: PolicySettings, caller: 
   }
 
   if (under('api', 'v1', 'files')) {
-    const view: FilesView | undefined = s.length === 3 ? 'list' : s.length === 4 && (s[3] === 'search' || s[3] === 'count') ? (s[3] as FilesView) : undefined;
-    if (view && method === 'GET') {
+    const view = FILE_VIEWS.get(s.slice(3).join('/'));
+    // The caller's own files by name (the table release's /files/user/search and /files/user/count): no file of anyone else.
+    if (view === 'own' && method === 'GET') return { action: 'pass', rule: 'own files' };
+    if (view && view !== 'own' && method === 'GET') {
       // Rules A1 and A2.
       return settings.bypassAdminAccessControl
         ? { action: 'pass', rule: 'A2: bypass on, the upstream decides' }
         : { action: 'filter-own-files', view, rule: 'A1: only the caller\u2019s own files' };
     }
-    // The caller's own files by name (the table release's /files/user/search and /files/user/count): no file of anyone else.
-    if (s.length === 5 && s[3] === 'user' && (s[4] === 'search' || s[4] === 'count') && method === 'GET') return { action: 'pass', rule: 'own files' };
-    if (s.length >= 4 && !view && caller.admin) return adminFileRoute(method, request.path, settings);
+    if (s.length >= 4 && (view === undefined || view === 'own') && caller.admin) return adminFileRoute(method, request.path, settings);
   }
 
   // Socket.IO (mounted at /ws): an admin's long-polling POSTs are read like their WebSocket frames
@@ -320,7 +340,7 @@ function fillLookup(
 function scopeAdmin(route: RouteMatch | undefined, s: string[], search: string, method: string): Decision {
   if (!route) {
     // Not a route of Open WebUI's table release: fail closed in its API space; static files, the web app
-    // and the Socket.IO mount (gateway/http/socketio-guard.ts) pass.
+    // and the Socket.IO mount (gateway/enforcement/socketio-guard.ts) pass.
     if (s.length > 0 && API_SPACE.includes(s[0]!))
       return { action: 'deny', status: 403, detail: ADMIN_SCOPED, rule: 'route table: unknown route, refused for admins' };
     return { action: 'pass', rule: 'route table: mount' };

@@ -19,11 +19,13 @@
 //   refused      reaches other users' content in a way the gateway cannot scope (a body names the
 //                object, an aggregate of everybody's messages, code running inside Open WebUI,
 //                settings where every user's prompts go): refused for admins
-//   export       the export switch (A6), for every caller and both bypass values
+//   export       the export switch (A6), for every caller, every method and both bypass values
+//                (policies/admin-scoping.ts reads these rows by path)
 //   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
-//   files        the contract's file rows (A1, A2, A7): reads and deletes by id pass audited, other
-//                per-file writes are the owner's and DELETE /files/all is refused while the bypass
-//                is off (policies/admin-scoping.ts adminFileRoute)
+//   files        the contract's file rows (A1, A2, A7), for every caller: the list, search and count
+//                (`files`) answered with the caller's own files; reads and deletes by id pass
+//                audited, other per-file writes are the owner's and DELETE /files/all is refused
+//                while the bypass is off (policies/admin-scoping.ts adminFileRoute)
 //   admin-config admin configuration that exposes nobody's content: pass
 //   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
 // A route missing from the table is refused for admins while the bypass is off (fail closed) and
@@ -31,6 +33,9 @@
 // as Open WebUI answers, except the export and chat classes and the rows marked `chats`.
 
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
+
+/** The file answers rules A1 and A2 rebuild of the caller's own files; `own`: Open WebUI's own-files routes, passed. */
+export type FilesView = 'list' | 'search' | 'count';
 
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
@@ -88,6 +93,8 @@ export interface RouteRow {
    * bypass is off, whatever its value, since ENABLE_ADMIN_CHAT_ACCESS is fixed false.
    */
   chats?: true;
+  /** files: the answer rules A1 and A2 rebuild of the caller's own files, or `own` (already only theirs) */
+  files?: FilesView | 'own';
 }
 
 /**
@@ -767,14 +774,15 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
   row('GET', '/api/v1/groups/id/{id}/preview', 'admin-config', { emptied: ['models', 'knowledge', 'tools'] }),
   cfg('GET', '/api/v1/groups/id/{id}/members'),
 
-  // ---- routers/files.py: the contract's rows (A1, A2, A7; policies/admin-scoping.ts adminFileRoute)
+  // ---- routers/files.py: the contract's rows (A1, A2, A7): `files` names the answers rebuilt of the
+  // caller's own files; the per-file rows are policies/admin-scoping.ts adminFileRoute's
+  row('POST', '/api/v1/files/', 'files'),
+  row('GET', '/api/v1/files/', 'files', { files: 'list' }),
+  row('GET', '/api/v1/files/search', 'files', { files: 'search' }),
+  row('GET', '/api/v1/files/user/search', 'files', { files: 'own' }),
+  row('GET', '/api/v1/files/count', 'files', { files: 'count' }),
+  row('GET', '/api/v1/files/user/count', 'files', { files: 'own' }),
   ...[
-    'POST /',
-    'GET /',
-    'GET /search',
-    'GET /user/search',
-    'GET /count',
-    'GET /user/count',
     'DELETE /all',
     'GET /{id}',
     'GET /{id}/process/status',
@@ -899,6 +907,6 @@ export const OPEN_WEBUI_ROUTES: readonly RouteRow[] = [
 
 /**
  * Sub-applications Open WebUI mounts (main.py): Socket.IO at /ws (its events below; the gateway
- * reads an admin's traffic, gateway/http/socketio-guard.ts), static files, Pyodide and the web app.
+ * reads an admin's traffic, gateway/enforcement/socketio-guard.ts), static files, Pyodide and the web app.
  */
 export const OPEN_WEBUI_MOUNTS: Readonly<Record<string, RouteClassName>> = { '/ws': 'own', '/static': 'own', '/pyodide': 'own', '/': 'own' };

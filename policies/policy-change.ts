@@ -34,7 +34,7 @@ export function requestGoesOn(kind: UnderWayKind, judged: Decision, now: Decisio
 /** How an admin's open WebSocket was let through: whether its note events are read (the bypass was off). */
 export interface OpenedSocket {
   admin: boolean;
-  /** note events on notes the admin may not reach are dropped (gateway/http/socketio-guard.ts) */
+  /** note events on notes the admin may not reach are dropped (gateway/enforcement/socketio-guard.ts) */
   notesGuarded: boolean;
 }
 

@@ -132,7 +132,7 @@ export function redactFields(body: unknown, fields: readonly string[], emptied: 
 // Tag names are what users write to file their chats and objects ("divorce", a client's name):
 // content, not configuration. For an admin while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false, an
 // answer that names tags keeps only those of the admin's own chats and of the objects they may read.
-// The gateway asks (gateway/upstream/object-views.ts serveNames), this decides.
+// The gateway asks (gateway/enforcement/object-views.ts serveNames), this decides.
 //
 //   GET /api/v1/models/tags       tags of workspace models (models/models.py get_all_tags: every
 //                                 model's while Open WebUI's own bypass is on): kept when a model

@@ -1,5 +1,5 @@
 // Open WebUI's Socket.IO client events, and what an admin's event needs before it reaches Open
-// WebUI (gateway/http/socketio-guard.ts reads the frames and asks here).
+// WebUI (gateway/enforcement/socketio-guard.ts reads the frames and asks here).
 
 /**
  * Socket.IO client events of the table release (socket/main.py, socket/encryption.py) for an admin: 'note'

@@ -302,7 +302,7 @@ async function bannerOnceListening(
   const real = options.openWebUI;
   const warnings = [...start.warnings];
   // A release the route table was not checked against is said atop the banner, as a mistyped setting is.
-  const release = await readRelease(gateway.upstream);
+  const release = await readRelease(gateway.upstream.calls);
   if (release.state !== 'supported') warnings.push(describeRelease(release, gateway.policy.current.upstreamRelease));
   let seeded: RealSeedReport | undefined;
   if (real?.seed && gateway.sharedState.ready().ok) {

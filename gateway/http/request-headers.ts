@@ -1,5 +1,6 @@
 // Header hygiene on every forwarded request, HTTP and WebSocket alike, and the one place the
-// headers sent upstream are assembled (`upstreamHeaders`). Done before the request is handed to
+// headers sent upstream are assembled (`upstreamHeaders`, and `lookupHeaders` for the gateway's
+// own requests as the caller). Done before the request is handed to
 // the proxy, never in a `proxyReq` listener (that event does not fire for
 // `Expect: 100-continue`).
 import type { IncomingHttpHeaders } from 'node:http';
@@ -169,6 +170,29 @@ export function upstreamHeaders(
   headers['x-forwarded-host'] = facts.publicOrigin.host;
   headers['x-request-id'] = facts.requestId;
   return headers;
+}
+
+/** Headers the gateway's own requests as the caller keep of those assembled (no conditionals, no ranges, no encodings). */
+const LOOKUP_KEEP = new Set([
+  'authorization',
+  'cookie',
+  'x-api-key',
+  'user-agent',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'accept-language',
+]);
+
+/**
+ * The headers of the gateway's own requests as the caller (owner lookups, rewritten answers): the
+ * caller's credential and trusted headers from what `upstreamHeaders` assembled, JSON asked for.
+ */
+export function lookupHeaders(assembled: IncomingHttpHeaders, trusted: ReadonlySet<string>): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = { accept: 'application/json' };
+  for (const [k, v] of Object.entries(assembled)) if (LOOKUP_KEEP.has(k) || trusted.has(k)) out[k] = v;
+  return out;
 }
 
 /** RFC 9110 7.2 / RFC 3986 3.2.2: a reg-name, IPv4 or bracketed IPv6 literal, and an optional port. */

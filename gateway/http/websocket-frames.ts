@@ -1,5 +1,5 @@
 // A client's WebSocket frames, read as RFC 6455 has a server read them: the admin's Socket.IO
-// guard (gateway/http/socketio-guard.ts) judges whole messages from them. Why not ws's Receiver:
+// guard (gateway/enforcement/socketio-guard.ts) judges whole messages from them. Why not ws's Receiver:
 // docs/design/websocket-frames.md.
 import { isUtf8 } from 'node:buffer';
 

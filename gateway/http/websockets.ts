@@ -254,7 +254,7 @@ export class WebSocketTracker {
   }
 
   /**
-   * Close one socket now with `code` (an admin's frames the gateway refused, gateway/http/socketio-guard.ts):
+   * Close one socket now with `code` (an admin's frames the gateway refused, gateway/enforcement/socketio-guard.ts):
    * nothing more of its client goes upstream; a Close frame at the next frame boundary, then the end.
    */
   close(socket: Duplex, code: number, reason: string): void {

@@ -2,6 +2,7 @@
 // probe storm costs one), /metrics (on METRICS_PORT when set) and the policy drift check: Open WebUI
 // set differently from what the gateway enforces is a deployment mistake worth a warning, though
 // the gateway enforces its own values either way. What each answer says: docs/operating/operations.md.
+import type { Calls } from '../upstream/calls.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -9,7 +10,6 @@ import type { Settings } from '../../config/settings.js';
 import type { PolicyReader, PolicySource } from '../../config/policy.js';
 import { describeRelease, releaseKeepsReady, type ReleaseStatus } from '../../policies/upstream-release.js';
 import type { Observability } from '../observability/observability.js';
-import type { Upstream } from '../upstream/proxy.js';
 import { callJson, ConfigAnswer } from '../upstream/json.js';
 import { LoadingCache } from '../cache/cache.js';
 
@@ -42,7 +42,7 @@ export interface PolicyStatus {
  */
 export interface Probes {
   /** The chat front-end: GET /health for readiness, GET /api/config for the drift check. */
-  upstream: Pick<Upstream, 'call'>;
+  upstream: Calls;
   /** Can the identity provider be reached? (the sign-in module's own check) */
   identityProvider(): Promise<Check>;
   /** The provider catalog's state (login routing). */

@@ -31,7 +31,7 @@ function credentialed(out: OutgoingCredentials, account: UpstreamAccount, caller
 export type Callers = ReturnType<typeof createCallers>;
 
 export function createCallers(names: TrustedHeaderNames, upstream: Upstream, metrics: Metrics) {
-  const accounts = new UpstreamAccounts(upstream, names, metrics);
+  const accounts = new UpstreamAccounts(upstream.calls, names, metrics);
   // Built once per Identity object (the authenticator hands out one per session state or bearer
   // token), never per request: the headers and the account lookup key are worked out once.
   const byIdentity = new WeakMap<Identity, { caller: Caller; headers: Array<[string, string]> }>();
@@ -41,7 +41,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
      * Step 5 for a gateway identity: its trusted headers and its own upstream credential, set in
      * the request's context (`out`). The identity's upstream sign-in is made once and then reused.
      */
-    async forward(out: OutgoingCredentials, identity: Identity): Promise<Caller> {
+    async forIdentity(out: OutgoingCredentials, identity: Identity): Promise<Caller> {
       let known = byIdentity.get(identity);
       if (!known) {
         known = {
@@ -55,7 +55,7 @@ export function createCallers(names: TrustedHeaderNames, upstream: Upstream, met
     },
 
     /** Step 5 for an upstream API key: undefined when the upstream does not know it. */
-    async forwardApiKey(out: OutgoingCredentials, apiKey: string): Promise<Caller | undefined> {
+    async forApiKey(out: OutgoingCredentials, apiKey: string): Promise<Caller | undefined> {
       const credential: { authorization: string } | { 'x-api-key': string } =
         upstreamApiKey({ authorization: out.authorization }) === apiKey ? { authorization: `Bearer ${apiKey}` } : { 'x-api-key': apiKey };
       const account = await accounts.whoAmI(credential);

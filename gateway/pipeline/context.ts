@@ -8,11 +8,12 @@ import type { Decision } from '../../policies/admin-scoping.js';
 import type { Identity } from '../auth/identity.js';
 import type { AuthScope } from '../auth/session-cookie.js';
 import type { OutgoingCredentials } from '../http/request-headers.js';
+import type { EnforcedRequest } from '../enforcement/enforced-request.js';
 import type { Caller } from './caller.js';
 
 const NOBODY: ReadonlyArray<readonly [string, string]> = [];
 
-export class RequestContext implements AuthScope, OutgoingCredentials {
+export class RequestContext implements AuthScope, OutgoingCredentials, EnforcedRequest {
   method: string;
   /** the canonical path and query (step 1) */
   path: string;

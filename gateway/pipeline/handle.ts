@@ -14,7 +14,7 @@
 //   6. the policy (policies/admin-scoping.ts): pass, deny, own files, own chats, or audit; first,
 //      behind an Open WebUI release the route table was not checked against, what
 //      UPSTREAM_RELEASE_POLICY says of an admin's request (policies/upstream-release.ts)
-//   7. carry it out (gateway/pipeline/enforce.ts): stream to the upstream, or answer from a
+//   7. carry it out (gateway/enforcement/enforce.ts): stream to the upstream, or answer from a
 //      rewritten view, after asking the upstream whose chat or file it is
 // From step 3 on, a request is carried by one context (gateway/pipeline/context.ts): identity,
 // caller, decision, the headers sent upstream (assembled once, before step 7) and the session
@@ -37,7 +37,7 @@ import type { Upstream } from '../upstream/proxy.js';
 import type { UpstreamRelease } from '../upstream/release.js';
 import { NOT_AUTHENTICATED, rawJsonAnswer, sendJson } from '../http/respond.js';
 import { createCallers, type Caller, type Callers } from './caller.js';
-import { Enforcer } from './enforce.js';
+import { Enforcer } from '../enforcement/enforce.js';
 import {
   publicOriginOf,
   type PublicOrigin,
@@ -51,14 +51,20 @@ import {
 } from '../http/request-headers.js';
 import { applySessionCookies } from '../auth/session-cookie.js';
 import { RequestContext } from './context.js';
-import type { Authenticator } from '../auth/identity.js';
+import type { Authenticator, Identity, SocketIdentity } from '../auth/identity.js';
 import type { LoginRouting } from '../login/routes.js';
 import type { Observability } from '../observability/observability.js';
 import type { WebSocketTracker } from '../http/websockets.js';
-import { WebSocketGuard } from '../http/socketio-guard.js';
-import { REFUSAL_RULES } from '../http/websocket-frames.js';
-import { rewriteHeaders } from '../upstream/file-views.js';
 import type { RequestLabels, RequestHandler } from '../http/server.js';
+
+/** A socket's identity, with what its session is judged by afterwards (none for an authenticator without sessions). */
+type OpenedSocket = SocketIdentity | { identity: Identity; key: undefined; verdict: undefined };
+
+/** Refuse an upgrade with a short JSON answer, and close the socket. */
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  if (socket.writable) socket.end(rawJsonAnswer(status, reason));
+  socket.destroy();
+}
 
 /** Is the answer an event stream (its headers, as the upstream sent them, already on it)? */
 const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(res.getHeader('content-type') ?? ''));
@@ -66,7 +72,7 @@ const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(
 /** Methods whose forwarded request carries no body framing of its own (see `handle`). */
 const UNFRAMED_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
-export interface PipelineParts {
+export interface RequestStepsParts {
   settings: Pick<Settings, 'trustedHeaders' | 'publicUrl' | 'allowedOrigins' | 'allowUpstreamApiKeys' | 'upstream'>;
   /** the live settings: read once at a request's start (or a WebSocket's open) */
   policy: PolicyReader;
@@ -84,15 +90,15 @@ export interface PipelineParts {
 /** A request under way whose decision depends on the policy: judged again when a new one is applied. */
 interface UnderWay {
   facts: RequestFacts;
-  who: CallerFacts;
+  callerFacts: CallerFacts;
   decision: Decision;
   caller: string;
   res: ServerResponse;
 }
 
 /** The steps every request and WebSocket upgrade takes, in order (gateway/http/server.ts calls it). */
-export class Pipeline implements RequestHandler {
-  private readonly settings: PipelineParts['settings'];
+export class RequestSteps implements RequestHandler {
+  private readonly settings: RequestStepsParts['settings'];
   private readonly policy: PolicyReader;
   private readonly obs: Observability;
   private readonly upstream: Upstream;
@@ -108,7 +114,7 @@ export class Pipeline implements RequestHandler {
   /** admins' requests (and exports) still being answered: a new policy judges them again */
   private readonly underWay = new Set<UnderWay>();
 
-  constructor(parts: PipelineParts) {
+  constructor(parts: RequestStepsParts) {
     ({
       settings: this.settings,
       policy: this.policy,
@@ -150,9 +156,9 @@ export class Pipeline implements RequestHandler {
     // answer is written (a proxied one merges them with the upstream's: gateway/upstream/proxy.ts).
     applySessionCookies(res, ctx);
     // `return await`: a promise returned from an async function costs two more microtasks
-    if (identity) return await this.callers.forward(ctx, identity);
+    if (identity) return await this.callers.forIdentity(ctx, identity);
     if (apiKey) {
-      const caller = await this.callers.forwardApiKey(ctx, apiKey);
+      const caller = await this.callers.forApiKey(ctx, apiKey);
       if (!caller) sendJson(res, 401, { detail: NOT_AUTHENTICATED });
       return caller;
     }
@@ -236,18 +242,18 @@ export class Pipeline implements RequestHandler {
     });
     // 6. the policy: the release's status is a field (read by operations), never a request here
     const facts = { method: ctx.method, path: ctx.path, search: ctx.search };
-    const who = { admin: caller?.admin ?? false };
-    const decision = this.decide(facts, who, policy);
+    const callerFacts = { admin: caller?.admin ?? false };
+    const decision = this.decide(facts, callerFacts, policy);
     ctx.decision = decision;
     // An admin's request (and the export, A6) may outlive the policy it was judged under: kept
     // until its answer ends, judged again when another is applied. Nobody else's depends on it.
-    if (judgedAgainUnderWay(decision, who)) this.keepUnderWay({ facts, who, decision, caller: caller?.label ?? 'anonymous', res });
+    if (judgedAgainUnderWay(decision, callerFacts)) this.keepUnderWay({ facts, callerFacts, decision, caller: caller?.label ?? 'anonymous', res });
     // 7. carry it out
     return this.enforce.carryOut(ctx, decision, req, res);
   }
 
-  private decide(facts: RequestFacts, who: CallerFacts, policy: PolicySnapshot): Decision {
-    return releaseDecision(facts, policy.upstreamRelease, who, this.release.status) ?? decide(facts, policy, who);
+  private decide(facts: RequestFacts, callerFacts: CallerFacts, policy: PolicySnapshot): Decision {
+    return releaseDecision(facts, policy.upstreamRelease, callerFacts, this.release.status) ?? decide(facts, policy, callerFacts);
   }
 
   private keepUnderWay(u: UnderWay): void {
@@ -263,7 +269,7 @@ export class Pipeline implements RequestHandler {
    */
   policyChanged(next: PolicySnapshot): void {
     for (const u of [...this.underWay]) {
-      const now = this.decide(u.facts, u.who, next);
+      const now = this.decide(u.facts, u.callerFacts, next);
       if (!requestGoesOn(eventStream(u.res) ? 'event-stream' : 'answer', u.decision, now)) this.cut(u, next);
       // its answer has not begun: judged again when it does, should it be an event stream
       else if (!u.res.headersSent)
@@ -289,17 +295,19 @@ export class Pipeline implements RequestHandler {
     if (!u.res.writableEnded) u.res.destroy();
   }
 
+  /**
+   * A WebSocket upgrade's steps: 1, 3, 4 and 5 as a request's, the Origin checked, the release's
+   * policy for an admin; then the socket is tracked (judged again with its session and each new
+   * policy) and joined to the upstream, an admin's read by the Socket.IO guard.
+   */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void> {
-    const refuse = (status: number, reason: string) => {
-      if (socket.writable) socket.end(rawJsonAnswer(status, reason));
-      socket.destroy();
-    };
+    const refuse = (status: number, reason: string) => refuseUpgrade(socket, status, reason);
     if (closing) return refuse(503, 'Shutting down');
     const canonical = canonicalize(req.url);
     if (!canonical.ok || !validHost(req.headers.host, req.httpVersion) || connectionNamesFraming(req.headers)) return refuse(400, 'Bad Request');
-    if (!canonical.target.path.startsWith('/ws/')) return refuse(404, 'Not Found');
-    req.url = canonical.target.url;
-    const origin = req.headers.origin;
+    const { path, search, url } = canonical.target;
+    if (!path.startsWith('/ws/')) return refuse(404, 'Not Found');
+    req.url = url;
     if (!isWebSocketUpgrade(req.headers)) return refuse(400, 'Only WebSocket upgrades are accepted');
     // the policy the socket is let through under; a later one judges it again (policyChanged)
     const policy = this.policy.current;
@@ -309,27 +317,15 @@ export class Pipeline implements RequestHandler {
     const markGone = () => (gone = true);
     socket.on('close', markGone);
     // The same context as an HTTP request's; a session cookie it renewed goes on the 101 answer.
-    const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', canonical.target.path, canonical.target.search, false);
-    const opened = this.authenticator.authenticateSocket
-      ? await this.authenticator.authenticateSocket(req, ctx)
-      : await this.authenticator.authenticate(req, ctx).then((identity) => identity && { identity, key: undefined, verdict: undefined });
+    const ctx = new RequestContext(randomUUID(), req.headers, req.method ?? 'GET', path, search, false);
+    const opened = await this.openSocket(req, ctx);
     if (!opened) return refuse(401, NOT_AUTHENTICATED);
-    const { identity } = opened;
-    ctx.identity = identity;
     // A browser sends its cookies with any cross-site WebSocket: the Origin must be ours.
-    if (!websocketOrigin(identity.via, origin, this.settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
-    const caller = await this.callers.forward(ctx, identity);
-    ctx.caller = caller;
+    if (!websocketOrigin(opened.identity.via, req.headers.origin, this.settings.allowedOrigins).allow) return refuse(403, 'Forbidden origin');
+    const caller = (ctx.caller = await this.callers.forIdentity(ctx, opened.identity));
     // an admin's Socket.IO is an API request too (UPSTREAM_RELEASE_POLICY=refuse-admins)
-    const facts = { method: ctx.method, path: ctx.path };
-    const byRelease = releaseDecision(facts, policy.upstreamRelease, caller, this.release.status);
-    if (byRelease?.action === 'deny') {
-      this.obs.audit.info(
-        { event: 'policy-denied', rule: byRelease.rule, caller: caller.label, method: 'GET', path: ctx.path, websocket: true },
-        byRelease.detail,
-      );
-      return refuse(byRelease.status, byRelease.detail);
-    }
+    const refusal = this.refusedByRelease(ctx, caller, policy);
+    if (refusal) return refuse(refusal.status, refusal.detail);
     req.headers = ctx.headers = upstreamHeaders(req.headers, ctx, {
       clientIp: req.socket.remoteAddress,
       publicOrigin: this.publicOrigin,
@@ -337,17 +333,49 @@ export class Pipeline implements RequestHandler {
       trusted: this.trusted,
       upgrade: true,
     });
-    // An admin's Socket.IO is read frame by frame: no permessage-deflate (below).
+    // An admin's Socket.IO is read frame by frame: no permessage-deflate (gateway/enforcement/socketio-guard.ts).
     if (caller.admin) delete ctx.headers['sec-websocket-extensions'];
     if (gone || socket.destroyed) return;
     // Not needed any more, and it would keep this whole scope for as long as the socket is open.
     socket.off('close', markGone);
+    const notesGuarded = !policy.bypassAdminAccessControl;
+    this.trackSocket(socket, opened, ctx, caller, notesGuarded);
+    if (!caller.admin) return this.upstream.forwardUpgrade(req, socket, head);
+    // An admin's Socket.IO is read: joins of other users' chats are dropped, and while the bypass
+    // is off note events on notes they may not reach.
+    const ends = { close: (code: number, why: string) => this.websockets.close(socket, code, why), mayForward: () => this.websockets.mayForward(socket) };
+    this.upstream.forwardUpgrade(req, socket, head, this.enforce.sockets.forUpgrade(caller, ctx.headers, path, notesGuarded, ends));
+  }
+
+  /** Step 4 for a socket: its identity, and what its session's later checks need. */
+  private async openSocket(req: IncomingMessage, ctx: RequestContext): Promise<OpenedSocket | undefined> {
+    const opened = this.authenticator.authenticateSocket
+      ? await this.authenticator.authenticateSocket(req, ctx)
+      : await this.authenticator.authenticate(req, ctx).then((identity) => identity && { identity, key: undefined, verdict: undefined });
+    if (!opened) return undefined;
+    ctx.identity = opened.identity;
+    return opened;
+  }
+
+  /** What UPSTREAM_RELEASE_POLICY says of an admin's socket, audited when it refuses it. */
+  private refusedByRelease(ctx: RequestContext, caller: Caller, policy: PolicySnapshot): { status: number; detail: string } | undefined {
+    const byRelease = releaseDecision({ method: ctx.method, path: ctx.path }, policy.upstreamRelease, caller, this.release.status);
+    if (byRelease?.action !== 'deny') return undefined;
+    this.obs.audit.info(
+      { event: 'policy-denied', rule: byRelease.rule, caller: caller.label, method: 'GET', path: ctx.path, websocket: true },
+      byRelease.detail,
+    );
+    return byRelease;
+  }
+
+  /** The socket keeps its identity: judged again whenever its session may have changed, and when a policy is applied. */
+  private trackSocket(socket: Duplex, opened: OpenedSocket, ctx: RequestContext, caller: Caller, notesGuarded: boolean): void {
     this.obs.metrics.openWebSockets.inc();
     // 'on', not 'once': 'close' comes once, and a once-wrapper is three more objects per open socket.
     socket.on('close', () => this.obs.metrics.openWebSockets.dec());
-    // The socket keeps this identity: it is judged again whenever its session may have changed.
-    const verdict = opened.verdict;
-    const how = { admin: caller.admin, notesGuarded: !policy.bypassAdminAccessControl };
+    const { identity, verdict } = opened;
+    const facts = { method: ctx.method, path: ctx.path };
+    const how = { admin: caller.admin, notesGuarded };
     this.websockets.track(socket, {
       session: verdict && { key: opened.key, label: identity.email, verdict },
       setCookies: ctx.setCookies,
@@ -359,42 +387,6 @@ export class Pipeline implements RequestHandler {
     });
     // A session that ended while this upgrade was under way is caught at once, not at the next check.
     if (verdict) this.websockets.recheck(opened.key);
-    if (caller.admin) {
-      // An admin's Socket.IO is read (gateway/http/socketio-guard.ts): joins of other users' chats
-      // are dropped, and while the bypass is off note events on notes they may not reach. No
-      // permessage-deflate, so every frame can be read.
-      const headers = rewriteHeaders(ctx.headers, this.trusted);
-      const socketJudge = this.enforce.socketJudge(caller, headers);
-      const report = this.enforce.dropReport(caller, canonical.target.path, 'websocket');
-      this.upstream.forwardUpgrade(req, socket, head, {
-        make: (send, fail, flow) =>
-          new WebSocketGuard(
-            socketJudge,
-            report,
-            send,
-            (code, why) => {
-              this.obs.audit.warn(
-                {
-                  event: 'admin-socket-closed',
-                  rule: REFUSAL_RULES[code] ?? 'RFC 6455',
-                  code,
-                  caller: caller.label,
-                  transport: 'websocket',
-                  path: canonical.target.path,
-                },
-                why,
-              );
-              this.websockets.close(socket, code, why);
-              fail(code, why);
-            },
-            how.notesGuarded,
-            flow,
-          ),
-        mayForward: () => this.websockets.mayForward(socket),
-      });
-      return;
-    }
-    this.upstream.forwardUpgrade(req, socket, head);
   }
 
   /** Forget what was cached about the upstream's objects (tests, and a policy change at runtime). */

@@ -4,8 +4,8 @@
 //     carries the upstream token (supplied when the client brought none) and the user id;
 //   - an upstream API key (ALLOW_UPSTREAM_API_KEYS) is asked about through GET /api/v1/auths/.
 // Both are cached briefly per identity, one request in flight per key.
+import type { Calls } from './calls.js';
 import { createHash } from 'node:crypto';
-import type { Upstream } from './proxy.js';
 import { UpstreamError } from './proxy.js';
 import { AccountAnswer, callJson, SignInAnswer } from './json.js';
 import type { TrustedHeaderNames, TrustedIdentity } from '../http/request-headers.js';
@@ -36,7 +36,7 @@ export class UpstreamAccounts {
   private readonly entries: TtlCache<string, Pending>;
 
   constructor(
-    private readonly upstream: Upstream,
+    private readonly calls: Calls,
     private readonly names: TrustedHeaderNames,
     private readonly metrics?: Metrics,
     now?: () => number,
@@ -62,7 +62,7 @@ export class UpstreamAccounts {
     return this.cached(key, SIGNIN_TTL_MS, signedInAs, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
       setIdentityHeaders(headers, this.names, who);
-      const res = await callJson(this.upstream, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
+      const res = await callJson(this.calls, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
       const body = res.json;
       if (!body) throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user'), token: body.token };
@@ -73,7 +73,7 @@ export class UpstreamAccounts {
   whoAmI(credential: Record<string, string>): Promise<UpstreamAccount | undefined> {
     const key = 'cred:' + createHash('sha256').update(JSON.stringify(credential)).digest('base64url');
     return this.cached(key, WHOAMI_TTL_MS, undefined, async () => {
-      const res = await callJson(this.upstream, AccountAnswer, 'GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
+      const res = await callJson(this.calls, AccountAnswer, 'GET', '/api/v1/auths/', { ...credential, accept: 'application/json' });
       if (res.status === 401 || res.status === 403) return { userId: '', role: 'none' };
       const body = res.json;
       if (!body) throw new UpstreamError('bad-body', `GET /api/v1/auths/ answered ${res.status}`);

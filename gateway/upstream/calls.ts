@@ -28,91 +28,99 @@ export interface CallTarget {
   rewriteMaxBytes: number;
 }
 
-/**
- * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded. A body read by a sink
- * is not buffered here: the sink bounds what it keeps, and the timeout then bounds the wait for the
- * headers and each pause of the body rather than the whole (a long list streamed through is not cut).
- * Throws UpstreamError (502/504 material) on every failure.
- */
-export function callUpstream(
-  to: CallTarget,
-  method: string,
-  path: string,
-  headers: Record<string, string | string[] | undefined>,
-  body?: string | Buffer,
-  sinkFor?: (status: number) => BodySink | undefined,
-): Promise<UpstreamResponse> {
-  return new Promise((resolve, reject) => {
-    const outgoing: Record<string, string | string[]> = { host: to.target.host };
-    for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;
-    outgoing['accept-encoding'] = 'identity';
-    if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
-    const req = http.request({
-      protocol: to.target.protocol,
-      hostname: to.target.hostname,
-      port: to.target.port,
-      method,
-      path,
-      headers: outgoing,
-      agent: to.agent,
-    });
-    const timedOut = () => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT));
-    let timer = setTimeout(timedOut, to.timeoutMs);
-    const fail = (err: Error & { code?: string }) => {
-      clearTimeout(timer);
-      if (err instanceof UpstreamError) return reject(err);
-      reject(new UpstreamError(err.code === 'ECONNREFUSED' ? 'unreachable' : 'reset', `${UPSTREAM_DOWN}: ${err.message}`));
-    };
-    req.on('error', fail);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const decoded = decoder(res.headers['content-encoding']);
-      if (!decoded) {
-        res.resume();
-        return fail(new UpstreamError('bad-body', `unsupported content-encoding ${String(res.headers['content-encoding'])}`));
-      }
-      const stream = decoded === 'identity' ? res : res.pipe(decoded);
-      // A sink reads the decoded body as it arrives (the streamed file filter); the answer then
-      // carries an empty body. A sink that throws has refused the body: the rest is read and
-      // dropped, and the call fails when the body ends (a body that stalls stays a timeout).
-      const sink = sinkFor?.(res.statusCode ?? 502);
-      let refused: UpstreamError | undefined;
-      stream.on('data', (chunk: Buffer) => {
-        if (!sink) {
-          size += chunk.length;
-          if (size > to.rewriteMaxBytes) {
-            req.destroy(new UpstreamError('too-large', `upstream body larger than ${to.rewriteMaxBytes} bytes`));
-            return;
-          }
-          return void chunks.push(chunk);
-        }
-        clearTimeout(timer);
-        timer = setTimeout(timedOut, to.timeoutMs);
-        if (refused) return;
-        try {
-          const wait = sink.write(chunk);
-          if (wait) {
-            stream.pause();
-            wait.then(
-              () => stream.resume(),
-              (err: unknown) => req.destroy(err instanceof UpstreamError ? err : new UpstreamError('reset', (err as Error).message)),
-            );
-          }
-        } catch (err) {
-          refused = err instanceof UpstreamError ? err : new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
-        }
+/** What makes the gateway's own requests: the Upstream's `calls`, or a stand-in (check-config, tests). */
+export type Calls = Pick<UpstreamCalls, 'call'>;
+
+/** The gateway's own requests over the Upstream's keep-alive pool (gateway/upstream/proxy.ts makes the one). */
+export class UpstreamCalls {
+  constructor(private readonly to: CallTarget) {}
+
+  /**
+   * One request of the gateway's own, buffered up to rewriteMaxBytes, decoded. A body read by a sink
+   * is not buffered here: the sink bounds what it keeps, and the timeout then bounds the wait for the
+   * headers and each pause of the body rather than the whole (a long list streamed through is not cut).
+   * Throws UpstreamError (502/504 material) on every failure.
+   */
+  call(
+    method: string,
+    path: string,
+    headers: Record<string, string | string[] | undefined>,
+    body?: string | Buffer,
+    sinkFor?: (status: number) => BodySink | undefined,
+  ): Promise<UpstreamResponse> {
+    const to = this.to;
+    return new Promise((resolve, reject) => {
+      const outgoing: Record<string, string | string[]> = { host: to.target.host };
+      for (const [k, v] of Object.entries(headers)) if (v !== undefined) outgoing[k] = v;
+      outgoing['accept-encoding'] = 'identity';
+      if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
+      const req = http.request({
+        protocol: to.target.protocol,
+        hostname: to.target.hostname,
+        port: to.target.port,
+        method,
+        path,
+        headers: outgoing,
+        agent: to.agent,
       });
-      stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));
-      stream.on('end', () => {
+      const timedOut = () => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT));
+      let timer = setTimeout(timedOut, to.timeoutMs);
+      const fail = (err: Error & { code?: string }) => {
         clearTimeout(timer);
-        if (refused) return reject(refused);
-        resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
+        if (err instanceof UpstreamError) return reject(err);
+        reject(new UpstreamError(err.code === 'ECONNREFUSED' ? 'unreachable' : 'reset', `${UPSTREAM_DOWN}: ${err.message}`));
+      };
+      req.on('error', fail);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const decoded = decoder(res.headers['content-encoding']);
+        if (!decoded) {
+          res.resume();
+          return fail(new UpstreamError('bad-body', `unsupported content-encoding ${String(res.headers['content-encoding'])}`));
+        }
+        const stream = decoded === 'identity' ? res : res.pipe(decoded);
+        // A sink reads the decoded body as it arrives (the streamed file filter); the answer then
+        // carries an empty body. A sink that throws has refused the body: the rest is read and
+        // dropped, and the call fails when the body ends (a body that stalls stays a timeout).
+        const sink = sinkFor?.(res.statusCode ?? 502);
+        let refused: UpstreamError | undefined;
+        stream.on('data', (chunk: Buffer) => {
+          if (!sink) {
+            size += chunk.length;
+            if (size > to.rewriteMaxBytes) {
+              req.destroy(new UpstreamError('too-large', `upstream body larger than ${to.rewriteMaxBytes} bytes`));
+              return;
+            }
+            return void chunks.push(chunk);
+          }
+          clearTimeout(timer);
+          timer = setTimeout(timedOut, to.timeoutMs);
+          if (refused) return;
+          try {
+            const wait = sink.write(chunk);
+            if (wait) {
+              stream.pause();
+              wait.then(
+                () => stream.resume(),
+                (err: unknown) => req.destroy(err instanceof UpstreamError ? err : new UpstreamError('reset', (err as Error).message)),
+              );
+            }
+          } catch (err) {
+            refused = err instanceof UpstreamError ? err : new UpstreamError('bad-body', `upstream body refused: ${(err as Error).message}`);
+          }
+        });
+        stream.on('error', (err: Error) => fail(err instanceof UpstreamError ? err : new UpstreamError('bad-body', `undecodable body: ${err.message}`)));
+        stream.on('end', () => {
+          clearTimeout(timer);
+          if (refused) return reject(refused);
+          resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
+        });
+        res.on('aborted', () => fail(new UpstreamError('reset', 'upstream closed mid-body')));
       });
-      res.on('aborted', () => fail(new UpstreamError('reset', 'upstream closed mid-body')));
+      req.end(body);
     });
-    req.end(body);
-  });
+  }
 }
 
 function decoder(encoding: string | undefined): 'identity' | NodeJS.ReadWriteStream | undefined {

@@ -9,9 +9,10 @@
 // The schemas say what the gateway reads of each answer; loose objects keep the rest of a record
 // that is passed on (a filtered list, a redacted record). The rules applied to what was read stay
 // in policies/ (pure, no zod: policies/ imports only policies/).
+import type { Calls } from './calls.js';
 import { z } from 'zod';
 import { UpstreamError } from '../http/respond.js';
-import type { Upstream, UpstreamResponse } from './proxy.js';
+import type { UpstreamResponse } from './proxy.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -44,18 +45,11 @@ export interface JsonAnswer<T> extends UpstreamResponse {
 }
 
 /**
- * One call of the gateway's own (`Upstream.call`) whose 200 answer must be JSON of `schema`'s
+ * One call of the gateway's own (`UpstreamCalls.call`) whose 200 answer must be JSON of `schema`'s
  * shape: anything else throws UpstreamJsonError. Other statuses are the caller's to read.
  */
-export async function callJson<T>(
-  upstream: Pick<Upstream, 'call'>,
-  schema: z.ZodType<T>,
-  method: string,
-  path: string,
-  headers: Headers,
-  body?: string,
-): Promise<JsonAnswer<T>> {
-  const up = await upstream.call(method, path, headers, body);
+export async function callJson<T>(calls: Calls, schema: z.ZodType<T>, method: string, path: string, headers: Headers, body?: string): Promise<JsonAnswer<T>> {
+  const up = await calls.call(method, path, headers, body);
   if (up.status !== 200) return { ...up, json: undefined };
   const read = parseJson(schema, up.body.toString('utf8'));
   if (!read.ok) throw new UpstreamJsonError(`${method} ${path.split('?')[0]} answered 200 with a body ${read.why}`);

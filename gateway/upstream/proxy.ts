@@ -1,14 +1,14 @@
 // Every byte to and from the chat front-end goes through here: the streaming proxy for client
 // traffic (http-proxy-3 over one keep-alive agent), WebSocket upgrades (gateway/upstream/websocket-join.ts)
-// and `call()` for the gateway's own requests (gateway/upstream/calls.ts). Client bodies are
-// piped, never buffered; only `call()` buffers, and only up to a bound.
+// and `calls` for the gateway's own requests (gateway/upstream/calls.ts). Client bodies are
+// piped, never buffered; only `calls` buffers, and only up to a bound.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Readable, type Duplex } from 'node:stream';
 import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../observability/observability.js';
 import { answerFailure, PERSONAL_CACHE_CONTROL, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
-import { callUpstream, type BodySink, type CallTarget, type UpstreamResponse } from './calls.js';
+import { UpstreamCalls, type BodySink, type UpstreamResponse } from './calls.js';
 import { forwardUpgrade, validStatus, type Guarding, type UpgradeTarget } from './websocket-join.js';
 
 export type { BodySink, UpstreamResponse, Guarding };
@@ -66,7 +66,8 @@ export class Upstream {
   // the timeout gets 504. A long upload is not cut by it (the idle timeouts bound a stalled one).
   private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
   private readonly upgrades: UpgradeTarget;
-  private readonly calls: CallTarget;
+  /** the gateway's own requests (gateway/upstream/calls.ts), over the same pool */
+  readonly calls: UpstreamCalls;
 
   constructor(
     options: UpstreamOptions,
@@ -81,7 +82,7 @@ export class Upstream {
       scheduling: 'lifo',
     });
     this.upgrades = { target, timeoutMs: options.timeoutMs, obs };
-    this.calls = { target, agent: this.agent, timeoutMs: options.timeoutMs, rewriteMaxBytes: options.rewriteMaxBytes };
+    this.calls = new UpstreamCalls({ target, agent: this.agent, timeoutMs: options.timeoutMs, rewriteMaxBytes: options.rewriteMaxBytes });
     const proxy = (this.proxy = new ProxyServer({
       target, // a URL object: http-proxy-3 parses a string target again on every request
       agent: this.agent,
@@ -185,23 +186,12 @@ export class Upstream {
 
   /**
    * Proxy a WebSocket upgrade whose url and headers the gateway has already set. With `guarding`
-   * (an admin's Socket.IO, gateway/http/socketio-guard.ts) the client's bytes go through the guard;
+   * (an admin's Socket.IO, gateway/enforcement/socketio-guard.ts) the client's bytes go through the guard;
    * the upstream's reach the client untouched. An answer other than 101 is relayed as HTTP and the
    * connection closed.
    */
   forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, guarding?: Guarding): void {
     forwardUpgrade(this.upgrades, req, socket, head, guarding);
-  }
-
-  /** One request of the gateway's own, buffered up to rewriteMaxBytes, decoded; throws UpstreamError on every failure. */
-  call(
-    method: string,
-    path: string,
-    headers: Record<string, string | string[] | undefined>,
-    body?: string | Buffer,
-    sinkFor?: (status: number) => BodySink | undefined,
-  ): Promise<UpstreamResponse> {
-    return callUpstream(this.calls, method, path, headers, body, sinkFor);
   }
 
   close(): void {

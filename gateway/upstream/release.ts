@@ -4,11 +4,11 @@
 // request. What the status means is policies/upstream-release.ts; here it is read, logged (a
 // warning at once and every few minutes while the release is not a checked one) and exported as
 // gateway_upstream_release_supported{release}.
+import type { Calls } from './calls.js';
 import type { Observability } from '../observability/observability.js';
 import { describeRelease, releaseLabel, releaseStatusOf, type ReleaseStatus, type UpstreamReleasePolicy } from '../../policies/upstream-release.js';
 import { CHECKED_VERSIONS } from '../../policies/open-webui-releases.js';
 import { parseJson, VersionAnswer } from './json.js';
-import type { Upstream } from './proxy.js';
 
 /** How long GET /api/version may take before the release counts as unreachable. */
 export const RELEASE_PROBE_MS = 3_000;
@@ -16,14 +16,14 @@ export const RELEASE_PROBE_MS = 3_000;
 export const RELEASE_WARNING_EVERY_MS = 5 * 60_000;
 
 /** Read the release once: GET /api/version, bounded by `timeoutMs`. Never throws. */
-export async function readRelease(upstream: Pick<Upstream, 'call'>, timeoutMs = RELEASE_PROBE_MS): Promise<ReleaseStatus> {
+export async function readRelease(calls: Calls, timeoutMs = RELEASE_PROBE_MS): Promise<ReleaseStatus> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`GET /api/version did not answer within ${timeoutMs} ms`)), timeoutMs);
     timer.unref();
   });
   try {
-    const res = await Promise.race([upstream.call('GET', '/api/version', { accept: 'application/json' }), timeout]);
+    const res = await Promise.race([calls.call('GET', '/api/version', { accept: 'application/json' }), timeout]);
     if (res.status !== 200) return { state: 'unreadable', why: `GET /api/version answered ${res.status}` };
     const read = parseJson(VersionAnswer, res.body.toString('utf8'));
     if (!read.ok) return { state: 'unreadable', why: `GET /api/version answered a body ${read.why}` };
@@ -55,7 +55,7 @@ export class UpstreamRelease {
   private readonly now: () => number;
 
   constructor(
-    private readonly upstream: Pick<Upstream, 'call'>,
+    private readonly calls: Calls,
     private readonly obs: Pick<Observability, 'log' | 'metrics'>,
     options: UpstreamReleaseOptions,
   ) {
@@ -68,7 +68,7 @@ export class UpstreamRelease {
 
   /** Read the release now (callers at the same moment share one request). */
   check(): Promise<ReleaseStatus> {
-    this.inFlight ??= readRelease(this.upstream, this.timeoutMs)
+    this.inFlight ??= readRelease(this.calls, this.timeoutMs)
       .then((status) => {
         this.report(status);
         // the same reading as before keeps the moment it was first seen (what an admin's page says)

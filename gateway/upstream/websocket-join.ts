@@ -44,7 +44,7 @@ export interface Guarding {
 
 /**
  * Proxy a WebSocket upgrade whose url and headers the gateway has already set. With `guarding`
- * (an admin's Socket.IO, gateway/http/socketio-guard.ts) the client's bytes go through the guard,
+ * (an admin's Socket.IO, gateway/enforcement/socketio-guard.ts) the client's bytes go through the guard,
  * which calls `send` with what may go on; without, they are piped. The upstream's bytes reach the
  * client untouched. An answer other than 101 is relayed as HTTP and the connection closed.
  *

@@ -159,7 +159,7 @@ describe('layout: what depends on what', () => {
     ['gateway/http'],
     ['gateway/upstream', 'gateway/state'],
     ['gateway/auth'],
-    ['gateway/login'],
+    ['gateway/login', 'gateway/enforcement'],
     ['gateway/pipeline'],
     ['gateway/operations'],
     ['gateway'],

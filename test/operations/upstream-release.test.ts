@@ -312,7 +312,7 @@ describe('the Open WebUI release behind the gateway', function () {
       createObservability({ level: 'silent' }),
     );
     let now = 1_000_000;
-    const release = new UpstreamRelease(client, obs, { policy: () => 'warn', now: () => now });
+    const release = new UpstreamRelease(client.calls, obs, { policy: () => 'warn', now: () => now });
     try {
       const seen = () => obs.lines.filter((l) => l.event === 'upstream-release-unsupported').map((l) => l.release);
       await release.check();

@@ -1,5 +1,5 @@
 // The real Open WebUI 0.12.4's WebSocket (uvicorn) and an admin's frames behind the gateway, which
-// reads them (gateway/http/socketio-guard.ts). Open WebUI negotiates permessage-deflate when a
+// reads them (gateway/enforcement/socketio-guard.ts). Open WebUI negotiates permessage-deflate when a
 // client offers it; the gateway keeps an admin's socket uncompressed, so a frame with RSV1 set is
 // one the protocol forbids there. A frame RFC 6455 forbids is refused by Open WebUI itself with
 // 1002, and through the gateway with the same code, before it reaches Open WebUI, audited.

@@ -1,9 +1,9 @@
-// Which keys of a record the streamed file filter (gateway/upstream/file-stream-filter.ts) reads: only
+// Which keys of a record the streamed file filter (gateway/enforcement/file-stream-filter.ts) reads: only
 // those that can be `user_id` or `id`, told by their first byte. A key whose first character is
 // written as a \u escape, or whose first byte is in the next chunk, must still be read; the answer
 // is the whole-document filter's (JSON.parse, parseFileList, keepOwn) wherever the body is cut.
 import { expect } from 'chai';
-import { FileFilterError, FileStreamFilter } from '../../gateway/upstream/file-stream-filter.js';
+import { FileFilterError, FileStreamFilter } from '../../gateway/enforcement/file-stream-filter.js';
 import { keepOwn, parseFileList } from '../../policies/file-scoping.js';
 
 const CALLER = 'alice';

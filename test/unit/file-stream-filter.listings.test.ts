@@ -1,11 +1,11 @@
-// The streamed filter (gateway/upstream/file-stream-filter.ts) judging each record parsed, as an
+// The streamed filter (gateway/enforcement/file-stream-filter.ts) judging each record parsed, as an
 // admin's listings and the ratings export are filtered: for any body split into any chunks, the
 // same answer as the whole-document filter (JSON.parse, keep what the rule keeps, JSON.stringify)
 // or both refuse it; written out as judged (the export), what went out before a refusal is only
 // records the rule kept, each whole.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { FileFilterError, FileStreamFilter, type RecordRule } from '../../gateway/upstream/file-stream-filter.js';
+import { FileFilterError, FileStreamFilter, type RecordRule } from '../../gateway/enforcement/file-stream-filter.js';
 
 type Outcome = { ok: false } | { ok: true; json: string; kept: number; removed: number };
 type Obj = Record<string, unknown>;

@@ -1,10 +1,10 @@
-// The streamed file filter (gateway/upstream/file-stream-filter.ts) gives the same answer as the
+// The streamed file filter (gateway/enforcement/file-stream-filter.ts) gives the same answer as the
 // whole-document filter it replaces (JSON.parse, parseFileList / parseFileArray, keepOwn,
 // JSON.stringify) for any body split into any chunks: valid pages, pages with foreign and broken
 // records, duplicate and escaped keys, and malformed or hostile JSON, which must fail closed.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { FileFilterError, FileStreamFilter, type FileAnswerShape } from '../../gateway/upstream/file-stream-filter.js';
+import { FileFilterError, FileStreamFilter, type FileAnswerShape } from '../../gateway/enforcement/file-stream-filter.js';
 import { keepOwn, parseFileArray, parseFileList } from '../../policies/file-scoping.js';
 
 const CALLER = 'alice';

@@ -1,10 +1,10 @@
-// A caller's kept copy of their own records (gateway/upstream/kept-copies.ts), against a source
+// A caller's kept copy of their own records (gateway/enforcement/kept-copies.ts), against a source
 // that lists them as Open WebUI's owner-scoped routes do (newest change first, a total): the copy is
 // always what the source holds, read whole once, then by the pages that changed; read whole again
 // after a deletion or when it is older than the source allows; used as it is within `quietMs`
 // unless the caller wrote through this gateway.
 import { expect } from 'chai';
-import { KeptCopies, restOfPages, type CopySource } from '../../gateway/upstream/kept-copies.js';
+import { KeptCopies, restOfPages, type CopySource } from '../../gateway/enforcement/kept-copies.js';
 
 interface Rec {
   id: string;

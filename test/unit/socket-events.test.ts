@@ -1,10 +1,10 @@
 // policies/socket-events.ts socketUpdateNeed, and the decoding the gateway asks for it
-// (gateway/http/socketio-guard.ts): an admin's collaborative document update goes on to Open WebUI
+// (gateway/enforcement/socketio-guard.ts): an admin's collaborative document update goes on to Open WebUI
 // only when it decodes as a Yjs update, as Open WebUI 0.12 itself asks (0.11.4 keeps any bytes, and
 // one that does not decode makes the document impossible to join again).
 import { expect } from 'chai';
 import { socketUpdateNeed } from '../../policies/socket-events.js';
-import { decodesAsYjsUpdate, judgePacket } from '../../gateway/http/socketio-guard.js';
+import { decodesAsYjsUpdate, judgePacket } from '../../gateway/enforcement/socketio-guard.js';
 
 /** An update as the editor sends one (yjs loaded as the gateway loads it, once). */
 const realUpdate = async () => {

@@ -1,9 +1,9 @@
-// The Socket.IO packets of an admin as the guard reads them (gateway/http/socketio-guard.ts, with
+// The Socket.IO packets of an admin as the guard reads them (gateway/enforcement/socketio-guard.ts, with
 // socket.io-parser and engine.io-parser): every form Open WebUI's client writes is read, anything
 // python-socketio could read otherwise than the gateway is dropped, and a dropped binary event's
 // attachments go with it however they come.
 import { expect } from 'chai';
-import { guardPollingBody, judgePacket, WebSocketGuard, type SocketJudge } from '../../gateway/http/socketio-guard.js';
+import { guardPollingBody, judgePacket, WebSocketGuard, type SocketJudge } from '../../gateway/enforcement/socketio-guard.js';
 
 const join = (chatId: string) => ['events:chat', { chat_id: chatId, data: { type: 'join' } }];
 const bobs = JSON.stringify(join('c-bob'));

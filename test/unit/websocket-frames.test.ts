@@ -1,4 +1,4 @@
-// The admin WebSocket reader (gateway/http/socketio-guard.ts, ClientFrameReader) proved
+// The admin WebSocket reader (gateway/enforcement/socketio-guard.ts, ClientFrameReader) proved
 // against an independent one: the `ws` package's own Receiver, as a `ws` server reads its clients.
 // Random frame sequences (valid and invalid, fragmented messages with control frames between their
 // frames, masked or not, every payload length encoding, split at random points) go to both, which
@@ -7,7 +7,7 @@
 // message costs it grows with the message, not with the number of reads it arrived in.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES, WebSocketGuard } from '../../gateway/http/socketio-guard.js';
+import { MAX_GUARDED_FRAGMENTS, MAX_GUARDED_MESSAGE_BYTES, WebSocketGuard } from '../../gateway/enforcement/socketio-guard.js';
 import { ClientFrameReader, unmaskedPayload, type ReaderLimits } from '../../gateway/http/websocket-frames.js';
 import { Receiver } from '../support/websocket-wire.js';
 

@@ -1,16 +1,17 @@
 // The listings an admin reads (policies/admin-scoping.ts filter-listing) that cannot be answered by
-// filtering one upstream page (gateway/upstream/object-views.ts serveListing filters the rest):
-//   - the ratings list, a page of the admin's own ratings (gateway/upstream/own-ratings.ts keeps
+// filtering one upstream page (gateway/enforcement/object-views.ts serveListing filters the rest):
+//   - the ratings list, a page of the admin's own ratings (gateway/enforcement/own-ratings.ts keeps
 //     them; policies/ratings.ts orders and pages them as Open WebUI does every user's);
 //   - a paged list whose page held what the admin may not read (Open WebUI's own bypass on): rebuilt
 //     from every page as they stream, keeping only the page asked for, `total` the admin's count;
 //   - an export too large to hold: written out as its records are judged, cut off if it fails.
+import type { Calls } from '../upstream/calls.js';
 import type { ServerResponse } from 'node:http';
 import { mayReach, type Principal } from '../../policies/resource-access.js';
 import { ratingsPage, ratingsPageNumber } from '../../policies/ratings.js';
 import { FileStreamFilter, type RecordRule } from './file-stream-filter.js';
-import { UpstreamError, type BodySink, type Upstream, type UpstreamResponse } from './proxy.js';
-import { errorDetail } from './json.js';
+import { UpstreamError, type BodySink, type UpstreamResponse } from '../upstream/proxy.js';
+import { errorDetail } from '../upstream/json.js';
 import type { OwnRating } from './own-ratings.js';
 import { filteredAnswer } from './stream-reads.js';
 import { sendJson, sendJsonBody, startJsonStream } from '../http/respond.js';
@@ -51,7 +52,7 @@ export function serveRatingsPage(res: ServerResponse, search: string, ratings: r
  * for (`list.search`'s `page`) and their count as `total`.
  */
 export async function rebuildPage(
-  upstream: Pick<Upstream, 'call'>,
+  calls: Calls,
   res: ServerResponse,
   list: { path: string; search: string; pageSize: number; maxKeptBytes: number },
   headers: Headers,
@@ -67,7 +68,7 @@ export async function rebuildPage(
   for (let upstreamPage = 1; ; upstreamPage++) {
     q.set('page', String(upstreamPage));
     let seen = 0;
-    const { up, out } = await filteredAnswer(upstream, 'any', `${list.path}?${q}`, headers, callerId, {
+    const { up, out } = await filteredAnswer(calls, 'any', `${list.path}?${q}`, headers, callerId, {
       maxKeptBytes: list.maxKeptBytes,
       rule: (record, bytes) => {
         seen++;
@@ -90,7 +91,7 @@ export async function rebuildPage(
  * first bytes went out is cut off (the client sees an incomplete answer, never a complete one).
  */
 export async function streamListing(
-  upstream: Pick<Upstream, 'call'>,
+  calls: Calls,
   obs: Pick<Observability, 'metrics' | 'log'>,
   res: ServerResponse,
   pathAndQuery: string,
@@ -109,7 +110,7 @@ export async function streamListing(
     return { write: (chunk) => (f.write(chunk), writer.waitForRoom()) };
   };
   try {
-    const up = await upstream.call('GET', pathAndQuery, headers, undefined, sink);
+    const up = await calls.call('GET', pathAndQuery, headers, undefined, sink);
     if (!out || !filter) return passError(res, up);
     const counts = filter.end();
     out.write(Buffer.from(']'));

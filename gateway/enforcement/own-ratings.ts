@@ -1,5 +1,5 @@
 // An admin's own ratings, kept in the gateway and brought up to date on every use
-// (gateway/upstream/kept-copies.ts): what the ratings list, its ids and the leaderboard's tags are
+// (gateway/enforcement/kept-copies.ts): what the ratings list, its ids and the leaderboard's tags are
 // answered from (policies/ratings.ts orders them).
 //
 // Open WebUI's only owner-scoped way to them is GET /evaluations/feedbacks/user: 30 a page, newest
@@ -11,10 +11,11 @@
 // keeping the caller's (5.7 s for 7,000 ratings): pages cost about own^2 / 30 x 0.125 ms, the
 // export about all x 0.8 ms, so the export when own^2 > 200 x all. The records are kept as
 // /feedbacks/user writes them (an export's is written so: without its snapshot, with its rater).
+import type { Calls } from '../upstream/calls.js';
 import { ratingKeys, RATINGS_PAGE, type RatingKeys } from '../../policies/ratings.js';
 import { FileFilterError } from './file-stream-filter.js';
 import { KeptCopies, restOfPages, type CopySource } from './kept-copies.js';
-import { UpstreamError, type Upstream } from './proxy.js';
+import { UpstreamError } from '../upstream/proxy.js';
 import { filteredAnswer, readRecords } from './stream-reads.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -40,7 +41,7 @@ export const RATINGS_QUIET_MS = 30_000;
 export class OwnRatings {
   private readonly copies: KeptCopies<OwnRating>;
 
-  constructor(private readonly upstream: Upstream) {
+  constructor(private readonly calls: Calls) {
     const source: CopySource<OwnRating> = {
       pageSize: RATINGS_PAGE,
       quietMs: RATINGS_QUIET_MS,
@@ -68,7 +69,7 @@ export class OwnRatings {
   private async page(page: number, callerId: string, headers: Headers): Promise<{ items: OwnRating[]; total: number }> {
     const items: OwnRating[] = [];
     const { total } = await readRecords(
-      this.upstream,
+      this.calls,
       `/api/v1/evaluations/feedbacks/user?page=${page}`,
       headers,
       (record, bytes) => {
@@ -89,7 +90,7 @@ export class OwnRatings {
     const rater = (JSON.parse(first.items[0]!.bytes.toString('utf8')) as { user?: unknown }).user;
     const items: OwnRating[] = [];
     // the caller's records told by their user_id as bytes; only theirs are parsed
-    const { up } = await filteredAnswer(this.upstream, 'array', '/api/v1/evaluations/feedbacks/all/export', headers, callerId, {
+    const { up } = await filteredAnswer(this.calls, 'array', '/api/v1/evaluations/feedbacks/all/export', headers, callerId, {
       out: {
         record: (bytes) => {
           const record = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
@@ -106,7 +107,7 @@ export class OwnRatings {
 
   /** How many ratings every user made (the total of Open WebUI's own ratings list). */
   private async everyonesCount(headers: Headers): Promise<number> {
-    const { total } = await readRecords(this.upstream, '/api/v1/evaluations/feedbacks/list?page=1', headers, () => {}, 'list');
+    const { total } = await readRecords(this.calls, '/api/v1/evaluations/feedbacks/list?page=1', headers, () => {}, 'list');
     if (!Number.isSafeInteger(total)) throw new UpstreamError('bad-body', 'the ratings list has no total');
     return total;
   }

@@ -8,7 +8,7 @@
 // never come here: their sockets stay a byte pipe.
 import { decodePacket } from 'engine.io-parser';
 import { Decoder, PacketType, type Packet } from 'socket.io-parser';
-import { ClientFrameReader, type ClientFrame } from './websocket-frames.js';
+import { ClientFrameReader, type ClientFrame } from '../http/websocket-frames.js';
 import { socketDataToken, socketEventNeed, socketTokenNeed, socketUpdateNeed, type SocketEventNeed } from '../../policies/socket-events.js';
 
 /** Largest client message the guard assembles; past it the connection is closed. */

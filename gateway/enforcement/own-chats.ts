@@ -1,17 +1,17 @@
 // An admin's own chats as the model overview counts their tags: which models each chat's answers
 // name and its tags (GET /api/v1/chats/stats/usage: one short usage line per chat of the caller's,
 // newest change first; never the messages). Kept in the gateway and brought up to date on every use
-// (gateway/upstream/kept-copies.ts): reading them whole costs Open WebUI a parse of every chat
+// (gateway/enforcement/kept-copies.ts): reading them whole costs Open WebUI a parse of every chat
 // (measured at 3,000 chats of 12 KB: 1.4 to 2 s), an update one page of 50 lines, at most every
 // CHATS_QUIET_MS unless the admin wrote through this gateway since.
 //
 // A chat's tags change without a newer `updated_at` (models/chats.py: tags are written to `meta`
 // only), so a copy is read whole again once it is KEPT_FRESH_MS old: a tag added to or taken from a
 // chat that did not otherwise change is counted within that time.
+import type { Calls } from '../upstream/calls.js';
 import { usageUsedModel } from '../../policies/resource-access.js';
 import { FileFilterError } from './file-stream-filter.js';
 import { KeptCopies, type CopySource } from './kept-copies.js';
-import type { Upstream } from './proxy.js';
 import { readRecords } from './stream-reads.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -41,7 +41,7 @@ const READ_PAGE = 1_000;
 export class OwnChats {
   private readonly copies: KeptCopies<OwnChat>;
 
-  constructor(private readonly upstream: Upstream) {
+  constructor(private readonly calls: Calls) {
     const source: CopySource<OwnChat> = {
       pageSize: UPDATE_PAGE,
       freshForMs: KEPT_FRESH_MS,
@@ -77,7 +77,7 @@ export class OwnChats {
   private async page(perPage: number, page: number, headers: Headers): Promise<{ items: OwnChat[]; total: number }> {
     const items: OwnChat[] = [];
     const { total } = await readRecords(
-      this.upstream,
+      this.calls,
       `/api/v1/chats/stats/usage?items_per_page=${perPage}&page=${page}`,
       headers,
       (line) => {

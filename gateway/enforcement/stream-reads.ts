@@ -1,14 +1,15 @@
 // The gateway's own reads of Open WebUI's lists through the streamed filter
-// (gateway/upstream/file-stream-filter.ts): one answer filtered as it arrives, or every record of
+// (gateway/enforcement/file-stream-filter.ts): one answer filtered as it arrives, or every record of
 // it handed to a reader and none kept. What the views share, so that each reads a list one way.
+import type { Calls } from '../upstream/calls.js';
 import { FileFilterError, FileStreamFilter, type FileAnswerShape, type FilteredFiles, type FilterOptions } from './file-stream-filter.js';
-import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
+import { UpstreamError, type UpstreamResponse } from '../upstream/proxy.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
 /** One answer read through the streamed filter: `out` when it answered 200 (a body it refuses throws UpstreamError). */
 export async function filteredAnswer(
-  upstream: Pick<Upstream, 'call'>,
+  calls: Calls,
   shape: FileAnswerShape,
   pathAndQuery: string,
   headers: Headers,
@@ -16,7 +17,7 @@ export async function filteredAnswer(
   options: FilterOptions,
 ): Promise<{ up: UpstreamResponse; out?: FilteredFiles }> {
   const filter = new FileStreamFilter(shape, callerId, options);
-  const up = await upstream.call('GET', pathAndQuery, headers, undefined, (status) => (status === 200 ? filter : undefined));
+  const up = await calls.call('GET', pathAndQuery, headers, undefined, (status) => (status === 200 ? filter : undefined));
   if (up.status !== 200) return { up };
   try {
     return { up, out: filter.end() };
@@ -31,13 +32,13 @@ export async function filteredAnswer(
  * has one. Anything but a 200 whose list holds only records is an UpstreamError.
  */
 export async function readRecords(
-  upstream: Pick<Upstream, 'call'>,
+  calls: Calls,
   pathAndQuery: string,
   headers: Headers,
   each: (record: Record<string, unknown>, bytes: Buffer) => void,
   shape: FileAnswerShape = 'array',
 ): Promise<{ total: number }> {
-  const { up, out } = await filteredAnswer(upstream, shape, pathAndQuery, headers, '', {
+  const { up, out } = await filteredAnswer(calls, shape, pathAndQuery, headers, '', {
     rule: (record, bytes) => {
       each(record, bytes);
       return false;

@@ -5,11 +5,11 @@
 //     says the admin owns it or holds a grant on it. A write on another user's object therefore
 //     never reaches Open WebUI. An answer that is not a readable object is a refusal.
 //   - filter-listing: fetch the list as the caller and answer with the items the admin may read,
-//     judged as the list streams in (gateway/upstream/file-stream-filter.ts: one record parsed at a
+//     judged as the list streams in (gateway/enforcement/file-stream-filter.ts: one record parsed at a
 //     time, kept records copied as written). A paged list whose page held items the admin may not
 //     read (Open WebUI's own bypass on) is rebuilt from all its pages, so that pages and `total`
 //     count the admin's items only. An export is written out as it is judged. The ratings list and
-//     its ids are answered from the admin's own ratings (gateway/upstream/own-ratings.ts). A list of
+//     its ids are answered from the admin's own ratings (gateway/enforcement/own-ratings.ts). A list of
 //     one model's items only for a model the admin may see, as below.
 //   - scope-names: answer a route that names tags users gave their chats or objects, or models by
 //     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
@@ -18,10 +18,10 @@
 //         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
 //         intersection never shows a name the upstream did not list.
 //       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
-//         (gateway/upstream/own-chats.ts: which models each chat's answers name, its tags);
+//         (gateway/enforcement/own-chats.ts: which models each chat's answers name, its tags);
 //         `history` kept.
 //       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings
-//         (gateway/upstream/own-ratings.ts); ratings and counts kept.
+//         (gateway/enforcement/own-ratings.ts); ratings and counts kept.
 //       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
 //         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
 //       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
@@ -31,6 +31,7 @@
 // The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
 // Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
 // is not a list the gateway understands fails closed (502).
+import type { Calls } from '../upstream/calls.js';
 import type { ServerResponse } from 'node:http';
 import {
   keepModelIds,
@@ -53,8 +54,8 @@ import {
 import { ratingIds } from '../../policies/ratings.js';
 import type { ListingView } from '../../policies/admin-scoping.js';
 import { TtlCache } from '../cache/cache.js';
-import { UpstreamError, type BodySink, type Upstream } from './proxy.js';
-import { callJson, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from './json.js';
+import { UpstreamError, type BodySink } from '../upstream/proxy.js';
+import { callJson, GroupsAnswer, ListOrRecordAnswer, ObjectAnswer, UpstreamJsonError } from '../upstream/json.js';
 import { FileFilterError } from './file-stream-filter.js';
 import { filteredAnswer, ListNotAnswered, readRecords } from './stream-reads.js';
 import { passError, readableBy, rebuildPage, serveRatingsPage, streamListing } from './listing-views.js';
@@ -79,20 +80,20 @@ export class ObjectViews {
   private readonly ownChats: OwnChats;
 
   constructor(
-    private readonly upstream: Upstream,
+    private readonly calls: Calls,
     private readonly obs: Observability,
     /** the most bytes one rewritten answer keeps (REWRITE_MAX_BYTES) */
     private readonly maxKeptBytes = Infinity,
   ) {
-    this.ownRatings = new OwnRatings(upstream);
-    this.ownChats = new OwnChats(upstream);
+    this.ownRatings = new OwnRatings(calls);
+    this.ownChats = new OwnChats(calls);
   }
 
   /** The caller as a principal of grants: their id and their groups (inherited ones too). */
   async principal(userId: string, headers: Headers): Promise<Principal> {
     let groupIds = this.groups.get(userId);
     if (!groupIds) {
-      const up = await callJson(this.upstream, GroupsAnswer, 'GET', '/api/v1/users/groups?include_inherited=true', headers).catch(noAnswerOnBadJson);
+      const up = await callJson(this.calls, GroupsAnswer, 'GET', '/api/v1/users/groups?include_inherited=true', headers).catch(noAnswerOnBadJson);
       const parsed = up?.json === undefined ? undefined : parseGroupIds(up.json);
       // Without the groups the caller holds only what they own or what is granted to them by name.
       groupIds = parsed ?? new Set();
@@ -108,7 +109,7 @@ export class ObjectViews {
    */
   async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
     // An answer that is not an object is a refusal.
-    const up = await callJson(this.upstream, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
+    const up = await callJson(this.calls, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
     const verdict = lookupVerdict(up?.status ?? 0, up?.json, who, permission);
     if (verdict === 'absent') return { ok: false, absent: true };
     const object = up?.json;
@@ -135,9 +136,9 @@ export class ObjectViews {
       if (view.modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(view.modelId)) return refuse();
       if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(who.userId, headers), view.modelId);
       if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(who.userId, headers)), VARY);
-      if (view.streamed) return await streamListing(this.upstream, this.obs, res, path + search, headers, who, audit);
+      if (view.streamed) return await streamListing(this.calls, this.obs, res, path + search, headers, who, audit);
       const readable = readableBy(who);
-      const { up, out } = await filteredAnswer(this.upstream, 'any', path + search, headers, who.userId, {
+      const { up, out } = await filteredAnswer(this.calls, 'any', path + search, headers, who.userId, {
         rule: readable,
         totalLessRemoved: true,
         maxKeptBytes: this.maxKeptBytes,
@@ -147,7 +148,7 @@ export class ObjectViews {
       // a page that lost items: Open WebUI's own bypass is on, and the page and its total count
       // every user's objects; rebuilt from every page, the admin's only
       if (out!.removed > 0 && view.pageSize && out!.paged)
-        return await rebuildPage(this.upstream, res, { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes }, headers, who.userId, readable);
+        return await rebuildPage(this.calls, res, { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes }, headers, who.userId, readable);
       sendJsonBody(res, 200, out!.body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'filtered list route');
@@ -157,7 +158,7 @@ export class ObjectViews {
   /** Answer with `fields` removed from the upstream's records (a page of users, or one). */
   async serveRedacted(res: ServerResponse, pathAndQuery: string, headers: Headers, fields: readonly string[], emptied?: readonly string[]): Promise<void> {
     try {
-      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      const up = await callJson(this.calls, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up);
       const body = redactFields(up.json, fields, emptied);
       if (body === undefined) throw new UpstreamError('bad-body', 'answer is not a record or a list of records');
@@ -204,7 +205,7 @@ export class ObjectViews {
       // the caller's own tags are counted while Open WebUI answers
       const own = names.tags ? this.ownTagSource(names.tags, headers, who, names.modelId) : undefined;
       own?.catch(() => {});
-      const up = await callJson(this.upstream, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
+      const up = await callJson(this.calls, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up);
       let body: unknown = up.json;
       let removed = 0;
@@ -226,9 +227,9 @@ export class ObjectViews {
   private async visibleModelIds(headers: Headers, who: Principal): Promise<ReadonlySet<string>> {
     const ids = new Set<string>();
     const [base] = await Promise.all([
-      callJson(this.upstream, ListOrRecordAnswer, 'GET', '/api/models/base', headers),
+      callJson(this.calls, ListOrRecordAnswer, 'GET', '/api/models/base', headers),
       // every user's stored models, read as they stream: only the ids the admin may read are kept
-      readRecords(this.upstream, '/api/v1/models/all', headers, (m) => {
+      readRecords(this.calls, '/api/v1/models/all', headers, (m) => {
         if (typeof m.id !== 'string') throw new FileFilterError('a model without an id');
         if (mayReach(m, who, 'read')) ids.add(m.id);
       }),
@@ -272,7 +273,7 @@ export class ObjectViews {
     }
     // the names carried by what the admin may read, the list read as it streams
     const objects: unknown[] = [];
-    await readRecords(this.upstream, OBJECTS_OF[source], headers, (o) => {
+    await readRecords(this.calls, OBJECTS_OF[source], headers, (o) => {
       // what decides is small: the owner, the grants, the tags, whether it is active or a base model
       objects.push(source === 'models' ? modelTagFacts(o) : promptTagFacts(o));
     });
@@ -309,7 +310,7 @@ export class ObjectViews {
     );
     const counted = new OwnChatTags(callerId, modelId);
     const lines = new LineSink((line) => counted.add(JSON.parse(line)));
-    const up = await this.upstream.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
+    const up = await this.calls.call('GET', '/api/v1/chats/all', { ...headers, accept: 'application/x-ndjson' }, undefined, (status) =>
       status === 200 ? lines : undefined,
     );
     if (up.status !== 200) throw new UpstreamError('bad-body', `/api/v1/chats/all answered ${up.status}`);

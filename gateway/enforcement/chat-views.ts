@@ -2,6 +2,7 @@
 // allows). The lookups are read-only GETs sent with the caller's own forwarded credentials, so
 // they show nothing the caller could not ask for; their answers never reach the client. An answer
 // that cannot be read fails closed: the request is refused, never forwarded on a guess.
+import type { Calls } from '../upstream/calls.js';
 import {
   chatAccessAllowed,
   parseChatRecord,
@@ -15,8 +16,7 @@ import {
 } from '../../policies/chat-scoping.js';
 import type { Principal } from '../../policies/resource-access.js';
 import { TtlCache } from '../cache/cache.js';
-import type { Upstream } from './proxy.js';
-import { callJson, ChatAnswer, ChatListAnswer, ShareGrantsAnswer, UpstreamJsonError } from './json.js';
+import { callJson, ChatAnswer, ChatListAnswer, ShareGrantsAnswer, UpstreamJsonError } from '../upstream/json.js';
 
 /** A chat's owner does not change: an allowed answer is reused this long for the same caller. */
 const ALLOWED_TTL_MS = 60_000;
@@ -35,7 +35,7 @@ export class ChatViews {
   private readonly shareChats = new TtlCache<string, string>(MAX_ENTRIES, SHARE_CHAT_TTL_MS);
 
   constructor(
-    private readonly upstream: Upstream,
+    private readonly calls: Calls,
     private readonly principalOf: PrincipalOf,
   ) {}
 
@@ -66,17 +66,15 @@ export class ChatViews {
    * open (Open WebUI answers it without any identity) or its grants name the caller.
    */
   private async shareReachesCaller(shareId: string, share: ChatRecord, callerId: string, headers: Headers): Promise<boolean> {
-    const probe = await this.upstream.call('GET', `/api/v1/chats/list/user/${encodeURIComponent(callerId)}`, headers);
+    const probe = await this.calls.call('GET', `/api/v1/chats/list/user/${encodeURIComponent(callerId)}`, headers);
     if (sharesFollowGrants(probe.status)) return true;
     if (!sharesNeedGrantsRead(probe.status)) return false;
     // No credential, no trusted header: what anyone on the web would be answered.
-    const anonymous = await this.upstream.call('GET', `/api/v1/chats/share/${encodeURIComponent(shareId)}`, {});
+    const anonymous = await this.calls.call('GET', `/api/v1/chats/share/${encodeURIComponent(shareId)}`, {});
     if (anonymous.status === 200) return true;
     const chatId = share.id !== shareId ? share.id : await this.chatOfShare(shareId, share, headers);
     if (chatId === undefined) return false;
-    const grants = await callJson(this.upstream, ShareGrantsAnswer, 'GET', `/api/v1/chats/shared/${encodeURIComponent(chatId)}/access`, headers).catch(
-      noAnswer,
-    );
+    const grants = await callJson(this.calls, ShareGrantsAnswer, 'GET', `/api/v1/chats/shared/${encodeURIComponent(chatId)}/access`, headers).catch(noAnswer);
     if (grants?.json === undefined) return false;
     return shareGrantsReach(grants.json, await this.principalOf(callerId, headers));
   }
@@ -93,7 +91,7 @@ export class ChatViews {
     const titled = share.title ? `&query=${encodeURIComponent(share.title)}` : '';
     const read = new Set<string>();
     for (const page of [`/api/v1/chats/list/user/${owner}?page=1${titled}`, `/api/v1/chats/list/user/${owner}?page=1`]) {
-      const list = await callJson(this.upstream, ChatListAnswer, 'GET', page, headers).catch(noAnswer);
+      const list = await callJson(this.calls, ChatListAnswer, 'GET', page, headers).catch(noAnswer);
       for (const id of shareCandidates(list?.json, share.title, MAX_SHARE_CANDIDATES)) {
         if (read.has(id) || read.size >= MAX_SHARE_CANDIDATES) continue;
         read.add(id);
@@ -109,7 +107,7 @@ export class ChatViews {
 
   private async lookup(path: string, headers: Headers): Promise<ChatRecord | undefined> {
     // An answer that is not a chat record is no chat: refused, as a chat that is not there.
-    const up = await callJson(this.upstream, ChatAnswer, 'GET', path, headers).catch(noAnswer);
+    const up = await callJson(this.calls, ChatAnswer, 'GET', path, headers).catch(noAnswer);
     return up?.json === undefined ? undefined : parseChatRecord(up.json);
   }
 

@@ -15,38 +15,20 @@
 //     the audit stream (rule A7 lets it happen; the platform wants to know).
 // Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
 // headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
-// Records are copied as the upstream wrote them (gateway/upstream/file-stream-filter.ts), never
+// Records are copied as the upstream wrote them (gateway/enforcement/file-stream-filter.ts), never
 // parsed and serialized again; nothing is sent before the whole answer was checked.
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Calls } from '../upstream/calls.js';
+import type { ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';
 import { listPage, listPageNumber, SEARCH_BATCH, servesOwnFileRoutes, windowsOf, type ListKey } from '../../policies/file-scoping.js';
 import type { ReleaseStatus } from '../../policies/upstream-release.js';
 import { FileFilterError, wellFormed, type FileAnswerShape, type FilterOptions, type RecordRule } from './file-stream-filter.js';
 import { filteredAnswer } from './stream-reads.js';
-import { UpstreamError, type Upstream, type UpstreamResponse } from './proxy.js';
-import { callJson, errorDetail, FileCountAnswer, FileOwnerAnswer } from './json.js';
+import { UpstreamError, type UpstreamResponse } from '../upstream/proxy.js';
+import { callJson, errorDetail, FileCountAnswer, FileOwnerAnswer } from '../upstream/json.js';
 import { answerUncheckable, sendJson, sendJsonBody } from '../http/respond.js';
 import type { Observability } from '../observability/observability.js';
 import { TtlCache } from '../cache/cache.js';
-
-/** Request headers a rewritten route may pass upstream (no conditionals, no ranges, no encodings). */
-const REWRITE_KEEP = new Set([
-  'authorization',
-  'cookie',
-  'x-api-key',
-  'user-agent',
-  'x-request-id',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'accept-language',
-]);
-
-export function rewriteHeaders(headers: IncomingHttpHeaders, trusted: ReadonlySet<string>): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = { accept: 'application/json' };
-  for (const [k, v] of Object.entries(headers)) if (REWRITE_KEEP.has(k) || trusted.has(k)) out[k] = v;
-  return out;
-}
 
 const NO_MATCH = 'No files found matching the pattern.';
 /** How long a caller who was sent other users' files has their pages rebuilt without asking first. */
@@ -74,7 +56,7 @@ export class FileViews {
   private adminsDriftedUntil = 0;
 
   constructor(
-    private readonly upstream: Upstream,
+    private readonly calls: Calls,
     private readonly obs: Observability,
     /** the Open WebUI release behind the gateway (gateway/upstream/release.ts) */
     private readonly release: () => ReleaseStatus,
@@ -121,7 +103,7 @@ export class FileViews {
       // bypass on): its total is checked against their own count where the release has one.
       const [{ up, out }, own] = await Promise.all([
         this.filtered('list', '/api/v1/files/' + qs(params), headers, callerId),
-        caller.admin && source.scoped ? callJson(this.upstream, FileCountAnswer, 'GET', '/api/v1/files/user/count', headers) : undefined,
+        caller.admin && source.scoped ? callJson(this.calls, FileCountAnswer, 'GET', '/api/v1/files/user/count', headers) : undefined,
       ]);
       if (up.status !== 200) return passError(res, up);
       if (own && own.json === undefined) return passError(res, own);
@@ -244,7 +226,7 @@ export class FileViews {
   // ---- count
 
   private async countOwn(res: ServerResponse, headers: Headers) {
-    const up = await callJson(this.upstream, FileCountAnswer, 'GET', '/api/v1/files/user/count', headers);
+    const up = await callJson(this.calls, FileCountAnswer, 'GET', '/api/v1/files/user/count', headers);
     if (up.json === undefined) return passError(res, up);
     return sendRewritten(res, 200, up.json);
   }
@@ -254,7 +236,7 @@ export class FileViews {
     const callerId = caller.id;
     if (!this.rebuildAtOnce(caller)) {
       const [countRes, firstPage] = await Promise.all([
-        callJson(this.upstream, FileCountAnswer, 'GET', '/api/v1/files/count', headers),
+        callJson(this.calls, FileCountAnswer, 'GET', '/api/v1/files/count', headers),
         this.filtered('list', '/api/v1/files/?page=1&content=false', headers, callerId),
       ]);
       if (countRes.json === undefined) return passError(res, countRes);
@@ -269,7 +251,7 @@ export class FileViews {
 
   /** One upstream answer read through the streamed filter (the caller's own records, or `options.rule`'s). */
   private filtered(shape: FileAnswerShape, pathAndQuery: string, headers: Headers, callerId: string, options: FilterOptions = {}) {
-    return filteredAnswer(this.upstream, shape, pathAndQuery, headers, callerId, { maxKeptBytes: this.maxKeptBytes, ...options });
+    return filteredAnswer(this.calls, shape, pathAndQuery, headers, callerId, { maxKeptBytes: this.maxKeptBytes, ...options });
   }
 
   /** Was this caller (or, for an admin, any admin) sent other users' files a moment ago? */
@@ -294,7 +276,7 @@ export class FileViews {
   async ownerOf(fileId: string, headers: Headers): Promise<string | undefined> {
     if (fileId === '*') return '*';
     try {
-      return (await callJson(this.upstream, FileOwnerAnswer, 'GET', `/api/v1/files/${fileId}`, headers)).json?.user_id;
+      return (await callJson(this.calls, FileOwnerAnswer, 'GET', `/api/v1/files/${fileId}`, headers)).json?.user_id;
     } catch {
       return undefined;
     }

@@ -5,12 +5,13 @@
 // closed: a body not JSON of the shape throws FileFilterError at its first bad byte or at end(); a
 // held answer leaves only after end(), a written-out one (an export) is cut off by its caller.
 import { FileFilterError, FileRecords, TopKeys, type FileAnswerShape, type FilteredFiles, type FilterOptions } from './file-answer.js';
-import { LIT_FALSE, LIT_NULL, LIT_TRUE, same } from './json-bytes.js';
+import { LIT_FALSE, LIT_NULL, LIT_TRUE, plainRunEnd, same, wordsOf } from './json-bytes.js';
 
 export { FileFilterError, wellFormed, type FileAnswerShape, type FilteredFiles, type FilterOptions, type KeptOutput, type RecordRule } from './file-answer.js';
 
 // The scanner's states and the byte tests of its loop stay beside the loop: imported, V8 would
-// read each through the module's import cell at every use, which costs in a loop this hot.
+// read each through the module's import cell at every use, which costs in a loop this hot (the
+// string run's scan, json-bytes.ts plainRunEnd, is called once a string and keeps its own beside it).
 const S_VALUE = 0; // a value is expected
 const S_ARR_FIRST = 1; // after '[': a value or ']'
 const S_OBJ_FIRST = 2; // after '{': a key or '}'
@@ -48,19 +49,6 @@ const OBJ = 1;
 
 const UID = Buffer.from('user_id');
 const ID = Buffer.from('id');
-
-const NO_WORDS = new Int32Array(0);
-
-/**
- * Whether a 32-bit word holds a byte that ends a string's plain run ('"', '\\', a byte < 0x20); never
- * false for one (a flagged word is read byte by byte): (v - 0x01010101) & ~v & 0x80808080 is nonzero
- * iff a byte of v is zero, with 0x20202020 iff a byte is below 0x20; the byte order does not matter.
- */
-function stopsString(x: number): boolean {
-  const q = x ^ 0x22222222;
-  const b = x ^ 0x5c5c5c5c;
-  return ((((q - 0x01010101) & ~q) | ((b - 0x01010101) & ~b) | ((x - 0x20202020) & ~x)) & 0x80808080) !== 0;
-}
 
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -118,67 +106,32 @@ export class FileStreamFilter {
     let i = 0;
     // The chunk as 32-bit words from its first 4-byte aligned byte (`head`), for the string scan.
     const head = (4 - (buf.byteOffset & 3)) & 3;
-    const nWords = len > head ? (len - head) >> 2 : 0;
-    const words = nWords > 0 ? new Int32Array(buf.buffer, buf.byteOffset + head, nWords) : NO_WORDS;
+    const words = wordsOf(buf, head);
     while (i < len) {
       const c = buf[i]!;
       switch (st) {
         case S_STR: {
           // the hot loop: most of a file list is string bytes
-          let j = i;
-          // byte by byte up to the first whole word
-          for (; j < len && ((j - head) & 3) !== 0; j++) {
-            const d = buf[j]!;
-            if (d === 0x22 || d === 0x5c || d < 0x20) break;
-          }
-          if (j < len && ((j - head) & 3) === 0) {
-            // then four bytes at a time; a word holding a stop byte is left to the loop below
-            let k = (j - head) >> 2;
-            for (; k < nWords; k++) if (stopsString(words[k]!)) break;
-            j = head + (k << 2);
-            for (; j < len; j++) {
-              const d = buf[j]!;
-              if (d === 0x22 || d === 0x5c || d < 0x20) break;
-            }
-          }
+          const j = plainRunEnd(buf, i, head, words);
           if (j === len) {
             i = len;
             continue;
           }
-          const d = buf[j]!;
-          if (d === 0x22) {
-            i = j + 1;
-            if (this.cap !== C_NONE) st = this.endString(buf, j);
-            else if (!this.strKey) st = stack.length === 0 ? S_DONE : S_AFTER;
-            else if (i < len && buf[i] === 0x3a) {
-              // a key nobody needs and its ':' at once (compact JSON): one turn of the loop saved
+          i = j + 1;
+          if (buf[j] === 0x22) {
+            st = this.cap !== C_NONE ? this.endString(buf, j) : !this.strKey ? (stack.length === 0 ? S_DONE : S_AFTER) : S_COLON;
+            if (st === S_COLON && i < len && buf[i] === 0x3a) {
+              // a key and its ':' at once (compact JSON): one turn of the loop saved
               st = S_VALUE;
               i++;
-            } else st = S_COLON;
+            }
             continue;
           }
-          if (d === 0x5c) {
-            this.strEsc = true;
-            st = S_STR_ESC;
-            i = j + 1;
-            continue;
-          }
-          return this.fail('control character in a string');
+          if (buf[j] !== 0x5c) return this.fail('control character in a string');
+          this.strEsc = true;
+          st = S_STR_ESC;
+          continue;
         }
-        case S_STR_ESC:
-          if (c === 0x75) {
-            st = S_STR_U;
-            this.uLeft = 4;
-          } else if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) {
-            st = S_STR;
-          } else return this.fail('bad escape');
-          i++;
-          continue;
-        case S_STR_U:
-          if (!isHex(c)) return this.fail('bad \\u escape');
-          if (--this.uLeft === 0) st = S_STR;
-          i++;
-          continue;
         case S_VALUE:
         case S_ARR_FIRST:
           if (c === 0x22 && this.role === R_NONE && stack.length !== 0 && !(this.itemsActive && !this.inRecord && stack.length === this.itemsDepth)) {
@@ -197,51 +150,10 @@ export class FileStreamFilter {
           break;
         case S_OBJ_FIRST:
         case S_KEY:
-          if (isWs(c)) break;
-          if (c === 0x22) {
-            st = S_STR;
-            this.strKey = true;
-            this.strEsc = false;
-            const depth = stack.length;
-            // in a record only user_id and id are read: a key that starts otherwise is skipped ('\\' may escape any)
-            const k = i + 1 < len ? buf[i + 1]! : 0x5c;
-            if (
-              this.inRecord
-                ? this.records.readsKeys && depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c)
-                : this.objectTop && depth === 1
-            ) {
-              this.cap = C_KEY;
-              this.capStart = i;
-              if (this.capParts.length) this.capParts.length = 0;
-            }
-            break;
-          }
-          if (c === 0x7d && st === S_OBJ_FIRST) {
-            st = this.close(buf, i, OBJ);
-            break;
-          }
-          return this.fail('a key was expected');
-        case S_COLON:
-          if (isWs(c)) break;
-          if (c !== 0x3a) return this.fail("':' was expected");
-          st = S_VALUE;
+          if (!isWs(c)) st = this.keyByte(buf, i, c, st);
           break;
-        case S_AFTER: {
-          if (isWs(c)) break;
-          const top = stack[stack.length - 1];
-          if (c === 0x2c) st = top === ARR ? S_VALUE : S_KEY;
-          else if (c === 0x5d && top === ARR) st = this.close(buf, i, ARR);
-          else if (c === 0x7d && top === OBJ) st = this.close(buf, i, OBJ);
-          else return this.fail("',' or the container's end was expected");
-          break;
-        }
-        case S_DONE:
-          if (!isWs(c)) return this.fail('bytes after the JSON value');
-          break;
-        case S_N_MINUS:
-          if (c === 0x30) st = S_N_ZERO;
-          else if (isDigit(c)) st = S_N_INT;
-          else return this.fail('bad number');
+        case S_AFTER:
+          if (!isWs(c)) st = this.afterValue(buf, i, c);
           break;
         case S_N_INT:
         case S_N_FRAC:
@@ -261,25 +173,87 @@ export class FileStreamFilter {
             continue; // this byte belongs to what follows the number
           }
           break;
-        case S_N_DOT:
-        case S_N_ESIGN:
-          if (!isDigit(c)) return this.fail('bad number');
-          st = st === S_N_DOT ? S_N_FRAC : S_N_EXP;
-          break;
-        case S_N_E:
-          if (c === 0x2b || c === 0x2d) st = S_N_ESIGN;
-          else if (isDigit(c)) st = S_N_EXP;
-          else return this.fail('bad number');
-          break;
-        case S_LIT:
-          if (c !== this.lit[this.litIdx]) return this.fail('bad literal');
-          if (++this.litIdx === this.lit.length) st = this.endValue();
-          break;
+        default:
+          st = this.rareByte(st, c);
       }
       i++;
     }
     this.st = st;
-    // A token or a record still open at the chunk's end keeps what it has so far.
+    this.carryOver(buf);
+  }
+
+  /**
+   * Where a key is expected: its opening quote (in a record only user_id and id are read, at the
+   * top the list's and the total's names), or the end of an empty object.
+   */
+  private keyByte(buf: Buffer, i: number, c: number, st: number): number {
+    if (c !== 0x22) {
+      if (c === 0x7d && st === S_OBJ_FIRST) return this.close(buf, i, OBJ);
+      return this.fail('a key was expected');
+    }
+    this.strKey = true;
+    this.strEsc = false;
+    const depth = this.stack.length;
+    // a key that starts otherwise is skipped ('\\' may escape any)
+    const k = i + 1 < buf.length ? buf[i + 1]! : 0x5c;
+    if (this.inRecord ? this.records.readsKeys && depth === this.itemsDepth + 1 && (k === 0x75 || k === 0x69 || k === 0x5c) : this.objectTop && depth === 1) {
+      this.cap = C_KEY;
+      this.capStart = i;
+      if (this.capParts.length) this.capParts.length = 0;
+    }
+    return S_STR;
+  }
+
+  /** After a value inside a container: the next one, or the container's end. */
+  private afterValue(buf: Buffer, i: number, c: number): number {
+    const top = this.stack[this.stack.length - 1];
+    if (c === 0x2c) return top === ARR ? S_VALUE : S_KEY;
+    if (c === 0x5d && top === ARR) return this.close(buf, i, ARR);
+    if (c === 0x7d && top === OBJ) return this.close(buf, i, OBJ);
+    return this.fail("',' or the container's end was expected");
+  }
+
+  /** The states a list's bytes seldom meet: a ':' apart from its key, escapes, the start of numbers past their first digit, literals, the end. */
+  private rareByte(st: number, c: number): number {
+    switch (st) {
+      case S_COLON:
+        if (isWs(c)) return S_COLON;
+        if (c !== 0x3a) return this.fail("':' was expected");
+        return S_VALUE;
+      case S_STR_ESC:
+        if (c === 0x75) {
+          this.uLeft = 4;
+          return S_STR_U;
+        }
+        if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) return S_STR;
+        return this.fail('bad escape');
+      case S_STR_U:
+        if (!isHex(c)) return this.fail('bad \\u escape');
+        return --this.uLeft === 0 ? S_STR : S_STR_U;
+      case S_DONE:
+        if (!isWs(c)) return this.fail('bytes after the JSON value');
+        return S_DONE;
+      case S_N_MINUS:
+        if (c === 0x30) return S_N_ZERO;
+        if (isDigit(c)) return S_N_INT;
+        return this.fail('bad number');
+      case S_N_DOT:
+      case S_N_ESIGN:
+        if (!isDigit(c)) return this.fail('bad number');
+        return st === S_N_DOT ? S_N_FRAC : S_N_EXP;
+      case S_N_E:
+        if (c === 0x2b || c === 0x2d) return S_N_ESIGN;
+        if (isDigit(c)) return S_N_EXP;
+        return this.fail('bad number');
+      case S_LIT:
+        if (c !== this.lit[this.litIdx]) return this.fail('bad literal');
+        return ++this.litIdx === this.lit.length ? this.endValue() : S_LIT;
+    }
+    return st;
+  }
+
+  /** A token or a record still open at the chunk's end keeps what it has so far. */
+  private carryOver(buf: Buffer): void {
     if (this.cap !== C_NONE) {
       this.capParts.push(buf.subarray(this.capStart));
       this.capStart = 0;
