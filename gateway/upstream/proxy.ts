@@ -84,6 +84,11 @@ export class Upstream {
     this.calls = { target, agent: this.agent, timeoutMs: options.timeoutMs, rewriteMaxBytes: options.rewriteMaxBytes };
     const proxy = (this.proxy = new ProxyServer({
       target, // a URL object: http-proxy-3 parses a string target again on every request
+      // The request target is the canonical one (gateway/http/canonical-path.ts), a form `new URL`
+      // leaves unchanged: taken as it is (`toProxy`) rather than parsed again on every request, and
+      // joined to the upstream's own path only when it has one (docs/design/cost-per-request.md).
+      toProxy: true,
+      prependPath: target.pathname !== '/' || target.search !== '',
       agent: this.agent,
       xfwd: false, // the gateway sets X-Forwarded-* itself from what it trusts
       changeOrigin: false,
