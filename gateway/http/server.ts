@@ -7,22 +7,22 @@ import type { Logger } from 'pino';
 import type { Settings } from '../../config/settings.js';
 import { classify, type RouteClass } from '../../policies/routes.js';
 import type { Observability } from '../observability/observability.js';
-import { createQuietGc } from './quiet-gc.js';
+import { createQuietGc, type QuietGc } from './quiet-gc.js';
 import { answerFailure, finishSocket, rawJsonAnswer } from './respond.js';
 import type { WebSocketTracker } from './websockets.js';
 
 /**
- * What the handler found out about a request, for its metrics and log line: kept in an object of the
+ * What the handler learns for a request's metrics and log line (its route class): kept in an object of the
  * gateway's own (a property added to Node's response object would give it a new shape, which
  * slows all of Node's code that reads responses).
  */
-export interface Found {
+export interface RequestLabels {
   routeClass: RouteClass | undefined;
 }
 
 /** What the server hands each request and upgrade to (gateway/pipeline/handle.ts). */
 export interface RequestHandler {
-  handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void>;
+  handle(req: IncomingMessage, res: ServerResponse, labels: RequestLabels): Promise<void>;
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, closing: boolean): Promise<void>;
 }
 
@@ -33,6 +33,19 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
+/** Per client socket: answers still being written, and the latest request (for `clientError`). */
+type Answering = WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>;
+
+/** What the server's listeners share. */
+interface ServerState {
+  readonly obs: Observability;
+  readonly pipeline: RequestHandler;
+  readonly quietGc: QuietGc;
+  readonly answering: Answering;
+  /** set once close() began */
+  closing: boolean;
+}
+
 export function createHttpServer(o: {
   server: Settings['server'];
   obs: Observability;
@@ -40,54 +53,10 @@ export function createHttpServer(o: {
   websockets: WebSocketTracker;
   idleTimeoutMs: number;
 }): HttpServer {
-  const { obs, pipeline, websockets } = o;
-  // The request line holds fixed fields only (id, method, canonical path, status, ms, class), none
-  // of which the redact list names, so it is written without redaction: with it, pino re-parsed
-  // every redact path on every line, the largest cost of a proxied request (bench/README.md).
-  // Every other log line keeps the redaction.
-  const requestLog = obs.log.child({}, { redact: [] });
-  let closing = false;
+  const { obs, pipeline } = o;
   const quietGc = createQuietGc({ quietMs: o.server.quietGcMs, log: obs.log, collections: obs.metrics.quietCollections });
-
-  /** Per client socket: answers still being written, and the latest request (for `clientError`). */
-  const answering = new WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>();
-
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const started = process.hrtime.bigint();
-    const found: Found = { routeClass: undefined };
-    let answered = answering.get(req.socket);
-    if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
-    if (answered.open++ === 0) quietGc.begin(req.socket);
-    answered.req = req;
-    answered.res = res;
-    if (closing) res.setHeader('connection', 'close');
-    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
-    res.once('close', () => {
-      // A socket with no answer open needs no entry (clientError reads a missing one as none open):
-      // kept, it held the last request and response, headers and all, for as long as the
-      // keep-alive connection stayed idle (memory per idle connection).
-      // A destroyed connection's queued (pipelined) answers never emit 'close': it has none in flight.
-      if (--answered.open === 0 || req.socket.destroyed) {
-        quietGc.end(req.socket);
-        if (answering.get(req.socket) === answered) answering.delete(req.socket);
-      }
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const cls = found.routeClass ?? classifyTarget(req.url);
-      if (res.writableFinished) {
-        obs.metrics.requests.tally(cls, String(res.statusCode));
-        obs.metrics.latency.observe({ route_class: cls }, seconds);
-        // Shutting down: a keep-alive connection whose last response is done goes now.
-        if (closing) setImmediate(() => server.closeIdleConnections());
-      }
-      logRequest(requestLog, req, res, cls, seconds);
-    });
-    // A step that throws, at once or later, rejects the promise: the same clean answer either way.
-    pipeline.handle(req, res, found).catch((err: unknown) => failed(res, err));
-  };
-
-  /** A step failed: answered in the one place failures are (gateway/http/respond.ts). */
-  const failed = (res: ServerResponse, err: unknown): void => answerFailure(res, err, obs);
-
+  const state: ServerState = { obs, pipeline, quietGc, answering: new WeakMap(), closing: false };
+  const onRequest = requestListener(state, () => server);
   const server = http.createServer(
     {
       headersTimeout: o.server.headersTimeoutMs,
@@ -104,13 +73,73 @@ export function createHttpServer(o: {
   server.timeout = o.idleTimeoutMs;
   // Judge before the client sends its body: a refused upload never gets `100 Continue`.
   server.on('checkContinue', onRequest);
-  server.on('upgrade', (req, socket, head) => {
+  server.on('upgrade', upgradeListener(state));
+  server.on('connect', refuseConnect);
+  server.on('clientError', clientErrorListener(state.answering));
+  return {
+    server,
+    listen: (port, host) => listen(server, port, host),
+    close(graceMs) {
+      state.closing = true;
+      quietGc.stop();
+      return closeGracefully(server, o.websockets, graceMs);
+    },
+  };
+}
+
+/** Each request: handed to the pipeline, then counted and logged once its answer is done or cut short. */
+function requestListener(state: ServerState, server: () => http.Server): (req: IncomingMessage, res: ServerResponse) => void {
+  const { obs, pipeline, quietGc, answering } = state;
+  // The request line holds fixed fields only (id, method, canonical path, status, ms, class), none
+  // of which the redact list names, so it is written without redaction: with it, pino re-parsed
+  // every redact path on every line, the largest cost of a proxied request (bench/README.md).
+  // Every other log line keeps the redaction.
+  const requestLog = obs.log.child({}, { redact: [] });
+  return (req, res) => {
+    const started = process.hrtime.bigint();
+    const labels: RequestLabels = { routeClass: undefined };
+    let answered = answering.get(req.socket);
+    if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
+    if (answered.open++ === 0) quietGc.begin(req.socket);
+    answered.req = req;
+    answered.res = res;
+    if (state.closing) res.setHeader('connection', 'close');
+    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
+    res.once('close', () => {
+      // A socket with no answer open needs no entry (clientError reads a missing one as none open):
+      // kept, it held the last request and response, headers and all, for as long as the
+      // keep-alive connection stayed idle (memory per idle connection).
+      // A destroyed connection's queued (pipelined) answers never emit 'close': it has none in flight.
+      if (--answered.open === 0 || req.socket.destroyed) {
+        quietGc.end(req.socket);
+        if (answering.get(req.socket) === answered) answering.delete(req.socket);
+      }
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const cls = labels.routeClass ?? classifyTarget(req.url);
+      if (res.writableFinished) {
+        obs.metrics.requests.tally(cls, String(res.statusCode));
+        obs.metrics.latency.observe({ route_class: cls }, seconds);
+        // Shutting down: a keep-alive connection whose last response is done goes now.
+        if (state.closing) setImmediate(() => server().closeIdleConnections());
+      }
+      logRequest(requestLog, req, res, cls, seconds);
+    });
+    // A step that throws, at once or later, rejects the promise: the same clean answer either way
+    // (answered in the one place failures are, gateway/http/respond.ts).
+    pipeline.handle(req, res, labels).catch((err: unknown) => answerFailure(res, err, obs));
+  };
+}
+
+/** A WebSocket handshake: a GET handed to the pipeline, anything else refused. */
+function upgradeListener(state: ServerState): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const { obs, pipeline, quietGc } = state;
+  return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
     // RFC 6455 4.1: the opening handshake is a GET. Node hands over an upgrade of any method; one
     // forwarded would be a tunnel opened under a method nobody judged.
     // Answered with finishSocket: Node reads an upgraded or CONNECT socket no more and no timeout
     // of the server's reaches it, so a plain end() left it open (and a graceful stop waiting) for ever.
-    if (req.method !== 'GET') return void finishSocket(socket as Duplex, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
+    if (req.method !== 'GET') return void finishSocket(socket, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET' }));
     // The handshake being judged is in flight; the open WebSocket after it is not (its frames never
     // hold off a collection). A key of its own: an answer pipelined before it may still be open.
     const handshake = {
@@ -120,60 +149,64 @@ export function createHttpServer(o: {
     };
     quietGc.begin(handshake);
     pipeline
-      .upgrade(req, socket as Duplex, head, closing)
-      .catch((err: Error) => answerFailure(socket as Duplex, err, obs))
+      .upgrade(req, socket, head, state.closing)
+      .catch((err: Error) => answerFailure(socket, err, obs))
       .finally(() => quietGc.end(handshake));
-  });
-  // CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
-  // closes the socket, leaving the client without an answer).
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    socket.on('error', () => socket.destroy());
-    finishSocket(socket, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
-  });
-  server.on('clientError', (err: Error & { code?: string }, socket) => {
+  };
+}
+
+/**
+ * CONNECT is not a request this gateway forwards: Node hands it here (without a listener it only
+ * closes the socket, leaving the client without an answer).
+ */
+function refuseConnect(_req: IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => socket.destroy());
+  finishSocket(socket, rawJsonAnswer(405, 'Method Not Allowed', { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
+}
+
+/** Bytes Node could not parse as HTTP: a 400, 408 or 431 where one can be written, else the socket closes. */
+function clientErrorListener(answering: Answering): (err: Error & { code?: string }, socket: Duplex) => void {
+  return (err, socket) => {
     const entry = answering.get(socket);
     const open = entry?.open ?? 0;
     // Bytes after a `Connection: close` request: ignored; its answer finishes, then the socket closes.
-    if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : socket.destroy();
-    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    if (err.code === 'HPE_CLOSED_CONNECTION') return open > 0 ? undefined : void socket.destroy();
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const answer = rawJsonAnswer(status, status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request');
     // The faulty bytes are the body of the request being answered: its own 400, unless its answer started.
     const ownBody = open === 1 && !entry!.req.complete;
-    if (ownBody) return entry!.res.headersSent ? socket.destroy() : void socket.end(answer);
+    if (ownBody) return entry!.res.headersSent ? void socket.destroy() : void socket.end(answer);
     if (open === 0) return void socket.end(answer);
     // A malformed request pipelined behind one still being answered: that answer is finished first
     // (cut off, the client would lose the answer to a request that was carried out), then the socket
     // closes. No 400 for it: written meanwhile it would land inside that answer's body.
     entry!.res.once('close', () => (entry!.res.writableFinished && socket.writable ? socket.end() : socket.destroy()));
-  });
-
-  return {
-    server,
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
-          const addr = server.address();
-          const actual = typeof addr === 'object' && addr ? addr.port : port;
-          resolve({ port: actual, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${actual}` });
-        });
-      });
-    },
-    close(graceMs) {
-      closing = true;
-      quietGc.stop();
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        websockets.closeAll();
-        setTimeout(() => {
-          server.closeAllConnections();
-          websockets.destroyAll();
-        }, graceMs).unref();
-      });
-    },
   };
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<{ port: number; url: string }> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
+      const addr = server.address();
+      const actual = typeof addr === 'object' && addr ? addr.port : port;
+      resolve({ port: actual, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${actual}` });
+    });
+  });
+}
+
+/** Idle connections close now and WebSockets are asked to; after `graceMs` whatever is left is cut. */
+function closeGracefully(server: http.Server, websockets: WebSocketTracker, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    websockets.closeAll();
+    setTimeout(() => {
+      server.closeAllConnections();
+      websockets.destroyAll();
+    }, graceMs).unref();
+  });
 }
 
 // Connections waiting to be accepted. Node's default (511) drops new connections during a burst while

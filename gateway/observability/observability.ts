@@ -174,6 +174,37 @@ export function createObservability(options: {
   /** where the lines go without `destination`: stdout (a test gives a file's) */
   fd?: number;
 }): Observability {
+  const { log, audit, stdout, auditDestination } = createLoggers(options);
+  const metrics = createMetrics();
+  const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
+  const heldBack = (held: Array<{ client: string; suppressed: number }>) => {
+    for (const h of held)
+      audit.warn(
+        { event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 },
+        'anonymous audit events held back (rate)',
+      );
+  };
+  return {
+    log,
+    audit,
+    auditAnonymous(client, fields, msg) {
+      const written = anonymous.take(client, heldBack);
+      metrics.anonymousAudit.inc({ event: fields.event, written: written ? 'yes' : 'no' });
+      if (written) audit.info({ ...fields, client }, msg);
+    },
+    metrics,
+    async close() {
+      stdout?.flush();
+      if (auditDestination) {
+        auditDestination.flushSync?.();
+        auditDestination.end();
+      }
+    },
+  };
+}
+
+/** The log and the audit stream, and the destinations that must be flushed on close. */
+function createLoggers(options: { level: string; auditFile?: string; destination?: pino.DestinationStream; fd?: number }) {
   const base = { redact: { paths: REDACT, censor: '[redacted]' }, level: options.level };
   // Silent (tests): pino's own destination, without a flush timer per instance.
   const stdout = options.destination || options.level === 'silent' ? undefined : pino.destination({ ...STDOUT_WRITES, dest: options.fd ?? 1 });
@@ -184,11 +215,36 @@ export function createObservability(options: {
     : stdout
       ? pino({ ...base, level: 'info', name: 'audit' }, { write: (line: string) => (stdout.write(line), stdout.flush()) })
       : log.child({ name: 'audit' }, { level: 'info' });
+  return { log, audit, stdout, auditDestination };
+}
 
+/** Every metric the gateway exports, registered in the order /metrics lists them. */
+function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics: Metrics = {
     registry,
+    ...trafficMetrics(registry),
+    ...sessionStateMetrics(registry),
+    ...processMetrics(registry),
+  };
+  new Gauge({
+    name: 'gateway_shared_state_unreachable_seconds',
+    help: 'How long the shared session state (Redis) has been unreachable, 0 while it is reachable (or not used)',
+    registers: [registry],
+    collect(this: Gauge) {
+      const since = metrics.sharedStateDownSince();
+      this.set(since === undefined ? 0 : (Date.now() - since) / 1000);
+    },
+  });
+  return metrics;
+}
+
+/** Requests, the decisions taken on them, the upstream's failures, caches, WebSockets, anonymous audit events. */
+function trafficMetrics(
+  registry: Registry,
+): Pick<Metrics, 'requests' | 'latency' | 'policyDecisions' | 'driftEvents' | 'upstreamErrors' | 'cache' | 'openWebSockets' | 'anonymousAudit'> {
+  return {
     requests: new TallyCounter({
       name: 'gateway_requests_total',
       help: 'Requests by route class and status',
@@ -228,6 +284,14 @@ export function createObservability(options: {
       labelNames: ['event', 'written'],
       registers: [registry],
     }),
+  };
+}
+
+/** The shared session state (Redis) and the sessions it ends. */
+function sessionStateMetrics(
+  registry: Registry,
+): Pick<Metrics, 'sharedStateUp' | 'sharedStateDownSince' | 'sessionChecksUnavailable' | 'sessionsEnded' | 'sessionEndsNotDurable'> {
+  return {
     sharedStateUp: new Gauge({
       name: 'gateway_shared_state_up',
       help: '1 when the shared session state (Redis, or this process without REDIS_URL) can be trusted, else 0',
@@ -251,6 +315,14 @@ export function createObservability(options: {
       labelNames: ['reason'],
       registers: [registry],
     }),
+  };
+}
+
+/** The process and its settings: quiet collections, the Open WebUI release behind it, the live policy. */
+function processMetrics(
+  registry: Registry,
+): Pick<Metrics, 'quietCollections' | 'upstreamReleaseSupported' | 'policyInfo' | 'policyAppliedAt' | 'policyRefused'> {
+  return {
     quietCollections: new Counter({
       name: 'gateway_quiet_gc_total',
       help: 'Full garbage collections run after a burst, once nothing was in flight for QUIET_GC_MS',
@@ -278,39 +350,5 @@ export function createObservability(options: {
       help: 'Readings of POLICY_FILE refused because they did not parse or validate (the policy in force stayed)',
       registers: [registry],
     }),
-  };
-  new Gauge({
-    name: 'gateway_shared_state_unreachable_seconds',
-    help: 'How long the shared session state (Redis) has been unreachable, 0 while it is reachable (or not used)',
-    registers: [registry],
-    collect(this: Gauge) {
-      const since = metrics.sharedStateDownSince();
-      this.set(since === undefined ? 0 : (Date.now() - since) / 1000);
-    },
-  });
-  const anonymous = new AnonymousAuditLimiter(ANONYMOUS_AUDIT_PER_MINUTE);
-  const heldBack = (held: Array<{ client: string; suppressed: number }>) => {
-    for (const h of held)
-      audit.warn(
-        { event: 'anonymous-audit-suppressed', client: h.client, suppressed: h.suppressed, windowSeconds: 60 },
-        'anonymous audit events held back (rate)',
-      );
-  };
-  return {
-    log,
-    audit,
-    auditAnonymous(client, fields, msg) {
-      const written = anonymous.take(client, heldBack);
-      metrics.anonymousAudit.inc({ event: fields.event, written: written ? 'yes' : 'no' });
-      if (written) audit.info({ ...fields, client }, msg);
-    },
-    metrics,
-    async close() {
-      stdout?.flush();
-      if (auditDestination) {
-        auditDestination.flushSync?.();
-        auditDestination.end();
-      }
-    },
   };
 }

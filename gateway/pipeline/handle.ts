@@ -58,7 +58,7 @@ import type { WebSocketTracker } from '../http/websockets.js';
 import { WebSocketGuard } from '../http/socketio-guard.js';
 import { REFUSAL_RULES } from '../http/websocket-frames.js';
 import { rewriteHeaders } from '../upstream/file-views.js';
-import type { Found, RequestHandler } from '../http/server.js';
+import type { RequestLabels, RequestHandler } from '../http/server.js';
 
 /** Is the answer an event stream (its headers, as the upstream sent them, already on it)? */
 const eventStream = (res: ServerResponse) => /^text\/event-stream/i.test(String(res.getHeader('content-type') ?? ''));
@@ -172,7 +172,7 @@ export class Pipeline implements RequestHandler {
   }
 
   /** A request's steps, in order. A step that fails, at once or later, rejects the promise. */
-  async handle(req: IncomingMessage, res: ServerResponse, found: Found): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, labels: RequestLabels): Promise<void> {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     // 1. canonical target; what cannot be judged is refused
@@ -182,7 +182,7 @@ export class Pipeline implements RequestHandler {
     // judged as this target from here on: every log line and metric, refusals included, names it so
     req.url = url;
     const cls = classify(path);
-    found.routeClass = cls;
+    labels.routeClass = cls;
     if (hasMethodOverride(req.headers)) return sendJson(res, 400, { detail: 'Bad request: method override headers are not accepted' });
     const method = req.method ?? 'GET';
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
