@@ -6,7 +6,7 @@
 // decode alike are the same route upstream. The canonical form therefore:
 //   - decodes %XX of unreserved characters and of sub-delims (`%61` -> `a`, `%2e` -> `.`),
 //     keeps every other escape in upper case (`%3f` -> `%3F`), and escapes raw characters that
-//     a URL parser would escape, so `new URL()` (used by http-proxy-3) leaves it unchanged;
+//     a URL parser would escape, so `new URL()` leaves it unchanged;
 //   - reads an encoded `/` (`%2F`) as the separator it is once decoded, as uvicorn does before
 //     Starlette routes (`/models/org%2Fmodel/overview` is `/models/org/model/overview` there), so
 //     the decision and what is forwarded hold a raw `/` where the client wrote `%2F`;
@@ -163,8 +163,8 @@ export function decodeTarget(rawTarget: string | undefined): Canonicalized {
     }
   }
 
-  // Forward what a URL parser makes of it, and insist the path survives unchanged: http-proxy-3
-  // re-parses the target, and the upstream must receive the path that was judged.
+  // Forward what a URL parser makes of it, and insist the path survives unchanged: whatever parses
+  // the target again on the way (a proxy library, the upstream) must find the path that was judged.
   const parsed = new URL(path + rawQuery, BASE);
   if (parsed.pathname !== path) return refuse('path has no stable canonical form');
   const search = parsed.search;

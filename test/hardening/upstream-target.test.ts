@@ -10,11 +10,11 @@ import { createObservability } from '../../gateway/observability/observability.j
 const listen = (server: http.Server) =>
   new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
-/** The targets an origin received when `targets` were forwarded through a proxy to `origin + base`. */
-async function received(base: string, targets: string[]): Promise<string[]> {
+/** What an origin received (the target, or `show` of the request) when `targets` were forwarded through a proxy to `origin + base`. */
+async function received(base: string, targets: string[], method = 'GET', show = (req: http.IncomingMessage) => req.url ?? ''): Promise<string[]> {
   const seen: string[] = [];
   const origin = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
+    seen.push(show(req));
     res.end('{}');
   });
   const upstream = new Upstream(
@@ -26,7 +26,10 @@ async function received(base: string, targets: string[]): Promise<string[]> {
   try {
     for (const target of targets) {
       const status = await new Promise<number>((resolve, reject) =>
-        http.get(`${url}${target}`, { agent: false }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on('error', reject),
+        http
+          .request(`${url}${target}`, { method, agent: false }, (res) => (res.resume(), resolve(res.statusCode ?? 0)))
+          .on('error', reject)
+          .end(),
       );
       expect(status, target).to.equal(200);
     }
@@ -55,5 +58,11 @@ describe('upstream proxy: the request target as the upstream receives it', funct
 
   it('under an UPSTREAM_URL with a path, comes below that path, query kept', async () => {
     expect(await received('/owui', TARGETS)).to.deep.equal(TARGETS.map((t) => (t === '/' ? '/owui/' : `/owui${t}`)));
+  });
+
+  it('of a DELETE or OPTIONS without a body carries Content-Length: 0 (no body framing left for the upstream to guess)', async () => {
+    const lengths = (req: http.IncomingMessage) => `${req.method} ${req.headers['content-length']} ${req.headers['transfer-encoding']}`;
+    expect(await received('', ['/api/v1/chats/c1'], 'DELETE', lengths)).to.deep.equal(['DELETE 0 undefined']);
+    expect(await received('', ['/api/v1/chats/c1'], 'OPTIONS', lengths)).to.deep.equal(['OPTIONS 0 undefined']);
   });
 });
