@@ -194,7 +194,7 @@ export class RequestSteps implements RequestHandler {
     if (method === 'TRACE' || method === 'TRACK' || method === 'CONNECT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
     if (!validHost(req.headers.host, req.httpVersion)) return sendJson(res, 400, { detail: 'Bad request: invalid Host header' }, { connection: 'close' });
     // Request smuggling: Node sends GET, HEAD, DELETE and OPTIONS upstream without chunked framing
-    // (http-proxy-3 even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
+    // (the forward even sets `Content-Length: 0` on DELETE and OPTIONS), so a chunked body on one of
     // them would reach Open WebUI as raw bytes after a bodiless request: a second request nobody judged.
     // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 6.1), which Node accepts: refused too.
     // Connection naming Content-Length (or Transfer-Encoding, Host) would have the body's framing

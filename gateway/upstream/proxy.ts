@@ -1,14 +1,14 @@
 // Every byte to and from the chat front-end goes through here: the streaming proxy for client
-// traffic (http-proxy-3 over one keep-alive agent), WebSocket upgrades (gateway/upstream/websocket-join.ts)
+// traffic (gateway/upstream/forward.ts over one keep-alive agent), WebSocket upgrades (gateway/upstream/websocket-join.ts)
 // and `calls` for the gateway's own requests (gateway/upstream/calls.ts). Client bodies are
 // piped, never buffered; only `calls` buffers, and only up to a bound.
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Readable, type Duplex } from 'node:stream';
-import { ProxyServer } from 'http-proxy-3';
 import type { Observability } from '../observability/observability.js';
 import { answerFailure, PERSONAL_CACHE_CONTROL, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
 import { UpstreamCalls, type BodySink, type UpstreamResponse } from './calls.js';
+import { forwardRequest, type ForwardTarget } from './forward.js';
 import { forwardUpgrade, validStatus, type Guarding, type UpgradeTarget } from './websocket-join.js';
 
 export type { BodySink, UpstreamResponse, Guarding };
@@ -61,7 +61,8 @@ function dropUpstreamHeaders(res: ServerResponse, ours: readonly string[] | unde
 export class Upstream {
   /** the keep-alive pool every request to the chat front-end shares */
   readonly agent: http.Agent;
-  private readonly proxy: ProxyServer;
+  private readonly forwardTo: ForwardTarget;
+  private readonly timeoutMs: number;
   // Time to response headers, counted from the end of the request body: an upstream slower than
   // the timeout gets 504. A long upload is not cut by it (the idle timeouts bound a stalled one).
   private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
@@ -83,82 +84,80 @@ export class Upstream {
     });
     this.upgrades = { target, timeoutMs: options.timeoutMs, obs };
     this.calls = new UpstreamCalls({ target, agent: this.agent, timeoutMs: options.timeoutMs, rewriteMaxBytes: options.rewriteMaxBytes });
-    const proxy = (this.proxy = new ProxyServer({
-      target, // a URL object: http-proxy-3 parses a string target again on every request
+    this.timeoutMs = options.timeoutMs;
+    this.forwardTo = {
       agent: this.agent,
-      xfwd: false, // the gateway sets X-Forwarded-* itself from what it trusts
-      changeOrigin: false,
-      ws: false, // upgrades: forwardUpgrade
-      proxyTimeout: options.idleTimeoutMs ?? 300_000,
-    }));
-    proxy.on('proxyReq', (proxyReq, req) => {
-      const tracked = this.exchangeOf(req);
-      const arm = () => {
-        if (tracked.answered) return;
-        tracked.timer = setTimeout(() => {
-          tracked.timedOut = true;
-          proxyReq.destroy();
-        }, options.timeoutMs);
-      };
-      if (req.complete) arm();
-      else req.once('end', arm);
-    });
-    proxy.on('proxyRes', (proxyRes, req, res) => {
-      const tracked = this.exchangeOf(req);
-      tracked.answered = true;
-      clearTimeout(tracked.timer);
-      if (!validStatus(proxyRes.statusCode)) {
-        // Relayed, an invalid status (999) would be the client's problem; answered here, http-proxy-3
-        // finds the response finished and pipes nothing.
-        proxyRes.destroy();
-        answerFailure(
-          res as ServerResponse,
-          new UpstreamError('bad-status', `upstream answered an invalid status ${proxyRes.statusCode}`),
-          this.obs,
-          { method: req.method, url: req.url },
-          { connection: 'close' },
-        );
-        return;
-      }
-      tracked.answer = proxyRes;
-      // The upstream's socket gone mid-body (killed, reset, a framing error): the client's connection
-      // ends at once, so it sees an incomplete body (no last chunk, fewer bytes than Content-Length)
-      // instead of waiting for the idle timeout. A pipe alone would leave it open.
-      // (Node emits 'error', "aborted", on an answer whose socket closed before its end.)
-      proxyRes.on('error', () => {
-        if (!(res as ServerResponse).writableEnded) (res as ServerResponse).destroy();
-      });
-      // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
-      // client's own `Connection: close` (removed from req.headers before forwarding) must still be
-      // honoured: left alone, http-proxy-3 answers `Connection: keep-alive` and the socket stays open.
-      // Overwritten, not deleted (http-proxy-3 skips undefined values; a delete slows every later
-      // read of the object).
-      const headers = proxyRes.headers;
-      const keepAlive = (res as ServerResponse).shouldKeepAlive !== false;
-      headers.connection = keepAlive ? 'keep-alive' : 'close';
-      // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
-      headers['keep-alive'] = keepAlive ? keepAliveHint((res as ServerResponse).socket) : undefined;
-      if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
-      // The chat front-end's API answers and pages are a signed-in user's (GET /api/v1/auths/ even
-      // carries its token, with an ETag and no Cache-Control): never stored, so that Back after
-      // signing out shows nothing from the cache. Static assets (/static/, /_app/,
-      // ...) keep what the upstream says: they cost nothing more.
-      if (classify(pathOf(req.url)) !== 'public') headers['cache-control'] = PERSONAL_CACHE_CONTROL;
-      // The gateway's own Set-Cookie (a renewed or cleared session) first: http-proxy-3 copies the
-      // upstream's with setHeader, which replaces what the answer already holds.
-      const ours = tracked.setCookies;
-      if (ours && headers['set-cookie']) headers['set-cookie'] = [...ours, ...headers['set-cookie']];
-    });
+      protocol: target.protocol,
+      // the WHATWG URL keeps an IPv6 host in brackets; the socket's address has none
+      hostname: target.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: Number(target.port) || (target.protocol === 'https:' ? 443 : 80),
+      // The request target is the canonical one (gateway/http/canonical-path.ts): sent as it is,
+      // joined to the upstream's own path only when UPSTREAM_URL has one.
+      base: target.pathname !== '/' || target.search !== '' ? target.pathname + target.search : undefined,
+      idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
+    };
+  }
 
-    // A client that went away is not an error worth a log line; http-proxy-3 already aborted upstream.
-    proxy.on('econnreset', (_err, req) => clearTimeout(this.exchanges.get(req)?.timer));
-    // Every web() call has its own error callback, and upgrades do not go through http-proxy-3; this
-    // listener is there so that an error it might still emit on itself is answered, never thrown (an
-    // EventEmitter without an 'error' listener throws, and the process exits).
-    proxy.on('error', (err: Error & { code?: string }, req: IncomingMessage, target: unknown) => {
-      if (target && typeof (target as ServerResponse).writeHead === 'function') return this.onError(err, req, target as ServerResponse);
-      (target as Duplex | undefined)?.destroy();
+  /** The upstream request has its socket: the time to its answer starts with the end of the request body. */
+  private armTimer(proxyReq: ClientRequest, req: IncomingMessage): void {
+    const tracked = this.exchangeOf(req);
+    const arm = () => {
+      if (tracked.answered) return;
+      tracked.timer = setTimeout(() => {
+        tracked.timedOut = true;
+        proxyReq.destroy();
+      }, this.timeoutMs);
+    };
+    if (req.complete) arm();
+    else req.once('end', arm);
+  }
+
+  /** The upstream's answer, before its head is copied to `res`. */
+  private onAnswer(proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
+    const tracked = this.exchangeOf(req);
+    tracked.answered = true;
+    clearTimeout(tracked.timer);
+    if (!validStatus(proxyRes.statusCode)) {
+      // Relayed, an invalid status (999) would be the client's problem; answered here, the
+      // forward finds the response finished and pipes nothing.
+      proxyRes.destroy();
+      answerFailure(
+        res,
+        new UpstreamError('bad-status', `upstream answered an invalid status ${proxyRes.statusCode}`),
+        this.obs,
+        { method: req.method, url: req.url },
+        { connection: 'close' },
+      );
+      return;
+    }
+    tracked.answer = proxyRes;
+    // The upstream's socket gone mid-body (killed, reset, a framing error): the client's connection
+    // ends at once, so it sees an incomplete body (no last chunk, fewer bytes than Content-Length)
+    // instead of waiting for the idle timeout. A pipe alone would leave it open.
+    // (Node emits 'error', "aborted", on an answer whose socket closed before its end.)
+    proxyRes.on('error', () => {
+      if (!res.writableEnded) res.destroy();
     });
+    // The upstream connection's hop-by-hop headers are not the client's (RFC 9110 7.6.1), and the
+    // client's own `Connection: close` (removed from req.headers before forwarding) must still be
+    // honoured: left alone, the forward answers `Connection: keep-alive` and the socket stays open.
+    // Overwritten, not deleted (the forward skips undefined values; a delete slows every later
+    // read of the object).
+    const headers = proxyRes.headers;
+    const keepAlive = res.shouldKeepAlive !== false;
+    headers.connection = keepAlive ? 'keep-alive' : 'close';
+    // The gateway's own keep-alive hint, as Node sends it on the gateway's other answers.
+    headers['keep-alive'] = keepAlive ? keepAliveHint(res.socket) : undefined;
+    if (headers['proxy-connection'] !== undefined) headers['proxy-connection'] = undefined;
+    // The chat front-end's API answers and pages are a signed-in user's (GET /api/v1/auths/ even
+    // carries its token, with an ETag and no Cache-Control): never stored, so that Back after
+    // signing out shows nothing from the cache. Static assets (/static/, /_app/,
+    // ...) keep what the upstream says: they cost nothing more.
+    if (classify(pathOf(req.url)) !== 'public') headers['cache-control'] = PERSONAL_CACHE_CONTROL;
+    // The gateway's own Set-Cookie (a renewed or cleared session) first: the forward copies the
+    // upstream's with setHeader, which replaces what the answer already holds.
+    const ours = tracked.setCookies;
+    if (ours && headers['set-cookie']) headers['set-cookie'] = [...ours, ...headers['set-cookie']];
   }
 
   /**
@@ -172,7 +171,7 @@ export class Upstream {
     // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
     // generation, a mark-compact every 2 s under load (docs/design/hot-path.md, "The exchange's state ends with its answer"). An
     // answer cut short (the client left first) also stops its upstream timer, which would hold
-    // the exchange until UPSTREAM_TIMEOUT_MS: http-proxy-3 has already aborted that request.
+    // the exchange until UPSTREAM_TIMEOUT_MS: the forward has already aborted that request.
     res.once('close', () => {
       const tracked = this.exchanges.get(req);
       if (!tracked) return;
@@ -181,7 +180,13 @@ export class Upstream {
       this.exchanges.delete(req);
     });
     // `body`: a request body the gateway had to read to judge it, sent on byte for byte
-    this.proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err) => this.onError(err as Error, req, res));
+    forwardRequest(this.forwardTo, req, res, body ? Readable.from([body]) : undefined, {
+      socket: (proxyReq) => this.armTimer(proxyReq, req),
+      answer: (answer) => this.onAnswer(answer, req, res),
+      // A client that went away is not an error worth a log line; the upstream request is aborted.
+      clientGone: () => clearTimeout(this.exchanges.get(req)?.timer),
+      failed: (err) => this.onError(err, req, res),
+    });
   }
 
   /**
@@ -195,7 +200,6 @@ export class Upstream {
   }
 
   close(): void {
-    this.proxy.close();
     this.agent.destroy();
   }
 
@@ -205,7 +209,7 @@ export class Upstream {
     return x;
   }
 
-  private onError(err: Error & { code?: string }, req: IncomingMessage, res: ServerResponse | Duplex): void {
+  private onError(err: Error & { code?: string }, req: IncomingMessage, response: ServerResponse): void {
     const tracked = this.exchangeOf(req);
     tracked.answered = true;
     clearTimeout(tracked.timer);
@@ -221,8 +225,6 @@ export class Upstream {
           : 'reset';
     const failure = Object.assign(new UpstreamError(kind, err.message), { code: err.code });
     const fields = { method: req.method, url: req.url };
-    if (!(res as ServerResponse).writeHead) return answerFailure(res, failure, this.obs, fields);
-    const response = res as ServerResponse;
     // An answer already being streamed stops here: nothing more of it may be written, not even the
     // bytes the same read parsed before the error (written after the 502, they crashed the process).
     const answer = tracked.answer;
