@@ -49,6 +49,8 @@ interface Copy<R> {
 export class KeptCopies<R extends KeptRecord> {
   private readonly copies: TtlCache<string, Copy<R>>;
   private readonly reading = new SingleFlight<R[]>();
+  /** how many writes `changed` has been told of, over every caller: a read under way when one comes is not counted as quiet */
+  private writes = 0;
 
   constructor(
     private readonly source: CopySource<R>,
@@ -66,14 +68,16 @@ export class KeptCopies<R extends KeptRecord> {
       const now = this.now();
       if (kept?.checkedAt !== undefined && this.source.quietMs !== undefined && now - kept.checkedAt < this.source.quietMs) return [...kept.records.values()];
       const fresh = kept && (this.source.freshForMs === undefined || now - kept.readAt < this.source.freshForMs);
+      const writesBefore = this.writes;
       const copy = (fresh && (await this.update(kept, callerId, headers))) || (await this.readAll(callerId, headers));
-      this.copies.set(callerId, { ...copy, checkedAt: now });
+      this.copies.set(callerId, { ...copy, checkedAt: this.writes === writesBefore ? now : undefined });
       return [...copy.records.values()];
     });
   }
 
   /** The caller changed their records (a write of theirs went through): the next use brings the copy up to date. */
   changed(callerId: string): void {
+    this.writes++;
     const kept = this.copies.get(callerId);
     if (kept) kept.checkedAt = undefined;
   }
