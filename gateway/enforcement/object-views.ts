@@ -107,10 +107,10 @@ export class ObjectViews {
    * object there (404; policies/resource-access.ts lookupVerdict). Throws UpstreamError when it
    * cannot be asked.
    */
-  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
+  async mayAccess(lookup: string, permission: Permission, principal: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
     // An answer that is not an object is a refusal.
     const up = await callJson(this.calls, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
-    const verdict = lookupVerdict(up?.status ?? 0, up?.json, who, permission);
+    const verdict = lookupVerdict(up?.status ?? 0, up?.json, principal, permission);
     if (verdict === 'absent') return { ok: false, absent: true };
     const object = up?.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;
@@ -118,8 +118,8 @@ export class ObjectViews {
   }
 
   /**
-   * Answer the list at `path` + `search` with the items `who` may read; `audit` gets how many it
-   * lost. A list of one model's items (`view.modelId`) is asked for only when `who` may see that
+   * Answer the list at `path` + `search` with the items `principal` may read; `audit` gets how many it
+   * lost. A list of one model's items (`view.modelId`) is asked for only when `principal` may see that
    * model; otherwise `refuse` answers.
    */
   async serveListing(
@@ -127,18 +127,18 @@ export class ObjectViews {
     path: string,
     search: string,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     view: ListingView,
     audit: (removed: number) => void,
     refuse: () => void,
   ): Promise<void> {
     try {
-      if (view.modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(view.modelId)) return refuse();
-      if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(who.userId, headers), view.modelId);
-      if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(who.userId, headers)), VARY);
-      if (view.streamed) return await streamListing(this.calls, this.obs, res, path + search, headers, who, audit);
-      const readable = readableBy(who);
-      const { up, out } = await filteredAnswer(this.calls, 'any', path + search, headers, who.userId, {
+      if (view.modelId !== undefined && !(await this.visibleModelIds(headers, principal)).has(view.modelId)) return refuse();
+      if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(principal.userId, headers), view.modelId);
+      if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(principal.userId, headers)), VARY);
+      if (view.streamed) return await streamListing(this.calls, this.obs, res, path + search, headers, principal, audit);
+      const readable = readableBy(principal);
+      const { up, out } = await filteredAnswer(this.calls, 'any', path + search, headers, principal.userId, {
         rule: readable,
         totalLessRemoved: true,
         maxKeptBytes: this.maxKeptBytes,
@@ -148,7 +148,14 @@ export class ObjectViews {
       // a page that lost items: Open WebUI's own bypass is on, and the page and its total count
       // every user's objects; rebuilt from every page, the admin's only
       if (out!.removed > 0 && view.pageSize && out!.paged)
-        return await rebuildPage(this.calls, res, { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes }, headers, who.userId, readable);
+        return await rebuildPage(
+          this.calls,
+          res,
+          { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes },
+          headers,
+          principal.userId,
+          readable,
+        );
       sendJsonBody(res, 200, out!.body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'filtered list route');
@@ -185,8 +192,8 @@ export class ObjectViews {
   }
 
   /**
-   * Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the
-   * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `who` may
+   * Answer `pathAndQuery` with only the tags and model ids `principal` may see; `audit` gets how many the
+   * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `principal` may
    * see that model; otherwise `refuse` answers, the same for a private model as for none.
    */
   async serveNames(
@@ -194,16 +201,16 @@ export class ObjectViews {
     names: { tags?: TagSource; modelIds?: ModelIdShape; modelId?: string },
     pathAndQuery: string,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     audit: (removed: number) => void,
     refuse: () => void,
   ): Promise<void> {
     try {
       let visible: Promise<ReadonlySet<string>> | undefined;
-      const visibleIds = () => (visible ??= this.visibleModelIds(headers, who));
+      const visibleIds = () => (visible ??= this.visibleModelIds(headers, principal));
       if (names.modelId !== undefined && !(await visibleIds()).has(names.modelId)) return refuse();
       // the caller's own tags are counted while Open WebUI answers
-      const own = names.tags ? this.ownTagSource(names.tags, headers, who, names.modelId) : undefined;
+      const own = names.tags ? this.ownTagSource(names.tags, headers, principal, names.modelId) : undefined;
       own?.catch(() => {});
       const up = await callJson(this.calls, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up);
@@ -223,15 +230,15 @@ export class ObjectViews {
     }
   }
 
-  /** The ids of the models `who` may see: every connection's models, and the stored ones they may read. */
-  private async visibleModelIds(headers: Headers, who: Principal): Promise<ReadonlySet<string>> {
+  /** The ids of the models `principal` may see: every connection's models, and the stored ones they may read. */
+  private async visibleModelIds(headers: Headers, principal: Principal): Promise<ReadonlySet<string>> {
     const ids = new Set<string>();
     const [base] = await Promise.all([
       callJson(this.calls, ListOrRecordAnswer, 'GET', '/api/models/base', headers),
       // every user's stored models, read as they stream: only the ids the admin may read are kept
       readRecords(this.calls, '/api/v1/models/all', headers, (m) => {
         if (typeof m.id !== 'string') throw new FileFilterError('a model without an id');
-        if (mayReach(m, who, 'read')) ids.add(m.id);
+        if (mayReach(m, principal, 'read')) ids.add(m.id);
       }),
     ]);
     const list = base.json && !Array.isArray(base.json) ? base.json.data : undefined;
@@ -251,11 +258,11 @@ export class ObjectViews {
   private async ownTagSource(
     source: TagSource,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     modelId: string | undefined,
   ): Promise<(answer: unknown) => { body: unknown; removed: number }> {
     if (source === 'chats-of-model') {
-      const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
+      const counted = await this.ownChatTags(headers, principal.userId, modelId ?? '');
       return (answer) => {
         const out = overviewWithTags(answer, counted.top());
         if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
@@ -263,8 +270,8 @@ export class ObjectViews {
       };
     }
     if (source === 'feedbacks') {
-      const counted = new OwnFeedbackTags(who.userId);
-      for (const r of storedOrder(await this.ownRatings.ratings(who.userId, headers))) counted.addRating(r.modelId, r.tags);
+      const counted = new OwnFeedbackTags(principal.userId);
+      for (const r of storedOrder(await this.ownRatings.ratings(principal.userId, headers))) counted.addRating(r.modelId, r.tags);
       return (answer) => {
         const out = leaderboardWithTags(answer, (m) => counted.top(m));
         if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
@@ -277,7 +284,7 @@ export class ObjectViews {
       // what decides is small: the owner, the grants, the tags, whether it is active or a base model
       objects.push(source === 'models' ? modelTagFacts(o) : promptTagFacts(o));
     });
-    const allowed = source === 'models' ? modelTagNames(objects, who) : promptTagNames(objects, who);
+    const allowed = source === 'models' ? modelTagNames(objects, principal) : promptTagNames(objects, principal);
     if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
     return (answer) => {
       const kept = keepTags(answer, allowed);
