@@ -1,36 +1,7 @@
-// Carries out the route table's decisions for admins (policies/open-webui-routes.ts, decided in
-// policies/admin-scoping.ts) against the upstream, the way chat-views.ts does for chats:
-//   - require-access: ask the upstream, as the caller, for the object the route names (a read-only
-//     GET whose answer never reaches the client); forward only when policies/resource-access.ts
-//     says the admin owns it or holds a grant on it. A write on another user's object therefore
-//     never reaches Open WebUI. An answer that is not a readable object is a refusal.
-//   - filter-listing: fetch the list as the caller and answer with the items the admin may read,
-//     judged as the list streams in (gateway/enforcement/file-stream-filter.ts: one record parsed at a
-//     time, kept records copied as written). A paged list whose page held items the admin may not
-//     read (Open WebUI's own bypass on) is rebuilt from all its pages, so that pages and `total`
-//     count the admin's items only. An export is written out as it is judged. The ratings list and
-//     its ids are answered from the admin's own ratings (gateway/enforcement/own-ratings.ts). A list of
-//     one model's items only for a model the admin may see, as below.
-//   - scope-names: answer a route that names tags users gave their chats or objects, or models by
-//     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
-//     only the ids of models they may see (policies/resource-access.ts decides):
-//       models, prompts: the upstream's list of names, kept where a model (GET /api/v1/models/all)
-//         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
-//         intersection never shows a name the upstream did not list.
-//       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
-//         (gateway/enforcement/own-chats.ts: which models each chat's answers name, its tags);
-//         `history` kept.
-//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings
-//         (gateway/enforcement/own-ratings.ts); ratings and counts kept.
-//       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
-//         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
-//       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
-//         only for a model the admin may see, by the same two lists; any other id is refused before
-//         the upstream is asked.
-// Lists of every user's objects (the models, the prompts) are read as they stream, never held.
-// The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
-// Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
-// is not a list the gateway understands fails closed (502).
+// Carries out the route table's decisions for admins against the upstream, asked as the caller: a
+// by-id route forwarded only when the admin may reach its object (so a write on another user's object
+// never reaches Open WebUI), a list or an answer of names cut to what the admin may read or see.
+// What each class answers: docs/policies.md "Admins and every route of Open WebUI".
 import type { Calls } from '../upstream/calls.js';
 import type { ServerResponse } from 'node:http';
 import {
@@ -89,7 +60,10 @@ export class ObjectViews {
     this.ownChats = new OwnChats(calls);
   }
 
-  /** The caller as a principal of grants: their id and their groups (inherited ones too). */
+  /**
+   * The caller as a principal of grants: their id and their groups (inherited ones too), read
+   * from GET /api/v1/users/groups?include_inherited=true at most once a minute.
+   */
   async principal(userId: string, headers: Headers): Promise<Principal> {
     let groupIds = this.groups.get(userId);
     if (!groupIds) {
@@ -105,7 +79,7 @@ export class ObjectViews {
   /**
    * May the caller reach the object the upstream returns at `lookup`? `absent`: the upstream has no
    * object there (404; policies/resource-access.ts lookupVerdict). Throws UpstreamError when it
-   * cannot be asked.
+   * cannot be asked. The lookup is a read-only GET whose answer never reaches the client.
    */
   async mayAccess(lookup: string, permission: Permission, principal: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
     // An answer that is not an object is a refusal.
@@ -120,7 +94,11 @@ export class ObjectViews {
   /**
    * Answer the list at `path` + `search` with the items `principal` may read; `audit` gets how many it
    * lost. A list of one model's items (`view.modelId`) is asked for only when `principal` may see that
-   * model; otherwise `refuse` answers.
+   * model; otherwise `refuse` answers. The list is judged as it streams (file-stream-filter.ts); a
+   * paged list whose page held items the admin may not read (Open WebUI's own bypass on) is rebuilt
+   * from all its pages, so that pages and `total` count the admin's items only; an export is written
+   * out as it is judged; the ratings list and its ids come from the admin's own ratings
+   * (own-ratings.ts).
    */
   async serveListing(
     res: ServerResponse,
@@ -194,7 +172,8 @@ export class ObjectViews {
   /**
    * Answer `pathAndQuery` with only the tags and model ids `principal` may see; `audit` gets how many the
    * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `principal` may
-   * see that model; otherwise `refuse` answers, the same for a private model as for none.
+   * see that model; otherwise `refuse` answers, the same for a private model as for none. Lists of
+   * every user's objects (the models, the prompts) are read as they stream, never held.
    */
   async serveNames(
     res: ServerResponse,
