@@ -115,22 +115,22 @@ export function sharesNeedGrantsRead(status: number): boolean {
 }
 
 /**
- * Would Open WebUI, with its own ENABLE_ADMIN_CHAT_ACCESS false, let `who` read a share whose grants
+ * Would Open WebUI, with its own ENABLE_ADMIN_CHAT_ACCESS false, let `principal` read a share whose grants
  * are `grants` (GET /api/v1/chats/shared/{chat id}/access: [{principal_type, principal_id,
  * permission}])? routers/chats.py of 0.12.4 and 0.11.4: an `anyone:*` read grant opens it to
  * everyone (is_open_shared_chat); otherwise AccessGrants.has_access: a `read` grant (exactly: a write
  * grant alone does not read) to `user:*`, to the user, or to one of their groups. An answer of another
  * shape is no grant (fail closed).
  */
-export function shareGrantsReach(grants: unknown, who: Principal): boolean {
-  if (!Array.isArray(grants) || !who.userId) return false;
+export function shareGrantsReach(grants: unknown, principal: Principal): boolean {
+  if (!Array.isArray(grants) || !principal.userId) return false;
   return grants.some((g: unknown) => {
     if (typeof g !== 'object' || g === null) return false;
     const { principal_type: type, principal_id: id, permission } = g as Record<string, unknown>;
     if (permission !== 'read' || typeof id !== 'string') return false;
     if (type === 'anyone') return id === '*';
-    if (type === 'user') return id === '*' || id === who.userId;
-    return type === 'group' && who.groupIds.has(id);
+    if (type === 'user') return id === '*' || id === principal.userId;
+    return type === 'group' && principal.groupIds.has(id);
   });
 }
 

@@ -1,42 +1,40 @@
-// Every HTTP route and every Socket.IO client event of Open WebUI's table release
-// (TABLE_RELEASE, policies/open-webui-releases.ts), each in one class with
-// the rule the gateway holds for an ADMIN while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is false.
-// Pure data plus a matcher; policies/admin-scoping.ts turns a row into a decision.
-//
-// Read from the installed table release (routers/*.py, main.py, socket/main.py); the test
-// test/operations/open-webui-routes.test.ts compares this table with the routes the real app registers
-// (scripts/open-webui-routes.py) and fails on any route or event missing here.
-//
-// Classes:
-//   own          the upstream scopes the answer to the caller (or it holds nobody's content): pass
-//   listing      a list across users: forwarded, then only items the admin owns or holds a user or
-//                group grant on reach the client (by `user_id` and `access_grants`)
-//   by-id-read   a read of one object by id: the gateway asks the upstream (as the caller) for the
-//                object first and forwards only when the admin owns it or holds a grant on it
-//   by-id-write  a write on one object by id: the same check, a write grant needed; a write on
-//                another user's object never reaches Open WebUI
-//   account      a route on a user account by id: only the caller's own account
-//   refused      reaches other users' content in a way the gateway cannot scope (a body names the
-//                object, an aggregate of everybody's messages, code running inside Open WebUI,
-//                settings where every user's prompts go): refused for admins
-//   export       the export switch (A6), for every caller, every method and both bypass values
-//                (policies/admin-scoping.ts reads these rows by path)
-//   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
-//   files        the contract's file rows (A1, A2, A7), for every caller: the list, search and count
-//                (`files`) answered with the caller's own files; reads and deletes by id pass
-//                audited, other per-file writes are the owner's and DELETE /files/all is refused
-//                while the bypass is off (policies/admin-scoping.ts adminFileRoute)
-//   admin-config admin configuration that exposes nobody's content: pass
-//   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
-// A route missing from the table is refused for admins while the bypass is off (fail closed) and
-// passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes
-// as Open WebUI answers, except the export and chat classes and the rows marked `chats`.
+// Every HTTP route and Socket.IO client event of Open WebUI's table release (TABLE_RELEASE), each in
+// one class with the rule the gateway holds for an admin while CHATUI_BYPASS_ADMIN_ACCESS_CONTROL is
+// false. Data, so that test/operations/open-webui-routes.test.ts can hold it to the routes the real
+// app registers and a route nobody has read is refused (docs/design/route-table.md).
 
 import type { ModelIdShape, Permission, TagSource } from './resource-access.js';
 
 /** The file answers rules A1 and A2 rebuild of the caller's own files; `own`: Open WebUI's own-files routes, passed. */
 export type FilesView = 'list' | 'search' | 'count';
 
+/**
+ * A route's class: the rule it holds for an admin while the bypass is off (policies/admin-scoping.ts
+ * turns a row into a decision; docs/policies.md "What each class means for an admin").
+ *   own          the upstream scopes the answer to the caller (or it holds nobody's content): pass
+ *   listing      a list across users: forwarded, then only items the admin owns or holds a user or
+ *                group grant on reach the client (by `user_id` and `access_grants`)
+ *   by-id-read   a read of one object by id: the gateway asks the upstream (as the caller) for the
+ *                object first and forwards only when the admin owns it or holds a grant on it
+ *   by-id-write  a write on one object by id: the same check, a write grant needed; a write on
+ *                another user's object never reaches Open WebUI
+ *   account      a route on a user account by id: only the caller's own account
+ *   refused      reaches other users' content in a way the gateway cannot scope (a body names the
+ *                object, an aggregate of everybody's messages, code running inside Open WebUI,
+ *                settings where every user's prompts go): refused for admins
+ *   export       the export switch (A6), for every caller, every method and both bypass values
+ *                (policies/admin-scoping.ts reads these rows by path)
+ *   chat         ENABLE_ADMIN_CHAT_ACCESS fixed false (policies/chat-scoping.ts), both bypass values
+ *   files        the contract's file rows (A1, A2, A7), for every caller: the list, search and count
+ *                (`files`) answered with the caller's own files; reads and deletes by id pass
+ *                audited, other per-file writes are the owner's and DELETE /files/all is refused
+ *                while the bypass is off (policies/admin-scoping.ts adminFileRoute)
+ *   admin-config admin configuration that exposes nobody's content: pass
+ *   gateway      answered by the gateway itself, never forwarded (policies/routes.ts)
+ * A route missing from the table is refused for admins while the bypass is off (fail closed) and
+ * passed for plain users (Open WebUI scopes them). With the bypass on every admin request passes as
+ * Open WebUI answers, except the export and chat classes and the rows marked `chats`.
+ */
 export type RouteClassName =
   'own' | 'listing' | 'by-id-read' | 'by-id-write' | 'account' | 'refused' | 'export' | 'chat' | 'files' | 'admin-config' | 'gateway';
 

@@ -35,24 +35,24 @@ function grantsOf(item: Obj): unknown[] {
   return places.filter(Array.isArray).flat();
 }
 
-/** Does one grant give `who` the permission? A write grant also lets read. */
-function grants(grant: unknown, who: Principal, permission: Permission): boolean {
+/** Does one grant give `principal` the permission? A write grant also lets read. */
+function grants(grant: unknown, principal: Principal, permission: Permission): boolean {
   if (!isObj(grant)) return false;
   const p = grant.permission;
   if (!(p === permission || (permission === 'read' && p === 'write'))) return false;
-  if (grant.principal_type === 'user') return grant.principal_id === who.userId || grant.principal_id === '*';
-  if (grant.principal_type === 'group') return typeof grant.principal_id === 'string' && who.groupIds.has(grant.principal_id);
+  if (grant.principal_type === 'user') return grant.principal_id === principal.userId || grant.principal_id === '*';
+  if (grant.principal_type === 'group') return typeof grant.principal_id === 'string' && principal.groupIds.has(grant.principal_id);
   return false;
 }
 
-/** May `who` reach this object with `permission`: owner, a user or group grant, or a member of a dm/group channel. */
-export function mayReach(item: unknown, who: Principal, permission: Permission): boolean {
-  if (!isObj(item) || !who.userId) return false;
-  if (ownerOf(item) === who.userId) return true;
+/** May `principal` reach this object with `permission`: owner, a user or group grant, or a member of a dm/group channel. */
+export function mayReach(item: unknown, principal: Principal, permission: Permission): boolean {
+  if (!isObj(item) || !principal.userId) return false;
+  if (ownerOf(item) === principal.userId) return true;
   if (permission === 'owner') return false;
-  if (grantsOf(item).some((g) => grants(g, who, permission))) return true;
+  if (grantsOf(item).some((g) => grants(g, principal, permission))) return true;
   // members of a direct or group channel (ChannelFullResponse.user_ids)
-  return Array.isArray(item.user_ids) && item.user_ids.includes(who.userId);
+  return Array.isArray(item.user_ids) && item.user_ids.includes(principal.userId);
 }
 
 /**
@@ -65,9 +65,9 @@ export function mayReach(item: unknown, who: Principal, permission: Permission):
  */
 export type LookupVerdict = 'allow' | 'absent' | 'deny';
 
-export function lookupVerdict(status: number, object: unknown, who: Principal, permission: Permission): LookupVerdict {
+export function lookupVerdict(status: number, object: unknown, principal: Principal, permission: Permission): LookupVerdict {
   if (status === 404) return 'absent';
-  return status === 200 && mayReach(object, who, permission) ? 'allow' : 'deny';
+  return status === 200 && mayReach(object, principal, permission) ? 'allow' : 'deny';
 }
 
 export interface FilteredList {
@@ -76,12 +76,12 @@ export interface FilteredList {
 }
 
 /**
- * Keep only the items `who` may read. Shapes of the table release's list answers: a bare array, `{items,
+ * Keep only the items `principal` may read. Shapes of the table release's list answers: a bare array, `{items,
  * total}` (paged lists: `total` is lowered by what this page lost), `{data: [...]}` (/api/models).
  * Undefined: not a list this understands (the gateway then answers 502, never the raw body).
  */
-export function filterList(body: unknown, who: Principal): FilteredList | undefined {
-  const keep = (items: unknown[]) => items.filter((i) => mayReach(i, who, 'read'));
+export function filterList(body: unknown, principal: Principal): FilteredList | undefined {
+  const keep = (items: unknown[]) => items.filter((i) => mayReach(i, principal, 'read'));
   if (Array.isArray(body)) {
     const kept = keep(body);
     return { body: kept, removed: body.length - kept.length };
@@ -171,15 +171,15 @@ function tagName(tag: unknown): string | undefined {
 }
 
 /**
- * Tag names of the workspace models (a base model set) that `who` may read, from GET
+ * Tag names of the workspace models (a base model set) that `principal` may read, from GET
  * /api/v1/models/all (every model record, admins only). Undefined: not a list of model records.
  */
-export function modelTagNames(models: unknown, who: Principal): Set<string> | undefined {
+export function modelTagNames(models: unknown, principal: Principal): Set<string> | undefined {
   if (!Array.isArray(models)) return undefined;
   const names = new Set<string>();
   for (const m of models) {
     if (!isObj(m)) return undefined;
-    if (typeof m.base_model_id !== 'string' || !m.base_model_id || !mayReach(m, who, 'read')) continue;
+    if (typeof m.base_model_id !== 'string' || !m.base_model_id || !mayReach(m, principal, 'read')) continue;
     const tags = isObj(m.meta) ? m.meta.tags : undefined;
     if (!Array.isArray(tags)) continue;
     for (const t of tags) {
@@ -190,13 +190,13 @@ export function modelTagNames(models: unknown, who: Principal): Set<string> | un
   return names;
 }
 
-/** Tag names of the active prompts `who` may read, from GET /api/v1/prompts/ (PromptModel records). Undefined: not such a list. */
-export function promptTagNames(prompts: unknown, who: Principal): Set<string> | undefined {
+/** Tag names of the active prompts `principal` may read, from GET /api/v1/prompts/ (PromptModel records). Undefined: not such a list. */
+export function promptTagNames(prompts: unknown, principal: Principal): Set<string> | undefined {
   if (!Array.isArray(prompts)) return undefined;
   const names = new Set<string>();
   for (const p of prompts) {
     if (!isObj(p)) return undefined;
-    if (p.is_active === false || !mayReach(p, who, 'read') || !Array.isArray(p.tags)) continue;
+    if (p.is_active === false || !mayReach(p, principal, 'read') || !Array.isArray(p.tags)) continue;
     for (const t of p.tags) if (typeof t === 'string' && t) names.add(t);
   }
   return names;
@@ -343,11 +343,11 @@ export function overviewWithTags(body: unknown, tags: Array<{ tag: string; count
 export type ModelIdShape = 'models' | 'entries' | 'daily' | 'ids' | 'usage';
 
 /**
- * The model ids `who` may see: the connections' models (`base`, the `data` of GET /api/models/base)
+ * The model ids `principal` may see: the connections' models (`base`, the `data` of GET /api/models/base)
  * and the stored models they may read (`stored`, GET /api/v1/models/all). Undefined: an answer that
  * is not of those shapes.
  */
-export function visibleModelIds(base: unknown, stored: unknown, who: Principal): Set<string> | undefined {
+export function visibleModelIds(base: unknown, stored: unknown, principal: Principal): Set<string> | undefined {
   const baseList = isObj(base) ? base.data : undefined;
   if (!Array.isArray(baseList) || !Array.isArray(stored)) return undefined;
   const ids = new Set<string>();
@@ -357,7 +357,7 @@ export function visibleModelIds(base: unknown, stored: unknown, who: Principal):
   }
   for (const m of stored) {
     if (!isObj(m) || typeof m.id !== 'string') return undefined;
-    if (mayReach(m, who, 'read')) ids.add(m.id);
+    if (mayReach(m, principal, 'read')) ids.add(m.id);
   }
   return ids;
 }

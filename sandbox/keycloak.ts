@@ -1,13 +1,7 @@
-// The real Keycloak, for `npm run test:keycloak` and `npm run sandbox:keycloak`: the
-// server `scripts/keycloak.sh install` fetched and built (cache folder outside git), started on
-// 127.0.0.1 on free ports with its own data folder, importing deploy/keycloak/realm-platform.json
-// (the file docker-compose imports) plus sandbox/realm-acme-idp.json (Acme's own identity provider).
-//
-//   const kc = await startKeycloak({ realms: [ACME_IDP_REALM_FILE], env: {...} });
-//   kc.issuer('platform'); await kc.admin('GET', '/admin/realms/platform/users'); await kc.stop();
-//
-// The server runs in its own process group, killed by stop(); a watchdog kills it too when the
-// Node process goes away without calling stop() (a test run killed).
+// The real Keycloak, for `npm run test:keycloak` and `npm run sandbox:keycloak`, importing the realm
+// file docker-compose imports (docs/development.md, "Keycloak 26.7.2"). It runs in its own process
+// group, killed by stop(), and a watchdog kills it when Node goes away without stop() (a test run
+// killed), so that no server is left behind.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -150,6 +144,14 @@ function spawnKeycloak(run: string, at: { url: string; port: number; managementP
   );
 }
 
+/**
+ * The server `scripts/keycloak.sh install` built, started on 127.0.0.1 on free ports with its own data
+ * folder, importing deploy/keycloak/realm-platform.json and the `realms` given (sandbox/realm-acme-idp.json:
+ * Acme's own identity provider).
+ *
+ *   const kc = await startKeycloak({ realms: [ACME_IDP_REALM_FILE], env: {...} });
+ *   kc.issuer('platform'); await kc.admin('GET', '/admin/realms/platform/users'); await kc.stop();
+ */
 export async function startKeycloak(o: { realms?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<RunningKeycloak> {
   const home = keycloakHome();
   const run = runHome(home, o.realms ?? []);

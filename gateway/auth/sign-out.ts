@@ -1,11 +1,7 @@
-// Signing out (docs/operating/operations.md, "Signing out"): the gateway's /auth/logout and the chat front-end's own
-// sign-out (answered here, never forwarded) end the gateway session on every instance, revoke its
-// refresh token, clear the chat front-end's cookies and send the browser through the realm's
-// logout. The answer waits until every instance refuses the session and a replica holds the end
-// (gateway/state/redis-ends.ts); when Redis did not confirm it in time, the realm's logout still
-// comes first, and hands the browser back to a login page that says so. A browser sent on to the
-// realm's logout with id_token_hint ends the realm session there; the refresh token is revoked only
-// after REALM_LOGOUT_GRACE_MS, in case it never arrives (see sessionEnder).
+// Signing out (docs/operating/operations.md, "Signing out"): the gateway's /auth/logout and the chat
+// front-end's own sign-out (answered here, never forwarded) end the gateway session on every
+// instance before they answer, and send the browser through the realm's logout first, so that no
+// realm session outlives the gateway's (docs/design/sign-out-everywhere.md).
 import type { Router, Request, Response, NextFunction } from 'express';
 import type { Observability } from '../observability/observability.js';
 import { loginPath, pageLocale, type PageLocale } from '../pages/locale.js';

@@ -1,13 +1,7 @@
 // What the streamed filter (file-stream-filter.ts) answers, and the records it is made of: each
-// record of the list judged as its rule judges it, the kept ones copied as the upstream wrote them.
-// Two ways to judge:
-//   - by owner (the file rule, policies/file-scoping.ts A1; a rating of the export): a record has a
-//     string `user_id` and a string `id`, read as bytes by the scanner; the caller's are kept;
-//   - parsed: the record's bytes parsed (JSON.parse) and handed to a rule (policies/resource-access.ts
-//     mayReach for a listing); what is not an object is left out.
-// And two ways to hand the kept records out: held until the whole body was checked (nothing leaves
-// before the end: a list page), or written out as each is judged (an export far larger than what
-// may be held: a bad tail then cuts the answer off, never completes it).
+// record judged by its rule (by owner, or parsed), the kept ones copied as the upstream wrote them,
+// held until the whole body was checked or written out as judged. Why both ways:
+// docs/design/files-stream-filter.md.
 import { isUtf8 } from 'node:buffer';
 import { isAscii, same } from './json-bytes.js';
 

@@ -1,22 +1,7 @@
-// Carries out the file decisions of policies/admin-scoping.ts against the upstream:
-//   - filter-own-files: the list, search and count answers hold only the caller's own files,
-//     whatever the upstream returned, at a cost that grows with the caller's own files only:
-//       count   Open WebUI's own count of the caller's files (GET /files/user/count);
-//       search  the caller's own search (GET /files/user/search), answered as /files/search is;
-//       list    Open WebUI's page, filtered as it streams. When it holds other users' files (Open
-//               WebUI's own BYPASS_ADMIN_ACCESS_CONTROL on: drift, logged and counted), the page is
-//               rebuilt from the caller's own files: their keys read from /files/user/search
-//               (1,000 a request, without the text), put in the list's order, then the page's
-//               records fetched with what the client asked for. For a minute after, that caller's
-//               pages are rebuilt at once.
-//     A release without the owner-scoped routes (0.12.3, 0.11.4) has its all-users answers read as they
-//     stream instead, keeping the caller's records (policies/file-scoping.ts servesOwnFileRoutes).
-//   - audit-file-access: an admin reading or deleting a file that is not theirs is written to
-//     the audit stream (rule A7 lets it happen; the platform wants to know).
-// Rewritten answers are gateway-made: uncompressed upstream fetch, no conditional or range
-// headers, no upstream ETag, `Cache-Control: private, no-store`. Bad JSON fails closed (502).
-// Records are copied as the upstream wrote them (gateway/enforcement/file-stream-filter.ts), never
-// parsed and serialized again; nothing is sent before the whole answer was checked.
+// Carries out the file decisions of policies/admin-scoping.ts against the upstream: the list, search
+// and count hold only the caller's own files, at a cost that grows with the caller's own files only
+// (docs/design/own-records.md), and an admin reading or deleting another user's file is audited (A7
+// lets it happen; the platform wants to know).
 import type { Calls } from '../upstream/calls.js';
 import type { ServerResponse } from 'node:http';
 import type { FilesView } from '../../policies/admin-scoping.js';

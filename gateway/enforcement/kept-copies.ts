@@ -1,14 +1,7 @@
-// A copy of a caller's own records (their ratings, their chats' usage lines), kept in the gateway
-// and brought up to date on every use from the owner-scoped route Open WebUI lists them at, newest
-// change first (policies/ratings.ts readOn): what the admin views built of a caller's own data are
-// answered from, when reading it all from Open WebUI for every request would cost seconds.
-//
-// The first use reads the records whole (the source says how: page by page, or a faster way); every
-// later use reads from the first page on until it meets a record no newer than the copy's newest
-// change, and reads all again when Open WebUI counts another number than the copy holds (a record
-// was deleted) or when the copy is older than the source allows (what changes without a newer
-// `updated_at`: a chat's tags). Bounded by `maxKept` records over every caller (least recently
-// used out first); a caller with more is read whole on each use. One read per caller at a time.
+// A copy of a caller's own records (their ratings, their chats' usage lines), kept in the gateway and
+// brought up to date on every use: what the admin views built of a caller's own data are answered
+// from, when reading it all from Open WebUI for every request would cost seconds
+// (docs/design/own-records.md, "Why copies are kept").
 import { SingleFlight, TtlCache } from '../cache/cache.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -46,9 +39,21 @@ interface Copy<R> {
   checkedAt: number | undefined;
 }
 
+/**
+ * The copies, read from the owner-scoped route Open WebUI lists the records at, newest change first
+ * (policies/ratings.ts readOn). The first use reads the records whole (the source says how: page by
+ * page, or a faster way); every later use reads from the first page on until it meets a record no
+ * newer than the copy's newest change, and reads all again when Open WebUI counts another number than
+ * the copy holds (a record was deleted) or when the copy is older than the source allows (what
+ * changes without a newer `updated_at`: a chat's tags). Bounded by `maxKept` records over every
+ * caller (least recently used out first); a caller with more is read whole on each use. One read per
+ * caller at a time.
+ */
 export class KeptCopies<R extends KeptRecord> {
   private readonly copies: TtlCache<string, Copy<R>>;
   private readonly reading = new SingleFlight<R[]>();
+  /** how many writes `changed` has been told of, over every caller: a read under way when one comes is not counted as quiet */
+  private writes = 0;
 
   constructor(
     private readonly source: CopySource<R>,
@@ -66,14 +71,16 @@ export class KeptCopies<R extends KeptRecord> {
       const now = this.now();
       if (kept?.checkedAt !== undefined && this.source.quietMs !== undefined && now - kept.checkedAt < this.source.quietMs) return [...kept.records.values()];
       const fresh = kept && (this.source.freshForMs === undefined || now - kept.readAt < this.source.freshForMs);
+      const writesBefore = this.writes;
       const copy = (fresh && (await this.update(kept, callerId, headers))) || (await this.readAll(callerId, headers));
-      this.copies.set(callerId, { ...copy, checkedAt: now });
+      this.copies.set(callerId, { ...copy, checkedAt: this.writes === writesBefore ? now : undefined });
       return [...copy.records.values()];
     });
   }
 
   /** The caller changed their records (a write of theirs went through): the next use brings the copy up to date. */
   changed(callerId: string): void {
+    this.writes++;
     const kept = this.copies.get(callerId);
     if (kept) kept.checkedAt = undefined;
   }

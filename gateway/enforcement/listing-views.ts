@@ -21,9 +21,9 @@ type Headers = Record<string, string | string[] | undefined>;
 const VARY = { vary: 'Cookie, Authorization' };
 const COMMA = Buffer.from(',');
 
-/** The rule of a listing: items `who` owns or holds a grant on (A3 to A5). */
-export function readableBy(who: Principal): RecordRule {
-  return (record) => mayReach(record, who, 'read');
+/** The rule of a listing: items `principal` owns or holds a grant on (A3 to A5). */
+export function readableBy(principal: Principal): RecordRule {
+  return (record) => mayReach(record, principal, 'read');
 }
 
 /** A page of /feedbacks/list made of the caller's own ratings; a `page` Open WebUI would refuse is its 422. */
@@ -86,7 +86,7 @@ export async function rebuildPage(
 
 /**
  * A list too large to hold (an export of every user's ratings, each with its chat): the records of
- * `who`'s own written out as they are judged, by their `user_id` read as bytes (a rating has no
+ * `principal`'s own written out as they are judged, by their `user_id` read as bytes (a rating has no
  * grants: the admin may read their own only), never parsed. An answer that turns out bad after the
  * first bytes went out is cut off (the client sees an incomplete answer, never a complete one).
  */
@@ -96,7 +96,7 @@ export async function streamListing(
   res: ServerResponse,
   pathAndQuery: string,
   headers: Headers,
-  who: Principal,
+  principal: Principal,
   audit: (removed: number) => void,
 ): Promise<void> {
   let out: ReturnType<typeof startJsonStream> | undefined;
@@ -105,7 +105,7 @@ export async function streamListing(
     if (status !== 200) return undefined;
     const writer = startJsonStream(res, 200, VARY);
     writer.write(Buffer.from('['));
-    const f = new FileStreamFilter('array', who.userId, { out: { record: (bytes, first) => (first || writer.write(COMMA), writer.write(bytes)) } });
+    const f = new FileStreamFilter('array', principal.userId, { out: { record: (bytes, first) => (first || writer.write(COMMA), writer.write(bytes)) } });
     [out, filter] = [writer, f];
     return { write: (chunk) => (f.write(chunk), writer.waitForRoom()) };
   };

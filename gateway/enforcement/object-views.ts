@@ -1,36 +1,7 @@
-// Carries out the route table's decisions for admins (policies/open-webui-routes.ts, decided in
-// policies/admin-scoping.ts) against the upstream, the way chat-views.ts does for chats:
-//   - require-access: ask the upstream, as the caller, for the object the route names (a read-only
-//     GET whose answer never reaches the client); forward only when policies/resource-access.ts
-//     says the admin owns it or holds a grant on it. A write on another user's object therefore
-//     never reaches Open WebUI. An answer that is not a readable object is a refusal.
-//   - filter-listing: fetch the list as the caller and answer with the items the admin may read,
-//     judged as the list streams in (gateway/enforcement/file-stream-filter.ts: one record parsed at a
-//     time, kept records copied as written). A paged list whose page held items the admin may not
-//     read (Open WebUI's own bypass on) is rebuilt from all its pages, so that pages and `total`
-//     count the admin's items only. An export is written out as it is judged. The ratings list and
-//     its ids are answered from the admin's own ratings (gateway/enforcement/own-ratings.ts). A list of
-//     one model's items only for a model the admin may see, as below.
-//   - scope-names: answer a route that names tags users gave their chats or objects, or models by
-//     id, with only the tags of the admin's own chats and ratings and of objects they may read, and
-//     only the ids of models they may see (policies/resource-access.ts decides):
-//       models, prompts: the upstream's list of names, kept where a model (GET /api/v1/models/all)
-//         or an active prompt (GET /api/v1/prompts/) the admin may read carries the name; the
-//         intersection never shows a name the upstream did not list.
-//       chats-of-model: the analytics overview's `tags` counted again over the admin's own chats
-//         (gateway/enforcement/own-chats.ts: which models each chat's answers name, its tags);
-//         `history` kept.
-//       feedbacks: the leaderboard's `top_tags` counted again over the admin's own ratings
-//         (gateway/enforcement/own-ratings.ts); ratings and counts kept.
-//       model ids: the entries of models that are neither a connection's (GET /api/models/base) nor
-//         a stored model the admin may read (GET /api/v1/models/all) are dropped, counts and all.
-//       one model's counts (overview, leaderboard history, the ratings list of `model_id`): asked
-//         only for a model the admin may see, by the same two lists; any other id is refused before
-//         the upstream is asked.
-// Lists of every user's objects (the models, the prompts) are read as they stream, never held.
-// The caller's groups (GET /api/v1/users/groups?include_inherited=true) are asked once a minute.
-// Rewritten answers: uncompressed fetch, no conditional or range headers, `no-store`; a body that
-// is not a list the gateway understands fails closed (502).
+// Carries out the route table's decisions for admins against the upstream, asked as the caller: a
+// by-id route forwarded only when the admin may reach its object (so a write on another user's object
+// never reaches Open WebUI), a list or an answer of names cut to what the admin may read or see.
+// What each class answers: docs/policies.md "Admins and every route of Open WebUI".
 import type { Calls } from '../upstream/calls.js';
 import type { ServerResponse } from 'node:http';
 import {
@@ -89,7 +60,10 @@ export class ObjectViews {
     this.ownChats = new OwnChats(calls);
   }
 
-  /** The caller as a principal of grants: their id and their groups (inherited ones too). */
+  /**
+   * The caller as a principal of grants: their id and their groups (inherited ones too), read
+   * from GET /api/v1/users/groups?include_inherited=true at most once a minute.
+   */
   async principal(userId: string, headers: Headers): Promise<Principal> {
     let groupIds = this.groups.get(userId);
     if (!groupIds) {
@@ -105,12 +79,12 @@ export class ObjectViews {
   /**
    * May the caller reach the object the upstream returns at `lookup`? `absent`: the upstream has no
    * object there (404; policies/resource-access.ts lookupVerdict). Throws UpstreamError when it
-   * cannot be asked.
+   * cannot be asked. The lookup is a read-only GET whose answer never reaches the client.
    */
-  async mayAccess(lookup: string, permission: Permission, who: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
+  async mayAccess(lookup: string, permission: Permission, principal: Principal, headers: Headers): Promise<{ ok: boolean; absent?: true; owner?: string }> {
     // An answer that is not an object is a refusal.
     const up = await callJson(this.calls, ObjectAnswer, 'GET', lookup, headers).catch(noAnswerOnBadJson);
-    const verdict = lookupVerdict(up?.status ?? 0, up?.json, who, permission);
+    const verdict = lookupVerdict(up?.status ?? 0, up?.json, principal, permission);
     if (verdict === 'absent') return { ok: false, absent: true };
     const object = up?.json;
     const owner = object && typeof object === 'object' ? (object as { user_id?: unknown }).user_id : undefined;
@@ -118,27 +92,31 @@ export class ObjectViews {
   }
 
   /**
-   * Answer the list at `path` + `search` with the items `who` may read; `audit` gets how many it
-   * lost. A list of one model's items (`view.modelId`) is asked for only when `who` may see that
-   * model; otherwise `refuse` answers.
+   * Answer the list at `path` + `search` with the items `principal` may read; `audit` gets how many it
+   * lost. A list of one model's items (`view.modelId`) is asked for only when `principal` may see that
+   * model; otherwise `refuse` answers. The list is judged as it streams (file-stream-filter.ts); a
+   * paged list whose page held items the admin may not read (Open WebUI's own bypass on) is rebuilt
+   * from all its pages, so that pages and `total` count the admin's items only; an export is written
+   * out as it is judged; the ratings list and its ids come from the admin's own ratings
+   * (own-ratings.ts).
    */
   async serveListing(
     res: ServerResponse,
     path: string,
     search: string,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     view: ListingView,
     audit: (removed: number) => void,
     refuse: () => void,
   ): Promise<void> {
     try {
-      if (view.modelId !== undefined && !(await this.visibleModelIds(headers, who)).has(view.modelId)) return refuse();
-      if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(who.userId, headers), view.modelId);
-      if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(who.userId, headers)), VARY);
-      if (view.streamed) return await streamListing(this.calls, this.obs, res, path + search, headers, who, audit);
-      const readable = readableBy(who);
-      const { up, out } = await filteredAnswer(this.calls, 'any', path + search, headers, who.userId, {
+      if (view.modelId !== undefined && !(await this.visibleModelIds(headers, principal)).has(view.modelId)) return refuse();
+      if (view.own === 'ratings') return serveRatingsPage(res, search, await this.ownRatings.ratings(principal.userId, headers), view.modelId);
+      if (view.own === 'rating-ids') return sendJson(res, 200, ratingIds(await this.ownRatings.ratings(principal.userId, headers)), VARY);
+      if (view.streamed) return await streamListing(this.calls, this.obs, res, path + search, headers, principal, audit);
+      const readable = readableBy(principal);
+      const { up, out } = await filteredAnswer(this.calls, 'any', path + search, headers, principal.userId, {
         rule: readable,
         totalLessRemoved: true,
         maxKeptBytes: this.maxKeptBytes,
@@ -148,7 +126,14 @@ export class ObjectViews {
       // a page that lost items: Open WebUI's own bypass is on, and the page and its total count
       // every user's objects; rebuilt from every page, the admin's only
       if (out!.removed > 0 && view.pageSize && out!.paged)
-        return await rebuildPage(this.calls, res, { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes }, headers, who.userId, readable);
+        return await rebuildPage(
+          this.calls,
+          res,
+          { path, search, pageSize: view.pageSize, maxKeptBytes: this.maxKeptBytes },
+          headers,
+          principal.userId,
+          readable,
+        );
       sendJsonBody(res, 200, out!.body, VARY);
     } catch (err) {
       answerUncheckable(res, err, this.obs, 'filtered list route');
@@ -185,25 +170,26 @@ export class ObjectViews {
   }
 
   /**
-   * Answer `pathAndQuery` with only the tags and model ids `who` may see; `audit` gets how many the
-   * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `who` may
-   * see that model; otherwise `refuse` answers, the same for a private model as for none.
+   * Answer `pathAndQuery` with only the tags and model ids `principal` may see; `audit` gets how many the
+   * upstream's answer lost. An answer about one model (`modelId`) is asked for only when `principal` may
+   * see that model; otherwise `refuse` answers, the same for a private model as for none. Lists of
+   * every user's objects (the models, the prompts) are read as they stream, never held.
    */
   async serveNames(
     res: ServerResponse,
     names: { tags?: TagSource; modelIds?: ModelIdShape; modelId?: string },
     pathAndQuery: string,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     audit: (removed: number) => void,
     refuse: () => void,
   ): Promise<void> {
     try {
       let visible: Promise<ReadonlySet<string>> | undefined;
-      const visibleIds = () => (visible ??= this.visibleModelIds(headers, who));
+      const visibleIds = () => (visible ??= this.visibleModelIds(headers, principal));
       if (names.modelId !== undefined && !(await visibleIds()).has(names.modelId)) return refuse();
       // the caller's own tags are counted while Open WebUI answers
-      const own = names.tags ? this.ownTagSource(names.tags, headers, who, names.modelId) : undefined;
+      const own = names.tags ? this.ownTagSource(names.tags, headers, principal, names.modelId) : undefined;
       own?.catch(() => {});
       const up = await callJson(this.calls, ListOrRecordAnswer, 'GET', pathAndQuery, headers);
       if (up.json === undefined) return passError(res, up);
@@ -223,15 +209,15 @@ export class ObjectViews {
     }
   }
 
-  /** The ids of the models `who` may see: every connection's models, and the stored ones they may read. */
-  private async visibleModelIds(headers: Headers, who: Principal): Promise<ReadonlySet<string>> {
+  /** The ids of the models `principal` may see: every connection's models, and the stored ones they may read. */
+  private async visibleModelIds(headers: Headers, principal: Principal): Promise<ReadonlySet<string>> {
     const ids = new Set<string>();
     const [base] = await Promise.all([
       callJson(this.calls, ListOrRecordAnswer, 'GET', '/api/models/base', headers),
       // every user's stored models, read as they stream: only the ids the admin may read are kept
       readRecords(this.calls, '/api/v1/models/all', headers, (m) => {
         if (typeof m.id !== 'string') throw new FileFilterError('a model without an id');
-        if (mayReach(m, who, 'read')) ids.add(m.id);
+        if (mayReach(m, principal, 'read')) ids.add(m.id);
       }),
     ]);
     const list = base.json && !Array.isArray(base.json) ? base.json.data : undefined;
@@ -251,11 +237,11 @@ export class ObjectViews {
   private async ownTagSource(
     source: TagSource,
     headers: Headers,
-    who: Principal,
+    principal: Principal,
     modelId: string | undefined,
   ): Promise<(answer: unknown) => { body: unknown; removed: number }> {
     if (source === 'chats-of-model') {
-      const counted = await this.ownChatTags(headers, who.userId, modelId ?? '');
+      const counted = await this.ownChatTags(headers, principal.userId, modelId ?? '');
       return (answer) => {
         const out = overviewWithTags(answer, counted.top());
         if (!out) throw new UpstreamError('bad-body', 'overview answer is not {history, tags}');
@@ -263,8 +249,8 @@ export class ObjectViews {
       };
     }
     if (source === 'feedbacks') {
-      const counted = new OwnFeedbackTags(who.userId);
-      for (const r of storedOrder(await this.ownRatings.ratings(who.userId, headers))) counted.addRating(r.modelId, r.tags);
+      const counted = new OwnFeedbackTags(principal.userId);
+      for (const r of storedOrder(await this.ownRatings.ratings(principal.userId, headers))) counted.addRating(r.modelId, r.tags);
       return (answer) => {
         const out = leaderboardWithTags(answer, (m) => counted.top(m));
         if (!out) throw new UpstreamError('bad-body', 'leaderboard answer is not {entries: [{model_id}]}');
@@ -277,7 +263,7 @@ export class ObjectViews {
       // what decides is small: the owner, the grants, the tags, whether it is active or a base model
       objects.push(source === 'models' ? modelTagFacts(o) : promptTagFacts(o));
     });
-    const allowed = source === 'models' ? modelTagNames(objects, who) : promptTagNames(objects, who);
+    const allowed = source === 'models' ? modelTagNames(objects, principal) : promptTagNames(objects, principal);
     if (!allowed) throw new UpstreamError('bad-body', `${OBJECTS_OF[source]} is not a list of records`);
     return (answer) => {
       const kept = keepTags(answer, allowed);

@@ -1,13 +1,7 @@
-// An admin's own chats as the model overview counts their tags: which models each chat's answers
-// name and its tags (GET /api/v1/chats/stats/usage: one short usage line per chat of the caller's,
-// newest change first; never the messages). Kept in the gateway and brought up to date on every use
-// (gateway/enforcement/kept-copies.ts): reading them whole costs Open WebUI a parse of every chat
-// (measured at 3,000 chats of 12 KB: 1.4 to 2 s), an update one page of 50 lines, at most every
-// CHATS_QUIET_MS unless the admin wrote through this gateway since.
-//
-// A chat's tags change without a newer `updated_at` (models/chats.py: tags are written to `meta`
-// only), so a copy is read whole again once it is KEPT_FRESH_MS old: a tag added to or taken from a
-// chat that did not otherwise change is counted within that time.
+// An admin's own chats as the model overview counts their tags (which models each chat's answers
+// name, its tags; GET /api/v1/chats/stats/usage, never the messages), kept in the gateway and brought
+// up to date on every use: reading them whole costs Open WebUI a parse of every chat
+// (docs/design/own-records.md, "Why copies are kept").
 import type { Calls } from '../upstream/calls.js';
 import { usageUsedModel } from '../../policies/resource-access.js';
 import { FileFilterError } from './file-stream-filter.js';
@@ -27,7 +21,11 @@ export interface OwnChat {
 /** Chats kept over every caller (a few hundred bytes each). */
 const CHATS_KEPT = 200_000;
 const KEPT_FOR_MS = 60 * 60_000;
-/** A copy this old is read whole again (tags change without a newer `updated_at`). */
+/**
+ * A copy this old is read whole again: a chat's tags change without a newer `updated_at`
+ * (models/chats.py writes tags to `meta` only), so a tag added to or taken from a chat that did not
+ * otherwise change is counted within this time.
+ */
 export const KEPT_FRESH_MS = 10 * 60_000;
 /**
  * A copy brought up to date this recently is used as it is, unless the admin wrote through this

@@ -1,16 +1,7 @@
-// An admin's own ratings, kept in the gateway and brought up to date on every use
-// (gateway/enforcement/kept-copies.ts): what the ratings list, its ids and the leaderboard's tags are
-// answered from (policies/ratings.ts orders them).
-//
-// Open WebUI's only owner-scoped way to them is GET /evaluations/feedbacks/user: 30 a page, newest
-// change first, each page costing Open WebUI a sort of all of the caller's ratings with their
-// snapshots (measured at 2,000 ratings with 16 KB snapshots: about 250 ms a page, 17 s for all 67).
-// An update reads one page, at most every RATINGS_QUIET_MS unless the admin rated through this
-// gateway since. Reading them whole (the first use, or after a deletion) goes page by
-// page while that costs less than Open WebUI's export of every user's ratings read as it streams,
-// keeping the caller's (5.7 s for 7,000 ratings): pages cost about own^2 / 30 x 0.125 ms, the
-// export about all x 0.8 ms, so the export when own^2 > 200 x all. The records are kept as
-// /feedbacks/user writes them (an export's is written so: without its snapshot, with its rater).
+// An admin's own ratings, kept in the gateway and brought up to date on every use: what the ratings
+// list, its ids and the leaderboard's tags are answered from (policies/ratings.ts orders them).
+// Reading them all from Open WebUI for every request would cost seconds: the numbers, and when they
+// are read page by page or from the export, in docs/design/own-records.md, "Why copies are kept".
 import type { Calls } from '../upstream/calls.js';
 import { ratingKeys, RATINGS_PAGE, type RatingKeys } from '../../policies/ratings.js';
 import { FileFilterError } from './file-stream-filter.js';

@@ -1,11 +1,7 @@
-// An admin's Socket.IO traffic, read by the gateway: Open WebUI lets any admin join and edit any
-// note live and join any chat's room (policies/socket-events.ts says which event needs what). Both
-// transports are read, each Engine.IO packet with engine.io-parser and each Socket.IO packet with
-// socket.io-parser (what Open WebUI's own client speaks); an event the rule drops is not sent on,
-// nor are its attachments, and a packet the gateway cannot read is dropped (fail closed). Frames
-// that pass go on byte for byte, in order; a polling body is rebuilt from the packets that pass.
-// An admin's upgrade is made without permessage-deflate so every payload can be read. Plain users
-// never come here: their sockets stay a byte pipe.
+// An admin's Socket.IO traffic, read by the gateway: Open WebUI lets any admin join and edit any note
+// live and join any chat's room (policies/socket-events.ts says which event needs what). An event the
+// rule drops never reaches Open WebUI, nor does a packet the gateway cannot read (fail closed); how
+// the guard reads and what it sends on: docs/design/websocket-frames.md, "The guard".
 import { decodePacket } from 'engine.io-parser';
 import { Decoder, PacketType, type Packet } from 'socket.io-parser';
 import { ClientFrameReader, type ClientFrame } from '../http/websocket-frames.js';

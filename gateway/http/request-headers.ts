@@ -108,17 +108,17 @@ function groupsValue(names: TrustedHeaderNames, groups: readonly string[]): stri
 }
 
 /** The trusted headers that tell the chat front-end who the caller is, as [name, value] pairs. */
-export function identityHeaders(names: TrustedHeaderNames, who: TrustedIdentity): Array<[string, string]> {
+export function identityHeaders(names: TrustedHeaderNames, identity: TrustedIdentity): Array<[string, string]> {
   return [
-    [names.email, headerValue(who.email)],
-    [names.name, headerValue(who.name || who.email)],
-    [names.role, who.admin ? 'admin' : 'user'],
-    [names.groups, groupsValue(names, who.groups)],
+    [names.email, headerValue(identity.email)],
+    [names.name, headerValue(identity.name || identity.email)],
+    [names.role, identity.admin ? 'admin' : 'user'],
+    [names.groups, groupsValue(names, identity.groups)],
   ];
 }
 
-export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, who: TrustedIdentity): void {
-  for (const [name, value] of identityHeaders(names, who)) headers[name] = value;
+export function setIdentityHeaders(headers: IncomingHttpHeaders, names: TrustedHeaderNames, identity: TrustedIdentity): void {
+  for (const [name, value] of identityHeaders(names, identity)) headers[name] = value;
 }
 
 /**

@@ -91,8 +91,8 @@ function loginPageHandler(login: { readonly current: ListSettings }, catalog: Pi
     if (!locale) return next();
     const returnTo = returnToOf(req);
     // Signed in already: who, and a way on or out (a session that cannot be checked shows the page).
-    const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
-    if (who) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: who.name, email: who.email }));
+    const signedInUser = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
+    if (signedInUser) return sendPage(res, 200, renderSignedIn({ locale, returnTo, name: signedInUser.name, email: signedInUser.email }));
     // back from the realm's logout after a sign-out not yet durable: say so (the state is only this notice)
     if (req.query.state === SIGN_OUT_PENDING_STATE) return sendPage(res, 200, renderSignOutPending({ locale }));
     const list = login.current;
@@ -166,12 +166,12 @@ export function createLoginPageRoutes(
     if (!locale) return next();
     const returnTo = returnToOf(req) ?? '/';
     const linked = firstQuery(req.query.link);
-    const who = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
-    if (!who || typeof linked !== 'string' || !isIdSyntax(linked) || who.tenants?.includes(linked)) {
+    const signedInUser = signedIn ? await signedIn(req, res).catch(() => undefined) : undefined;
+    if (!signedInUser || typeof linked !== 'string' || !isIdSyntax(linked) || signedInUser.tenants?.includes(linked)) {
       res.set('cache-control', 'no-store');
       return void res.redirect(302, returnTo);
     }
-    sendPage(res, 200, renderTenantNotMember({ locale, linked, active: who.activeTenant ?? null, continueHref: returnTo }));
+    sendPage(res, 200, renderTenantNotMember({ locale, linked, active: signedInUser.activeTenant ?? null, continueHref: returnTo }));
   };
   router.get('/auth/signed-in', tenantNotice);
   router.get('/:locale/auth/signed-in', tenantNotice);

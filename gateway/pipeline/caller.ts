@@ -1,17 +1,21 @@
 // Who is calling, from the verified identity to what the chat front-end is told (step 5 of
-// gateway/pipeline/handle.ts). One type, `Caller`, for every step after authentication:
-//   - a gateway identity (session cookie or realm bearer JWT, gateway/auth/authenticator.ts):
-//     the trusted headers say who it is, and the credential sent upstream is the one of that
-//     identity's own trusted-header sign-in (gateway/upstream/accounts.ts), never one the client
-//     brought along: the gateway checked the identity, not the client's token;
-//   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the
-//     upstream says whose it is, and exactly that key is forwarded.
+// gateway/pipeline/handle.ts): one `Caller` for every step after authentication, worked out once per
+// identity, never per request.
 import type { Identity } from '../auth/identity.js';
 import { identityHeaders, setUpstreamCredential, upstreamApiKey, type OutgoingCredentials, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';
 import type { Metrics } from '../observability/observability.js';
 
+/**
+ * The caller, for every step after authentication:
+ *   - a gateway identity (session cookie or realm bearer JWT, gateway/auth/authenticator.ts): the
+ *     trusted headers say who it is, and the credential sent upstream is the one of that identity's
+ *     own trusted-header sign-in (gateway/upstream/accounts.ts), never one the client brought along:
+ *     the gateway checked the identity, not the client's token;
+ *   - an upstream API key (ALLOW_UPSTREAM_API_KEYS): not an identity of the gateway, so the upstream
+ *     says whose it is, and exactly that key is forwarded.
+ */
 export interface Caller {
   /** the verified gateway identity (its realm email is the account's); absent for an upstream API key */
   identity?: Identity;

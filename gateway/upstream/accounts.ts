@@ -45,15 +45,15 @@ export class UpstreamAccounts {
   }
 
   /** Sign a verified identity in at the upstream (or reuse the cached sign-in). */
-  signIn(who: TrustedIdentity): Promise<UpstreamAccount> {
-    return this.signingIn(who).promise;
+  signIn(identity: TrustedIdentity): Promise<UpstreamAccount> {
+    return this.signingIn(identity).promise;
   }
 
   // Two live sessions of one user from either side of a role change are never both told here: the
   // authenticator judges an identity the realm has contradicted since by the newest facts (a
   // session is renewed first, a bearer token taken as the newest; policies/session-ends.ts).
-  private signingIn(who: TrustedIdentity): Pending {
-    const { key, signedInAs } = this.keyOf(who);
+  private signingIn(identity: TrustedIdentity): Pending {
+    const { key, signedInAs } = this.keyOf(identity);
     // One entry per email: the upstream keeps ONE role per user, the one of its latest sign-in. A
     // sign-in told something else since (a promotion, then a demotion back to what an older entry
     // held) must be told again, or the upstream keeps the other role (found on the real Open WebUI).
@@ -61,8 +61,8 @@ export class UpstreamAccounts {
     if (hit && hit.signedInAs !== signedInAs) this.entries.delete(key);
     return this.cached(key, SIGNIN_TTL_MS, signedInAs, async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-      setIdentityHeaders(headers, this.names, who);
-      const res = await callJson(this.calls, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: who.email, password: '' }));
+      setIdentityHeaders(headers, this.names, identity);
+      const res = await callJson(this.calls, SignInAnswer, 'POST', '/api/v1/auths/signin', headers, JSON.stringify({ email: identity.email, password: '' }));
       const body = res.json;
       if (!body) throw new UpstreamError('bad-body', `trusted-header sign-in failed with status ${res.status}`);
       return { userId: body.id, role: String(body.role ?? 'user'), token: body.token };
@@ -84,9 +84,13 @@ export class UpstreamAccounts {
   // Keyed by email; role, groups and name are what was told: a change re-signs in, which updates
   // them upstream. The data plane hands in one object per identity, so both are worked out once per object.
   private readonly keys = new WeakMap<TrustedIdentity, { key: string; signedInAs: string }>();
-  private keyOf(who: TrustedIdentity): { key: string; signedInAs: string } {
-    let k = this.keys.get(who);
-    if (!k) this.keys.set(who, (k = { key: 'id:' + who.email.toLowerCase(), signedInAs: JSON.stringify([who.admin, who.groups, who.name]) }));
+  private keyOf(identity: TrustedIdentity): { key: string; signedInAs: string } {
+    let k = this.keys.get(identity);
+    if (!k)
+      this.keys.set(
+        identity,
+        (k = { key: 'id:' + identity.email.toLowerCase(), signedInAs: JSON.stringify([identity.admin, identity.groups, identity.name]) }),
+      );
     return k;
   }
 

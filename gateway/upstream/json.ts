@@ -1,14 +1,7 @@
 // Every JSON document the gateway reads from a peer is checked against a zod schema here, in one
-// way: the chat front-end's answers through `callJson(schema)`; through `parseJson(schema)`
-// Keycloak's admin API and the providers file (gateway/login/catalog.ts), the realm's discovery
-// document and userinfo (gateway/auth/realm.ts) and its token endpoint's answer to a refresh
-// (gateway/auth/refresh.ts). A body that is not JSON,
-// or not of the schema's shape, fails closed: `callJson` throws UpstreamJsonError (an UpstreamError
-// of kind `bad-body`, so a 502 wherever the caller lets it go on); the few lookups whose unreadable
-// answer means "no" today (an owner lookup, the caller's groups) catch it and say no.
-// The schemas say what the gateway reads of each answer; loose objects keep the rest of a record
-// that is passed on (a filtered list, a redacted record). The rules applied to what was read stay
-// in policies/ (pure, no zod: policies/ imports only policies/).
+// way: a body that is not JSON, or not of the schema's shape, fails closed. The schemas say what the
+// gateway reads of each answer (loose objects keep the rest of a record that is passed on); the
+// rules applied to what was read stay in policies/ (pure, no zod).
 import type { Calls } from './calls.js';
 import { z } from 'zod';
 import { UpstreamError } from '../http/respond.js';
@@ -16,7 +9,11 @@ import type { UpstreamResponse } from './proxy.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
-/** An answer that is not JSON of the expected shape. */
+/**
+ * An answer that is not JSON of the expected shape: an UpstreamError of kind `bad-body`, so a 502
+ * wherever the caller lets it go on; the few lookups whose unreadable answer means "no" (an owner
+ * lookup, the caller's groups) catch it and say no.
+ */
 export class UpstreamJsonError extends UpstreamError {
   constructor(message: string) {
     super('bad-body', message);

@@ -138,6 +138,35 @@ describe('kept copies of a caller\u2019s own records', () => {
     expect(view(await copies.records('me', H))).to.deep.equal(truth(l));
   });
 
+  it('a write told while a read is under way: the copy that read made is not taken as quiet, and the next use shows the write', async () => {
+    const l = new Listed(5);
+    l.put('a', 1);
+    let now = 0;
+    let holdNext: (() => void) | undefined;
+    let held: Promise<void> | undefined;
+    const source = l.source({ quietMs: 30_000 });
+    const page = source.page;
+    source.page = async (n, callerId, headers) => {
+      const answer = await page(n, callerId, headers);
+      if (held) await held;
+      return answer;
+    };
+    const copies = new KeptCopies(source, 1000, 3_600_000, () => now);
+    await copies.records('me', H);
+    now = 40_000; // past the quiet time: the next use brings the copy up to date
+    held = new Promise((r) => (holdNext = r));
+    const underWay = copies.records('me', H);
+    await new Promise((r) => setTimeout(r, 10));
+    // the caller's write lands at the source while that read is under way, and is told
+    l.put('b', 2);
+    copies.changed('me');
+    held = undefined;
+    holdNext!();
+    expect(view(await underWay)).to.deep.equal(['a:a']);
+    now = 41_000;
+    expect(view(await copies.records('me', H))).to.deep.equal(truth(l));
+  });
+
   it('one read per caller at a time; callers apart', async () => {
     const l = new Listed(5);
     l.put('a', 1);
