@@ -26,6 +26,22 @@ function pickRange(): [number, number] | undefined {
   return undefined;
 }
 
+/**
+ * The ports fetch refuses to connect to ("bad port", the Fetch standard's list, which Chromium
+ * shares): a server on one of them cannot be reached by the tests' fetch or the browser.
+ */
+const FETCH_BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115,
+  117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587,
+  601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669,
+  6679, 6697, 10080,
+]);
+
+/** Whether a client (fetch, a browser) may connect to `port`. */
+export function reachablePort(port: number): boolean {
+  return !FETCH_BAD_PORTS.has(port);
+}
+
 async function holdPort(host: string, port: number): Promise<Server | undefined> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -47,7 +63,8 @@ export async function freePorts(count: number, host = '127.0.0.1'): Promise<numb
       if (tries > 200 * count) throw new Error(`no ${count} free ports found on ${host}`);
       const port = range && tries < 100 * count ? range[0] + Math.floor(Math.random() * (range[1] - range[0] + 1)) : 0;
       const s = await holdPort(host, port);
-      if (s) servers.push(s);
+      if (s && reachablePort((s.address() as AddressInfo).port)) servers.push(s);
+      else s?.close();
     }
     return servers.map((s) => (s.address() as AddressInfo).port);
   } finally {
