@@ -1,7 +1,7 @@
 // BENCH_MEMORY_DIR=DIR: each node peer appends, once a second, the largest RSS it had in that
 // second and what it was made of (V8's heap spaces, memory outside the heap, array buffers) to
 // DIR/<name>-<pid>.jsonl, so that a peak RSS in the table can be taken apart afterwards (where the gateway's memory goes in the websocket and idle scenarios). Off unless set.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -10,6 +10,7 @@ const MB = 2 ** 20;
 export function sampleMemory(name: string): void {
   const dir = process.env.BENCH_MEMORY_DIR;
   if (!dir) return;
+  mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}-${process.pid}.jsonl`);
   let peak: Record<string, number> | undefined;
   const sample = setInterval(() => {
