@@ -5,6 +5,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// A SIGHUP before the gateway's hold (gateway/hangups.ts) is loaded is kept, then handed to it.
+let hangupBeforeHold = false;
+const keepHangup = () => (hangupBeforeHold = true);
+process.on('SIGHUP', keepHangup);
+
 const root = fileURLToPath(new URL('..', import.meta.url));
 const fail = (message) => {
   process.stderr.write(`${message}\nThe gateway did not start. See docs/development.md, "Dependencies and the build".\n`);
@@ -14,7 +19,7 @@ const fail = (message) => {
 if (process.env.NODE_ENV === 'production') {
   const compiled = `${root}dist/gateway/main.js`;
   if (!existsSync(compiled)) fail('NODE_ENV=production runs the compiled gateway, and dist/gateway/main.js is missing: run `npm run build` first.');
-  await import(pathToFileURL(compiled).href);
+  await holdThenRun(`${root}dist/gateway/hangups.js`, compiled);
 } else {
   let tsx;
   try {
@@ -23,5 +28,12 @@ if (process.env.NODE_ENV === 'production') {
     fail('Running from the TypeScript sources needs the dev dependencies (tsx): run `npm install`, or set NODE_ENV=production after `npm run build`.');
   }
   tsx.register();
-  await import(pathToFileURL(`${root}gateway/main.ts`).href);
+  await holdThenRun(`${root}gateway/hangups.ts`, `${root}gateway/main.ts`);
+}
+
+async function holdThenRun(hangups, main) {
+  (await import(pathToFileURL(hangups).href)).holdHangups();
+  process.off('SIGHUP', keepHangup);
+  if (hangupBeforeHold) process.emit('SIGHUP', 'SIGHUP');
+  await import(pathToFileURL(main).href);
 }

@@ -1,8 +1,9 @@
-// The process's life: signals (a graceful stop; SIGHUP: read POLICY_FILE now) and, with
+// The process's life: signals (a graceful stop; SIGHUP, gateway/hangups.ts: read POLICY_FILE now) and, with
 // GATEWAY_WORKERS > 1, node:cluster, whose primary only supervises (docs/design/workers.md).
 import cluster, { type Worker } from 'node:cluster';
 import pino from 'pino';
 import type { Settings } from '../config/settings.js';
+import { reloadOnHangup } from './hangups.js';
 
 const YOUNG_MS = 5_000;
 const MAX_PAUSE_MS = 30_000;
@@ -13,15 +14,24 @@ export function superviseWorkers(settings: Pick<Settings, 'server' | 'policy'>):
   let stopping = false;
   let pause = 0;
   const startedAt = new Map<Worker, number>();
+  // a worker still starting gets its SIGHUP once it listens (it reads POLICY_FILE then, once)
+  const starting = new Map<Worker, boolean>();
 
   const fork = () => {
     const worker = cluster.fork();
     startedAt.set(worker, Date.now());
+    starting.set(worker, false);
+    worker.once('listening', () => {
+      const hangup = starting.get(worker);
+      starting.delete(worker);
+      if (hangup) worker.process.kill('SIGHUP');
+    });
   };
 
   cluster.on('exit', (worker, code, signal) => {
     const lived = Date.now() - (startedAt.get(worker) ?? 0);
     startedAt.delete(worker);
+    starting.delete(worker);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
       return;
@@ -47,18 +57,17 @@ export function superviseWorkers(settings: Pick<Settings, 'server' | 'policy'>):
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => {
+  reloadOnHangup(() => {
     log.info({ signal: 'SIGHUP' }, 'passing SIGHUP to the workers: each reads POLICY_FILE now');
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGHUP');
+    for (const w of Object.values(cluster.workers ?? {})) {
+      if (!w) continue;
+      if (starting.has(w)) starting.set(w, true);
+      else w.process.kill('SIGHUP');
+    }
   });
 
   for (let i = 0; i < count; i++) fork();
   log.info({ workers: count }, 'gateway primary supervising workers');
-}
-
-/** SIGHUP: the live settings are read again now (Node's default for SIGHUP would end the process). */
-export function reloadOnHangup(reload: () => void): void {
-  process.on('SIGHUP', reload);
 }
 
 /**

@@ -25,6 +25,12 @@ const MAX_ENTRIES = 20_000;
 const SHARE_CHAT_TTL_MS = 10 * 60_000;
 /** Chats of the share's owner read at most to find the one a share was taken from (one list page is 60). */
 const MAX_SHARE_CANDIDATES = 60;
+/**
+ * A share whose chat was not found is not looked for again this long (for the same caller): a
+ * client retrying would cost up to MAX_SHARE_CANDIDATES reads each time. Short: the owner's chats
+ * change (a rename, newer chats deleted), and then the share's chat can be found.
+ */
+export const SHARE_MISS_TTL_MS = 30_000;
 
 type Headers = Record<string, string | string[] | undefined>;
 /** The caller as a principal of grants (their groups), asked of the upstream as the caller. */
@@ -32,12 +38,17 @@ export type PrincipalOf = (callerId: string, headers: Headers) => Promise<Princi
 
 export class ChatViews {
   private readonly allowed = new TtlCache<string, true>(MAX_ENTRIES, ALLOWED_TTL_MS);
-  private readonly shareChats = new TtlCache<string, string>(MAX_ENTRIES, SHARE_CHAT_TTL_MS);
+  private readonly shareChats: TtlCache<string, string>;
+  private readonly shareMisses: TtlCache<string, true>;
 
   constructor(
     private readonly calls: Calls,
     private readonly principalOf: PrincipalOf,
-  ) {}
+    clock?: () => number,
+  ) {
+    this.shareChats = new TtlCache<string, string>(MAX_ENTRIES, SHARE_CHAT_TTL_MS, clock);
+    this.shareMisses = new TtlCache<string, true>(MAX_ENTRIES, SHARE_MISS_TTL_MS, clock);
+  }
 
   /**
    * May the admin `callerId` go on? Asks the upstream as the caller: `GET /api/v1/chats/{id}` for
@@ -72,7 +83,7 @@ export class ChatViews {
     // No credential, no trusted header: what anyone on the web would be answered.
     const anonymous = await this.calls.call('GET', `/api/v1/chats/share/${encodeURIComponent(shareId)}`, {});
     if (anonymous.status === 200) return true;
-    const chatId = share.id !== shareId ? share.id : await this.chatOfShare(shareId, share, headers);
+    const chatId = share.id !== shareId ? share.id : await this.chatOfShare(shareId, share, callerId, headers);
     if (chatId === undefined) return false;
     const grants = await callJson(this.calls, ShareGrantsAnswer, 'GET', `/api/v1/chats/shared/${encodeURIComponent(chatId)}/access`, headers).catch(noAnswer);
     if (grants?.json === undefined) return false;
@@ -82,11 +93,14 @@ export class ChatViews {
   /**
    * The chat a share was taken from: the share's answer names its snapshot only, so the owner's
    * chats (the admin route, open while the upstream's flag is true) are read, those of the share's
-   * title first, until one names the share. Undefined when none of the first MAX_SHARE_CANDIDATES does.
+   * title first, until one names the share. Undefined when none of the first MAX_SHARE_CANDIDATES does;
+   * that is kept a short while for this caller (the owner's chats were read as the caller).
    */
-  private async chatOfShare(shareId: string, share: ChatRecord, headers: Headers): Promise<string | undefined> {
+  private async chatOfShare(shareId: string, share: ChatRecord, callerId: string, headers: Headers): Promise<string | undefined> {
     const known = this.shareChats.get(shareId);
     if (known !== undefined) return known;
+    const missKey = `${callerId}\0${shareId}`;
+    if (this.shareMisses.get(missKey)) return undefined;
     const owner = encodeURIComponent(share.user_id);
     const titled = share.title ? `&query=${encodeURIComponent(share.title)}` : '';
     const read = new Set<string>();
@@ -102,6 +116,7 @@ export class ChatViews {
       }
       if (!titled) break;
     }
+    this.shareMisses.set(missKey, true);
     return undefined;
   }
 
@@ -114,6 +129,7 @@ export class ChatViews {
   clear(): void {
     this.allowed.clear();
     this.shareChats.clear();
+    this.shareMisses.clear();
   }
 }
 

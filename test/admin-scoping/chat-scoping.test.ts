@@ -6,6 +6,10 @@
 import { expect } from 'chai';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
+import { loadSettings } from '../../config/settings.js';
+import { ChatViews, SHARE_MISS_TTL_MS } from '../../gateway/enforcement/chat-views.js';
+import { createObservability } from '../../gateway/observability/observability.js';
+import { Upstream } from '../../gateway/upstream/proxy.js';
 import { ADMIN_CHAT_ACCESS_DISABLED } from '../../policies/admin-scoping.js';
 import {
   chatAccess,
@@ -311,3 +315,89 @@ for (const upstreamFlag of [true, false]) {
     });
   });
 }
+
+describe('a share whose chat is not found among its owner\u2019s first 60 (upstream ENABLE_ADMIN_CHAT_ACCESS drifted true)', function () {
+  this.timeout(30_000);
+  const LOST_SHARE = 'share-of-bob-lost';
+  const LOST_CHAT = 'bob-lost';
+  let upstream: OpenWebUIStandIn;
+  let adminKey: string;
+
+  beforeEach(async () => {
+    const chats = seedChats();
+    const bobs = chats.find((c) => c.id === BOB_CHAT)!;
+    // shared with every user by grant, then 60 newer chats of the same title: its chat is the 61st either way it is looked for
+    chats.push({ ...structuredClone(bobs), id: LOST_CHAT, title: 'Weekly notes', share_id: LOST_SHARE, updated_at: bobs.updated_at - 1000 });
+    for (let i = 0; i < 60; i++) chats.push({ ...structuredClone(bobs), id: `bob-newer-${i}`, title: 'Weekly notes', updated_at: bobs.updated_at + i });
+    upstream = await startOpenWebUI({ users: seedUsers, chats, enableAdminChatAccess: true });
+    upstream.chatGrants.set(LOST_CHAT, [{ id: 'g1', principal_type: 'user', principal_id: '*', permission: 'read' }]);
+    adminKey = upstream.apiKeyFor('u-admin');
+  });
+  afterEach(async () => {
+    await upstream.close();
+  });
+
+  /** The reads that look for the share's chat: the owner's chat list and their chats by id. */
+  const searchReads = (from: number) =>
+    upstream.requests.slice(from).filter((r) => r.method === 'GET' && /^\/api\/v1\/chats\/(list\/user\/u-bob|bob-)/.test(r.url)).length;
+  /** bob opens the chat and writes in it (at Open WebUI, or through another instance): now his newest */
+  const bobTouchesIt = () => (upstream.chats.get(LOST_CHAT)!.updated_at = Math.floor(Date.now() / 1000) + 1000);
+
+  it('through the gateway: refused, and a repeated request reads none of the owner\u2019s chats again; the same refusal', async () => {
+    const gw = await startGateway(baseEnv(upstream.url, { ALLOW_UPSTREAM_API_KEYS: 'true' }));
+    try {
+      const read = async () => {
+        const from = upstream.requests.length;
+        const res = await fetch(`${gw.url}/api/v1/chats/share/${LOST_SHARE}`, { headers: { authorization: `Bearer ${adminKey}` } });
+        return { status: res.status, body: await res.text(), reads: searchReads(from) };
+      };
+      const first = await read();
+      expect(first.status, first.body).to.equal(401);
+      expect(JSON.parse(first.body).detail).to.equal(ADMIN_CHAT_ACCESS_DISABLED);
+      expect(first.reads, 'two list pages and the 60 chats they name').to.equal(62);
+      for (let i = 0; i < 3; i++) {
+        const again = await read();
+        expect(again, `request ${i + 2}`).to.deep.equal({ ...first, reads: 0 });
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('the miss is kept a short while, for its caller only; once it expires the share, its chat now found, is served', async () => {
+    let now = 1_000_000;
+    const settings = loadSettings(baseEnv(upstream.url), { stageFiles: false });
+    const up = new Upstream(settings.upstream, createObservability({ level: 'silent' }));
+    const views = new ChatViews(
+      up.calls,
+      async (userId) => ({ userId, groupIds: new Set() }),
+      () => now,
+    );
+    const share = { need: 'share-or-own', id: LOST_SHARE } as const;
+    const as = (key: string) => ({ authorization: `Bearer ${key}` });
+    try {
+      let from = upstream.requests.length;
+      expect(await views.mayAccess(share, 'u-admin', as(adminKey))).to.equal(false);
+      expect(searchReads(from)).to.equal(62);
+      bobTouchesIt();
+      now += SHARE_MISS_TTL_MS - 1;
+      from = upstream.requests.length;
+      expect(await views.mayAccess(share, 'u-admin', as(adminKey)), 'within the miss').to.equal(false);
+      expect(searchReads(from)).to.equal(0);
+      // another caller's request is looked for afresh (the owner's chats are read as the caller)
+      from = upstream.requests.length;
+      expect(await views.mayAccess(share, 'u-other-admin', as(adminKey))).to.equal(true);
+      expect(searchReads(from)).to.be.greaterThan(0);
+      views.clear();
+      upstream.chats.get(LOST_CHAT)!.updated_at = 0;
+      expect(await views.mayAccess(share, 'u-admin', as(adminKey)), 'lost again').to.equal(false);
+      bobTouchesIt();
+      now += SHARE_MISS_TTL_MS + 1;
+      from = upstream.requests.length;
+      expect(await views.mayAccess(share, 'u-admin', as(adminKey)), 'the miss expired: found, granted').to.equal(true);
+      expect(searchReads(from)).to.be.within(1, 62);
+    } finally {
+      up.close();
+    }
+  });
+});

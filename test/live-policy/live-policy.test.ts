@@ -6,7 +6,9 @@
 // the gateway's own process. The stand-in runs with Open WebUI's own switches on: the gateway's
 // policy is what narrows (docs/operating/settings.md, "Live settings").
 import { expect } from 'chai';
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -263,16 +265,46 @@ describe('live settings: POLICY_FILE followed by a running gateway', function ()
 });
 
 /** A gateway process following `dir`/current/policy.yaml, its poll a minute away: only a signal reads it soon. */
-const followingProcess = (dir: string, env: Env = {}) =>
-  gatewayProcess({
-    ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DRIFT_CHECK_SECONDS: '0',
-    POLICY_FILE: join(dir, 'current', 'policy.yaml'),
-    POLICY_FILE_CHECK_MS: '60000',
-    ...env,
+const followingProcess = (dir: string, env: Env = {}, o: Parameters<typeof gatewayProcess>[1] = {}) =>
+  gatewayProcess(
+    {
+      ...baseEnv('http://127.0.0.1:9', { CHATUI_BYPASS_ADMIN_ACCESS_CONTROL: undefined, CHATUI_ENABLE_ADMIN_EXPORT: undefined }),
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DRIFT_CHECK_SECONDS: '0',
+      POLICY_FILE: join(dir, 'current', 'policy.yaml'),
+      POLICY_FILE_CHECK_MS: '60000',
+      ...env,
+    },
+    o,
+  );
+
+/** An upstream whose GET /api/version (the release check a gateway's start waits for) answers only when released. */
+async function heldUpstream(): Promise<{ url: string; asked: Promise<void>; release(): void; close(): Promise<void> }> {
+  const waiting: ServerResponse[] = [];
+  let released = false;
+  let asked!: () => void;
+  const answer = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"version":"0.12.4"}');
+  const server = createServer((req, res) => {
+    if (req.url !== '/api/version') return void res.writeHead(404).end();
+    if (released) return answer(res);
+    waiting.push(res);
+    asked();
   });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    asked: new Promise<void>((resolve) => (asked = resolve)),
+    release() {
+      released = true;
+      for (const res of waiting.splice(0)) answer(res);
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.ts)', function () {
   this.timeout(60_000);
@@ -352,6 +384,104 @@ describe('live settings: SIGHUP in the gateway\u2019s own process (gateway/main.
         expect(ready.policy).to.include({ version: lines[0]!.version, source: 'signal' });
       }
     } finally {
+      gw?.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  for (const [entry, args] of [
+    ['gateway/main.ts', undefined],
+    ['bin/start.mjs (npm start)', ['bin/start.mjs']],
+  ] as const)
+    it(`${entry}: a SIGHUP while it starts (its release check unanswered) is kept: it lives, listens, then reads POLICY_FILE once`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'live-policy-hup-starting-'));
+      twoPolicies(dir);
+      const upstream = await heldUpstream();
+      let child: ChildProcess | undefined;
+      try {
+        const started = followingProcess(dir, { UPSTREAM_URL: upstream.url }, { ...(args ? { entry: [...args] } : {}), starting: (c) => (child = c) });
+        started.catch(() => {});
+        await upstream.asked;
+        // its first reading of the file settled (50 ms), then a change only a signal reads soon
+        await sleep(400);
+        repoint(dir, 'b');
+        child!.kill('SIGHUP');
+        await sleep(300);
+        expect({ code: child!.exitCode, signal: child!.signalCode }, 'still running after SIGHUP while starting').to.deep.equal({ code: null, signal: null });
+        upstream.release();
+        const gw = await started;
+        const listening = JSON.parse(
+          gw
+            .output()
+            .split('\n')
+            .find((l) => l.includes('gateway listening'))!,
+        ) as { policy: PolicyStatus };
+        expect(listening.policy.source, 'started with the file as it was read at start').to.equal('file');
+        const signalled = () =>
+          gw
+            .output()
+            .split('\n')
+            .filter((l) => l.includes('"policy-applied"') && l.includes('"signal"'))
+            .map((l) => JSON.parse(l) as LogLine);
+        for (let i = 0; i < 100 && signalled().length === 0; i++) await sleep(50);
+        await sleep(300);
+        expect(signalled(), 'the kept SIGHUP read the file once, after start').to.have.length(1);
+        // its start waited for the answer released after the signal (not the check's own time limit)
+        expect(gw.output()).to.match(/"event":"upstream-release","release":"0\.12\.4"/);
+        expect(signalled()[0]).to.deep.include({ changes: [{ setting: 'CHATUI_BYPASS_ADMIN_ACCESS_CONTROL', from: 'false', to: 'true' }] });
+        const ready = (await (await fetch(`http://127.0.0.1:${gw.port}/readyz`)).json()) as { policy: PolicyStatus };
+        expect(ready.policy).to.include({ source: 'signal', version: signalled()[0]!.version });
+        expect(ready.policy.version).to.not.equal(listening.policy.version);
+      } finally {
+        child?.kill('SIGKILL');
+        await upstream.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+  it('GATEWAY_WORKERS=2: a SIGHUP to the primary while its workers still load reaches each once it runs; none dies', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'live-policy-hup-workers-starting-'));
+    twoPolicies(dir);
+    let gw: Awaited<ReturnType<typeof gatewayProcess>> | undefined;
+    let child: ChildProcess | undefined;
+    try {
+      gw = await followingProcess(
+        dir,
+        { GATEWAY_WORKERS: '2' },
+        {
+          starting: (c, output) => {
+            child = c;
+            // the moment the primary has forked its workers: they are still loading the gateway
+            const poll = setInterval(() => {
+              if (!output().includes('gateway primary supervising workers')) return;
+              clearInterval(poll);
+              c.kill('SIGHUP');
+            }, 5);
+            c.once('exit', () => clearInterval(poll));
+          },
+        },
+      );
+      const running = gw;
+      const answered = () =>
+        running
+          .output()
+          .split('\n')
+          .filter((l) => /"policy-(applied|unchanged)"/.test(l) && l.includes('"signal"'))
+          .map((l) => JSON.parse(l) as LogLine);
+      for (let i = 0; i < 200 && (gw.output().split('gateway listening').length < 3 || answered().length < 2); i++) await sleep(50);
+      await sleep(300);
+      expect(gw.output(), 'no worker died').to.not.include('gateway worker died');
+      expect(gw.output().split('gateway listening').length - 1, 'two workers listening').to.equal(2);
+      expect(
+        answered()
+          .map((l) => l.pid)
+          .sort(),
+        'each worker answered the SIGHUP once',
+      ).to.have.length(2);
+      expect(new Set(answered().map((l) => l.pid)).size).to.equal(2);
+      expect(gw.exited(), 'still running').to.equal(null);
+    } finally {
+      child?.kill('SIGKILL');
       gw?.child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }

@@ -92,9 +92,9 @@ describe('layout: one obvious place for each thing', () => {
     expect(offenders(/new Eta\(/, ['gateway/pages/templates.ts'])).to.deep.equal([]);
   });
 
-  it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in main.ts)', () => {
+  it('production code never imports the sandbox or test code (the sandbox only by its non-literal entry in serve.ts)', () => {
     expect(offenders(/from '(\.\.\/)+(test|sandbox)\/|import\('(\.\.\/)+(test|sandbox)\//, [])).to.deep.equal([]);
-    expect(code('gateway/main.ts')).to.include("const sandboxModule = '../sandbox/main.js';");
+    expect(code('gateway/serve.ts')).to.include("const sandboxModule = '../sandbox/main.js';");
   });
 });
 
@@ -150,7 +150,7 @@ describe('layout: what depends on what', () => {
   /**
    * The folders from the bottom up: a module names modules of its own folder or of a folder in an
    * EARLIER layer, never one beside or above it. Folders of one layer know nothing of each other.
-   * The gateway's root files (app.ts, main.ts, lifecycle.ts, check-config.ts) put the rest together.
+   * The gateway's root files (main.ts, serve.ts, hangups.ts, app.ts, lifecycle.ts, check-config.ts) put the rest together.
    */
   const LAYERS: readonly (readonly string[])[] = [
     ['policies'],

@@ -60,14 +60,22 @@ export async function startGateway(env: Env, options: GatewayOptions = {}): Prom
   return { gateway, url, settings, obs, close: () => gateway.close() };
 }
 
-/** gateway/main.ts in a child process; resolves with its address once it logs that it listens. */
+/**
+ * gateway/main.ts (or `entry`, e.g. bin/start.mjs) in a child process; resolves with its address once
+ * it logs that it listens. `starting` sees the process and its output before that.
+ */
 export async function gatewayProcess(
   env: Record<string, string | undefined>,
+  o: { entry?: string[]; starting?: (child: ChildProcess, output: () => string) => void } = {},
 ): Promise<{ child: ChildProcess; port: number; exited: () => number | null; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, o.entry ?? ['--import', 'tsx', 'gateway/main.ts'], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
+  o.starting?.(child, () => output);
   const port = await new Promise<number>((resolve, reject) => {
     // a gateway that did not start in time is stopped: no process outlives the test that started it
     const timer = setTimeout(() => {
