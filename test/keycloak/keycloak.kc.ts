@@ -2,6 +2,7 @@
 // `scripts/keycloak.sh install`. One Keycloak boot for the whole suite (test/keycloak/world.ts),
 // real sockets, real Chromium where a person clicks (Keycloak's own login form, its broker).
 import { expect } from 'chai';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
@@ -317,6 +318,93 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout')).to.equal(true);
         const api = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
         expect(api.status).to.equal(401);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe('a realm bearer token once the realm ended its session', () => {
+    // A command-line client of the platform: public, its access tokens meant for the gateway (`aud`
+    // names the gateway's client, as gateway/auth/realm.ts requires of a bearer token).
+    const CLI = 'kc-suite-cli';
+    const callbackOf = (url: string) => `${url}/kc-suite-cli/callback`;
+    const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { sid?: string; exp: number; azp: string };
+    const asBearer = (url: string, token: string) => fetch(`${url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    const tokenRequest = async (form: Record<string, string>) => {
+      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: CLI, ...form }).toString(),
+      });
+      const body = (await res.json()) as { access_token: string };
+      expect(res.status, JSON.stringify(body)).to.equal(200);
+      return body.access_token;
+    };
+
+    before(async () => {
+      await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
+        clientId: CLI,
+        publicClient: true,
+        standardFlowEnabled: true,
+        directAccessGrantsEnabled: true,
+        redirectUris: [callbackOf(w.a.url)],
+        attributes: { 'pkce.code.challenge.method': 'S256' },
+        protocolMappers: [
+          {
+            name: 'audience',
+            protocol: 'openid-connect',
+            protocolMapper: 'oidc-audience-mapper',
+            config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
+          },
+        ],
+      });
+    });
+
+    /** The command-line client signs in through the browser the person signed in to the gateway with (Keycloak's single sign-on: no password asked). */
+    async function cliToken(page: Page): Promise<string> {
+      const verifier = randomBytes(32).toString('base64url');
+      const auth = new URL(`${w.kc.issuer(REALM)}/protocol/openid-connect/auth`);
+      auth.search = new URLSearchParams({
+        client_id: CLI,
+        response_type: 'code',
+        scope: 'openid',
+        redirect_uri: callbackOf(w.a.url),
+        state: 'cli',
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+      }).toString();
+      const [callback] = await Promise.all([
+        page.waitForRequest((r) => r.url().startsWith(callbackOf(w.a.url))),
+        page.goto(auth.href, { waitUntil: 'commit' }),
+      ]);
+      const code = new URL(callback.url()).searchParams.get('code');
+      expect(code, callback.url()).to.be.a('string');
+      return tokenRequest({ grant_type: 'authorization_code', code: code!, redirect_uri: callbackOf(w.a.url), code_verifier: verifier });
+    }
+
+    it('a client’s access token of the realm session the person signed in to the gateway with: served on both instances, then refused on both once an administrator ends that session in Keycloak, before it expires', async () => {
+      const { page, close } = await browserSignIn('tina', 'tina-pass');
+      try {
+        await page.waitForSelector('#who');
+        const token = await cliToken(page);
+        const { sid, exp, azp } = claimsOf(token);
+        expect(azp).to.equal(CLI);
+        const tina = await w.userId('tina');
+        const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`))
+          .body;
+        const shared = sessions.find((s) => s.id === sid);
+        expect(Object.values(shared?.clients ?? {}), 'one realm session: the gateway’s and the client’s').to.have.members([CLIENT_ID, CLI]);
+        for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
+
+        expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
+        for (const g of [w.a, w.b])
+          await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 200 });
+        expect(exp, 'the token has not expired').to.be.greaterThan(Date.now() / 1000 + 30);
+        expect(
+          w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid),
+          'Keycloak told the gateway, naming that session',
+        ).to.equal(true);
       } finally {
         await close();
       }
