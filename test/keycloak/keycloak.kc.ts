@@ -409,6 +409,73 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         await close();
       }
     });
+
+    it('a token of a realm session the gateway’s client has no part in (the client’s own password grant): Keycloak tells the gateway nothing when that session ends, so the gateway serves it until it expires, though Keycloak’s userinfo refuses it', async () => {
+      const token = await tokenRequest({ grant_type: 'password', username: 'tina', password: 'tina-pass', scope: 'openid' });
+      const { sid, exp } = claimsOf(token);
+      const tina = await w.userId('tina');
+      const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`)).body;
+      expect(Object.values(sessions.find((s) => s.id === sid)?.clients ?? {}), 'a realm session of the client alone').to.deep.equal([CLI]);
+      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token)).to.equal(200);
+      expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
+      const userinfo = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${token}` } });
+      expect(userinfo.status, 'Keycloak itself no longer takes it').to.equal(401);
+      // the session of the test above was told within a second
+      await sleep(3_000);
+      expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid)).to.equal(false);
+      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `still served at ${g.url}`).to.equal(200);
+      expect(exp).to.be.greaterThan(Date.now() / 1000);
+    });
+  });
+
+  describe('a sign-out Redis did not confirm in time', () => {
+    const everyInstance = (synced: boolean) =>
+      until(`every instance ${synced ? 'in step with Redis' : 'without Redis'}`, () => [w.a, w.b].every((g) => g.gateway.sharedState.ready().ok === synced), {
+        ms: 30_000,
+      });
+    // the suite's Redis, stopped here: started again once, whatever the test came to
+    let redisStopped = false;
+    const redisBack = async () => {
+      if (!redisStopped) return;
+      redisStopped = false;
+      await w.redis.start();
+      await everyInstance(true);
+    };
+    after(redisBack);
+
+    it('goes through Keycloak’s logout first with the state, which Keycloak hands back to the login page: the pending notice shows, the realm session is gone, a new sign-in asks for the password', async () => {
+      const bob = await w.userId('bob');
+      const sessionsOfBob = async () => (await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/users/${bob}/sessions`)).body.map((s) => s.id);
+      const earlier = await sessionsOfBob();
+      const { page, close } = await browserSignIn('bob', 'bob-pass');
+      try {
+        await page.waitForSelector('#who');
+        const mine = (await sessionsOfBob()).filter((id) => !earlier.includes(id));
+        expect(mine).to.have.length(1);
+        redisStopped = true;
+        await w.redis.stop();
+        await everyInstance(false);
+        const logoutAt = `${w.kc.issuer(REALM)}/protocol/openid-connect/logout`;
+        const [toKeycloak] = await Promise.all([
+          page.waitForRequest((r) => r.url().startsWith(logoutAt), { timeout: 30_000 }),
+          page.waitForURL((u) => u.origin === w.a.url && u.pathname === '/auth/login', { timeout: 30_000 }),
+          page.click('#sign-out'),
+        ]);
+        const sent = new URL(toKeycloak.url()).searchParams;
+        expect(sent.get('state')).to.equal('sign-out-pending');
+        expect(sent.get('id_token_hint')).to.be.a('string');
+        expect(page.url()).to.equal(`${w.a.url}/auth/login?state=sign-out-pending`);
+        expect(await page.textContent('body'))
+          .to.include('You are signed out in this browser')
+          .and.include('still being written');
+        expect(await sessionsOfBob(), 'the realm session ended').to.not.include(mine[0]);
+        await redisBack();
+        await page.goto(`${w.a.url}/auth/start`);
+        await page.waitForSelector('#kc-form-login');
+      } finally {
+        await close();
+      }
+    });
   });
 
   describe('refresh under refresh-token rotation (Revoke Refresh Token on, reuse 0, 15 s access tokens)', () => {
