@@ -383,32 +383,38 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
       return tokenRequest({ grant_type: 'authorization_code', code: code!, redirect_uri: callbackOf(w.a.url), code_verifier: verifier });
     }
 
-    it('a client’s access token of the realm session the person signed in to the gateway with: served on both instances, then refused on both once an administrator ends that session in Keycloak, before it expires', async () => {
-      const { page, close } = await browserSignIn('tina', 'tina-pass');
-      try {
-        await page.waitForSelector('#who');
-        const token = await cliToken(page);
-        const { sid, exp, azp } = claimsOf(token);
-        expect(azp).to.equal(CLI);
-        const tina = await w.userId('tina');
-        const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`))
-          .body;
-        const shared = sessions.find((s) => s.id === sid);
-        expect(Object.values(shared?.clients ?? {}), 'one realm session: the gateway’s and the client’s').to.have.members([CLIENT_ID, CLI]);
-        for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
+    // The Admin REST API's two ways to end it (the console's "Sign out" of a session, of a user).
+    const ends = [
+      { how: 'deletes that session', end: (sid: string) => w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`) },
+      { how: 'signs the user out', end: async () => w.kc.admin('POST', `/admin/realms/${REALM}/users/${await w.userId('tina')}/logout`) },
+    ];
+    for (const { how, end } of ends)
+      it(`a client’s access token of the realm session the person signed in to the gateway with: served on both instances, then refused on both once an administrator ${how} in Keycloak, before it expires`, async () => {
+        const { page, close } = await browserSignIn('tina', 'tina-pass');
+        try {
+          await page.waitForSelector('#who');
+          const token = await cliToken(page);
+          const { sid, exp, azp } = claimsOf(token);
+          expect(azp).to.equal(CLI);
+          const tina = await w.userId('tina');
+          const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`))
+            .body;
+          const shared = sessions.find((s) => s.id === sid);
+          expect(Object.values(shared?.clients ?? {}), 'one realm session: the gateway’s and the client’s').to.have.members([CLIENT_ID, CLI]);
+          for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
 
-        expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
-        for (const g of [w.a, w.b])
-          await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 200 });
-        expect(exp, 'the token has not expired').to.be.greaterThan(Date.now() / 1000 + 30);
-        expect(
-          w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid),
-          'Keycloak told the gateway, naming that session',
-        ).to.equal(true);
-      } finally {
-        await close();
-      }
-    });
+          expect((await end(sid!)).status).to.equal(204);
+          for (const g of [w.a, w.b])
+            await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 200 });
+          expect(exp, 'the token has not expired').to.be.greaterThan(Date.now() / 1000 + 30);
+          expect(
+            w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid),
+            'Keycloak told the gateway, naming that session',
+          ).to.equal(true);
+        } finally {
+          await close();
+        }
+      });
 
     it('a token of a realm session the gateway’s client has no part in (the client’s own password grant): Keycloak tells the gateway nothing when that session ends, so the gateway serves it until it expires, though Keycloak’s userinfo refuses it', async () => {
       const token = await tokenRequest({ grant_type: 'password', username: 'tina', password: 'tina-pass', scope: 'openid' });
