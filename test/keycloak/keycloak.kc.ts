@@ -2,6 +2,7 @@
 // `scripts/keycloak.sh install`. One Keycloak boot for the whole suite (test/keycloak/world.ts),
 // real sockets, real Chromium where a person clicks (Keycloak's own login form, its broker).
 import { expect } from 'chai';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
@@ -317,6 +318,171 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout')).to.equal(true);
         const api = await fetch(`${w.b.url}/api/v1/auths/`, { headers: { cookie } });
         expect(api.status).to.equal(401);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe('a realm bearer token once the realm ended its session', () => {
+    // A command-line client of the platform: public, its access tokens meant for the gateway (`aud`
+    // names the gateway's client, as gateway/auth/realm.ts requires of a bearer token).
+    const CLI = 'kc-suite-cli';
+    const callbackOf = (url: string) => `${url}/kc-suite-cli/callback`;
+    const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { sid?: string; exp: number; azp: string };
+    const asBearer = (url: string, token: string) => fetch(`${url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    const tokenRequest = async (form: Record<string, string>) => {
+      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: CLI, ...form }).toString(),
+      });
+      const body = (await res.json()) as { access_token: string };
+      expect(res.status, JSON.stringify(body)).to.equal(200);
+      return body.access_token;
+    };
+
+    before(async () => {
+      await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
+        clientId: CLI,
+        publicClient: true,
+        standardFlowEnabled: true,
+        directAccessGrantsEnabled: true,
+        redirectUris: [callbackOf(w.a.url)],
+        attributes: { 'pkce.code.challenge.method': 'S256' },
+        protocolMappers: [
+          {
+            name: 'audience',
+            protocol: 'openid-connect',
+            protocolMapper: 'oidc-audience-mapper',
+            config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
+          },
+        ],
+      });
+    });
+
+    /** The command-line client signs in through the browser the person signed in to the gateway with (Keycloak's single sign-on: no password asked). */
+    async function cliToken(page: Page): Promise<string> {
+      const verifier = randomBytes(32).toString('base64url');
+      const auth = new URL(`${w.kc.issuer(REALM)}/protocol/openid-connect/auth`);
+      auth.search = new URLSearchParams({
+        client_id: CLI,
+        response_type: 'code',
+        scope: 'openid',
+        redirect_uri: callbackOf(w.a.url),
+        state: 'cli',
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+      }).toString();
+      const [callback] = await Promise.all([
+        page.waitForRequest((r) => r.url().startsWith(callbackOf(w.a.url))),
+        page.goto(auth.href, { waitUntil: 'commit' }),
+      ]);
+      const code = new URL(callback.url()).searchParams.get('code');
+      expect(code, callback.url()).to.be.a('string');
+      return tokenRequest({ grant_type: 'authorization_code', code: code!, redirect_uri: callbackOf(w.a.url), code_verifier: verifier });
+    }
+
+    // The Admin REST API's two ways to end it (the console's "Sign out" of a session, of a user).
+    const ends = [
+      { how: 'deletes that session', end: (sid: string) => w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`) },
+      { how: 'signs the user out', end: async () => w.kc.admin('POST', `/admin/realms/${REALM}/users/${await w.userId('tina')}/logout`) },
+    ];
+    for (const { how, end } of ends)
+      it(`a client’s access token of the realm session the person signed in to the gateway with: served on both instances, then refused on both once an administrator ${how} in Keycloak, before it expires`, async () => {
+        const { page, close } = await browserSignIn('tina', 'tina-pass');
+        try {
+          await page.waitForSelector('#who');
+          const token = await cliToken(page);
+          const { sid, exp, azp } = claimsOf(token);
+          expect(azp).to.equal(CLI);
+          const tina = await w.userId('tina');
+          const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`))
+            .body;
+          const shared = sessions.find((s) => s.id === sid);
+          expect(Object.values(shared?.clients ?? {}), 'one realm session: the gateway’s and the client’s').to.have.members([CLIENT_ID, CLI]);
+          for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
+
+          expect((await end(sid!)).status).to.equal(204);
+          for (const g of [w.a, w.b])
+            await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 200 });
+          expect(exp, 'the token has not expired').to.be.greaterThan(Date.now() / 1000 + 30);
+          expect(
+            w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid),
+            'Keycloak told the gateway, naming that session',
+          ).to.equal(true);
+        } finally {
+          await close();
+        }
+      });
+
+    it('a token of a realm session the gateway’s client has no part in (the client’s own password grant): Keycloak tells the gateway nothing when that session ends, so the gateway serves it until it expires, though Keycloak’s userinfo refuses it', async () => {
+      const token = await tokenRequest({ grant_type: 'password', username: 'tina', password: 'tina-pass', scope: 'openid' });
+      const { sid, exp } = claimsOf(token);
+      const tina = await w.userId('tina');
+      const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`)).body;
+      expect(Object.values(sessions.find((s) => s.id === sid)?.clients ?? {}), 'a realm session of the client alone').to.deep.equal([CLI]);
+      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token)).to.equal(200);
+      expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
+      const userinfo = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${token}` } });
+      expect(userinfo.status, 'Keycloak itself no longer takes it').to.equal(401);
+      // the session of the test above was told within a second
+      await sleep(3_000);
+      expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid)).to.equal(false);
+      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `still served at ${g.url}`).to.equal(200);
+      expect(exp).to.be.greaterThan(Date.now() / 1000);
+    });
+  });
+
+  describe('a sign-out Redis did not confirm in time', () => {
+    const everyInstance = (synced: boolean) =>
+      until(`every instance ${synced ? 'in step with Redis' : 'without Redis'}`, () => [w.a, w.b].every((g) => g.gateway.sharedState.ready().ok === synced), {
+        ms: 30_000,
+      });
+    // the suite's Redis, stopped here: started again once, whatever the test came to
+    let redisStopped = false;
+    const redisBack = async () => {
+      if (!redisStopped) return;
+      redisStopped = false;
+      await w.redis.start();
+      await everyInstance(true);
+    };
+    after(redisBack);
+
+    it('goes through Keycloak’s logout first with the state, which Keycloak hands back to the login page: the pending notice shows, the realm session is gone, a new sign-in asks for the password', async () => {
+      const bob = await w.userId('bob');
+      const sessionsOfBob = async () => (await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/users/${bob}/sessions`)).body.map((s) => s.id);
+      const earlier = await sessionsOfBob();
+      const { page, close } = await browserSignIn('bob', 'bob-pass');
+      try {
+        await page.waitForSelector('#who');
+        const mine = (await sessionsOfBob()).filter((id) => !earlier.includes(id));
+        expect(mine).to.have.length(1);
+        redisStopped = true;
+        await w.redis.stop();
+        await everyInstance(false);
+        const logoutAt = `${w.kc.issuer(REALM)}/protocol/openid-connect/logout`;
+        const [toKeycloak] = await Promise.all([
+          page.waitForRequest((r) => r.url().startsWith(logoutAt), { timeout: 30_000 }),
+          page.waitForURL((u) => u.origin === w.a.url && u.pathname === '/auth/login', { timeout: 30_000 }),
+          page.click('#sign-out'),
+        ]);
+        const sent = new URL(toKeycloak.url()).searchParams;
+        expect(sent.get('state')).to.equal('sign-out-pending');
+        expect(sent.get('id_token_hint')).to.be.a('string');
+        // Keycloak itself hands the state back, without a confirmation page
+        const handedBack = await toKeycloak.response();
+        expect(handedBack?.status()).to.equal(302);
+        expect(handedBack?.headers().location).to.equal(`${w.a.url}/auth/login?state=sign-out-pending`);
+        expect(page.url()).to.equal(`${w.a.url}/auth/login?state=sign-out-pending`);
+        expect(await page.textContent('body'))
+          .to.include('You are signed out in this browser')
+          .and.include('still being written');
+        // read at Keycloak: on this shared host the sign-out's Clear-Site-Data drops Keycloak's cookies too
+        expect(await sessionsOfBob(), 'the realm session ended').to.not.include(mine[0]);
+        await redisBack();
+        await page.goto(`${w.a.url}/auth/start`);
+        await page.waitForSelector('#kc-form-login');
       } finally {
         await close();
       }
