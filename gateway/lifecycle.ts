@@ -38,9 +38,10 @@ export function superviseWorkers(settings: Pick<Settings, 'server' | 'policy'>):
     }
     pause = lived < YOUNG_MS ? Math.min(MAX_PAUSE_MS, Math.max(500, pause * 2)) : 0;
     log.error({ workerPid: worker.process.pid, code, signal, livedMs: lived, restartInMs: pause }, 'gateway worker died; starting a new one');
+    // not unref'd: with every worker gone this timer is all that keeps the primary alive to restart them
     setTimeout(() => {
       if (!stopping) fork();
-    }, pause).unref();
+    }, pause);
   });
 
   const stop = (signal: NodeJS.Signals) => {
