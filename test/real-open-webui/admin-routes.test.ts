@@ -733,6 +733,59 @@ for (const { title, flags } of FLAG_SETS) {
       ]);
     });
 
+    // before the accounts test: changing carol's email there revokes her Open WebUI sessions
+    it('chats: a share whose chat is not among its owner\u2019s first 60 (of its title, or of all): the search for it is read once, not again at a repeat; once its chat is found again, served', async () => {
+      const carol = (await signIn(w.url, 'carol')).jar;
+      const title = `Carol weekly ${Math.random().toString(36).slice(2, 8)}`;
+      const lost = await chatWith(carol, title, 'CAROL-LOST-SHARE');
+      const share = (await ok<{ share_id: string }>(via(carol, 'POST', `/api/v1/chats/${lost}/share`, {}), 'share')).share_id;
+      await ok(
+        via(carol, 'POST', `/api/v1/chats/shared/${lost}/access/update`, {
+          access_grants: [{ principal_type: 'user', principal_id: '*', permission: 'read' }],
+        }),
+        'grant',
+      );
+      // Open WebUI's times are in seconds: the 60 newer ones strictly newer
+      await sleep(1_100);
+      const newer: string[] = [];
+      for (let i = 0; i < 60; i++) newer.push(await chatWith(carol, title, `CAROL-NEWER-${i}`));
+      // the gateway's own lookups, counted: the owner's chat list and chats by id
+      let now = 1_000_000;
+      const searched: string[] = [];
+      const up = new Upstream(w.settings.upstream, createObservability({ level: 'silent' }));
+      const counting = {
+        call: (method: string, path: string, headers: Record<string, string | string[] | undefined>) => {
+          if (path.startsWith(`/api/v1/chats/list/user/${ids.carol}`) || /^\/api\/v1\/chats\/[^/]+$/.test(path)) searched.push(path);
+          return up.calls.call(method, path, headers);
+        },
+      } as unknown as Upstream['calls'];
+      const views = new ChatViews(
+        counting,
+        async (userId) => ({ userId, groupIds: new Set() }),
+        () => now,
+      );
+      const asAdmin = { authorization: `Bearer ${adminToken}` };
+      const access = { need: 'share-or-own', id: share } as const;
+      try {
+        if (!flags.ENABLE_ADMIN_CHAT_ACCESS) {
+          // Open WebUI holds the share to its grants itself: served, nothing looked for
+          expect(await views.mayAccess(access, ids.admin, asAdmin)).to.equal(true);
+          return void expect(searched).to.deep.equal([]);
+        }
+        expect(await views.mayAccess(access, ids.admin, asAdmin), 'not found: refused').to.equal(false);
+        expect(searched.splice(0).length, 'two list pages and the 60 chats they name').to.equal(62);
+        expect(await views.mayAccess(access, ids.admin, asAdmin), 'again: refused').to.equal(false);
+        expect(searched.splice(0), 'a repeat reads none of them').to.deep.equal([]);
+        // carol deletes one of the newer ones: it is among her 60 of that title again
+        await ok(via(carol, 'DELETE', `/api/v1/chats/${newer[0]}`), 'carol deletes one');
+        now += SHARE_MISS_TTL_MS + 1;
+        expect(await views.mayAccess(access, ids.admin, asAdmin), 'found after the miss expired: granted to every user').to.equal(true);
+        expect(searched.length).to.be.within(1, 62);
+      } finally {
+        up.close();
+      }
+    });
+
     it('accounts: Open WebUI alone lets the admin change another user\u2019s email and password; the gateway only the admin\u2019s own account', async () => {
       const carol = await ok<{ email: string; name: string }>(direct('GET', `/api/v1/users/${ids.carol}`), 'carol');
       const changed = await direct('POST', `/api/v1/users/${ids.carol}/update`, {
@@ -876,58 +929,6 @@ for (const { title, flags } of FLAG_SETS) {
       }
       expect(asked).to.be.greaterThan(150);
       expect(leaks, leaks.join('\n')).to.deep.equal([]);
-    });
-
-    it('chats: a share whose chat is not among its owner\u2019s first 60 (of its title, or of all): the search for it is read once, not again at a repeat; once its chat is found again, served', async () => {
-      const carol = (await signIn(w.url, 'carol')).jar;
-      const title = `Carol weekly ${Math.random().toString(36).slice(2, 8)}`;
-      const lost = await chatWith(carol, title, 'CAROL-LOST-SHARE');
-      const share = (await ok<{ share_id: string }>(via(carol, 'POST', `/api/v1/chats/${lost}/share`, {}), 'share')).share_id;
-      await ok(
-        via(carol, 'POST', `/api/v1/chats/shared/${lost}/access/update`, {
-          access_grants: [{ principal_type: 'user', principal_id: '*', permission: 'read' }],
-        }),
-        'grant',
-      );
-      // Open WebUI's times are in seconds: the 60 newer ones strictly newer
-      await sleep(1_100);
-      const newer: string[] = [];
-      for (let i = 0; i < 60; i++) newer.push(await chatWith(carol, title, `CAROL-NEWER-${i}`));
-      // the gateway's own lookups, counted: the owner's chat list and chats by id
-      let now = 1_000_000;
-      const searched: string[] = [];
-      const up = new Upstream(w.settings.upstream, createObservability({ level: 'silent' }));
-      const counting = {
-        call: (method: string, path: string, headers: Record<string, string | string[] | undefined>) => {
-          if (path.startsWith(`/api/v1/chats/list/user/${ids.carol}`) || /^\/api\/v1\/chats\/[^/]+$/.test(path)) searched.push(path);
-          return up.calls.call(method, path, headers);
-        },
-      } as unknown as Upstream['calls'];
-      const views = new ChatViews(
-        counting,
-        async (userId) => ({ userId, groupIds: new Set() }),
-        () => now,
-      );
-      const asAdmin = { authorization: `Bearer ${adminToken}` };
-      const access = { need: 'share-or-own', id: share } as const;
-      try {
-        if (!flags.ENABLE_ADMIN_CHAT_ACCESS) {
-          // Open WebUI holds the share to its grants itself: served, nothing looked for
-          expect(await views.mayAccess(access, ids.admin, asAdmin)).to.equal(true);
-          return void expect(searched).to.deep.equal([]);
-        }
-        expect(await views.mayAccess(access, ids.admin, asAdmin), 'not found: refused').to.equal(false);
-        expect(searched.splice(0).length, 'two list pages and the 60 chats they name').to.equal(62);
-        expect(await views.mayAccess(access, ids.admin, asAdmin), 'again: refused').to.equal(false);
-        expect(searched.splice(0), 'a repeat reads none of them').to.deep.equal([]);
-        // carol deletes one of the newer ones: it is among her 60 of that title again
-        await ok(via(carol, 'DELETE', `/api/v1/chats/${newer[0]}`), 'carol deletes one');
-        now += SHARE_MISS_TTL_MS + 1;
-        expect(await views.mayAccess(access, ids.admin, asAdmin), 'found after the miss expired: granted to every user').to.equal(true);
-        expect(searched.length).to.be.within(1, 62);
-      } finally {
-        up.close();
-      }
     });
 
     describe('Socket.IO on the WebSocket transport', () => {
