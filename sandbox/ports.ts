@@ -49,19 +49,23 @@ async function holdPort(host: string, port: number): Promise<Server | undefined>
   });
 }
 
+/** A random port of `range` (0, the kernel's choice, without one). */
+function randomCandidate(range: [number, number] | undefined): () => number {
+  return () => (range ? range[0] + Math.floor(Math.random() * (range[1] - range[0] + 1)) : 0);
+}
+
 /**
  * Free ports (on 127.0.0.1 unless told) for programs that cannot listen on port 0 and say which (nginx, the
  * gateway whose PUBLIC_URL must be known first). All are held open together, so they differ; they
  * lie outside the ephemeral range (above), so no outgoing connection takes one before it is used.
+ * `candidate` proposes the ports to try (tests give their own).
  */
-export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
-  const range = pickRange();
+export async function freePorts(count: number, host = '127.0.0.1', candidate = randomCandidate(pickRange())): Promise<number[]> {
   const servers: Server[] = [];
   try {
     for (let tries = 0; servers.length < count; tries++) {
       if (tries > 200 * count) throw new Error(`no ${count} free ports found on ${host}`);
-      const port = range && tries < 100 * count ? range[0] + Math.floor(Math.random() * (range[1] - range[0] + 1)) : 0;
-      const s = await holdPort(host, port);
+      const s = await holdPort(host, tries < 100 * count ? candidate() : 0);
       if (s && reachablePort((s.address() as AddressInfo).port)) servers.push(s);
       else s?.close();
     }

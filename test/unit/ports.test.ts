@@ -29,4 +29,10 @@ describe('ports', () => {
     expect(new Set(ports).size).to.equal(50);
     expect(ports.filter((p) => !reachablePort(p))).to.deep.equal([]);
   });
+
+  it('a free port fetch refuses is passed over for the next one', async () => {
+    const proposed = [10080, 6000, 20017, 20018];
+    const ports = await freePorts(2, '127.0.0.1', () => proposed.shift() ?? 0);
+    expect(ports).to.deep.equal([20017, 20018]);
+  });
 });
