@@ -225,8 +225,10 @@ export class Upstream {
     clearTimeout(tracked.timer);
     // while held, a broken answer is this exchange's failure (`failed`), and nothing once dropped
     answer.on('error', () => {});
+    // the client left, or the exchange failed and was answered (`failed`): nothing more to send
+    const over = () => res.destroyed || res.headersSent;
     const relay = () => {
-      if (res.destroyed) return;
+      if (over()) return;
       this.onAnswer(answer, req, res);
       relayAnswer(req, res, answer);
     };
@@ -237,8 +239,7 @@ export class Upstream {
     });
     renewing.then((token) => {
       if (token === undefined || !resend) return relay();
-      // the client left meanwhile: the forward has aborted the upstream request already
-      if (res.destroyed) return;
+      if (over()) return;
       supersede();
       answer.resume();
       tracked.answered = false;

@@ -210,12 +210,13 @@ describe('a cached sign-in Open WebUI refused is renewed (the stand-in revokes a
   });
 });
 
-describe('a renewal that fails: the request gets what Open WebUI answered, never forwarded without identity', function () {
+describe('a scripted Open WebUI: a renewal that fails, a client that leaves while its 401 waits', function () {
   this.timeout(20_000);
-  // Open WebUI refuses the first token, and then every sign-in
-  let signIns = 0;
-  let refuse = false;
-  const seenAuth: Array<string | undefined> = [];
+  // sign-ins give token-1, token-2, ... (or fail); a token in `refused` is answered 401 Invalid token
+  const o = { signInFails: false, checkDelayMs: 0 };
+  let issued = 0;
+  const refused = new Set<string>();
+  const seen: string[] = [];
   const upstream = createServer((req: IncomingMessage, res: ServerResponse) => {
     const answer = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -223,11 +224,14 @@ describe('a renewal that fails: the request gets what Open WebUI answered, never
     };
     req.resume();
     if (req.url === '/api/version') return answer(200, { version: '0.12.4' });
+    const token = String(req.headers.authorization ?? '').replace('Bearer ', '');
+    seen.push(`${req.method} ${req.url}${token ? ` ${token}` : ''}`);
     if (req.url === '/api/v1/auths/signin')
-      return ++signIns === 1 ? answer(200, { token: 'first-token', id: 'u-alice', role: 'user' }) : answer(500, { detail: 'down' });
-    seenAuth.push(req.headers.authorization);
-    if (refuse) return answer(401, { detail: 'Invalid token' });
-    answer(200, { id: 'u-alice', email: 'alice@acme.example', role: 'user', token: 'first-token' });
+      return o.signInFails ? answer(500, { detail: 'down' }) : answer(200, { token: `token-${++issued}`, id: 'u-alice', role: 'user' });
+    const reply = () =>
+      refused.has(token) ? answer(401, { detail: 'Invalid token' }) : answer(200, { id: 'u-alice', email: 'alice@acme.example', role: 'user' });
+    if (req.url === '/api/v1/auths/' && o.checkDelayMs) setTimeout(reply, o.checkDelayMs);
+    else reply();
   });
   let w: World;
   before(async () => {
@@ -239,14 +243,39 @@ describe('a renewal that fails: the request gets what Open WebUI answered, never
     await new Promise((r) => upstream.close(r));
   });
 
-  it('the sign-in fails again: Open WebUI\u2019s 401 as it came, nothing sent without the token, the failure logged', async () => {
-    expect((await w.as('user', 'GET', '/api/v1/auths/')).status).to.equal(200);
-    refuse = true;
-    seenAuth.length = 0;
-    const r = await w.as('user', 'GET', '/api/v1/chats/');
-    expect([r.status, r.json]).to.deep.equal([401, { detail: 'Invalid token' }]);
-    expect(signIns, 'one new sign-in tried').to.equal(2);
-    expect(seenAuth, 'the request and the check, both with the token').to.deep.equal(['Bearer first-token', 'Bearer first-token']);
-    expect(w.lines.filter((l) => l.event === 'upstream-sign-in-renewal-failed').map((l) => [l.level, l.reason])).to.deep.equal([[40, 'revoked']]);
+  it('the new sign-in fails: Open WebUI\u2019s 401 as it came, nothing sent without the token, the failure logged', async () => {
+    expect((await w.as('user', 'GET', '/api/v1/chats/')).status).to.equal(200);
+    refused.add('token-1');
+    o.signInFails = true;
+    seen.length = 0;
+    try {
+      const r = await w.as('user', 'GET', '/api/v1/chats/');
+      expect([r.status, r.json]).to.deep.equal([401, { detail: 'Invalid token' }]);
+      expect(seen).to.deep.equal(['GET /api/v1/chats/ token-1', 'GET /api/v1/auths/ token-1', 'POST /api/v1/auths/signin']);
+      expect(w.lines.filter((l) => l.event === 'upstream-sign-in-renewal-failed').map((l) => [l.level, l.reason])).to.deep.equal([[40, 'revoked']]);
+    } finally {
+      o.signInFails = false;
+    }
+  });
+
+  it('the client leaves while its 401 waits on the check: nothing sent again, the next request works', async () => {
+    // the admin: the user's token was checked by the test before, and is not again within the interval
+    const before = await w.as('admin', 'GET', '/api/v1/chats/');
+    expect(before.status, before.text).to.equal(200);
+    const current = `token-${issued}`;
+    refused.add(current);
+    o.checkDelayMs = 300;
+    seen.length = 0;
+    try {
+      const gone = await fetch(`${w.url}/api/v1/chats/`, { headers: { 'x-test-caller': 'admin' }, signal: AbortSignal.timeout(100) }).catch((e: Error) => e);
+      expect(gone).to.be.instanceOf(Error);
+      await new Promise((r) => setTimeout(r, 600));
+      expect(seen).to.deep.equal([`GET /api/v1/chats/ ${current}`, `GET /api/v1/auths/ ${current}`, 'POST /api/v1/auths/signin']);
+      const next = await w.as('admin', 'GET', '/api/v1/chats/');
+      expect(next.status, next.text).to.equal(200);
+      expect(seen.at(-1)).to.equal(`GET /api/v1/chats/ token-${issued}`);
+    } finally {
+      o.checkDelayMs = 0;
+    }
   });
 });
