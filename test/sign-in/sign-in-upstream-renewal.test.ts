@@ -197,6 +197,22 @@ describe('a cached sign-in Open WebUI refused is renewed (the stand-in revokes a
     expect(await w.metric('gateway_upstream_signin_renewals_total')).to.not.match(/renewals_total\{/);
   });
 
+  it('two instances in front of one Open WebUI: each renews its own sign-in once, and neither renewal refuses the other\u2019s token', async () => {
+    const second = await gatewayBefore(upstream.url);
+    try {
+      for (const g of [w, second]) expect((await g.as('user', 'GET', '/api/v1/auths/')).status).to.equal(200);
+      upstream.revokeSessions('u-alice');
+      for (let round = 0; round < 2; round++)
+        for (const g of [w, second]) {
+          const r = await g.as('user', 'GET', '/api/v1/chats/');
+          expect(r.status, r.text).to.equal(200);
+        }
+      for (const g of [w, second]) expect(await g.metric('gateway_upstream_signin_renewals_total')).to.include('{reason="revoked"} 1');
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a caller\u2019s own API key is not the gateway\u2019s to renew: its 401s are never checked', async () => {
     const key = upstream.apiKeyFor('u-alice');
     const mark = upstream.requests.length;
