@@ -16,6 +16,7 @@ import { lookupHeaders } from '../http/request-headers.js';
 import { renderChatNotYours, renderReleaseNotChecked } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 import type { Upstream } from '../upstream/proxy.js';
+import { renewingCalls, type Calls, type TokenRenewal } from '../upstream/calls.js';
 import { AccountEmailAnswer, callJson } from '../upstream/json.js';
 import { readJsonBody, readRawBody, chatNamedInBody } from '../http/request-body.js';
 import type { Observability } from '../observability/observability.js';
@@ -33,6 +34,9 @@ const BODY_LOOKUPS_AT_ONCE = 8;
 export class Enforcer {
   private readonly obs: Observability;
   private readonly upstream: Upstream;
+  private readonly renewal: TokenRenewal;
+  /** the gateway's own requests as the caller, sent again once with a renewed token when Open WebUI refused the one the gateway supplied */
+  private readonly calls: Calls;
   private readonly trusted: ReadonlySet<string>;
   private readonly fileViews: FileViews;
   private readonly objectViews: ObjectViews;
@@ -44,17 +48,22 @@ export class Enforcer {
   constructor(parts: {
     obs: Observability;
     upstream: Upstream;
+    /** renews the token of an identity's sign-in once Open WebUI refused it (gateway/upstream/accounts.ts) */
+    renewal: TokenRenewal;
     trusted: ReadonlySet<string>;
     /** the Open WebUI release behind the gateway, as last read */
     release: () => ReleaseStatus;
     /** REWRITE_MAX_BYTES: the most one rewritten answer keeps */
     rewriteMaxBytes: number;
   }) {
-    ({ obs: this.obs, upstream: this.upstream, trusted: this.trusted } = parts);
-    this.fileViews = new FileViews(this.upstream.calls, this.obs, parts.release, parts.rewriteMaxBytes);
-    this.objectViews = new ObjectViews(this.upstream.calls, this.obs, parts.rewriteMaxBytes);
+    ({ obs: this.obs, upstream: this.upstream, renewal: this.renewal, trusted: this.trusted } = parts);
+    // One home for a refused token: every request made as the caller goes through `renewal`, the
+    // views' here, a forwarded one in `proceed`.
+    this.calls = renewingCalls(this.upstream.calls, this.renewal);
+    this.fileViews = new FileViews(this.calls, this.obs, parts.release, parts.rewriteMaxBytes);
+    this.objectViews = new ObjectViews(this.calls, this.obs, parts.rewriteMaxBytes);
     this.principalOf = (id, headers) => this.objectViews.principal(id, headers);
-    this.chatViews = new ChatViews(this.upstream.calls, this.principalOf);
+    this.chatViews = new ChatViews(this.calls, this.principalOf);
     this.sockets = new SocketGuarding(this.obs, this.chatViews, this.objectViews, this.trusted);
   }
 
@@ -120,12 +129,13 @@ export class Enforcer {
 
   /**
    * Stream the request on: `100 Continue` first when the client waits for it, with the headers
-   * assembled for the upstream and the session cookies of the answer.
+   * assembled for the upstream and the session cookies of the answer. The token of an identity's
+   * sign-in is the gateway's to renew when Open WebUI refuses it; an API key is the client's own.
    */
   private proceed(request: EnforcedRequest, req: IncomingMessage, res: ServerResponse, expectContinue: boolean, body?: Buffer): void {
     if (expectContinue && !body) res.writeContinue();
     req.headers = request.headers!;
-    this.upstream.forward(req, res, body, request.setCookies);
+    this.upstream.forward(req, res, body, request.setCookies, request.caller?.identity ? this.renewal : undefined);
   }
 
   /** The audit line of an answer the gateway took other users' items out of: how many. */
@@ -268,7 +278,7 @@ export class Enforcer {
 
   /** Is `email` the one the caller's account has, and for a realm identity the realm's? */
   private async sameEmail(email: unknown, asked: UpstreamCaller): Promise<boolean> {
-    const current = await callJson(this.upstream.calls, AccountEmailAnswer, 'GET', '/api/v1/auths/', asked.headers).then(
+    const current = await callJson(this.calls, AccountEmailAnswer, 'GET', '/api/v1/auths/', asked.headers).then(
       (up) => up.json?.email,
       () => undefined,
     );

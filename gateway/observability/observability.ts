@@ -73,6 +73,10 @@ export interface Metrics {
   driftEvents: Counter<'kind'>;
   upstreamErrors: Counter<'kind'>;
   cache: TallyCounter<'cache' | 'result'>;
+  /** checks of an identity's upstream token after Open WebUI answered it 401 (gateway/upstream/accounts.ts), by what they found */
+  upstreamTokenChecks: Counter<'result'>;
+  /** identities signed in again at Open WebUI before their cached sign-in expired, by why Open WebUI refused its token */
+  upstreamSignInRenewals: Counter<'reason'>;
   openWebSockets: Gauge;
   anonymousAudit: Counter<'event' | 'written'>;
   sharedStateUp: Gauge;
@@ -243,7 +247,19 @@ function createMetrics(): Metrics {
 /** Requests, the decisions taken on them, the upstream's failures, caches, WebSockets, anonymous audit events. */
 function trafficMetrics(
   registry: Registry,
-): Pick<Metrics, 'requests' | 'latency' | 'policyDecisions' | 'driftEvents' | 'upstreamErrors' | 'cache' | 'openWebSockets' | 'anonymousAudit'> {
+): Pick<
+  Metrics,
+  | 'requests'
+  | 'latency'
+  | 'policyDecisions'
+  | 'driftEvents'
+  | 'upstreamErrors'
+  | 'cache'
+  | 'upstreamTokenChecks'
+  | 'upstreamSignInRenewals'
+  | 'openWebSockets'
+  | 'anonymousAudit'
+> {
   return {
     requests: new TallyCounter({
       name: 'gateway_requests_total',
@@ -275,6 +291,18 @@ function trafficMetrics(
       name: 'gateway_cache_lookups_total',
       help: 'Cache lookups by cache and result',
       labelNames: ['cache', 'result'],
+      registers: [registry],
+    }),
+    upstreamTokenChecks: new Counter({
+      name: 'gateway_upstream_token_checks_total',
+      help: 'Checks of the upstream token the gateway supplied, after Open WebUI answered 401 to it: refused (renewed), accepted (the 401 was the route\u2019s own), unanswered',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    upstreamSignInRenewals: new Counter({
+      name: 'gateway_upstream_signin_renewals_total',
+      help: 'Identities signed in again at Open WebUI before their cached sign-in expired, by why Open WebUI refused its token (revoked, expired, account-gone, email-changed, refused)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     openWebSockets: new Gauge({ name: 'gateway_websockets_open', help: 'WebSockets currently proxied', registers: [registry] }),

@@ -5,7 +5,8 @@ import type { Identity } from '../auth/identity.js';
 import { identityHeaders, setUpstreamCredential, upstreamApiKey, type OutgoingCredentials, type TrustedHeaderNames } from '../http/request-headers.js';
 import type { Upstream } from '../upstream/proxy.js';
 import { UpstreamAccounts, type UpstreamAccount } from '../upstream/accounts.js';
-import type { Metrics } from '../observability/observability.js';
+import type { TokenRenewal } from '../upstream/calls.js';
+import type { Observability } from '../observability/observability.js';
 
 /**
  * The caller, for every step after authentication:
@@ -34,13 +35,16 @@ function credentialed(out: OutgoingCredentials, account: UpstreamAccount, caller
 
 export type Callers = ReturnType<typeof createCallers>;
 
-export function createCallers(names: TrustedHeaderNames, upstream: Upstream, metrics: Metrics) {
-  const accounts = new UpstreamAccounts(upstream.calls, names, metrics);
+export function createCallers(names: TrustedHeaderNames, upstream: Upstream, obs: Pick<Observability, 'metrics' | 'log'>) {
+  const accounts = new UpstreamAccounts(upstream.calls, names, obs);
   // Built once per Identity object (the authenticator hands out one per session state or bearer
   // token), never per request: the headers and the account lookup key are worked out once.
   const byIdentity = new WeakMap<Identity, { caller: Caller; headers: Array<[string, string]> }>();
 
   return {
+    /** Renews the token of an identity's sign-in once Open WebUI refused it (what step 7 sends goes through it). */
+    renewal: accounts as TokenRenewal,
+
     /**
      * Step 5 for a gateway identity: its trusted headers and its own upstream credential, set in
      * the request's context (`out`). The identity's upstream sign-in is made once and then reused.

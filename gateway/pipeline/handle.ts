@@ -126,11 +126,12 @@ export class RequestSteps implements RequestHandler {
       control: this.control,
       websockets: this.websockets,
     } = parts);
-    this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs.metrics);
+    this.callers = createCallers(this.settings.trustedHeaders, this.upstream, this.obs);
     this.trusted = trustedHeaderSet(this.settings.trustedHeaders);
     this.enforce = new Enforcer({
       obs: this.obs,
       upstream: this.upstream,
+      renewal: this.callers.renewal,
       trusted: this.trusted,
       release: () => this.release.status,
       rewriteMaxBytes: this.settings.upstream.rewriteMaxBytes,

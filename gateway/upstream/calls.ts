@@ -31,6 +31,38 @@ export interface CallTarget {
 /** What makes the gateway's own requests: the Upstream's `calls`, or a stand-in (check-config, tests). */
 export type Calls = Pick<UpstreamCalls, 'call'>;
 
+/**
+ * Renews an upstream token the gateway supplied once the upstream answered 401 to it
+ * (gateway/upstream/accounts.ts): the token to send instead, or undefined (still valid, checked too
+ * recently, no renewal to be had). Undefined at once for a token the gateway did not supply.
+ */
+export interface TokenRenewal {
+  renewed(token: string): Promise<string | undefined> | undefined;
+}
+
+/** The token of `Authorization: Bearer <token>`, as the gateway writes it. */
+export function bearerToken(authorization: string | string[] | undefined): string | undefined {
+  return typeof authorization === 'string' && authorization.startsWith('Bearer ') ? authorization.slice(7) : undefined;
+}
+
+/**
+ * `calls` whose request the upstream answered 401 on a token the gateway supplied is made once
+ * more, with the renewed token: every body here is in hand, and nothing is sent to the client yet.
+ */
+export function renewingCalls(calls: Calls, renewal: TokenRenewal): Calls {
+  return {
+    async call(method, path, headers, body, sinkFor) {
+      // a sink reads a 200 only (every view's does): a 401 stays buffered, to be dropped or returned
+      const first = await calls.call(method, path, headers, body, sinkFor && ((status) => (status === 401 ? undefined : sinkFor(status))));
+      if (first.status !== 401) return first;
+      const stale = bearerToken(headers.authorization);
+      const token = stale === undefined ? undefined : await renewal.renewed(stale);
+      if (token === undefined) return first;
+      return calls.call(method, path, { ...headers, authorization: `Bearer ${token}` }, body, sinkFor);
+    },
+  };
+}
+
 /** The gateway's own requests over the Upstream's keep-alive pool (gateway/upstream/proxy.ts makes the one). */
 export class UpstreamCalls {
   constructor(private readonly to: CallTarget) {}

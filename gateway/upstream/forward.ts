@@ -22,8 +22,11 @@ export interface ForwardTarget {
 export interface ForwardHooks {
   /** the upstream request has a socket (never for `Expect: 100-continue`: its body waits for the upstream) */
   socket(proxyReq: ClientRequest): void;
-  /** the upstream's answer, before its head is copied: it may answer `res` itself (nothing is copied or piped then) */
-  answer(answer: IncomingMessage): void;
+  /**
+   * the upstream's answer, before its head is copied: it may answer `res` itself (nothing is copied
+   * or piped then), or hold the answer (true) and relay it later itself (`relayAnswer`)
+   */
+  answer(answer: IncomingMessage): boolean;
   /** the client's connection reset: the upstream request is aborted, nothing to answer */
   clientGone(): void;
   /** the upstream request failed (refused, reset, timed out, a malformed answer) */
@@ -66,10 +69,14 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
   proxyReq.on('error', failed);
   (body ?? req).pipe(proxyReq);
   proxyReq.on('response', (answer: IncomingMessage) => {
-    hooks.answer(answer);
-    if (!res.headersSent) copyHead(req, res, answer);
-    if (!res.writableEnded) answer.pipe(res);
+    if (!hooks.answer(answer)) relayAnswer(req, res, answer);
   });
+}
+
+/** The upstream's answer to the client: its head copied, its body piped (unless `res` was answered already). */
+export function relayAnswer(req: IncomingMessage, res: ServerResponse, answer: IncomingMessage): void {
+  if (!res.headersSent) copyHead(req, res, answer);
+  if (!res.writableEnded) answer.pipe(res);
 }
 
 /** The answer's status and headers onto `res`, as http-proxy-3's outgoing passes set them. */

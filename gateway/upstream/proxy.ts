@@ -7,8 +7,9 @@ import { Readable, type Duplex } from 'node:stream';
 import type { Observability } from '../observability/observability.js';
 import { answerFailure, PERSONAL_CACHE_CONTROL, UpstreamError } from '../http/respond.js';
 import { classify } from '../../policies/routes.js';
-import { UpstreamCalls, type BodySink, type UpstreamResponse } from './calls.js';
-import { forwardRequest, type ForwardTarget } from './forward.js';
+import { bearerToken, UpstreamCalls, type BodySink, type TokenRenewal, type UpstreamResponse } from './calls.js';
+import { forwardRequest, relayAnswer, type ForwardTarget } from './forward.js';
+import { mayResend } from '../../policies/sign-in-renewal.js';
 import { forwardUpgrade, validStatus, type Guarding, type UpgradeTarget } from './websocket-join.js';
 
 export type { BodySink, UpstreamResponse, Guarding };
@@ -163,8 +164,9 @@ export class Upstream {
   /**
    * Stream a request whose url and headers the gateway has already set. `setCookies`: the
    * gateway's own Set-Cookie lines of the answer (already on `res`), kept ahead of the upstream's.
+   * `renewal`: the token in its Authorization is the gateway's own, renewed when Open WebUI refuses it.
    */
-  forward(req: IncomingMessage, res: ServerResponse, body?: Buffer, setCookies?: readonly string[]): void {
+  forward(req: IncomingMessage, res: ServerResponse, body?: Buffer, setCookies?: readonly string[], renewal?: TokenRenewal): void {
     if (setCookies) this.exchangeOf(req).setCookies = setCookies;
     // The exchange's state ends with the answer. Left in the WeakMap, its `answer` (whose
     // listeners lead back to the request, its own key) kept every exchange alive through the
@@ -180,13 +182,72 @@ export class Upstream {
       this.exchanges.delete(req);
     });
     // `body`: a request body the gateway had to read to judge it, sent on byte for byte
-    forwardRequest(this.forwardTo, req, res, body ? Readable.from([body]) : undefined, {
+    this.send(req, res, body ? Readable.from([body]) : undefined, body, renewal);
+  }
+
+  /** One try of a forward: the client's own body (`stream` undefined) or one in hand. */
+  private send(req: IncomingMessage, res: ServerResponse, stream: Readable | undefined, body: Buffer | undefined, renewal: TokenRenewal | undefined): void {
+    let superseded = false;
+    forwardRequest(this.forwardTo, req, res, stream, {
       socket: (proxyReq) => this.armTimer(proxyReq, req),
-      answer: (answer) => this.onAnswer(answer, req, res),
+      answer: (answer) => {
+        // the hot path pays one comparison: only a 401 to the gateway's own token is looked at
+        const token = renewal && answer.statusCode === 401 ? bearerToken(req.headers.authorization) : undefined;
+        const renewing = token === undefined ? undefined : renewal!.renewed(token);
+        if (renewing) return this.holdWhileRenewing(answer, renewing, req, res, body, () => (superseded = true));
+        this.onAnswer(answer, req, res);
+        return false;
+      },
       // A client that went away is not an error worth a log line; the upstream request is aborted.
       clientGone: () => clearTimeout(this.exchanges.get(req)?.timer),
-      failed: (err) => this.onError(err, req, res),
+      failed: (err) => {
+        // a try whose 401 was dropped for a second one is over
+        if (!superseded) this.onError(err, req, res);
+      },
     });
+  }
+
+  /**
+   * Open WebUI answered 401 to the gateway's own token: the answer waits while the token is checked
+   * (gateway/upstream/accounts.ts). Refused and renewed, the request is sent once more with the new
+   * token when its whole body is in hand (policies/sign-in-renewal.ts mayResend); otherwise, or when
+   * the 401 was the route's own or no renewal was had, the 401 goes to the client as it came.
+   */
+  private holdWhileRenewing(
+    answer: IncomingMessage,
+    renewing: Promise<string | undefined>,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer | undefined,
+    supersede: () => void,
+  ): true {
+    const tracked = this.exchangeOf(req);
+    clearTimeout(tracked.timer);
+    // while held, a broken answer is this exchange's failure (`failed`), and nothing once dropped
+    answer.on('error', () => {});
+    // the client left, or the exchange failed and was answered (`failed`): nothing more to send
+    const over = () => res.destroyed || res.headersSent;
+    const relay = () => {
+      if (over()) return;
+      this.onAnswer(answer, req, res);
+      relayAnswer(req, res, answer);
+    };
+    const resend = mayResend({
+      heldBody: body !== undefined,
+      contentLength: req.headers['content-length'],
+      transferEncoding: req.headers['transfer-encoding'],
+    });
+    renewing.then((token) => {
+      if (token === undefined || !resend) return relay();
+      if (over()) return;
+      supersede();
+      answer.resume();
+      tracked.answered = false;
+      tracked.timedOut = false;
+      req.headers = { ...req.headers, authorization: `Bearer ${token}` };
+      this.send(req, res, Readable.from(body ? [body] : []), body, undefined);
+    }, relay);
+    return true;
   }
 
   /**

@@ -7,10 +7,15 @@ import { SignJWT, jwtVerify } from 'jose';
 import { readJsonObject, sendJson, type Ctx } from './context.js';
 import {
   ACCESS_PROHIBITED,
+  ACTION_PROHIBITED,
   HttpError,
+  INVALID_AUTHENTICATION,
   INVALID_CRED,
+  INVALID_SESSION_TOKEN,
+  INVALID_TOKEN,
   INVALID_TRUSTED_HEADER,
   NOT_AUTHENTICATED,
+  UNAUTHORIZED,
   USER_MISMATCH,
   firstHeader,
   nowS,
@@ -37,7 +42,8 @@ const DEFAULT_PERMISSIONS = {
 export async function issueToken(state: StandInState, userId: string): Promise<{ token: string; exp: number }> {
   const iat = nowS();
   const exp = iat + JWT_TTL_S;
-  const token = await new SignJWT({ id: userId })
+  // a session token carries the account's session_stamp: a new stamp refuses every older token
+  const token = await new SignJWT({ id: userId, typ: 'session', session_stamp: state.sessionStamp(userId) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt(iat)
     .setJti(randomUUID())
@@ -75,25 +81,39 @@ export function findToken(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
-export async function userOfToken(state: StandInState, token: string): Promise<StandInUser | undefined> {
+/** The account a token opens, or the detail of get_current_user's 401 refusing it. */
+async function holderOf(state: StandInState, token: string): Promise<{ user: StandInUser } | { refused: string }> {
   if (token.startsWith('sk-')) {
     const id = state.apiKeys.get(token);
-    return id ? state.users.get(id) : undefined;
+    const user = id ? state.users.get(id) : undefined;
+    return user ? { user } : { refused: INVALID_TOKEN };
   }
+  let payload: Record<string, unknown>;
   try {
-    const { payload } = await jwtVerify(token, state.secret, { algorithms: ['HS256'] });
-    return typeof payload['id'] === 'string' ? state.users.get(payload['id']) : undefined;
+    ({ payload } = await jwtVerify(token, state.secret, { algorithms: ['HS256'] }));
   } catch {
-    return undefined;
+    return { refused: UNAUTHORIZED };
   }
+  const id = payload['id'];
+  if (typeof id !== 'string') return { refused: UNAUTHORIZED };
+  const user = state.users.get(id);
+  if (!user) return { refused: INVALID_AUTHENTICATION };
+  if (payload['session_stamp'] !== state.sessionStamp(id)) return { refused: INVALID_SESSION_TOKEN };
+  return { user };
+}
+
+export async function userOfToken(state: StandInState, token: string): Promise<StandInUser | undefined> {
+  const holder = await holderOf(state, token);
+  return 'user' in holder ? holder.user : undefined;
 }
 
 /** get_current_user / get_verified_user / get_admin_user */
 export async function authenticate(state: StandInState, ctx: Ctx, level: 'any' | 'verified' | 'admin'): Promise<{ user: StandInUser; token: string }> {
   const token = findToken(ctx.req);
   if (!token) throw new HttpError(401, NOT_AUTHENTICATED);
-  const user = await userOfToken(state, token);
-  if (!user) throw new HttpError(401, NOT_AUTHENTICATED);
+  const holder = await holderOf(state, token);
+  if ('refused' in holder) throw new HttpError(401, holder.refused);
+  const user = holder.user;
   const claimed = firstHeader(ctx.req, state.trusted.email);
   if (claimed && claimed.toLowerCase() !== user.email.toLowerCase()) throw new HttpError(401, USER_MISMATCH);
   if (level !== 'any' && user.role === 'pending') throw new HttpError(401, ACCESS_PROHIBITED);
@@ -186,9 +206,22 @@ export function registerAuthRoutes(router: Router, state: StandInState): void {
     const body = await readJsonObject(ctx);
     const user = users.get(id ?? '');
     if (!user) throw new HttpError(400, 'User not found');
+    // 0.12 Auths.update_user_password_by_id: a password set revokes every session of the account
+    if (typeof body['password'] === 'string' && body['password']) state.revokeSessions(user.id);
     if (body['role'] === 'admin' || body['role'] === 'user' || body['role'] === 'pending') user.role = body['role'];
     if (typeof body['name'] === 'string') user.name = body['name'];
     if (typeof body['email'] === 'string') user.email = body['email'].toLowerCase();
     sendJson(ctx, 200, sessionUser(user));
+  });
+  // routers/users.py revoke_user_sessions (0.12): the account's session_stamp renewed; the first
+  // user's sessions only by that user
+  route('POST', '/api/v1/users/{id}/sessions/revoke', async (ctx, [id]) => {
+    const { user: admin } = await authenticate(state, ctx, 'admin');
+    const target = users.get(id ?? '');
+    if (!target) throw new HttpError(404, 'User not found.');
+    const first = users.keys().next().value;
+    if (first === target.id && admin.id !== target.id) throw new HttpError(403, ACTION_PROHIBITED);
+    state.revokeSessions(target.id);
+    sendJson(ctx, 200, true);
   });
 }

@@ -6,7 +6,14 @@ import { createHash } from 'node:crypto';
 
 // Open WebUI's own wording (constants.py ERROR_MESSAGES, utils/auth.py)
 export const NOT_AUTHENTICATED = 'Not authenticated';
-export const USER_MISMATCH = 'User mismatch';
+export const USER_MISMATCH = 'User mismatch. Please sign in again.';
+/** a session token whose session_stamp is no longer the account's (utils/auth.py is_valid_token) */
+export const INVALID_SESSION_TOKEN = 'Invalid token';
+/** ERROR_MESSAGES.UNAUTHORIZED: a token that does not decode (expired, another secret, not a JWT) */
+export const UNAUTHORIZED = '401 Unauthorized';
+/** a token whose account is gone (0.12 utils/mfa.py get_auth) */
+export const INVALID_AUTHENTICATION = 'Invalid authentication request.';
+export const ACTION_PROHIBITED = 'The requested action has been restricted as a security measure.';
 export const ACCESS_PROHIBITED = 'You do not have permission to access this resource. Please contact your administrator for assistance.';
 export const NOT_FOUND = "We could not find what you're looking for :/";
 export const INVALID_TOKEN = 'Your session has expired or the token is invalid. Please sign in again.';

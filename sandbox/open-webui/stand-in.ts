@@ -171,6 +171,10 @@ export async function startOpenWebUI(opts: OpenWebUIOptions = {}): Promise<OpenW
       if (!state.users.has(userId)) throw new Error(`stand-in: unknown user ${userId}`);
       return apiKeyFor(state, userId);
     },
+    revokeSessions(userId: string): void {
+      if (!state.users.has(userId)) throw new Error(`stand-in: unknown user ${userId}`);
+      state.revokeSessions(userId);
+    },
     openSockets: () => sockets.size,
     close(): Promise<void> {
       closing ??= (async () => {

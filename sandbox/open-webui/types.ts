@@ -122,6 +122,8 @@ export interface OpenWebUIStandIn {
   tokenFor(userId: string): Promise<string>;
   /** 'sk-' + hex, accepted as Bearer or x-api-key */
   apiKeyFor(userId: string): string;
+  /** every session token of the account refused from now on, as an admin's password change or "revoke sessions" does */
+  revokeSessions(userId: string): void;
   /** currently open TCP connections */
   openSockets(): number;
   /** closes server, all sockets and websockets */

@@ -119,12 +119,44 @@ describe('Open WebUI stand-in', function () {
   });
 
   describe('authentication', () => {
-    it('401 Not authenticated without or with an invalid token', async () => {
-      for (const headers of [{}, bearer('garbage'), bearer('sk-0000'), { cookie: 'token=nope' }]) {
+    it('401 without a token, or with one that is not a JWT of its secret or a known key, in get_current_user\u2019s words', async () => {
+      for (const [headers, detail] of [
+        [{}, 'Not authenticated'],
+        [bearer('garbage'), '401 Unauthorized'],
+        [{ cookie: 'token=nope' }, '401 Unauthorized'],
+        [bearer('sk-0000'), 'Your session has expired or the token is invalid. Please sign in again.'],
+      ] as const) {
         const r = await call(s, 'GET', '/api/v1/files/', { headers });
         expect(r.status).to.equal(401);
-        expect(r.json()).to.deep.equal({ detail: 'Not authenticated' });
+        expect(r.json()).to.deep.equal({ detail });
       }
+    });
+
+    it('revoked sessions (a new session_stamp): every older token 401 Invalid token, a new one opens the account', async () => {
+      s.revokeSessions('u-alice');
+      let r = await call(s, 'GET', '/api/v1/auths/', { headers: bearer(tok['u-alice']!) });
+      expect([r.status, r.json()]).to.deep.equal([401, { detail: 'Invalid token' }]);
+      expect((await call(s, 'GET', '/api/v1/auths/', { headers: bearer(await s.tokenFor('u-alice')) })).status).to.equal(200);
+      // an admin setting another user's password revokes theirs; so does "revoke sessions"
+      const admin = { ...bearer(tok['u-admin']!), 'content-type': 'application/json' };
+      r = await call(s, 'POST', '/api/v1/users/u-bob/update', {
+        headers: admin,
+        body: JSON.stringify({ name: 'Bob', email: 'bob@example.com', password: 'Taken-0ver!' }),
+      });
+      expect(r.status).to.equal(200);
+      expect((await call(s, 'GET', '/api/v1/auths/', { headers: bearer(tok['u-bob']!) })).json()).to.deep.equal({ detail: 'Invalid token' });
+      r = await call(s, 'POST', '/api/v1/users/u-carol/sessions/revoke', { headers: admin });
+      expect([r.status, r.json()]).to.deep.equal([200, true]);
+      expect((await call(s, 'GET', '/api/v1/auths/', { headers: bearer(tok['u-carol']!) })).status).to.equal(401);
+      expect((await call(s, 'POST', '/api/v1/users/nobody/sessions/revoke', { headers: admin })).status).to.equal(404);
+      // the first user's sessions by that user only; a plain user may revoke nobody's
+      r = await call(s, 'POST', '/api/v1/users/u-admin/sessions/revoke', { headers: bearer(await s.tokenFor('u-alice')) });
+      expect(r.status).to.equal(401);
+      // the account gone: its token no longer opens anything
+      s.users.delete('u-pending');
+      expect((await call(s, 'GET', '/api/v1/auths/', { headers: bearer(tok['u-pending']!) })).json()).to.deep.equal({
+        detail: 'Invalid authentication request.',
+      });
     });
 
     it('accepts a bearer JWT, the token cookie, an sk- key as bearer and as x-api-key', async () => {
@@ -201,7 +233,7 @@ describe('Open WebUI stand-in', function () {
       for (const cred of [bearer(tok['u-alice']!), { 'x-api-key': s.apiKeyFor('u-alice') }]) {
         let r = await call(s, 'GET', '/api/v1/files/', { headers: { ...cred, 'X-Forwarded-Email': 'bob@example.com' } });
         expect(r.status).to.equal(401);
-        expect(r.json()).to.deep.equal({ detail: 'User mismatch' });
+        expect(r.json()).to.deep.equal({ detail: 'User mismatch. Please sign in again.' });
         r = await call(s, 'GET', '/api/v1/files/', { headers: { ...cred, 'X-Forwarded-Email': 'ALICE@example.com' } });
         expect(r.status).to.equal(200);
       }

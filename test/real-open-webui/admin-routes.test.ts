@@ -733,7 +733,6 @@ for (const { title, flags } of FLAG_SETS) {
       ]);
     });
 
-    // before the accounts test: changing carol's email there revokes her Open WebUI sessions
     it('chats: a share whose chat is not among its owner\u2019s first 60 (of its title, or of all): the search for it is read once, not again at a repeat; once its chat is found again, served', async () => {
       const carol = (await signIn(w.url, 'carol')).jar;
       const title = `Carol weekly ${Math.random().toString(36).slice(2, 8)}`;
