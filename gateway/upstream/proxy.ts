@@ -24,6 +24,14 @@ export interface UpstreamOptions {
   idleTimeoutMs?: number;
 }
 
+/**
+ * How long a pooled connection to the chat front-end may stay idle. Open WebUI's server (uvicorn)
+ * closes one idle for 5 s and announces no `Keep-Alive: timeout`; a socket the pool reuses just as
+ * it does is reset, and the request fails (a 502). Let go 1 s earlier, as undici does for a server
+ * that announces nothing (a server that announces less is honoured by Node itself, 1 s earlier).
+ */
+export const POOL_IDLE_MS = 4_000;
+
 /** `timeout=5` for a server with keepAliveTimeout 5000, as Node writes it. */
 function keepAliveHint(socket: object | null): string | undefined {
   const ms = (socket as { server?: { keepAliveTimeout?: number } } | null)?.server?.keepAliveTimeout;
@@ -80,7 +88,9 @@ export class Upstream {
       keepAlive: true,
       maxSockets: options.maxSockets,
       maxFreeSockets: 256,
-      timeout: options.idleTimeoutMs ?? 300_000,
+      // an idle socket's life in the pool: a request in flight has its own bounds (the forward's
+      // idle timeout, a call's timer)
+      timeout: POOL_IDLE_MS,
       scheduling: 'lifo',
     });
     this.upgrades = { target, timeoutMs: options.timeoutMs, obs };

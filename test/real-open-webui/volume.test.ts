@@ -23,7 +23,7 @@ import { OPEN_WEBUI_VERSION, type AdminFlags, type RealOpenWebUI } from '../../s
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { browse, gatewayClient, Jar, SESSION_SECRET, worldEnv } from '../support/cookie-jar.js';
-import { capturingObservability } from '../support/gateway-harness.js';
+import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { freePort } from '../support/raw-http.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,6 +94,7 @@ for (const { title, flags } of FLAG_SETS) {
     let providersDir: string | undefined;
     let idp: Awaited<ReturnType<typeof startIdp>>;
     let gateway: Gateway;
+    let gatewayLog: LogLine[];
     let url: string;
     let admin: Jar;
     let token: string;
@@ -106,6 +107,11 @@ for (const { title, flags } of FLAG_SETS) {
     };
     const through = async (path: string, jar = admin) => browse(jar, path);
     const json = <T>(r: { text: string }) => JSON.parse(r.text) as T;
+    /** An answer's start and what the gateway logged failing (a failed answer names its cause). */
+    const said = (r: { text: string }) => {
+      const failed = gatewayLog.filter((l) => l.level >= 50).map((l) => `${l.msg} (${(l.err as { message?: string } | undefined)?.message ?? ''})`);
+      return `${r.text.slice(0, 300)}${failed.length ? `; the gateway logged: ${failed.join('; ')}` : ''}`;
+    };
 
     /** Every file of the admin's, from Open WebUI's own search (every user's while its bypass is on: kept to theirs). */
     async function ownFiles(): Promise<FileRec[]> {
@@ -144,7 +150,9 @@ for (const { title, flags } of FLAG_SETS) {
         { ...worldEnv({ upstreamUrl: owui.url, publicUrl: url, issuer: idp.issuer, providersFile }), SESSION_SECRET },
         { stageFiles: false },
       );
-      gateway = await createGateway(settings, { obs: capturingObservability() });
+      const obs = capturingObservability();
+      gatewayLog = obs.lines;
+      gateway = await createGateway(settings, { obs });
       await gateway.start(port, '127.0.0.1');
       admin = await signIn(url, VOLUME_ADMIN.username, VOLUME_ADMIN.password);
       const signedIn = await fetch(`${owui.url}/api/v1/auths/signin`, {
@@ -176,7 +184,7 @@ for (const { title, flags } of FLAG_SETS) {
       const seen: string[] = [];
       for (let page = 1; page <= 3; page++) {
         const r = await through(`/api/v1/files/?page=${page}${page === 2 ? '&content=false' : ''}`);
-        expect(r.status, r.text.slice(0, 300)).to.equal(200);
+        expect(r.status, said(r)).to.equal(200);
         const body = json<{ items: FileRec[]; total: number }>(r);
         expect(body.total).to.equal(130);
         expect(body.items.every((f) => f.user_id === adminId)).to.equal(true);
@@ -209,7 +217,7 @@ for (const { title, flags } of FLAG_SETS) {
 
     it('the model overview: the tags of the admin\u2019s own chats that used the model, counted over all of them (their chats over 64 MiB)', async () => {
       const r = await through(`/api/v1/analytics/models/${MODEL}/overview?days=30`);
-      expect(r.status, r.text.slice(0, 300)).to.equal(200);
+      expect(r.status, said(r)).to.equal(200);
       const got = json<{ history: unknown[]; tags: Array<{ tag: string; count: number }> }>(r);
       // the truth: the admin's own usage lines, straight at Open WebUI
       const counts = new Map<string, number>();
@@ -229,7 +237,7 @@ for (const { title, flags } of FLAG_SETS) {
 
     it('the leaderboard: Open WebUI\u2019s ratings of the models the admin may see, each one\u2019s top tags of the admin\u2019s own ratings (more than 1,200 of them)', async () => {
       const r = await through('/api/v1/evaluations/leaderboard');
-      expect(r.status, r.text.slice(0, 300)).to.equal(200);
+      expect(r.status, said(r)).to.equal(200);
       const got = json<{ entries: Array<{ model_id: string; rating: number; won: number; lost: number; top_tags: Array<{ tag: string; count: number }> }> }>(r);
       const upstream = json<{ entries: Array<{ model_id: string; rating: number; won: number; lost: number }> }>(
         await direct('/api/v1/evaluations/leaderboard'),
@@ -260,7 +268,7 @@ for (const { title, flags } of FLAG_SETS) {
       expect(listed).to.have.length(1_300);
       expect(new Set(listed)).to.deep.equal(mine);
       const ofModelAnswer = await through(`/api/v1/evaluations/feedbacks/list?model_id=${ADMIN_MODEL}`);
-      expect(ofModelAnswer.status, ofModelAnswer.text.slice(0, 200)).to.equal(200);
+      expect(ofModelAnswer.status, said(ofModelAnswer)).to.equal(200);
       const ofModel = json<{ items: Rating[]; total: number }>(ofModelAnswer);
       expect(ofModel.items.every((f) => f.data.model_id === ADMIN_MODEL)).to.equal(true);
       const ids = json<Array<{ id: string; user_id: string }>>(await through('/api/v1/evaluations/feedbacks/all/ids'));
