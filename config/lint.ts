@@ -10,6 +10,7 @@ import { redisCredentialsProblem, redisPasswordHint } from './redis.js';
 /** Prefixes of the gateway's variables: an unknown name with one of them is most likely a typo. */
 const GATEWAY_PREFIXES: readonly string[] = [
   'CHATUI_',
+  'BEARER_',
   'OIDC_',
   'OAUTH_',
   'IDP_',

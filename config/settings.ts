@@ -145,6 +145,9 @@ const schema = z.object({
   SESSION_ABSOLUTE_SECONDS: int(7 * 24 * 3600, 60, 365 * 24 * 3600),
   TOKEN_REFRESH_MARGIN_SECONDS: int(30, 0, 3600),
   WEBSOCKET_SESSION_CHECK_SECONDS: int(15, 1, 300),
+  /** ask the realm whether another client's bearer token's session still stands (policies/tokens.ts) */
+  BEARER_INTROSPECTION: flag(true),
+  BEARER_INTROSPECTION_CACHE_SECONDS: int(5, 0, 300),
   OAUTH_ROLES_CLAIM: z.string().default('roles'),
   OAUTH_ADMIN_ROLES: list(['PlatformSysAdmin']),
   OAUTH_GROUPS_CLAIM: z.string().default('groups'),
@@ -213,6 +216,10 @@ export interface Settings {
     refreshMarginSeconds: number;
     /** how often open WebSockets' sessions are judged again (ends on other instances, expiry) */
     socketCheckSeconds: number;
+    /** ask the realm (token introspection) whether a bearer token of another client still stands */
+    bearerIntrospection: boolean;
+    /** how long the realm's answer that such a token stands is kept, per token */
+    introspectionCacheSeconds: number;
     rolesClaim: string;
     adminRoles: string[];
     groupsClaim: string;
@@ -276,6 +283,8 @@ function oidcOf(e: Parsed): Settings['oidc'] {
     absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
     refreshMarginSeconds: e.TOKEN_REFRESH_MARGIN_SECONDS,
     socketCheckSeconds: e.WEBSOCKET_SESSION_CHECK_SECONDS,
+    bearerIntrospection: e.BEARER_INTROSPECTION,
+    introspectionCacheSeconds: e.BEARER_INTROSPECTION_CACHE_SECONDS,
     rolesClaim: e.OAUTH_ROLES_CLAIM,
     adminRoles: e.OAUTH_ADMIN_ROLES,
     groupsClaim: e.OAUTH_GROUPS_CLAIM,

@@ -19,6 +19,8 @@ export interface IdpClient {
   post_logout_redirect_uris?: string[];
   /** OIDC Back-Channel Logout: where logout tokens are posted (Keycloak's "Backchannel logout URL") */
   backchannel_logout_uri?: string;
+  /** the client its access tokens are meant for (`aud`), as Keycloak's audience mapper names one; default: itself */
+  audience?: string;
 }
 
 export interface IdpOptions {
@@ -189,6 +191,8 @@ interface Realm {
   ttl: number;
   issuerPath: string;
   clientIds: Set<string>;
+  /** the audience of a client's access tokens */
+  audienceOf(clientId: string): string;
   byId(sub: string): DemoAccount | undefined;
   byUsername(username: string): DemoAccount | undefined;
 }
@@ -199,6 +203,7 @@ function realmOf(opts: IdpOptions): Realm {
     ttl: opts.accessTokenTtl ?? 300,
     issuerPath: (opts.issuerPath ?? '/realms/platform').replace(/\/+$/, ''),
     clientIds: new Set(opts.clients.map((c) => c.client_id)),
+    audienceOf: (clientId) => opts.clients.find((c) => c.client_id === clientId)?.audience ?? clientId,
     byId: (sub) => accounts.find((a) => a.sub === sub),
     byUsername: (username) => findDemoAccount(username, accounts),
   };
@@ -281,8 +286,8 @@ function logoutPages(): NonNullable<NonNullable<Configuration['features']>['rpIn
 
 type ProviderErrors = (typeof import('oidc-provider'))['errors'];
 
-/** JWT access tokens for every client: its default resource, audience the client id (as Keycloak's). */
-function jwtAccessTokens(ttl: number, errors: ProviderErrors): NonNullable<NonNullable<Configuration['features']>['resourceIndicators']> {
+/** JWT access tokens for every client: its default resource, audience the client id or the one its audience mapper names (as Keycloak's). */
+function jwtAccessTokens(realm: Realm, errors: ProviderErrors): NonNullable<NonNullable<Configuration['features']>['resourceIndicators']> {
   return {
     enabled: true,
     defaultResource: (_ctx, client, oneOf) => oneOf ?? resourceFor(client.clientId),
@@ -291,8 +296,8 @@ function jwtAccessTokens(ttl: number, errors: ProviderErrors): NonNullable<NonNu
       if (resource !== resourceFor(client.clientId)) throw new errors.InvalidTarget();
       return {
         scope: 'openid profile email offline_access roles',
-        audience: client.clientId,
-        accessTokenTTL: ttl,
+        audience: realm.audienceOf(client.clientId),
+        accessTokenTTL: realm.ttl,
         accessTokenFormat: 'jwt',
         jwt: { sign: { alg: 'RS256' } },
       };
@@ -355,7 +360,7 @@ function providerConfiguration(opts: IdpOptions, realm: Realm, keys: SigningKeys
       introspection: { enabled: true },
       backchannelLogout: { enabled: true },
       rpInitiatedLogout: logoutPages(),
-      resourceIndicators: jwtAccessTokens(realm.ttl, errors),
+      resourceIndicators: jwtAccessTokens(realm, errors),
     },
     issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: opts.rotateRefreshTokens === true, // Keycloak's default: a refresh token can be used again
@@ -384,6 +389,41 @@ function recordAuthorizations(authorizations: Array<Record<string, string>>): Pa
       const body = ((ctx as KoaContextWithOIDC).oidc?.body ?? {}) as Record<string, unknown>;
       authorizations.push(Object.fromEntries(Object.entries(body).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)])));
     }
+  };
+}
+
+/**
+ * Introspection of the realm's JWT access tokens, as Keycloak answers it (oidc-provider refuses
+ * structured tokens at its introspection endpoint, `unsupported_token_type`). oidc-provider has
+ * authenticated the calling client by then; a JWT it refused as structured is active while it
+ * verifies and the grant it was issued under lives (a logout at the realm, a revoked refresh token
+ * end it), with the token's claims, `client_id` and `username` as Keycloak adds them. A token the
+ * realm never issued (a test's own) is not active: Keycloak finds no session for it either.
+ */
+function introspectJwtAccessTokens(provider: ProviderT, issuer: string, publicKey: crypto.KeyObject): Parameters<ProviderT['use']>[0] {
+  const grantOf = new Map<string, { grantId: string; exp: number }>();
+  provider.on('access_token.issued', (token: { jti?: string; grantId?: string; exp?: number }) => {
+    if (grantOf.size > 1_000) for (const [jti, g] of grantOf) if (g.exp < nowSec()) grantOf.delete(jti);
+    if (token.jti && token.grantId) grantOf.set(token.jti, { grantId: token.grantId, exp: token.exp ?? 0 });
+  });
+  async function answer(token: string): Promise<Record<string, unknown>> {
+    try {
+      const { payload } = await jwtVerify(token, publicKey, { issuer });
+      const issued = typeof payload.jti === 'string' ? grantOf.get(payload.jti) : undefined;
+      const grant = issued && (await provider.Grant.find(issued.grantId));
+      if (!grant || grant.isExpired) return { active: false };
+      return { ...payload, client_id: payload.azp, username: payload.preferred_username, token_type: 'Bearer', active: true };
+    } catch {
+      return { active: false };
+    }
+  }
+  return async (ctx, next) => {
+    await next();
+    const { oidc } = ctx as KoaContextWithOIDC;
+    if (oidc?.route !== 'introspection' || ctx.status !== 400 || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
+    if (!oidc.client) return;
+    ctx.status = 200;
+    ctx.body = await answer(String(oidc.params?.token ?? ''));
   };
 }
 
@@ -563,6 +603,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
   const authorizations: Array<Record<string, string>> = [];
   const provider = new Provider(issuer, providerConfiguration(opts, realm, keys, state, errors));
   provider.use(recordAuthorizations(authorizations));
+  provider.use(introspectJwtAccessTokens(provider, issuer, keys.publicKey));
   serve(idpApp(provider, realm, issuer, keys.publicKey));
   const listener = loopbackListener(server);
   return {

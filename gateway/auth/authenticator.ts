@@ -19,6 +19,7 @@ import { isLocaleSegment } from '../../policies/syntax.js';
 import { userFromClaims } from './claims.js';
 import { mountSessionApi } from './session-api.js';
 import { createBearerTokens, JWT_SHAPE, type BearerTokens } from './bearer-tokens.js';
+import { createBearerIntrospection } from './bearer-introspection.js';
 import { LOCAL_ROUTES, signInErrors } from './sign-in-errors.js';
 import { mountSignOut, type SignOutParts } from './sign-out.js';
 import { BACKCHANNEL_LOGOUT_PATH, backChannelLogout, mountBackChannelLogout } from './backchannel-logout.js';
@@ -109,7 +110,10 @@ export async function createAuthenticator(
     ends,
   );
   const identityOf = facts.identityOf.bind(facts);
-  const bearerTokens = createBearerTokens({ issuer, o, verifyRealmJwt: realm.verifyRealmJwt, obs, identityOf });
+  const introspection = o.bearerIntrospection
+    ? createBearerIntrospection({ introspect: realm.introspect, cacheSeconds: o.introspectionCacheSeconds, obs })
+    : undefined;
+  const bearerTokens = createBearerTokens({ issuer, clientId: o.clientId, introspection, o, verifyRealmJwt: realm.verifyRealmJwt, obs, identityOf });
   const authenticator = new SessionAuthenticator(issuer, realm, codec, store, shared, bearerTokens, facts, changeListeners);
 
   // ---- control routes
@@ -195,15 +199,20 @@ export class SessionAuthenticator implements Authenticator {
 
   /**
    * A realm token's identity, unless the realm ended its session (back-channel logout by `sid`, or
-   * by `sub` after the token was issued) and this instance knows it. When the mirror cannot tell
-   * (Redis away) the token stands on its own signature and lifetime, as it does without Redis.
+   * by `sub` after the token was issued) and this instance knows it, or, for another client's
+   * token, the realm says so when asked (RealmUnavailable when it cannot say). When the mirror
+   * cannot tell (Redis away) the token stands on its own signature and lifetime, as it does without
+   * Redis.
    */
   private async bearerIdentity(token: string): Promise<Identity | undefined> {
     const identity = await this.bearerTokens.bearerIdentity(token);
     if (!identity) return undefined;
     const { sid, sub, iat } = decodeJwt(token);
     const ended = this.shared.isEnded({ id: '', sid: typeof sid === 'string' ? sid : null, sub: sub ?? '', iat: iat ?? 0 });
-    return ended === true ? undefined : identity;
+    if (ended === true) return undefined;
+    // Only a token the realm must be asked about waits here (the gateway's own client's do not).
+    const stands = this.bearerTokens.sessionStands(token);
+    return stands === true || (await stands) ? identity : undefined;
   }
 
   onSessionChange(listener: (sessionId: string | undefined) => void): void {

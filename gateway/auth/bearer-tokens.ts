@@ -1,7 +1,9 @@
 // Realm bearer JWTs (contract: "A verified identity is ... an `Authorization: Bearer` JWT issued
 // by OIDC_ISSUER_URL"): which Authorization header carries one, and the identity it proves,
 // verified with jose against the issuer's JWKS (gateway/auth/realm.ts) and cached until it
-// expires. Used by `authenticate` in gateway/auth/authenticator.ts; it receives only what it reads.
+// expires; whether its session still stands, asked of the realm for another client's token
+// (gateway/auth/bearer-introspection.ts). Used by `authenticate` in gateway/auth/authenticator.ts;
+// it receives only what it reads.
 import type { JWTPayload } from 'jose';
 import { decodeJwt } from 'jose';
 import type { Settings } from '../../config/settings.js';
@@ -11,6 +13,8 @@ import { CLOCK_TOLERANCE_S, JWKS_MAX_AGE_MS, trimSlash } from './realm.js';
 import { epoch, type SessionUser } from './session-cookie.js';
 import { defaultTenant, userFromClaims } from './claims.js';
 import type { Identity } from './identity.js';
+import { tokenKey, type BearerIntrospection, type TokenFacts } from './bearer-introspection.js';
+import { sessionCheckOf } from '../../policies/tokens.js';
 
 /** Three base64url parts: a JWS in compact form. */
 export const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -18,6 +22,10 @@ export const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 export interface BearerTokenParts {
   /** OIDC_ISSUER_URL without its trailing slash. */
   issuer: string;
+  /** OIDC_CLIENT_ID: its own tokens' sessions end by back-channel logout */
+  clientId: string;
+  /** the realm asked about other clients' tokens (BEARER_INTROSPECTION; undefined: off) */
+  introspection?: BearerIntrospection;
   /** The claim names (OAUTH_ROLES_CLAIM, OAUTH_GROUPS_CLAIM, TENANTS_CLAIM). */
   o: Pick<Settings['oidc'], 'rolesClaim' | 'groupsClaim' | 'tenantsClaim'>;
   verifyRealmJwt: (token: string) => Promise<JWTPayload>;
@@ -30,13 +38,20 @@ export interface BearerTokens {
   realmBearer(authorization: string | string[] | undefined): string | undefined;
   /** The identity a realm JWT proves: synchronous once verified, until it expires. */
   bearerIdentity(token: string): Identity | undefined | Promise<Identity | undefined>;
+  /**
+   * Does the session of a token `bearerIdentity` took still stand, as far as the realm must be asked:
+   * true at once for a token it need not be asked about or whose answer is kept. Rejects with
+   * RealmUnavailable when the realm gives no answer.
+   */
+  sessionStands(token: string): boolean | Promise<boolean>;
   clear(): void;
 }
 
-export function createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf }: BearerTokenParts): BearerTokens {
+export function createBearerTokens({ issuer, clientId, introspection, o, verifyRealmJwt, obs, identityOf }: BearerTokenParts): BearerTokens {
   // A verified bearer JWT is not checked again for as long as the realm's keys are trusted (a key
-  // removed from the realm must stop its tokens within that time).
-  const bearers = new TtlCache<string, { identity: Identity; exp: number }>(20_000, JWKS_MAX_AGE_MS);
+  // removed from the realm must stop its tokens within that time). `ask`: what the realm is asked
+  // about, for a token whose session's end the realm would not tell (policies/tokens.ts).
+  const bearers = new TtlCache<string, { identity: Identity; exp: number; ask?: TokenFacts }>(20_000, JWKS_MAX_AGE_MS);
 
   function realmBearer(authorization: string | string[] | undefined): string | undefined {
     const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
@@ -69,7 +84,7 @@ export function createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf 
       }
       // Its facts are as old as the token (the newest facts of a user win: policies/session-ends.ts).
       const identity = identityOf(user, defaultTenant(user), 'bearer', typeof payload.iat === 'number' ? payload.iat : undefined);
-      bearers.set(token, { identity, exp: payload.exp! });
+      bearers.set(token, { identity, exp: payload.exp!, ask: askOf(token, payload) });
       return identity;
     } catch (err) {
       obs.log.debug({ reason: (err as Error).message }, 'bearer token refused');
@@ -77,5 +92,37 @@ export function createBearerTokens({ issuer, o, verifyRealmJwt, obs, identityOf 
     }
   }
 
-  return { realmBearer, bearerIdentity, clear: () => bearers.clear() };
+  /** What the realm is asked with about a verified token, or undefined: it need not be asked. */
+  function askOf(token: string, payload: JWTPayload): TokenFacts | undefined {
+    return sessionCheckOf(payload, clientId, introspection !== undefined).ask ? factsOf(token, payload) : undefined;
+  }
+
+  function sessionStands(token: string): boolean | Promise<boolean> {
+    if (!introspection) return true;
+    const entry = bearers.get(token);
+    // An entry gone since `bearerIdentity` (its time up, evicted) is decided again from the token it verified.
+    const ask = entry ? entry.ask : askOf(token, decodeJwt(token));
+    return ask ? introspection.stands(token, ask) : true;
+  }
+
+  return {
+    realmBearer,
+    bearerIdentity,
+    sessionStands,
+    clear: () => {
+      bearers.clear();
+      introspection?.clear();
+    },
+  };
+}
+
+/** What the realm is asked with, and what is logged, of a verified token (never the token itself). */
+function factsOf(token: string, payload: JWTPayload): TokenFacts {
+  return {
+    key: tokenKey(token),
+    sub: payload.sub!,
+    sid: typeof payload.sid === 'string' ? payload.sid : null,
+    azp: typeof payload.azp === 'string' ? payload.azp : null,
+    until: payload.exp! + CLOCK_TOLERANCE_S,
+  };
 }

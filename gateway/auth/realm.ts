@@ -2,7 +2,7 @@
 // (discovery, cached and refreshed; the confidential client with client_secret_basic), and with it
 // the code flow's authorization URL and code grant (gateway/auth/sign-in.ts), the refresh
 // (gateway/auth/refresh.ts), revocation and the end-session URL (gateway/auth/sign-out.ts),
-// userinfo. What openid-client leaves to the caller is checked here with jose against the realm's
+// introspection (gateway/auth/bearer-introspection.ts), userinfo. What openid-client leaves to the caller is checked here with jose against the realm's
 // published keys: realm access tokens as bearer credentials, the ID token's signature, back-channel
 // logout tokens. Also Keycloak's URL layout (the catalog's service-account token endpoint).
 import * as oidc from 'openid-client';
@@ -144,6 +144,16 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     await oidc.tokenRevocation(config, token, { token_type_hint: 'refresh_token' });
   }
 
+  /**
+   * The realm's word on an access token (RFC 7662), asked as the gateway's client; openid-client
+   * refuses an answer without a boolean `active`. Bounded by HTTP_TIMEOUT_MS, as every realm call.
+   */
+  async function introspect(token: string): Promise<Record<string, unknown>> {
+    const config = await configuration();
+    if (!config.serverMetadata().introspection_endpoint) throw new Error('the realm publishes no introspection_endpoint');
+    return oidc.tokenIntrospection(config, token, { token_type_hint: 'access_token' });
+  }
+
   /** The userinfo claims of an access token, or undefined (no endpoint, or a refusal). */
   async function userinfo(accessToken: string, sub: string | undefined): Promise<Record<string, unknown> | undefined> {
     const config = await configuration();
@@ -170,6 +180,7 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
     verifyLogoutToken,
     refreshGrant,
     revoke,
+    introspect,
     userinfo,
     endSessionUrl,
   };

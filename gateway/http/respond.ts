@@ -159,10 +159,20 @@ export function finishSocket(socket: Duplex, answer?: string): void {
   both();
 }
 
+/** Who a request comes from cannot be judged now: 503 with Retry-After (the caller did nothing wrong), never a pass. */
+export class SignInUncheckable extends Error {}
+
 /** The shared state could not be read: a cookie session cannot be judged (503, fail closed). */
-export class SharedStateUnavailable extends Error {
+export class SharedStateUnavailable extends SignInUncheckable {
   constructor(reason: string) {
     super(`the shared session state cannot be checked: ${reason}`);
+  }
+}
+
+/** The realm gave no answer on a bearer token's session (unreachable, too slow, an answer that is none): 503, fail closed. */
+export class RealmUnavailable extends SignInUncheckable {
+  constructor(reason: string) {
+    super(`the identity provider cannot confirm the token's session: ${reason}`);
   }
 }
 
@@ -206,10 +216,11 @@ export function answerUncheckable(
 }
 
 /**
- * The one place a failure becomes an answer: 503 (page or JSON) when the session cannot be checked,
- * 502/504 for the upstream, else 500; on a raw socket (an upgrade) the 503 as raw bytes, else the
- * socket destroyed. Counted and logged here. `fields`: what the log line says of the request;
- * `extraHeaders`: added to a JSON answer (`Connection: close` while a request body is still coming).
+ * The one place a failure becomes an answer: 503 (page or JSON) when who a request comes from
+ * cannot be judged (the shared state, the realm), 502/504 for the upstream, else 500; on a raw
+ * socket (an upgrade) the 503 as raw bytes, else the socket destroyed. Counted and logged here.
+ * `fields`: what the log line says of the request; `extraHeaders`: added to a JSON answer
+ * (`Connection: close` while a request body is still coming).
  */
 export function answerFailure(
   to: ServerResponse | Duplex,
@@ -219,8 +230,8 @@ export function answerFailure(
   extraHeaders: Record<string, string> = {},
 ): void {
   const res = typeof (to as ServerResponse).writeHead === 'function' ? (to as ServerResponse) : undefined;
-  if (err instanceof SharedStateUnavailable) {
-    obs.metrics.sessionChecksUnavailable.inc();
+  if (err instanceof SignInUncheckable) {
+    if (err instanceof SharedStateUnavailable) obs.metrics.sessionChecksUnavailable.inc();
     if (!res) {
       return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' })) : to.destroy());
     }

@@ -83,6 +83,8 @@ export interface Metrics {
   /** when the shared state (Redis) became unreachable, undefined while it is fine: read at scrape time */
   sharedStateDownSince: () => number | undefined;
   sessionChecksUnavailable: Counter;
+  /** the realm asked about bearer tokens' sessions (gateway/auth/bearer-introspection.ts), by result: active, ended, unavailable */
+  bearerIntrospections: Counter<'result'>;
   /** sessions ended, once each, where the end was decided (gateway/auth/session-end.ts `SESSION_END_REASONS` names the reasons) */
   sessionsEnded: Counter<'reason'>;
   /** ends answered before they were durable in Redis, by why (gateway/state/redis-ends.ts) */
@@ -315,10 +317,10 @@ function trafficMetrics(
   };
 }
 
-/** The shared session state (Redis) and the sessions it ends. */
+/** The shared session state (Redis), the sessions it ends, the realm asked about bearer tokens' sessions. */
 function sessionStateMetrics(
   registry: Registry,
-): Pick<Metrics, 'sharedStateUp' | 'sharedStateDownSince' | 'sessionChecksUnavailable' | 'sessionsEnded' | 'sessionEndsNotDurable'> {
+): Pick<Metrics, 'sharedStateUp' | 'sharedStateDownSince' | 'sessionChecksUnavailable' | 'bearerIntrospections' | 'sessionsEnded' | 'sessionEndsNotDurable'> {
   return {
     sharedStateUp: new Gauge({
       name: 'gateway_shared_state_up',
@@ -329,6 +331,12 @@ function sessionStateMetrics(
     sessionChecksUnavailable: new Counter({
       name: 'gateway_session_checks_unavailable_total',
       help: 'Cookie-session requests answered 503 because the shared session state could not be checked',
+      registers: [registry],
+    }),
+    bearerIntrospections: new Counter({
+      name: 'gateway_bearer_introspections_total',
+      help: "The realm asked whether a bearer token's session still stands (another client's token), by result: active, ended, unavailable (answered 503)",
+      labelNames: ['result'],
       registers: [registry],
     }),
     sessionsEnded: new Counter({

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
-import { kcWorld, REALM, CLIENT_ID, SESSION_SECRET, type KcWorld } from './world.js';
+import { kcWorld, REALM, CLIENT_ID, CLIENT_SECRET, INTROSPECTION_CACHE_SECONDS, SESSION_SECRET, type KcWorld, type GatewayInstance } from './world.js';
 import { pointRealmAt } from '../../sandbox/keycloak.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
@@ -416,21 +416,78 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         }
       });
 
-    it('a token of a realm session the gateway’s client has no part in (the client’s own password grant): Keycloak tells the gateway nothing when that session ends, so the gateway serves it until it expires, though Keycloak’s userinfo refuses it', async () => {
+    /** Keycloak's realm sessions of a user, with the clients that took part in each. */
+    const sessionsOf = async (username: string) =>
+      (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${await w.userId(username)}/sessions`))
+        .body;
+    /** How often a gateway asked Keycloak about a bearer token's session, by answer. */
+    const introspections = async (g: GatewayInstance) =>
+      Object.fromEntries((await g.obs.metrics.bearerIntrospections.get()).values.map((v) => [String(v.labels.result), v.value]));
+
+    it('a token of a realm session the gateway’s client has no part in (the client’s own password grant): Keycloak tells the gateway nothing when that session ends, so the gateway asks Keycloak (token introspection) and refuses it on both instances within the cache time', async () => {
       const token = await tokenRequest({ grant_type: 'password', username: 'tina', password: 'tina-pass', scope: 'openid' });
-      const { sid, exp } = claimsOf(token);
-      const tina = await w.userId('tina');
-      const sessions = (await w.kc.admin<Array<{ id: string; clients: Record<string, string> }>>('GET', `/admin/realms/${REALM}/users/${tina}/sessions`)).body;
-      expect(Object.values(sessions.find((s) => s.id === sid)?.clients ?? {}), 'a realm session of the client alone').to.deep.equal([CLI]);
-      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token)).to.equal(200);
+      const { sid, exp, azp } = claimsOf(token);
+      expect(azp).to.equal(CLI);
+      expect(Object.values((await sessionsOf('tina')).find((s) => s.id === sid)?.clients ?? {}), 'a realm session of the client alone').to.deep.equal([CLI]);
+      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
+      for (const g of [w.a, w.b]) expect((await introspections(g)).active, `Keycloak asked by ${g.url}`).to.be.at.least(1);
+
       expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
+      const deleted = Date.now();
+      for (const g of [w.a, w.b])
+        await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 100 });
+      const refusedMs = Date.now() - deleted;
+      console.log(`      (refused on both instances ${refusedMs} ms after the session was deleted; the cache time is ${INTROSPECTION_CACHE_SECONDS} s)`);
+      expect(refusedMs, 'within the cache time (and a round trip)').to.be.at.most(INTROSPECTION_CACHE_SECONDS * 1000 + 1_500);
       const userinfo = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${token}` } });
       expect(userinfo.status, 'Keycloak itself no longer takes it').to.equal(401);
-      // the session of the test above was told within a second
-      await sleep(3_000);
-      expect(w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid)).to.equal(false);
-      for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `still served at ${g.url}`).to.equal(200);
-      expect(exp).to.be.greaterThan(Date.now() / 1000);
+      expect(
+        [w.a, w.b].some((g) => g.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid)),
+        'Keycloak told the gateway nothing',
+      ).to.equal(false);
+      for (const g of [w.a, w.b]) {
+        expect(
+          g.obs.lines.filter((l) => l.event === 'bearer-session-ended' && l.sid === sid),
+          `told once at ${g.url}`,
+        ).to.have.length(1);
+        expect(await asBearer(g.url, token), `still refused at ${g.url}`).to.equal(401);
+      }
+      expect(exp, 'the token has not expired').to.be.greaterThan(Date.now() / 1000);
+    });
+
+    it('a token of the gateway’s own client (a password grant of its own): Keycloak lists the gateway’s client in that session and tells the gateway of its end (back-channel logout), so the gateway never asks Keycloak about it', async () => {
+      const clients = await w.kc.admin<Array<{ id: string; directAccessGrantsEnabled: boolean }>>(
+        'GET',
+        `/admin/realms/${REALM}/clients?clientId=${CLIENT_ID}`,
+      );
+      const gatewayClient = clients.body[0]!;
+      await w.kc.admin('PUT', `/admin/realms/${REALM}/clients/${gatewayClient.id}`, { ...gatewayClient, directAccessGrantsEnabled: true });
+      try {
+        const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${CLIENT_ID}:${CLIENT_SECRET}`)}` },
+          body: new URLSearchParams({ grant_type: 'password', username: 'tina', password: 'tina-pass', scope: 'openid' }).toString(),
+        });
+        const body = (await res.json()) as { access_token: string };
+        expect(res.status, JSON.stringify(body)).to.equal(200);
+        const token = body.access_token;
+        const { sid, azp } = claimsOf(token);
+        expect(azp).to.equal(CLIENT_ID);
+        expect(Object.values((await sessionsOf('tina')).find((s) => s.id === sid)?.clients ?? {}), 'the gateway’s client took part').to.deep.equal([CLIENT_ID]);
+        const asked = await Promise.all([w.a, w.b].map(introspections));
+        for (const g of [w.a, w.b]) expect(await asBearer(g.url, token), `served at ${g.url}`).to.equal(200);
+
+        expect((await w.kc.admin('DELETE', `/admin/realms/${REALM}/sessions/${sid}`)).status).to.equal(204);
+        for (const g of [w.a, w.b])
+          await until(`the token refused at ${g.url}`, async () => (await asBearer(g.url, token)) === 401, { ms: 20_000, everyMs: 200 });
+        expect(
+          w.a.obs.lines.some((l) => l.event === 'backchannel-logout' && l.sid === sid),
+          'Keycloak told the gateway, naming that session',
+        ).to.equal(true);
+        expect(await Promise.all([w.a, w.b].map(introspections)), 'Keycloak never asked').to.deep.equal(asked);
+      } finally {
+        await w.kc.admin('PUT', `/admin/realms/${REALM}/clients/${gatewayClient.id}`, gatewayClient);
+      }
     });
   });
 

@@ -21,6 +21,8 @@ export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'kc-suite-gateway-secret';
 export const SESSION_SECRET = 'kc-suite-session-secret-0123456789abcdef';
 export const REALM = 'platform';
+/** how long the gateways keep Keycloak's answer that another client's bearer token stands */
+export const INTROSPECTION_CACHE_SECONDS = 2;
 
 export interface GatewayInstance {
   gateway: Gateway;
@@ -91,6 +93,8 @@ async function startWorld(): Promise<KcWorld> {
       DRIFT_CHECK_SECONDS: '0',
       // The refresh tests shorten the realm's access tokens to 15 s: refresh 5 s before expiry.
       TOKEN_REFRESH_MARGIN_SECONDS: '5',
+      // Another client's bearer token: Keycloak's word on its session kept 2 s (the default is 5).
+      BEARER_INTROSPECTION_CACHE_SECONDS: String(INTROSPECTION_CACHE_SECONDS),
       LOG_LEVEL: 'info',
     };
     const instance = async (port: number, url: string): Promise<GatewayInstance> => {

@@ -113,6 +113,7 @@ describe('check-config: what operators get wrong', function () {
       OIDC_CLIENTID: 'x',
       REDIS_ULR: 'redis://r:6379',
       GATEWAY_WORKER: '2',
+      BEARER_INTROSPECTON: 'false',
       WEBUI_AUTH_SIGNOUT_REDIRECT_URL: 'https://chat.example/auth/logout',
     });
     expect(r.code, r.out).to.equal(0);
@@ -120,11 +121,12 @@ describe('check-config: what operators get wrong', function () {
     expect(r.out).to.include('OIDC_CLIENTID: not a setting of the gateway, ignored; did you mean OIDC_CLIENT_ID?');
     expect(r.out).to.include('REDIS_ULR: not a setting of the gateway, ignored; did you mean REDIS_URL?');
     expect(r.out).to.include('GATEWAY_WORKER: not a setting of the gateway, ignored; did you mean GATEWAY_WORKERS?');
+    expect(r.out).to.include('BEARER_INTROSPECTON: not a setting of the gateway, ignored; did you mean BEARER_INTROSPECTION?');
     // Open WebUI's own variable in the shared env file is not a typo.
     expect(r.out).to.not.include('WEBUI_AUTH_SIGNOUT_REDIRECT_URL: not a setting');
-    // the fifth: no Open WebUI answers at http://open-webui:8080 here, so its release cannot be read
+    // the sixth: no Open WebUI answers at http://open-webui:8080 here, so its release cannot be read
     expect(r.out).to.include('- UPSTREAM_URL: the Open WebUI release could not be read (unreachable');
-    expect(r.out).to.include('configuration OK, with 5 warnings');
+    expect(r.out).to.include('configuration OK, with 6 warnings');
   });
 
   it("Open WebUI's Sentinel or Cluster variables without the gateway's: a warning naming the gateway's, and a misspelt one gets the nearest", async () => {

@@ -326,6 +326,23 @@ describe('settings', () => {
       expect(names, n).to.include(n);
   });
 
+  it('BEARER_INTROSPECTION (on by default) and BEARER_INTROSPECTION_CACHE_SECONDS (5 by default, 0 to 300): anything else stops startup naming it', () => {
+    expect(loadSettings(complete).oidc).to.include({ bearerIntrospection: true, introspectionCacheSeconds: 5 });
+    expect(loadSettings({ ...complete, BEARER_INTROSPECTION: 'false', BEARER_INTROSPECTION_CACHE_SECONDS: '0' }).oidc).to.include({
+      bearerIntrospection: false,
+      introspectionCacheSeconds: 0,
+    });
+    expect(loadSettings({ ...complete, BEARER_INTROSPECTION_CACHE_SECONDS: '300' }).oidc.introspectionCacheSeconds).to.equal(300);
+    for (const bad of ['-1', '301', '2.5', 'five'])
+      expect(problems({ ...complete, BEARER_INTROSPECTION_CACHE_SECONDS: bad }), bad).to.deep.equal([
+        `BEARER_INTROSPECTION_CACHE_SECONDS: must be a whole number from 0 to 300 (got ${JSON.stringify(bad)})`,
+      ]);
+    for (const bad of ['on', 'off', 'maybe'])
+      expect(problems({ ...complete, BEARER_INTROSPECTION: bad }), bad).to.deep.equal([
+        `BEARER_INTROSPECTION: must be one of true/false/1/0/yes/no (got ${JSON.stringify(bad)})`,
+      ]);
+  });
+
   it('lenient booleans accept true/false/1/0/yes/no in any case', () => {
     for (const [v, want] of [
       ['YES', true],

@@ -9,6 +9,8 @@ const CLIENT_ID = 'gateway';
 const CLIENT_SECRET = 'gateway-secret-for-tests';
 const REDIRECT_URI = 'http://127.0.0.1:9/auth/callback'; // never requested
 const POST_LOGOUT = 'http://127.0.0.1:9/after-logout';
+/** Another client of the realm, its access tokens meant for the gateway (Keycloak's audience mapper). */
+const API_CLIENT = { client_id: 'platform-cli', client_secret: 'platform-cli-secret', redirect_uris: ['http://127.0.0.1:9/cli/callback'], audience: CLIENT_ID };
 
 interface Discovery {
   issuer: string;
@@ -66,7 +68,7 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
 
   before(async () => {
     idp = await startIdp({
-      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI], post_logout_redirect_uris: [POST_LOGOUT] }],
+      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI], post_logout_redirect_uris: [POST_LOGOUT] }, API_CLIENT],
     });
     d = (await (await fetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as Discovery;
     jwks = createRemoteJWKSet(new URL(d.jwks_uri));
@@ -270,6 +272,52 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
     // the IdP session is gone: the same jar must log in again
     const again = await fetch(client.authorizeUrl().url, { redirect: 'manual', headers: { cookie: jar.header(d.authorization_endpoint) } });
     expect(new URL(again.headers.get('location')!, d.authorization_endpoint).pathname).to.match(/^\/interaction\//);
+  });
+
+  it('introspects its JWT access tokens as Keycloak does (oidc-provider alone refuses structured tokens): the calling client authenticated, another client’s token active until its session ends at the realm, a token it never issued not active', async () => {
+    const authorize = new URL(d.authorization_endpoint);
+    authorize.search = new URLSearchParams({
+      client_id: API_CLIENT.client_id,
+      redirect_uri: API_CLIENT.redirect_uris[0]!,
+      response_type: 'code',
+      scope: 'openid',
+    }).toString();
+    const { callbackUrl, jar } = await loginThroughIdp(authorize.href, 'bob');
+    const issued = await fetch(d.token_endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${API_CLIENT.client_id}:${API_CLIENT.client_secret}`)}` },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: new URL(callbackUrl).searchParams.get('code')!,
+        redirect_uri: API_CLIENT.redirect_uris[0]!,
+      }),
+    });
+    const token = ((await issued.json()) as { access_token: string }).access_token;
+    const { payload } = await jwtVerify(token, jwks, { issuer: idp.issuer, audience: CLIENT_ID });
+    expect(payload).to.include({ azp: API_CLIENT.client_id });
+    const introspect = (t: string, secret = CLIENT_SECRET) =>
+      fetch(`${idp.issuer}/protocol/openid-connect/token/introspect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${CLIENT_ID}:${secret}`)}` },
+        body: new URLSearchParams({ token: t, token_type_hint: 'access_token' }),
+      });
+    const refused = await introspect(token, 'not-the-secret');
+    expect(refused.status, 'a client that does not authenticate').to.equal(401);
+    expect(((await refused.json()) as { error: string }).error).to.equal('invalid_client');
+    const live = await introspect(token);
+    expect(live.status).to.equal(200);
+    expect(await live.json()).to.include({
+      active: true,
+      client_id: API_CLIENT.client_id,
+      azp: API_CLIENT.client_id,
+      aud: CLIENT_ID,
+      username: 'bob',
+      token_type: 'Bearer',
+    });
+    const never = await introspect(await idp.accessTokenFor('bob', CLIENT_ID));
+    expect(await never.json(), 'a token the realm never issued').to.deep.equal({ active: false });
+    await logoutThroughIdp(d.end_session_endpoint, jar);
+    expect(await (await introspect(token)).json(), 'its session ended at the realm').to.deep.equal({ active: false });
   });
 
   it('goes down and comes back on the same port', async () => {

@@ -65,7 +65,7 @@ import { type Env } from '../../config/env.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import type { Observability } from '../../gateway/observability/observability.js';
 import { capturingObservability, type LogLine } from './gateway-harness.js';
-import { startIdp, type TestIdp } from '../../sandbox/idp.js';
+import { startIdp, type IdpClient, type TestIdp } from '../../sandbox/idp.js';
 import { startOpenWebUI, type OpenWebUIStandIn, type OpenWebUIOptions } from '../../sandbox/open-webui/stand-in.js';
 import { freePort } from './raw-http.js';
 import { sleep } from './wait.js';
@@ -118,7 +118,10 @@ export function gatewayClient(url: string) {
   };
 }
 
-export async function startWorld(options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[] } = {}): Promise<World> {
+/** `clients`: the realm's other clients, beside the gateway's. */
+export async function startWorld(
+  options: { env?: Env; accessTokenTtl?: number; upstream?: OpenWebUIOptions; accounts?: DemoAccount[]; clients?: IdpClient[] } = {},
+): Promise<World> {
   const upstream = await startOpenWebUI({
     bypassAdminAccessControl: false,
     enableAdminExport: false,
@@ -128,7 +131,7 @@ export async function startWorld(options: { env?: Env; accessTokenTtl?: number; 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const idp = await startIdp({
-    clients: [gatewayClient(url)],
+    clients: [gatewayClient(url), ...(options.clients ?? [])],
     accessTokenTtl: options.accessTokenTtl ?? 300,
     accounts: options.accounts,
   });
