@@ -20,8 +20,6 @@ export interface ForwardTarget {
 
 /** What the upstream's side of one exchange reports back. */
 export interface ForwardHooks {
-  /** the upstream request has a socket (never for `Expect: 100-continue`: its body waits for the upstream) */
-  socket(proxyReq: ClientRequest): void;
   /** the upstream's answer, before its head is copied: it may answer `res` itself (nothing is copied or piped then) */
   answer(answer: IncomingMessage): void;
   /** the client's connection reset: the upstream request is aborted, nothing to answer */
@@ -30,8 +28,11 @@ export interface ForwardHooks {
   failed(err: Error & { code?: string }): void;
 }
 
-/** Forward `req` (its url and headers already the gateway's) with `body` (a body read to judge it) or its own. */
-export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: ServerResponse, body: Readable | undefined, hooks: ForwardHooks): void {
+/**
+ * Forward `req` (its url and headers already the gateway's) with `body` (a body read to judge it) or
+ * its own. Returns the upstream request at once, before it has a pooled socket.
+ */
+export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: ServerResponse, body: Readable | undefined, hooks: ForwardHooks): ClientRequest {
   const headers: OutgoingHttpHeaders = { ...req.headers };
   if (headers.trailer !== undefined) delete headers.trailer;
   // A DELETE or OPTIONS without a length is sent with `Content-Length: 0`, as http-proxy-3 did.
@@ -47,9 +48,6 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
     headers,
     agent: to.agent,
   });
-  proxyReq.on('socket', () => {
-    if (!proxyReq.getHeader('expect')) hooks.socket(proxyReq);
-  });
   proxyReq.setTimeout(to.idleTimeoutMs, () => proxyReq.destroy());
   res.on('close', () => {
     if (!res.writableFinished) proxyReq.destroy();
@@ -60,6 +58,9 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
       proxyReq.destroy();
       return;
     }
+    // Answered already: a request that timed out while it waited for a pooled socket hears of its
+    // end only once one comes free (Node's "socket hang up"), long after its 504.
+    if (!proxyReq.socket && res.writableEnded) return;
     hooks.failed(err);
   };
   req.on('error', failed);
@@ -70,6 +71,7 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
     if (!res.headersSent) copyHead(req, res, answer);
     if (!res.writableEnded) answer.pipe(res);
   });
+  return proxyReq;
 }
 
 /** The answer's status and headers onto `res`, as http-proxy-3's outgoing passes set them. */

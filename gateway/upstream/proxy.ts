@@ -98,14 +98,21 @@ export class Upstream {
     };
   }
 
-  /** The upstream request has its socket: the time to its answer starts with the end of the request body. */
-  private armTimer(proxyReq: ClientRequest, req: IncomingMessage): void {
+  /**
+   * The time to the upstream's answer starts with the end of the request body, whether or not a
+   * pooled socket is free: with every one held by an upstream that does not answer, a request
+   * waiting for one gets its 504 on time too, not one UPSTREAM_TIMEOUT_MS per socket freed before it.
+   */
+  private armTimer(proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse): void {
     const tracked = this.exchangeOf(req);
     const arm = () => {
       if (tracked.answered) return;
       tracked.timer = setTimeout(() => {
         tracked.timedOut = true;
+        // Without a socket, destroy() is heard of only when one comes free: answered here instead.
+        const waiting = !proxyReq.socket;
         proxyReq.destroy();
+        if (waiting) this.onError(Object.assign(new Error('no pooled connection to the upstream came free in time'), { code: 'ETIMEDOUT' }), req, res);
       }, this.timeoutMs);
     };
     if (req.complete) arm();
@@ -180,13 +187,13 @@ export class Upstream {
       this.exchanges.delete(req);
     });
     // `body`: a request body the gateway had to read to judge it, sent on byte for byte
-    forwardRequest(this.forwardTo, req, res, body ? Readable.from([body]) : undefined, {
-      socket: (proxyReq) => this.armTimer(proxyReq, req),
+    const proxyReq = forwardRequest(this.forwardTo, req, res, body ? Readable.from([body]) : undefined, {
       answer: (answer) => this.onAnswer(answer, req, res),
       // A client that went away is not an error worth a log line; the upstream request is aborted.
       clientGone: () => clearTimeout(this.exchanges.get(req)?.timer),
       failed: (err) => this.onError(err, req, res),
     });
+    this.armTimer(proxyReq, req, res);
   }
 
   /**
