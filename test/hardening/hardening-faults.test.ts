@@ -1,9 +1,9 @@
 // Hardening, faults: the upstream down, refusing, resetting mid-body, stalling before its headers or
 // inside a stream (every pooled socket held by it, too), answering garbage on a rewritten route; the
-// identity provider down or hung; Keycloak
-// failing under load; slow clients (slow headers, stalled bodies, clients that stop reading, many
-// half-open connections). Every time: a clean 502/504 (or a clear page), streams that end, no socket
-// left open on either side once things settle, and other requests served meanwhile.
+// identity provider down or hung; Keycloak failing under load; slow clients (slow headers, stalled
+// bodies, clients that stop reading, many half-open connections). Every time: a clean 502/504 (or a
+// clear page), streams that end, no socket left open on either side once things settle, and other
+// requests served meanwhile.
 import { expect } from 'chai';
 import http from 'node:http';
 import net from 'node:net';
@@ -11,7 +11,8 @@ import { once } from 'node:events';
 import zlib from 'node:zlib';
 import { Router } from 'express';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
-import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from '../support/cookie-jar.js';
+import { startWorld, signIn, browse, Jar, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from '../support/cookie-jar.js';
+import { loginThroughIdp } from '../../sandbox/idp-browser.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from '../support/keycloak-admin.js';
 import type { Authenticator } from '../../gateway/auth/identity.js';
 import { connectionsOf, deadPort, settleTo, STACK_TRACE } from '../support/raw-http.js';
@@ -20,6 +21,8 @@ import { sleep, until } from '../support/wait.js';
 const UPSTREAM_TIMEOUT_MS = 500;
 /** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */
 const IDLE_TIMEOUT_MS = 1_500;
+/** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm */
+const REALM_TIMEOUT_MS = 5_000;
 
 type Behaviour = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -632,6 +635,24 @@ describe('hardening: identity provider down', function () {
       expect((await browse(undefined, `${w.url}/auth/login`)).status).to.equal(200);
     } finally {
       await w.idp.up();
+    }
+  });
+
+  it('a realm that hangs (it takes connections, answers nothing): a sign-in whose code comes back gets the 503 page within the realm timeout, nothing signed in (regression: 400 "sign-in failed")', async () => {
+    const jar = new Jar(w.url);
+    const start = await browse(jar, '/auth/start');
+    const { callbackUrl } = await loginThroughIdp(start.location!, 'alice');
+    w.idp.hang();
+    try {
+      const started = Date.now();
+      const page = await browse(jar, callbackUrl, { headers: { accept: 'text/html' } });
+      expect(page.status).to.equal(503);
+      expect(page.headers.get('retry-after')).to.equal('30');
+      expect(page.text).to.match(/temporarily/i);
+      expect(Date.now() - started).to.be.within(REALM_TIMEOUT_MS - 100, REALM_TIMEOUT_MS + 1_500);
+      expect(page.setCookies.filter((c) => c.startsWith('appSession='))).to.deep.equal([]);
+    } finally {
+      w.idp.resume();
     }
   });
 });

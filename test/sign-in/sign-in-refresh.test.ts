@@ -9,6 +9,8 @@ import { sleep } from '../support/wait.js';
 
 const TTL = 4;
 const MARGIN = 2;
+/** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm */
+const REALM_TIMEOUT_MS = 5_000;
 
 describe('sign-in: token refresh', function () {
   this.timeout(20_000);
@@ -142,6 +144,36 @@ describe('sign-in: token refresh', function () {
     const back = await browse(jar, '/api/v1/auths/');
     expect(back.status).to.equal(200);
     expect(back.setCookies.some((c) => c.startsWith('appSession='))).to.equal(true);
+  });
+
+  it('a realm that hangs (it takes connections, answers nothing) ends nothing either: each refresh waits the realm timeout; the token served while it lasts; once it answers again, the same session (regression: the timeout ended the session)', async () => {
+    const { jar } = await signIn(w.url, 'carol');
+    const first = await sessionOf(jar);
+    await untilRefreshDue(jar);
+    w.idp.hang();
+    try {
+      let started = Date.now();
+      const grace = await browse(jar, '/api/v1/auths/');
+      expect(grace.status, 'the access token had not expired').to.equal(200);
+      expect(Date.now() - started, 'one refresh attempt, bounded').to.be.within(REALM_TIMEOUT_MS - 100, REALM_TIMEOUT_MS + 1_500);
+      await sleep(Math.max(0, first.expires_at * 1000 + 1100 - Date.now()));
+      started = Date.now();
+      const expired = await browse(jar, '/api/v1/auths/');
+      expect(expired.status).to.equal(401);
+      expect(Date.now() - started).to.be.below(REALM_TIMEOUT_MS + 1_500);
+      for (const r of [grace, expired])
+        expect(
+          r.setCookies.filter((c) => c.startsWith('appSession')),
+          'the cookie is kept',
+        ).to.deep.equal([]);
+    } finally {
+      w.idp.resume();
+    }
+    const back = await browse(jar, '/api/v1/auths/');
+    expect(back.status).to.equal(200);
+    jar.store(back.setCookies);
+    expect((await sessionOf(jar)).id, 'the same session').to.equal(first.id);
+    expect(w.obs.lines.filter((l) => l.event === 'session-ended' && l.email === 'carol@acme.example')).to.deep.equal([]);
   });
 
   it('a refreshed ID token whose signature does not verify ends the session; its claims are never used', async () => {
