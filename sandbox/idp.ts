@@ -53,6 +53,14 @@ export interface TestIdp {
   /** Stop accepting connections (existing ones are cut); `up()` listens again on the same port. */
   down(): Promise<void>;
   up(): Promise<void>;
+  /**
+   * Stop answering without closing anything, as a realm under SIGSTOP: connections are taken and
+   * requests held. `resume()` then handles, late, every held request whose client still waits. One
+   * whose client has gone is dropped here, where the real realm would still carry it out
+   * (test/keycloak/realm-hung.kc.ts shows what that does).
+   */
+  hang(): void;
+  resume(): void;
   /** RS256 JWT signed with a key the issuer never published (same `kid` as the real key). Claims defaults as signJwt. */
   signForeignJwt(claims: object): Promise<string>;
   /**
@@ -226,13 +234,24 @@ function signingKeys(): SigningKeys {
   return { kid, privateKey, publicKey, foreignKey, privateJwk };
 }
 
-/** A server listening on 127.0.0.1 before its app exists (the issuer names its port): 503 until `serve`. */
-async function listening(port: number | undefined): Promise<{ server: http.Server; port: number; origin: string; serve(app: http.RequestListener): void }> {
+/**
+ * A server listening on 127.0.0.1 before its app exists (the issuer names its port): 503 until
+ * `serve`. While `held` is set, requests wait there unanswered (TestIdp.hang).
+ */
+async function listening(port: number | undefined): Promise<{
+  server: http.Server;
+  port: number;
+  origin: string;
+  serve(app: http.RequestListener): void;
+  hang(): void;
+  resume(): void;
+}> {
   let handler: http.RequestListener = (_req, res) => {
     res.statusCode = 503;
     res.end();
   };
-  const server = http.createServer((req, res) => handler(req, res));
+  let held: Array<() => void> | undefined;
+  const server = http.createServer((req, res) => (held ? held.push(() => !req.socket.destroyed && handler(req, res)) : handler(req, res)));
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -242,7 +261,18 @@ async function listening(port: number | undefined): Promise<{ server: http.Serve
     });
   });
   const bound = (server.address() as AddressInfo).port;
-  return { server, port: bound, origin: `http://127.0.0.1:${bound}`, serve: (app) => void (handler = app) };
+  return {
+    server,
+    port: bound,
+    origin: `http://127.0.0.1:${bound}`,
+    serve: (app) => void (handler = app),
+    hang: () => void (held ??= []),
+    resume: () => {
+      const late = held ?? [];
+      held = undefined;
+      for (const handle of late) handle();
+    },
+  };
 }
 
 /** The clients as Keycloak registers a confidential client (`sid` in ID and logout tokens). */
@@ -597,7 +627,7 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
   const { default: Provider, errors } = await loadOidcProvider();
   const realm = realmOf(opts);
   const keys = signingKeys();
-  const { server, port, origin, serve } = await listening(opts.port);
+  const { server, port, origin, serve, hang, resume } = await listening(opts.port);
   const issuer = `${origin}${realm.issuerPath}`;
   const state = { failRefresh: false };
   const authorizations: Array<Record<string, string>> = [];
@@ -619,6 +649,8 @@ export async function startIdp(opts: IdpOptions): Promise<TestIdp> {
     provider,
     down: listener.stop,
     up: () => listener.listen(port),
+    hang,
+    resume,
     ...tokenSigner(realm, issuer, keys),
     close: () => listener.stop(),
   };

@@ -19,6 +19,8 @@ export interface RunningKeycloak {
   /** http://127.0.0.1:PORT, also the pinned hostname (the `iss` of every token) */
   url: string;
   managementPort: number;
+  /** its process group (kc.sh leads it): `process.kill(-pid, signal)` reaches every process of it */
+  pid: number;
   /** milliseconds from spawn to the last realm answering discovery */
   startMs: number;
   issuer(realm: string): string;
@@ -211,6 +213,7 @@ export async function startKeycloak(o: { realms?: string[]; env?: Record<string,
   return {
     url,
     managementPort,
+    pid: child.pid!,
     startMs,
     issuer: (realm) => `${url}/realms/${realm}`,
     admin,

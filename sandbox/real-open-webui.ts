@@ -28,6 +28,8 @@ export interface RealOpenWebUI {
   /** seconds from spawn to the first 200 of /health */
   bootSeconds: number;
   dataDir: string;
+  /** its process group (the server leads it): `process.kill(-pid, signal)` reaches every process of it */
+  pid: number;
   /** what it printed so far (for failure messages) */
   output(): string;
   close(): Promise<void>;
@@ -187,6 +189,7 @@ export async function startRealOpenWebUI(o: { flags: AdminFlags; env?: Record<st
     url,
     bootSeconds,
     dataDir,
+    pid: child.pid!,
     output,
     async close() {
       if (child.exitCode === null && child.signalCode === null) {

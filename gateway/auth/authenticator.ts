@@ -1,8 +1,9 @@
 // Who a request comes from, as the gateway verified it: its session cookie (code flow against
 // OIDC_ISSUER_URL) or a realm bearer JWT. The data plane depends on this seam only; each part of it
 // (sign-in, sign-out, refresh, bearer tokens, the session API) is a module of its own, put together
-// here. Ended sessions that cannot be checked (Redis down) throw SharedStateUnavailable: the request
-// gets a 503, never a pass. How the session is kept: docs/design/session-cookie.md.
+// here. Ended sessions that cannot be checked (Redis down) throw SharedStateUnavailable, and an expired
+// access token the realm does not renew SessionRenewalUnavailable: the request gets a 503, never a
+// pass. How the session is kept: docs/design/session-cookie.md.
 import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
 import { decodeJwt } from 'jose';

@@ -31,6 +31,19 @@ const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-lo
 
 export const trimSlash = (s: string) => s.replace(/\/+$/, '');
 
+/**
+ * How a request to the realm (or Keycloak) failed without an answer, or undefined when it was
+ * answered. fetch's own failures (refused, reset) are a TypeError without a code; a timeout or an
+ * abort is a DOMException, which openid-client hands on wrapped in its ClientError (OAUTH_TIMEOUT,
+ * OAUTH_ABORT). A realm that hangs (its port takes connections, nothing answers) fails the second way.
+ */
+export function noAnswer(err: unknown): 'timeout' | 'unreachable' | undefined {
+  const e = err as (Error & { code?: unknown }) | undefined;
+  if (e instanceof oidc.ClientError) return e.code === 'OAUTH_TIMEOUT' ? 'timeout' : e.code === 'OAUTH_ABORT' ? 'unreachable' : undefined;
+  if (e?.name === 'TimeoutError') return 'timeout';
+  return e?.name === 'AbortError' || (e?.name === 'TypeError' && e.code === undefined) ? 'unreachable' : undefined;
+}
+
 export type RealmClient = ReturnType<typeof realmClient>;
 
 /** The realm's signing keys, with the issuer they sign for. */

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { errors as joseErrors } from 'jose';
 import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
 import type { SharedState } from '../state/shared-state.js';
-import { HTTP_TIMEOUT_MS, type RealmClient } from './realm.js';
+import { HTTP_TIMEOUT_MS, noAnswer, type RealmClient } from './realm.js';
 import { epoch, isSessionData, type SessionCodec, type SessionData, type SessionUser } from './session-cookie.js';
 import { refreshStateName, tokenState } from './token-state.js';
 import { type RefreshResult } from './session-store.js';
@@ -137,9 +137,8 @@ function refused(err: unknown): RefreshResult {
     const error = err instanceof ResponseBodyError ? err.error : '';
     return { kind: 'ended', reason: `refresh refused: ${status} ${error}`.trim(), end: 'refresh_refused' };
   }
-  const e = err as Error & { code?: unknown };
-  // fetch's own failures (a TypeError without a code: refused connection, reset) and timeouts
-  const unreachable = (e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError';
-  // otherwise an answer that is not a token response (no tokens, an ID token whose claims do not hold)
-  return unreachable ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
+  const e = err as Error;
+  // No answer (refused, reset, a realm that hangs): asked again later. Otherwise an answer that is
+  // not a token response (no tokens, an ID token whose claims do not hold).
+  return noAnswer(err) ? { kind: 'unavailable', reason: e.message } : { kind: 'ended', reason: e.message, end: 'refresh_rejected' };
 }

@@ -2,7 +2,7 @@
 // refreshed (one refresh per session state at a time) shortly before it expires, ended sessions
 // remembered so that a copy of their cookie is refused too.
 import { SingleFlight, TtlCache } from '../cache/cache.js';
-import { SharedStateUnavailable } from '../http/respond.js';
+import { SessionRenewalUnavailable, SharedStateUnavailable } from '../http/respond.js';
 import { addSetCookie, epoch, isSessionData, type SessionCodec, type SessionCookies, type SessionData, type SessionHeader } from './session-cookie.js';
 import type { SessionEndReason } from './session-end.js';
 import { refreshMargin, refreshStateName } from './token-state.js';
@@ -181,9 +181,10 @@ export class SessionStore {
         this.entries.delete(found.value);
         return this.cleared(found, jar);
       } else {
-        // The identity provider cannot be asked: the session stays, but an expired token is not honoured.
+        // The identity provider cannot be asked: the session stays, but an expired token is not
+        // honoured (503, never the 401 of a signed-out browser).
         this.hooks.unavailable(data, r.reason);
-        if (data.expires_at <= now) return undefined;
+        if (data.expires_at <= now) throw new SessionRenewalUnavailable(r.reason);
         break;
       }
     }

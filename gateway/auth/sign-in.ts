@@ -12,7 +12,7 @@ import { activeTenantAtSignIn } from '../../policies/tenancy.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { isIdSyntax, isLocaleSegment } from '../../policies/syntax.js';
 import type { SharedState } from '../state/shared-state.js';
-import type { RealmClient } from './realm.js';
+import { noAnswer, type RealmClient } from './realm.js';
 import { Sealer } from './sealed.js';
 import { epoch, readSessionCookie, type SessionData, type SessionUser } from './session-cookie.js';
 import { tokenState } from './token-state.js';
@@ -218,7 +218,7 @@ function startSession(parts: SignInParts, user: SessionUser, tokens: Tokens, t: 
 /** A failed code grant: the realm refusing it (or its `?error=`) is a 400; the realm out of reach stays a 503. */
 function codeGrantFailure(err: unknown): Error {
   const e = err as Error & { error?: unknown; code?: unknown };
-  if ((e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError' || e.name === 'TimeoutError') return e;
+  if (noAnswer(err)) return e;
   const status = err instanceof oidc.ResponseBodyError && err.status >= 500 ? undefined : 400;
   if (status === undefined) return e;
   return refused(e.message, typeof e.error === 'string' ? e.error : typeof e.code === 'string' ? e.code : 'sign_in_failed');

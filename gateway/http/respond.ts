@@ -1,6 +1,6 @@
 // Every answer the gateway writes itself, and the words in it, in one place: small JSON answers
 // on a ServerResponse, whole raw answers for a socket that has none (a refused upgrade, CONNECT, a
-// malformed request), the fail-closed 503 of a session that cannot be checked, and
+// malformed request), the fail-closed 503 of a session that cannot be checked or renewed, and
 // `answerFailure`, the one place a failed step (a lost Redis, an upstream that failed, a bug)
 // becomes an answer, for the data plane, the proxy, upgrades and the control routes alike.
 import http, { type ServerResponse } from 'node:http';
@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { Observability } from '../observability/observability.js';
 import { classify, localeOf } from '../../policies/routes.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
-import { PAGE_HEADERS, renderSessionCheckDown } from '../pages/templates.js';
+import { PAGE_HEADERS, renderSessionCheckDown, renderSessionRenewalDown } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
@@ -20,6 +20,8 @@ export const UPSTREAM_INVALID = 'The chat front-end sent an invalid answer';
 export const UNCHECKABLE = 'The chat front-end gave an answer the gateway cannot check';
 /** What a signed-in user sees while ended sessions cannot be checked (REDIS_URL unreachable). */
 export const SESSION_CHECK_UNAVAILABLE = 'Your sign-in cannot be checked right now; try again in a few seconds';
+/** What a signed-in user sees while their expired access token cannot be renewed (the realm does not answer). */
+export const SESSION_RENEWAL_UNAVAILABLE = 'Your sign-in cannot be renewed right now; try again in a few seconds';
 
 /**
  * Sent where a browser's session ends: the gateway's /auth/logout, the chat
@@ -115,15 +117,18 @@ export function sendPage(res: ServerResponse, status: number, html: string): voi
 }
 
 /**
- * 503 for a cookie session that cannot be checked (fail closed): a page for a browser navigating,
- * JSON for everything else. Nothing is cleared: the session works again once the state is back.
+ * 503 for a cookie session that cannot be checked or renewed now (fail closed): a page for a browser
+ * navigating, JSON for everything else. Nothing is cleared: the session works again once Redis
+ * (`check`) or the realm (`renewal`) is back.
  */
-export function sessionCheckUnavailable(res: ServerResponse): void {
+export function sessionUnavailable(res: ServerResponse, why: 'check' | 'renewal'): void {
   const req = res.req;
   const path = req.url?.split('?')[0] ?? '/';
   const navigating = req.method === 'GET' && /text\/html/.test(req.headers.accept ?? '') && classify(path) === 'page';
-  if (!navigating) return sendJson(res, 503, { detail: SESSION_CHECK_UNAVAILABLE }, { 'retry-after': '5', 'cache-control': 'no-store' });
-  const html = renderSessionCheckDown({ locale: pageLocale(localeOf(path)), retryHref: safeReturnTo(req.url ?? '/') ?? '/' });
+  const detail = why === 'check' ? SESSION_CHECK_UNAVAILABLE : SESSION_RENEWAL_UNAVAILABLE;
+  if (!navigating) return sendJson(res, 503, { detail }, { 'retry-after': '5', 'cache-control': 'no-store' });
+  const render = why === 'check' ? renderSessionCheckDown : renderSessionRenewalDown;
+  const html = render({ locale: pageLocale(localeOf(path)), retryHref: safeReturnTo(req.url ?? '/') ?? '/' });
   res.writeHead(503, { ...PAGE_HEADERS, 'retry-after': '5', 'content-length': Buffer.byteLength(html) });
   res.end(html);
 }
@@ -177,6 +182,16 @@ export class RealmUnavailable extends SignInUncheckable {
 }
 
 /**
+ * A cookie session's access token has expired and the realm did not answer its renewal: not served
+ * (503, fail closed), not signed out either (a 401 is what the chat front-end takes for a sign-out).
+ */
+export class SessionRenewalUnavailable extends SignInUncheckable {
+  constructor(reason: string) {
+    super(`the session cannot be renewed: ${reason}`);
+  }
+}
+
+/**
  * The upstream failed: unreachable, too slow, a body too large or undecodable (the gateway's own
  * calls), an answer that is not HTTP or has an invalid status (the proxy), a reset.
  */
@@ -217,10 +232,10 @@ export function answerUncheckable(
 
 /**
  * The one place a failure becomes an answer: 503 (page or JSON) when who a request comes from
- * cannot be judged (the shared state, the realm), 502/504 for the upstream, else 500; on a raw
- * socket (an upgrade) the 503 as raw bytes, else the socket destroyed. Counted and logged here.
- * `fields`: what the log line says of the request; `extraHeaders`: added to a JSON answer
- * (`Connection: close` while a request body is still coming).
+ * cannot be judged (the shared state, the realm) or its session cannot be renewed, 502/504 for the
+ * upstream, else 500; on a raw socket (an upgrade) the 503 as raw bytes, else the socket destroyed.
+ * Counted and logged here. `fields`: what the log line says of the request; `extraHeaders`: added to
+ * a JSON answer (`Connection: close` while a request body is still coming).
  */
 export function answerFailure(
   to: ServerResponse | Duplex,
@@ -231,12 +246,14 @@ export function answerFailure(
 ): void {
   const res = typeof (to as ServerResponse).writeHead === 'function' ? (to as ServerResponse) : undefined;
   if (err instanceof SignInUncheckable) {
+    const why = err instanceof SessionRenewalUnavailable ? 'renewal' : 'check';
     if (err instanceof SharedStateUnavailable) obs.metrics.sessionChecksUnavailable.inc();
     if (!res) {
-      return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(503, SESSION_CHECK_UNAVAILABLE, { 'Retry-After': '5' })) : to.destroy());
+      const detail = why === 'check' ? SESSION_CHECK_UNAVAILABLE : SESSION_RENEWAL_UNAVAILABLE;
+      return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(503, detail, { 'Retry-After': '5' })) : to.destroy());
     }
     if (res.headersSent) return void res.destroy();
-    return sessionCheckUnavailable(res);
+    return sessionUnavailable(res, why);
   }
   const e = err as Error & { code?: string };
   if (err instanceof UpstreamError) {

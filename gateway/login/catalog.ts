@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { Observability } from '../observability/observability.js';
 import { LoadingCache } from '../cache/cache.js';
 import * as oidc from 'openid-client';
-import { tokenUrlFor } from '../auth/realm.js';
+import { noAnswer, tokenUrlFor } from '../auth/realm.js';
 import type { IdentityProvider } from '../../policies/login-routing.js';
 import { z } from 'zod';
 import { parseJson } from '../upstream/json.js';
@@ -53,8 +53,9 @@ function tokenFailure(err: unknown, timeoutMs: number): CatalogUnavailableError 
         ? err.cause.status
         : undefined;
   if (status !== undefined) return new CatalogUnavailableError(`service-account token refused: HTTP ${status}`);
-  if (e.name === 'TimeoutError') return new CatalogUnavailableError(`Keycloak request failed: no answer within ${timeoutMs} ms`);
-  if ((e.name === 'TypeError' && e.code === undefined) || e.name === 'AbortError') return new CatalogUnavailableError(`Keycloak request failed: ${e.message}`);
+  const none = noAnswer(err);
+  if (none === 'timeout') return new CatalogUnavailableError(`Keycloak request failed: no answer within ${timeoutMs} ms`);
+  if (none) return new CatalogUnavailableError(`Keycloak request failed: ${e.message}`);
   return new CatalogUnavailableError(`service-account token: answer is ${e.message}`);
 }
 

@@ -179,6 +179,12 @@ export function renderSessionCheckDown(model: LoginPageModel & { retryHref: stri
   return renderTryAgain(model, t.sessionCheckDownTitle, t.sessionCheckDownText, 'session-check-down');
 }
 
+/** A signed-in browser whose sign-in is due for renewal while the realm does not answer: 503. */
+export function renderSessionRenewalDown(model: LoginPageModel & { retryHref: string }): string {
+  const t = TEXTS[model.locale.lang];
+  return renderTryAgain(model, t.sessionRenewalDownTitle, t.sessionRenewalDownText, 'session-renewal-down');
+}
+
 const SIGN_OUT_PENDING = template<{ t: Texts; continueHref: string }>(
   `<h1 id="page-title"><%= it.t.signOutPendingTitle %></h1>
 <p role="status" id="sign-out-pending"><%= it.t.signOutPendingText %></p>

@@ -19,6 +19,8 @@ export interface Texts {
   catalogDownText: string;
   sessionCheckDownTitle: string;
   sessionCheckDownText: string;
+  sessionRenewalDownTitle: string;
+  sessionRenewalDownText: string;
   tryAgain: string;
   signOutPendingTitle: string;
   signOutPendingText: string;
@@ -74,6 +76,8 @@ export const TEXTS: Record<Lang, Texts> = {
     catalogDownText: 'The list of sign-in providers cannot be loaded right now. Please try again in a few minutes.',
     sessionCheckDownTitle: 'Your sign-in cannot be checked right now',
     sessionCheckDownText: 'The gateway cannot reach its session store. Nothing is lost: please try again in a few seconds.',
+    sessionRenewalDownTitle: 'Your sign-in cannot be renewed right now',
+    sessionRenewalDownText: 'The sign-in service does not answer the gateway. You are still signed in: please try again in a few seconds.',
     tryAgain: 'Try again',
     signOutPendingTitle: 'You are signed out in this browser',
     signOutPendingText:
@@ -158,6 +162,8 @@ export const TEXTS: Record<Lang, Texts> = {
     catalogDownText: 'Die Liste der Anmeldeanbieter kann gerade nicht geladen werden. Bitte versuchen Sie es in einigen Minuten erneut.',
     sessionCheckDownTitle: 'Ihre Anmeldung kann gerade nicht geprüft werden',
     sessionCheckDownText: 'Das Gateway erreicht seinen Sitzungsspeicher nicht. Es geht nichts verloren: bitte versuchen Sie es in einigen Sekunden erneut.',
+    sessionRenewalDownTitle: 'Ihre Anmeldung kann gerade nicht erneuert werden',
+    sessionRenewalDownText: 'Der Anmeldedienst antwortet dem Gateway nicht. Sie bleiben angemeldet: bitte versuchen Sie es in einigen Sekunden erneut.',
     tryAgain: 'Erneut versuchen',
     signOutPendingTitle: 'Sie sind in diesem Browser abgemeldet',
     signOutPendingText:

@@ -95,7 +95,7 @@ export class UpstreamCalls {
         headers: outgoing,
         agent: to.agent,
       });
-      const timedOut = () => req.destroy(new UpstreamError('timeout', UPSTREAM_TIMEOUT));
+      const timedOut = () => timeOut(req, (err) => fail(err));
       let timer = setTimeout(timedOut, to.timeoutMs);
       const fail = (err: Error & { code?: string }) => {
         clearTimeout(timer);
@@ -153,6 +153,17 @@ export class UpstreamCalls {
       req.end(body);
     });
   }
+}
+
+/**
+ * A call past its time: destroyed. One still waiting for a pooled socket (each held by an upstream
+ * that does not answer) would hear of that only once one came free: `fail` is told now.
+ */
+function timeOut(req: http.ClientRequest, fail: (err: UpstreamError) => void): void {
+  const waiting = !req.socket;
+  const err = new UpstreamError('timeout', UPSTREAM_TIMEOUT);
+  req.destroy(err);
+  if (waiting) fail(err);
 }
 
 function decoder(encoding: string | undefined): 'identity' | NodeJS.ReadWriteStream | undefined {

@@ -20,8 +20,6 @@ export interface ForwardTarget {
 
 /** What the upstream's side of one exchange reports back. */
 export interface ForwardHooks {
-  /** the upstream request has a socket (never for `Expect: 100-continue`: its body waits for the upstream) */
-  socket(proxyReq: ClientRequest): void;
   /**
    * the upstream's answer, before its head is copied: it may answer `res` itself (nothing is copied
    * or piped then), or hold the answer (true) and relay it later itself (`relayAnswer`)
@@ -33,8 +31,11 @@ export interface ForwardHooks {
   failed(err: Error & { code?: string }): void;
 }
 
-/** Forward `req` (its url and headers already the gateway's) with `body` (a body read to judge it) or its own. */
-export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: ServerResponse, body: Readable | undefined, hooks: ForwardHooks): void {
+/**
+ * Forward `req` (its url and headers already the gateway's) with `body` (a body read to judge it) or
+ * its own. Returns the upstream request at once, before it has a pooled socket.
+ */
+export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: ServerResponse, body: Readable | undefined, hooks: ForwardHooks): ClientRequest {
   const headers: OutgoingHttpHeaders = { ...req.headers };
   if (headers.trailer !== undefined) delete headers.trailer;
   // A DELETE or OPTIONS without a length is sent with `Content-Length: 0`, as http-proxy-3 did.
@@ -50,9 +51,6 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
     headers,
     agent: to.agent,
   });
-  proxyReq.on('socket', () => {
-    if (!proxyReq.getHeader('expect')) hooks.socket(proxyReq);
-  });
   proxyReq.setTimeout(to.idleTimeoutMs, () => proxyReq.destroy());
   res.on('close', () => {
     if (!res.writableFinished) proxyReq.destroy();
@@ -63,6 +61,9 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
       proxyReq.destroy();
       return;
     }
+    // Answered already: a request that timed out while it waited for a pooled socket hears of its
+    // end only once one comes free (Node's "socket hang up"), long after its 504.
+    if (!proxyReq.socket && res.writableEnded) return;
     hooks.failed(err);
   };
   req.on('error', failed);
@@ -71,6 +72,7 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
   proxyReq.on('response', (answer: IncomingMessage) => {
     if (!hooks.answer(answer)) relayAnswer(req, res, answer);
   });
+  return proxyReq;
 }
 
 /** The upstream's answer to the client: its head copied, its body piped (unless `res` was answered already). */

@@ -109,14 +109,21 @@ export class Upstream {
     };
   }
 
-  /** The upstream request has its socket: the time to its answer starts with the end of the request body. */
-  private armTimer(proxyReq: ClientRequest, req: IncomingMessage): void {
+  /**
+   * The time to the upstream's answer starts with the end of the request body, whether or not a
+   * pooled socket is free: with every one held by an upstream that does not answer, a request
+   * waiting for one gets its 504 on time too, not one UPSTREAM_TIMEOUT_MS per socket freed before it.
+   */
+  private armTimer(proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse): void {
     const tracked = this.exchangeOf(req);
     const arm = () => {
       if (tracked.answered) return;
       tracked.timer = setTimeout(() => {
         tracked.timedOut = true;
+        // Without a socket, destroy() is heard of only when one comes free: answered here instead.
+        const waiting = !proxyReq.socket;
         proxyReq.destroy();
+        if (waiting) this.onError(Object.assign(new Error('no pooled connection to the upstream came free in time'), { code: 'ETIMEDOUT' }), req, res);
       }, this.timeoutMs);
     };
     if (req.complete) arm();
@@ -198,8 +205,7 @@ export class Upstream {
   /** One try of a forward: the client's own body (`stream` undefined) or one in hand. */
   private send(req: IncomingMessage, res: ServerResponse, stream: Readable | undefined, body: Buffer | undefined, renewal: TokenRenewal | undefined): void {
     let superseded = false;
-    forwardRequest(this.forwardTo, req, res, stream, {
-      socket: (proxyReq) => this.armTimer(proxyReq, req),
+    const proxyReq = forwardRequest(this.forwardTo, req, res, stream, {
       answer: (answer) => {
         // the hot path pays one comparison: only a 401 to the gateway's own token is looked at
         const token = renewal && answer.statusCode === 401 ? bearerToken(req.headers.authorization) : undefined;
@@ -215,6 +221,7 @@ export class Upstream {
         if (!superseded) this.onError(err, req, res);
       },
     });
+    this.armTimer(proxyReq, req, res);
   }
 
   /**

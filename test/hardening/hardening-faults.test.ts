@@ -1,8 +1,9 @@
 // Hardening, faults: the upstream down, refusing, resetting mid-body, stalling before its headers or
-// inside a stream, answering garbage on a rewritten route; the identity provider down; Keycloak
-// failing under load; slow clients (slow headers, stalled bodies, clients that stop reading, many
-// half-open connections). Every time: a clean 502/504 (or a clear page), streams that end, no socket
-// left open on either side once things settle, and other requests served meanwhile.
+// inside a stream (every pooled socket held by it, too), answering garbage on a rewritten route; the
+// identity provider down or hung; Keycloak failing under load; slow clients (slow headers, stalled
+// bodies, clients that stop reading, many half-open connections). Every time: a clean 502/504 (or a
+// clear page), streams that end, no socket left open on either side once things settle, and other
+// requests served meanwhile.
 import { expect } from 'chai';
 import http from 'node:http';
 import net from 'node:net';
@@ -10,15 +11,18 @@ import { once } from 'node:events';
 import zlib from 'node:zlib';
 import { Router } from 'express';
 import { baseEnv, startGateway, type RunningGateway } from '../support/gateway-harness.js';
-import { startWorld, signIn, browse, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from '../support/cookie-jar.js';
+import { startWorld, signIn, browse, Jar, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type World } from '../support/cookie-jar.js';
+import { loginThroughIdp } from '../../sandbox/idp-browser.js';
 import { startKeycloakAdmin, type KeycloakAdmin, type KeycloakFault } from '../support/keycloak-admin.js';
 import type { Authenticator } from '../../gateway/auth/identity.js';
 import { connectionsOf, deadPort, settleTo, STACK_TRACE } from '../support/raw-http.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 
 const UPSTREAM_TIMEOUT_MS = 500;
 /** effective idle limit: IDLE_TIMEOUT_MS, never below UPSTREAM_TIMEOUT_MS + 1 s */
 const IDLE_TIMEOUT_MS = 1_500;
+/** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm */
+const REALM_TIMEOUT_MS = 5_000;
 
 type Behaviour = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -309,6 +313,97 @@ describe('hardening: upstream faults', function () {
   });
 });
 
+describe('hardening: every pooled socket to the upstream taken (UPSTREAM_MAX_SOCKETS=2)', function () {
+  this.timeout(30_000);
+  const POOL = 2;
+  let up: Awaited<ReturnType<typeof faultyUpstream>>;
+  let gw: RunningGateway;
+
+  before(async () => {
+    up = await faultyUpstream();
+    gw = await startGateway(
+      baseEnv(up.url, {
+        ALLOW_UPSTREAM_API_KEYS: 'true',
+        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        UPSTREAM_MAX_SOCKETS: String(POOL),
+        LOG_LEVEL: 'error',
+      }),
+    );
+    // the API key's owner is asked once (and kept), before the upstream stalls
+    up.set(ok);
+    expect((await get(`${gw.url}/api/v1/files/f1/content`)).status).to.equal(200);
+  });
+  after(async () => {
+    await gw?.close();
+    await up?.close();
+  });
+
+  it('ten requests at once, a pool of two: each gets its 504 after UPSTREAM_TIMEOUT_MS, the gateway’s own requests too (regression: one timeout more for every socket freed before it)', async () => {
+    up.set(() => undefined);
+    let most = 0;
+    const sampling = setInterval(() => (most = Math.max(most, up.busy())), 20);
+    try {
+      const streamed = Array.from({ length: 8 }, () => get(`${gw.url}/api/v1/files/f1/content`));
+      await sleep(50);
+      // a rewritten route: the gateway's own request for the list waits in the same pool
+      const rewritten = Array.from({ length: 2 }, () => get(`${gw.url}/api/v1/files/`));
+      for (const r of await Promise.all([...streamed, ...rewritten])) {
+        expect(r.status, r.body).to.equal(504);
+        expect(r.ms).to.be.within(UPSTREAM_TIMEOUT_MS - 50, UPSTREAM_TIMEOUT_MS + 1_000);
+        expect(JSON.parse(r.body)).to.have.property('detail');
+      }
+    } finally {
+      clearInterval(sampling);
+    }
+    expect(most, 'requests the upstream held at once').to.be.within(1, POOL);
+    up.set(ok);
+    expect((await get(`${gw.url}/api/v1/files/f1/content`)).status).to.equal(200);
+    expect(await settleTo(() => connectionsOf(gw.gateway.server), 0)).to.equal(0);
+    expect(await settleTo(() => up.busy(), 0)).to.equal(0);
+  });
+
+  it('both pooled sockets held by live streams: a request waiting for one gets its 504 after UPSTREAM_TIMEOUT_MS, the gateway’s own request too; the streams go on (regression: it waited until a stream ended)', async () => {
+    const streams: http.ServerResponse[] = [];
+    up.set((req, res) => {
+      if (!req.url?.includes('live')) return; // stalls
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const beat = setInterval(() => res.write('data: beat\n\n'), 100);
+      res.once('close', () => clearInterval(beat));
+      streams.push(res);
+    });
+    const live = Array.from({ length: POOL }, () => {
+      const controller = new AbortController();
+      const events = fetch(`${gw.url}/static/live-events`, { signal: controller.signal }).then(async (res) => {
+        let beats = 0;
+        try {
+          for await (const chunk of res.body!) beats += String(Buffer.from(chunk)).split('beat').length - 1;
+        } catch {
+          // aborted below
+        }
+        return beats;
+      });
+      return { controller, events };
+    });
+    await until('both streams under way', () => streams.length === POOL);
+    const waiting = await Promise.all([get(`${gw.url}/api/v1/files/f1/content`), get(`${gw.url}/api/v1/files/`)]);
+    for (const r of waiting) {
+      expect(r.status, r.body).to.equal(504);
+      expect(r.ms).to.be.within(UPSTREAM_TIMEOUT_MS - 50, UPSTREAM_TIMEOUT_MS + 1_000);
+    }
+    expect(
+      streams.every((res) => !res.destroyed),
+      'the streams go on',
+    ).to.equal(true);
+    for (const l of live) l.controller.abort();
+    for (const l of live) expect(await l.events).to.be.greaterThan(3);
+    up.set(ok);
+    expect((await get(`${gw.url}/api/v1/files/f1/content`)).status).to.equal(200);
+    expect(await settleTo(() => connectionsOf(gw.gateway.server), 0)).to.equal(0);
+    expect(await settleTo(() => up.busy(), 0)).to.equal(0);
+  });
+});
+
 describe('hardening: slow clients', function () {
   this.timeout(30_000);
   let up: Awaited<ReturnType<typeof faultyUpstream>>;
@@ -540,6 +635,24 @@ describe('hardening: identity provider down', function () {
       expect((await browse(undefined, `${w.url}/auth/login`)).status).to.equal(200);
     } finally {
       await w.idp.up();
+    }
+  });
+
+  it('a realm that hangs (it takes connections, answers nothing): a sign-in whose code comes back gets the 503 page within the realm timeout, nothing signed in (regression: 400 "sign-in failed")', async () => {
+    const jar = new Jar(w.url);
+    const start = await browse(jar, '/auth/start');
+    const { callbackUrl } = await loginThroughIdp(start.location!, 'alice');
+    w.idp.hang();
+    try {
+      const started = Date.now();
+      const page = await browse(jar, callbackUrl, { headers: { accept: 'text/html' } });
+      expect(page.status).to.equal(503);
+      expect(page.headers.get('retry-after')).to.equal('30');
+      expect(page.text).to.match(/temporarily/i);
+      expect(Date.now() - started).to.be.within(REALM_TIMEOUT_MS - 100, REALM_TIMEOUT_MS + 1_500);
+      expect(page.setCookies.filter((c) => c.startsWith('appSession='))).to.deep.equal([]);
+    } finally {
+      w.idp.resume();
     }
   });
 });

@@ -1,14 +1,19 @@
 // Sign-in: the access token is refreshed shortly before it expires; a refused refresh
-// ends the session (logged-out guard for pages, 401 for the API); an unreachable realm does not.
+// ends the session (logged-out guard for pages, 401 for the API); an unreachable or hung realm does
+// not (503 once the token has expired).
 // The realm issues 4-second access tokens and the gateway refreshes 2 seconds before expiry.
 import { expect } from 'chai';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { changeableDemoAccounts, browse, signIn, startWorld, Jar, SESSION_SECRET, type World } from '../support/cookie-jar.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
+import WebSocket from 'ws';
 import { sleep } from '../support/wait.js';
+import { SESSION_RENEWAL_UNAVAILABLE } from '../../gateway/http/respond.js';
 
 const TTL = 4;
 const MARGIN = 2;
+/** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm */
+const REALM_TIMEOUT_MS = 5_000;
 
 describe('sign-in: token refresh', function () {
   this.timeout(20_000);
@@ -121,7 +126,7 @@ describe('sign-in: token refresh', function () {
     expect(w.obs.lines.some((l) => l.event === 'session-ended' && l.email === 'bob@globex.example')).to.equal(true);
   });
 
-  it('an unreachable realm does not end the session; an expired token is not honoured until it answers again', async () => {
+  it('an unreachable realm does not end the session; an expired token is not honoured until it answers again: 503, a page for a browser, never the 401 of a signed-out one (regression: 401 and the login page)', async () => {
     const { jar } = await signIn(w.url, 'carol');
     await untilRefreshDue(jar);
     await w.idp.down();
@@ -131,17 +136,65 @@ describe('sign-in: token refresh', function () {
       expect((await w.gateway.authenticator.ready()).ok).to.equal(false);
       await sleep(Math.max(0, (await sessionOf(jar)).expires_at * 1000 + 1100 - Date.now()));
       const expired = await browse(jar, '/api/v1/auths/');
-      expect(expired.status).to.equal(401);
-      expect(
-        expired.setCookies.some((c) => c.startsWith('appSession')),
-        'the cookie is kept',
-      ).to.equal(false);
+      expect(expired.status).to.equal(503);
+      expect(expired.json()).to.deep.equal({ detail: SESSION_RENEWAL_UNAVAILABLE });
+      expect(expired.headers.get('retry-after')).to.equal('5');
+      const page = await browse(jar, '/c/1', { headers: { accept: 'text/html' } });
+      expect(page.status).to.equal(503);
+      expect(page.text).to.include('Your sign-in cannot be renewed right now');
+      const session = await browse(jar, '/auth/session');
+      expect(session.status, 'not "authenticated: false"').to.equal(503);
+      // a Socket.IO reconnection's upgrade: the same 503
+      const upgrade = await new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
+          headers: { cookie: jar.header('/ws/socket.io/') },
+        });
+        ws.once('unexpected-response', (_req, res) => (res.resume(), ws.terminate(), resolve(res.statusCode ?? 0)));
+        ws.once('open', () => (ws.terminate(), resolve(101)));
+        ws.once('error', reject);
+      });
+      expect(upgrade).to.equal(503);
+      for (const r of [expired, page, session])
+        expect(
+          r.setCookies.some((c) => c.startsWith('appSession')),
+          'the cookie is kept',
+        ).to.equal(false);
     } finally {
       await w.idp.up();
     }
     const back = await browse(jar, '/api/v1/auths/');
     expect(back.status).to.equal(200);
     expect(back.setCookies.some((c) => c.startsWith('appSession='))).to.equal(true);
+  });
+
+  it('a realm that hangs (it takes connections, answers nothing) ends nothing either: each refresh waits the realm timeout; the token served while it lasts; once it answers again, the same session (regression: the timeout ended the session)', async () => {
+    const { jar } = await signIn(w.url, 'carol');
+    const first = await sessionOf(jar);
+    await untilRefreshDue(jar);
+    w.idp.hang();
+    try {
+      let started = Date.now();
+      const grace = await browse(jar, '/api/v1/auths/');
+      expect(grace.status, 'the access token had not expired').to.equal(200);
+      expect(Date.now() - started, 'one refresh attempt, bounded').to.be.within(REALM_TIMEOUT_MS - 100, REALM_TIMEOUT_MS + 1_500);
+      await sleep(Math.max(0, first.expires_at * 1000 + 1100 - Date.now()));
+      started = Date.now();
+      const expired = await browse(jar, '/api/v1/auths/');
+      expect(expired.status).to.equal(503);
+      expect(Date.now() - started).to.be.below(REALM_TIMEOUT_MS + 1_500);
+      for (const r of [grace, expired])
+        expect(
+          r.setCookies.filter((c) => c.startsWith('appSession')),
+          'the cookie is kept',
+        ).to.deep.equal([]);
+    } finally {
+      w.idp.resume();
+    }
+    const back = await browse(jar, '/api/v1/auths/');
+    expect(back.status).to.equal(200);
+    jar.store(back.setCookies);
+    expect((await sessionOf(jar)).id, 'the same session').to.equal(first.id);
+    expect(w.obs.lines.filter((l) => l.event === 'session-ended' && l.email === 'carol@acme.example')).to.deep.equal([]);
   });
 
   it('a refreshed ID token whose signature does not verify ends the session; its claims are never used', async () => {
