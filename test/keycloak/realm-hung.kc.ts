@@ -6,7 +6,6 @@
 // boot costs 60 to 110 s on the shared machine; a realm that refuses connections is the
 // stand-in's in test/hardening/hardening-faults.test.ts and test/sign-in/sign-in-refresh.test.ts.
 import { expect } from 'chai';
-import { readFileSync, readdirSync } from 'node:fs';
 import { generateKeyPair, SignJWT } from 'jose';
 import { browse, Jar, signIn } from '../support/cookie-jar.js';
 import { loginThroughIdp } from '../../sandbox/idp-browser.js';
@@ -16,6 +15,7 @@ import { createGateway } from '../../gateway/app.js';
 import { capturingObservability } from '../support/gateway-harness.js';
 import { freePort, STACK_TRACE } from '../support/raw-http.js';
 import { sleep, until } from '../support/wait.js';
+import { groupStates } from '../support/process-tree.js';
 import { kcWorld, CLIENT_ID, CLIENT_SECRET, REALM, SESSION_SECRET, type GatewayInstance, type KcWorld } from './world.js';
 
 /** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm (discovery, tokens, keys) */
@@ -29,22 +29,6 @@ const LIFESPAN_S = 10;
 const MARGIN_S = 5;
 /** a public client of the platform whose password-grant tokens are meant for the gateway (an API client) */
 const BEARER_CLIENT = 'kc-hung-bearer';
-
-/** The state letter of every process of a process group (T: stopped). */
-function groupStates(pgid: number): string[] {
-  const states: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid) states.push(fields[0]!);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return states;
-}
 
 interface Timed {
   status: number;

@@ -6,11 +6,11 @@
 // machine, on each of three releases; a dead upstream is also the stand-in's in
 // test/hardening/hardening-faults.test.ts.
 import { expect } from 'chai';
-import { readFileSync, readdirSync } from 'node:fs';
 import WebSocket from 'ws';
 import { signIn, type Jar } from '../support/cookie-jar.js';
 import { OPEN_WEBUI_VERSION, openSocketIO, startRealWorld, type RealWorld } from '../support/open-webui.js';
 import { sleep, until } from '../support/wait.js';
+import { groupStates } from '../support/process-tree.js';
 import { STACK_TRACE } from '../support/raw-http.js';
 
 const UPSTREAM_TIMEOUT_MS = 2_000;
@@ -38,22 +38,6 @@ async function timed(url: string, init: { jar?: Jar; method?: string; headers?: 
   const res = await fetch(url, { method: init.method ?? 'GET', headers, body: init.body, redirect: 'manual', signal: AbortSignal.timeout(30_000) });
   const text = await res.text();
   return { status: res.status, ms: Date.now() - started, text, contentType: res.headers.get('content-type'), setCookies: res.headers.getSetCookie() };
-}
-
-/** The state letter of every process of a process group (T: stopped). */
-function groupStates(pgid: number): string[] {
-  const states: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid) states.push(fields[0]!);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return states;
 }
 
 /** A metric's value in the gateway's /metrics text (0 when absent). */

@@ -9,20 +9,32 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Every process below `pid` (children, their children, ...), `pid` itself left out. */
-export function descendants(pid: number): number[] {
-  const parentOf = new Map<number, number>();
+/** Each live process's pid and the fields of its /proc stat after the command name (state first). */
+function processStats(): Array<[number, string[]]> {
+  const stats: Array<[number, string[]]> = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       // the command name may hold spaces and parentheses: the fields after the last ')' are fixed
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parentOf.set(Number(entry), ppid);
+      stats.push([Number(entry), stat.slice(stat.lastIndexOf(')') + 2).split(' ')]);
     } catch {
       // gone meanwhile
     }
   }
+  return stats;
+}
+
+/** The states ('R', 'S', 'T' for stopped, ...) of every process in process group `pgid`. */
+export function groupStates(pgid: number): string[] {
+  return processStats()
+    .filter(([, fields]) => Number(fields[2]) === pgid)
+    .map(([, fields]) => fields[0]!);
+}
+
+/** Every process below `pid` (children, their children, ...), `pid` itself left out. */
+export function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>(processStats().map(([p, fields]) => [p, Number(fields[1])]));
   const out: number[] = [];
   const walk = (p: number) => {
     for (const [child, parent] of parentOf) {
