@@ -55,9 +55,9 @@ export interface TestIdp {
   up(): Promise<void>;
   /**
    * Stop answering without closing anything, as a realm under SIGSTOP: connections are taken and
-   * requests held. `resume()` then handles, late, every held request whose client still waits. One
-   * whose client has gone is dropped here, where the real realm would still carry it out
-   * (test/keycloak/realm-hung.kc.ts shows what that does).
+   * requests held. `resume()` then carries out, late, every held request, as the real realm works
+   * through its backlog (test/keycloak/realm-hung.kc.ts): answered when its client still waits,
+   * carried out all the same when it has gone (a refresh token spent, a code used).
    */
   hang(): void;
   resume(): void;
@@ -251,7 +251,12 @@ async function listening(port: number | undefined): Promise<{
     res.end();
   };
   let held: Array<() => void> | undefined;
-  const server = http.createServer((req, res) => (held ? held.push(() => !req.socket.destroyed && handler(req, res)) : handler(req, res)));
+  const hold = (queue: Array<() => void>, req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => body.push(chunk));
+    queue.push(() => carryOut(bound, req, Buffer.concat(body), res));
+  };
+  const server = http.createServer((req, res) => (held ? hold(held, req, res) : handler(req, res)));
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -273,6 +278,20 @@ async function listening(port: number | undefined): Promise<{
       for (const handle of late) handle();
     },
   };
+}
+
+/**
+ * A held request, carried out late: sent again to this server, now answering, and its answer
+ * relayed to the client if it still waits, else dropped (the realm's work done all the same).
+ */
+function carryOut(port: number, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+  const again = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+    if (res.destroyed) return void answer.resume();
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  again.on('error', () => res.destroy());
+  again.end(body);
 }
 
 /** The clients as Keycloak registers a confidential client (`sid` in ID and logout tokens). */

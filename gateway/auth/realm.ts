@@ -19,6 +19,14 @@ export function tokenUrlFor(adminUrl: string): string {
 
 export const CLOCK_TOLERANCE_S = 5;
 export const HTTP_TIMEOUT_MS = 5_000;
+/**
+ * How long a refresh grant's answer is awaited, though no request waits for it past
+ * HTTP_TIMEOUT_MS: a realm that hangs still carries out, once it runs again, the requests it took
+ * meanwhile, and with refresh-token rotation a refresh cut short there spends the token the
+ * session holds (docs/design/refresh-held.md). Five minutes: fetch's own bound on an answer's
+ * headers (undici's headersTimeout) and as long as a refresh's outcome is shared.
+ */
+export const REFRESH_HOLD_MS = 5 * 60_000;
 /** Asymmetric algorithms only: never `none`, never HS* (the public key is public). */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 const DISCOVERY_TTL_MS = 10 * 60_000;
@@ -145,9 +153,25 @@ export function realmClient(issuer: string, clientId: string, clientSecret: stri
   const verifyIdToken = (token: string) => verifyRealmIdToken(keySet, clientId, token);
   const verifyLogoutToken = (token: string) => verifyRealmLogoutToken(keySet, clientId, token);
 
-  /** New tokens for a refresh token (openid-client checks the answer and any ID token's claims). */
+  /** The Configuration for refresh grants: the same realm and client, its answer awaited REFRESH_HOLD_MS. */
+  const held = new WeakMap<oidc.Configuration, oidc.Configuration>();
+  function refreshConfiguration(config: oidc.Configuration): oidc.Configuration {
+    let c = held.get(config);
+    if (!c) {
+      c = new oidc.Configuration(config.serverMetadata(), clientId, undefined, oidc.ClientSecretBasic(clientSecret));
+      if (new URL(issuer).protocol === 'http:') oidc.allowInsecureRequests(c);
+      c.timeout = REFRESH_HOLD_MS / 1000;
+      held.set(config, c);
+    }
+    return c;
+  }
+
+  /**
+   * New tokens for a refresh token (openid-client checks the answer and any ID token's claims),
+   * never cut short before REFRESH_HOLD_MS: callers stop waiting sooner (gateway/auth/refresh.ts).
+   */
   async function refreshGrant(refreshToken: string) {
-    return oidc.refreshTokenGrant(await configuration(), refreshToken);
+    return oidc.refreshTokenGrant(refreshConfiguration(await configuration()), refreshToken);
   }
 
   /** Revoke a refresh token, when the realm offers revocation. */

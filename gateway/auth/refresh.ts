@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { errors as joseErrors } from 'jose';
 import { ClientError, ResponseBodyError, WWWAuthenticateChallengeError } from 'openid-client';
 import type { SharedState } from '../state/shared-state.js';
-import { HTTP_TIMEOUT_MS, noAnswer, type RealmClient } from './realm.js';
+import { HTTP_TIMEOUT_MS, REFRESH_HOLD_MS, noAnswer, type RealmClient } from './realm.js';
 import { epoch, isSessionData, type SessionCodec, type SessionData, type SessionUser } from './session-cookie.js';
 import { refreshStateName, tokenState } from './token-state.js';
 import { type RefreshResult } from './session-store.js';
@@ -13,6 +13,10 @@ import { activeTenantAtRefresh } from '../../policies/tenancy.js';
 
 /** How long a refresh's outcome is shared (as long as SessionStore keeps an old cookie's entry). */
 const REFRESH_SHARED_SECONDS = 300;
+/** How long a request waits for its session's refresh: as long as for any answer of the realm. */
+const REFRESH_WAIT_MS = HTTP_TIMEOUT_MS;
+/** How long a refresh may run: discovery and the keys (each HTTP_TIMEOUT_MS at most) and the held grant. */
+const REFRESH_RUN_MS = REFRESH_HOLD_MS + 2 * HTTP_TIMEOUT_MS;
 
 export interface RefreshParts {
   /** SESSION_ABSOLUTE_SECONDS: how long a renewed ID token is kept */
@@ -48,22 +52,33 @@ export function createRefresh({ o, codec, shared, realm, userOfTokens }: Refresh
     return { kind: 'unavailable', reason: 'the refresh outcome shared for this session is not newer than the session' };
   }
 
-  /** One refresh of `data` under `key`, or the outcome another made: `behind` when that outcome is not newer than `data`. */
+  /**
+   * One refresh of `data` under `key`, or the outcome another made: `behind` when that outcome is
+   * not newer than `data`. A request waits REFRESH_WAIT_MS for it; a refresh the realm has not
+   * answered by then goes on (its answer shared when it comes, the next request takes it), never
+   * sent twice meanwhile: the realm may still carry out the first.
+   */
   async function once(key: string, data: SessionData): Promise<RefreshResult | { kind: 'behind'; digest: string }> {
+    let began = false;
     let mine: RefreshResult | undefined;
     let outcome: string | undefined;
+    const work = async () => {
+      began = true;
+      const result = await refreshAtRealm(data);
+      mine = result;
+      if (result.kind === 'ok') return `ok:${await codec.encrypt(result.data, { iat: 0, uat: 0, exp: 0 })}`;
+      if (result.kind === 'ended') return `ended:${result.reason}`;
+      return undefined;
+    };
     try {
-      outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, 2 * HTTP_TIMEOUT_MS + 2_000, async () => {
-        mine = await refreshAtRealm(data);
-        if (mine.kind === 'ok') return `ok:${await codec.encrypt(mine.data, { iat: 0, uat: 0, exp: 0 })}`;
-        if (mine.kind === 'ended') return `ended:${mine.reason}`;
-        return undefined;
-      });
+      outcome = await shared.singleFlight(key, REFRESH_SHARED_SECONDS, REFRESH_WAIT_MS, work, REFRESH_RUN_MS);
     } catch (err) {
       // Redis failed after this instance refreshed: its outcome stands; else ask again later.
       if (!mine) return { kind: 'unavailable', reason: (err as Error).message };
     }
     if (mine) return mine;
+    if (began && outcome === undefined)
+      return { kind: 'unavailable', reason: `the realm has not answered the refresh within ${REFRESH_WAIT_MS} ms (still awaited)` };
     if (outcome?.startsWith('ok:')) {
       const renewed = (await codec.decrypt(outcome.slice(3)))?.data;
       if (isSessionData(renewed) && renewed.id === data.id && renewed.user.sub === data.user.sub) {

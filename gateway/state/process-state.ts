@@ -1,7 +1,7 @@
 // The shared state kept in this process: one instance (no REDIS_URL), the sandbox.
 import type { Observability } from '../observability/observability.js';
 import { SingleFlight, TtlCache } from '../cache/cache.js';
-import { epochNow, type SharedState } from './shared-state.js';
+import { epochNow, within, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 
@@ -31,15 +31,16 @@ export function processState(obs: Observability): SharedState {
       return true;
     },
     rateLimit: (name, points, windowSeconds) => limiterOf((lib) => new lib.RateLimiterMemory({ keyPrefix: name, points, duration: windowSeconds })),
-    async singleFlight(key, keepSeconds, _waitMs, work) {
+    async singleFlight(key, keepSeconds, waitMs, work, holdMs = waitMs) {
       const answered = answers.get(key);
       if (answered !== undefined) return answered;
-      return flights.run(key, () =>
+      const flight = flights.run(key, () =>
         work().then((value) => {
           if (value !== undefined) answers.set(key, value, keepSeconds * 1000);
           return value;
         }),
       );
+      return holdMs > waitMs ? within(flight, waitMs, undefined) : flight;
     },
     ready: () => ({ ok: true, detail: 'sessions and rate limits kept in this process (no REDIS_URL): run one instance' }),
     async close() {

@@ -8,14 +8,14 @@ import type { RedisTarget } from '../../config/redis.js';
 import type { Observability } from '../observability/observability.js';
 import { SharedStateUnavailable } from '../http/respond.js';
 import { SingleFlight, TtlCache } from '../cache/cache.js';
-import { epochNow, type RateLimit, type SharedState } from './shared-state.js';
+import { epochNow, within, type RateLimit, type SharedState } from './shared-state.js';
 import { EndedMirror } from './ended-mirror.js';
 import { limiterOf } from './rate-limit.js';
 import { redisCredentialsProblem, redisPasswordHint } from '../../config/redis.js';
 import { redisConnections, redisWhere, type RedisConnections } from './redis-connections.js';
 import { EndWriter, REPLICA_WAIT_MS } from './redis-ends.js';
 import { RedisHealth } from './redis-health.js';
-import { LEASE_MS, MirrorSync, within } from './redis-sync.js';
+import { LEASE_MS, MirrorSync } from './redis-sync.js';
 
 const SWEEP_MS = 60_000;
 /**
@@ -169,15 +169,17 @@ function rateLimit(client: Redis | Cluster, keyPrefix: string, name: string, poi
 /** SharedState.singleFlight with Redis: a lock and an answer per key, in one slot. */
 function singleFlights(client: Redis | Cluster, prefix: string): SharedState['singleFlight'] {
   const flights = new SingleFlight<string | undefined>();
-  return (key, keepSeconds, waitMs, work) =>
+  return (key, keepSeconds, waitMs, work, holdMs = waitMs) =>
     flights.run(key, async () => {
       try {
         const keys = { answer: `${prefix}sf:{${key}}`, lock: `${prefix}sf-lock:{${key}}` };
         const answered = await client.get(keys.answer);
         if (answered !== null) return answered;
         const mine = randomUUID();
-        if ((await client.set(keys.lock, mine, 'PX', waitMs, 'NX')) === 'OK') return await runHolding(client, keys, mine, keepSeconds, work);
-        return await answerOfHolder(client, keys, waitMs);
+        if ((await client.set(keys.lock, mine, 'PX', waitMs, 'NX')) !== 'OK') return await answerOfHolder(client, keys, waitMs);
+        const run = runHolding(client, keys, { mine, keepSeconds, lockMs: waitMs, holdMs }, work);
+        // Work held past the wait goes on; later callers here wait for its answer as the others do.
+        return holdMs > waitMs ? await within(run, waitMs, undefined) : await run;
       } catch (err) {
         if (err instanceof SharedStateUnavailable) throw err;
         throw new SharedStateUnavailable((err as Error).message);
@@ -186,19 +188,46 @@ function singleFlights(client: Redis | Cluster, prefix: string): SharedState['si
 }
 
 type FlightKeys = { answer: string; lock: string };
+type Holding = { mine: string; keepSeconds: number; lockMs: number; holdMs: number };
 
 /** This caller holds the lock: run the work, share its answer, let go of the lock. */
-async function runHolding(client: Redis | Cluster, keys: FlightKeys, mine: string, keepSeconds: number, work: () => Promise<string | undefined>) {
+async function runHolding(client: Redis | Cluster, keys: FlightKeys, h: Holding, work: () => Promise<string | undefined>) {
+  const renewal = h.holdMs > h.lockMs ? keepLock(client, keys.lock, h) : undefined;
   try {
     const value = await work();
-    if (value !== undefined) await client.set(keys.answer, value, 'EX', keepSeconds);
+    if (value !== undefined) await client.set(keys.answer, value, 'EX', h.keepSeconds);
     return value;
   } finally {
+    clearInterval(renewal);
     // Only our own lock (it may have run out and been taken since).
     await client
-      .eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, keys.lock, mine)
+      .eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, keys.lock, h.mine)
       .catch(() => undefined);
   }
+}
+
+/**
+ * The lock of work that outlasts `lockMs`, renewed while it runs (at most `holdMs`): kept short,
+ * so that when this instance dies the others may run the work again soon.
+ */
+function keepLock(client: Redis | Cluster, lock: string, h: Holding): NodeJS.Timeout {
+  const until = Date.now() + h.holdMs;
+  const timer = setInterval(
+    () => {
+      if (Date.now() >= until) return clearInterval(timer);
+      client
+        .eval(
+          "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) else return 0 end",
+          1,
+          lock,
+          h.mine,
+          h.lockMs,
+        )
+        .catch(() => undefined);
+    },
+    Math.max(100, Math.floor(h.lockMs / 3)),
+  );
+  return timer.unref();
 }
 
 /** Another caller runs it: wait for its answer while its lock lives. */

@@ -6,7 +6,7 @@ import type { RedisTarget } from '../../config/redis.js';
 import type { EndedMirror } from './ended-mirror.js';
 import type { EndWriter } from './redis-ends.js';
 import type { RedisHealth } from './redis-health.js';
-import { epochNow } from './shared-state.js';
+import { epochNow, within } from './shared-state.js';
 import { refusalHint, roleOf, type RedisConnections } from './redis-connections.js';
 
 /** How long an answered heartbeat keeps the mirror trusted, and how often one is sent. */
@@ -20,16 +20,6 @@ const RESYNC_LOOK_MS = 25;
 const BATCH = 500;
 
 const TIMED_OUT = Symbol('timed out');
-
-/** `p`'s value, or `fallback` once `ms` have passed first. */
-export async function within<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 export interface MirrorSyncParts {
   to: RedisTarget;

@@ -56,10 +56,24 @@ export interface SharedState {
    * Without Redis, once in this process. With Redis: a lock `<prefix>sf-lock:<key>` (SET NX PX)
    * and the answer `<prefix>sf:<key>`; a waiter gives up (undefined) when the holder's lock goes
    * without an answer or after `waitMs`. Redis unreachable: throws SharedStateUnavailable.
+   * `holdMs` (more than `waitMs`): work that may take longer than anyone waits (a request the peer
+   * may carry out late, whose answer must not be lost). Every caller, the one running it too, gets
+   * undefined after `waitMs`; the work goes on, its lock kept while it runs (renewed, so it lapses
+   * soon after the instance holding it dies), and its answer is shared when it comes.
    */
-  singleFlight(key: string, keepSeconds: number, waitMs: number, work: () => Promise<string | undefined>): Promise<string | undefined>;
+  singleFlight(key: string, keepSeconds: number, waitMs: number, work: () => Promise<string | undefined>, holdMs?: number): Promise<string | undefined>;
   ready(): { ok: boolean; detail: string };
   close(): Promise<void>;
+}
+
+/** `p`'s value, or `fallback` once `ms` have passed first. */
+export async function within<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Seconds since the epoch. */

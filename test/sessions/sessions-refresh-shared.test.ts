@@ -16,9 +16,10 @@ import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/
 import { demoAccounts, demoIdentityProviders } from '../../sandbox/demo-realm.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
-import { capturingObservability } from '../support/gateway-harness.js';
+import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { freePort } from '../support/raw-http.js';
-import { browse, signIn, startWorld, worldEnv, CLIENT_ID, CLIENT_SECRET, type World } from '../support/cookie-jar.js';
+import { browse, signIn, startWorld, worldEnv, CLIENT_ID, CLIENT_SECRET, SESSION_SECRET, type Jar, type World } from '../support/cookie-jar.js';
+import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
 import { sleep, until } from '../support/wait.js';
 
 describe('shared state: single flight through Redis', function () {
@@ -67,12 +68,16 @@ describe('shared state: single flight through Redis', function () {
   });
 });
 
+/** gateway/auth/realm.ts HTTP_TIMEOUT_MS: how long a request waits for the realm */
+const REALM_TIMEOUT_MS = 5_000;
+
 describe('sessions: one refresh among two instances while refresh tokens rotate', function () {
   this.timeout(60_000);
   let redis: TestRedis;
   let idp: TestIdp;
   let upstream: OpenWebUIStandIn;
   const gateways: Gateway[] = [];
+  const logs: LogLine[][] = [];
   let a: string;
   let b: string;
   const refreshes: string[] = [];
@@ -109,7 +114,9 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
       [portA, a],
       [portB, b],
     ] as const) {
-      const gateway = await createGateway(loadSettings({ ...env, PUBLIC_URL: url }, { stageFiles: false }), { obs: capturingObservability() });
+      const obs = capturingObservability();
+      logs.push(obs.lines);
+      const gateway = await createGateway(loadSettings({ ...env, PUBLIC_URL: url }, { stageFiles: false }), { obs });
       await gateway.listen(port, '127.0.0.1');
       gateways.push(gateway);
     }
@@ -137,6 +144,52 @@ describe('sessions: one refresh among two instances while refresh tokens rotate'
     await sleep(5_000);
     expect((await browse(renewed, `${b}/api/v1/auths/`)).status).to.equal(200);
     expect(refreshes).to.deep.equal(['ok', 'ok']);
+  });
+
+  it('a realm that hangs as the refresh comes due: served while the token lasts, then 503, each within the realm timeout; the refresh is awaited, never sent again; once the realm answers, the same session at both instances, one refresh, nothing ended', async () => {
+    refreshes.length = 0;
+    const sessionOf = async (j: Jar) =>
+      (await new SessionCodec([SESSION_SECRET], { secure: false, rollingSeconds: 3600, absoluteSeconds: 86400 }).decrypt(j.get('appSession')!))!
+        .data as SessionData;
+    const timed = async (url: string, j: Jar) => {
+      const started = Date.now();
+      const r = await browse(j.clone(), url);
+      return { status: r.status, ms: Date.now() - started, setCookies: r.setCookies };
+    };
+    // Both instances have found the realm (discovery) before it hangs, as a running platform's have.
+    for (const url of [a, b]) expect((await fetch(`${url}/auth/start`, { redirect: 'manual' })).status).to.equal(302);
+    const { jar } = await signIn(a, 'carol');
+    const first = await sessionOf(jar);
+    await sleep(Math.max(0, (first.expires_at - 4) * 1000 + 300 - Date.now()));
+    idp.hang();
+    try {
+      for (const due of await Promise.all([timed(`${a}/api/v1/auths/`, jar), timed(`${b}/api/v1/auths/`, jar)])) {
+        expect(due.status, 'the access token had not expired').to.equal(200);
+        expect(due.ms).to.be.below(REALM_TIMEOUT_MS + 1_500);
+      }
+      await sleep(Math.max(0, first.expires_at * 1000 + 1_100 - Date.now()));
+      for (const expired of await Promise.all([timed(`${a}/api/v1/auths/`, jar), timed(`${b}/api/v1/auths/`, jar)])) {
+        expect(expired.status).to.equal(503);
+        expect(expired.ms).to.be.below(REALM_TIMEOUT_MS + 1_500);
+        expect(
+          expired.setCookies.filter((c) => c.startsWith('appSession')),
+          'the cookie is kept',
+        ).to.deep.equal([]);
+      }
+    } finally {
+      idp.resume();
+    }
+    const back = await browse(jar, `${b}/api/v1/auths/`);
+    expect(back.status).to.equal(200);
+    jar.store(back.setCookies);
+    const renewed = await sessionOf(jar);
+    expect(renewed.id, 'the same session').to.equal(first.id);
+    expect(renewed.expires_at).to.be.greaterThan(first.expires_at);
+    expect((await browse(jar, `${a}/api/v1/auths/`)).status).to.equal(200);
+    // The refresh sent as the hang began is the one the realm carried out; none was sent again (with
+    // rotation a second one would have been refused, and the session ended).
+    expect(refreshes).to.deep.equal(['ok']);
+    expect(logs.flat().filter((l) => l.event === 'session-ended')).to.deep.equal([]);
   });
 
   it('an instance a refresh behind catches up at once: the latest refresh’s roles, and no refresh of its own', async () => {

@@ -17,7 +17,7 @@ import {
   type SentinelRedis,
   type TestRedis,
 } from '../support/redis.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const quiet = () => createObservability({ level: 'silent' });
@@ -25,6 +25,8 @@ const quiet = () => createObservability({ level: 'silent' });
 interface Store {
   name: string;
   open(): Promise<SharedState>;
+  /** another instance's state on the same servers and key prefix as the last one opened (Redis only) */
+  peer?(): Promise<SharedState>;
   /** servers with ACL users: what they refused them since last asked */
   refusals?(): string[];
   done(): Promise<void>;
@@ -34,6 +36,7 @@ let prefixes = 0;
 
 /** A store in Redis reached through `target`, ready (subscribed, mirror loaded) before the test. */
 async function openRedisState(target: string | RedisTarget, keyPrefix: string | null = `contract-${++prefixes}:`): Promise<SharedState> {
+  lastOpened = { target, keyPrefix };
   // null: the gateway's own prefix
   const state = await redisState(target, quiet(), keyPrefix === null ? {} : { keyPrefix });
   const deadline = Date.now() + 10_000;
@@ -43,6 +46,10 @@ async function openRedisState(target: string | RedisTarget, keyPrefix: string | 
   }
   return state;
 }
+
+let lastOpened: { target: string | RedisTarget; keyPrefix: string | null } | undefined;
+/** A second instance of the state opened last: the same servers, the same prefix, nothing flushed. */
+const peerOfLast = () => openRedisState(lastOpened!.target, lastOpened!.keyPrefix);
 
 let redis: TestRedis | undefined;
 let sentinel: SentinelRedis | undefined;
@@ -90,6 +97,7 @@ const STORES: Store[] = [
       redis ??= await startRedis();
       return openRedisState(redis.url);
     },
+    peer: peerOfLast,
     async done() {
       await redis?.stop();
       redis = undefined;
@@ -101,6 +109,7 @@ const STORES: Store[] = [
       sentinel ??= await startSentinelRedis();
       return openRedisState({ sentinel: { sentinels: asNodes(sentinel.sentinels), name: sentinel.name, tls: false } });
     },
+    peer: peerOfLast,
     async done() {
       await sentinel?.stop();
       sentinel = undefined;
@@ -112,6 +121,7 @@ const STORES: Store[] = [
       cluster ??= await startRedisCluster();
       return openRedisState({ cluster: { nodes: asNodes(cluster.nodesSetting), tls: false } });
     },
+    peer: peerOfLast,
     async done() {
       await cluster?.stop();
       cluster = undefined;
@@ -125,6 +135,7 @@ const STORES: Store[] = [
       return openGatewayState(signedRedis.url);
     },
     refusals: () => refusals([signedRedis!.port]),
+    peer: peerOfLast,
     async done() {
       await signedRedis?.stop();
       signedRedis = undefined;
@@ -140,6 +151,7 @@ const STORES: Store[] = [
       });
     },
     refusals: () => refusals([...signedSentinel!.nodes, ...signedSentinel!.sentinelProcesses].map((n) => n.port)),
+    peer: peerOfLast,
     async done() {
       await signedSentinel?.stop();
       signedSentinel = undefined;
@@ -153,6 +165,7 @@ const STORES: Store[] = [
       return openGatewayState({ cluster: { nodes: asNodes(signedCluster.nodesSetting), tls: false, ...DATA_USER } });
     },
     refusals: () => refusals(signedCluster!.nodes.map((n) => n.port)),
+    peer: peerOfLast,
     async done() {
       await signedCluster?.stop();
       signedCluster = undefined;
@@ -238,6 +251,35 @@ for (const store of STORES) {
       expect(runs).to.equal(1);
       expect(await state.singleFlight('flight-1', 60, 2_000, work), 'kept for keepSeconds').to.equal('answer');
       expect(runs).to.equal(1);
+    });
+
+    it('a single flight held past its wait: every caller, the one running it too, gets nothing after waitMs; the work goes on, run once here and at another instance meanwhile; its answer shared when it comes', async () => {
+      let runs = 0;
+      let release!: () => void;
+      const answered = new Promise<void>((resolve) => (release = resolve));
+      const work = async () => {
+        runs++;
+        await answered;
+        return 'late answer';
+      };
+      const flight = () => state.singleFlight('flight-held', 60, 300, work, 10_000);
+      const started = Date.now();
+      expect(await Promise.all([flight(), flight()])).to.deep.equal([undefined, undefined]);
+      expect(Date.now() - started, 'waitMs, not the work').to.be.below(1_000);
+      // Past the lock's first life (300 ms): kept while the work runs, or another instance would run it again.
+      await sleep(800);
+      const peer = await store.peer?.();
+      try {
+        expect(await flight()).to.equal(undefined);
+        if (peer) expect(await peer.singleFlight('flight-held', 60, 300, work, 10_000)).to.equal(undefined);
+        expect(runs, 'one run among every caller').to.equal(1);
+        release();
+        await until('the late answer shared', async () => (await flight()) === 'late answer');
+        if (peer) expect(await peer.singleFlight('flight-held', 60, 300, work, 10_000)).to.equal('late answer');
+        expect(runs).to.equal(1);
+      } finally {
+        await peer?.close();
+      }
     });
 
     it('a single flight whose work answers nothing shares nothing: the next caller runs it again', async () => {
