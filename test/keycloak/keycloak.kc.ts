@@ -6,7 +6,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, openPage } from '../support/browser.js';
 import type { RecordedRequest } from '../../sandbox/open-webui/stand-in.js';
-import { kcWorld, REALM, CLIENT_ID, CLIENT_SECRET, INTROSPECTION_CACHE_SECONDS, SESSION_SECRET, type KcWorld, type GatewayInstance } from './world.js';
+import {
+  apiClient,
+  kcWorld,
+  REALM,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  INTROSPECTION_CACHE_SECONDS,
+  SESSION_SECRET,
+  type KcWorld,
+  type GatewayInstance,
+} from './world.js';
 import { pointRealmAt } from '../../sandbox/keycloak.js';
 import { noGroupsName } from '../../config/settings.js';
 import { SessionCodec, type SessionData } from '../../gateway/auth/session-cookie.js';
@@ -734,39 +744,18 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
 
   describe('Keycloak’s signing key rotated while users are signed in', () => {
     const BEARER_CLIENT = 'kc-suite-bearer';
-    const tokenFor = async (username: string, password: string) => {
-      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'password', client_id: BEARER_CLIENT, username, password, scope: 'openid' }).toString(),
-      });
-      const body = (await res.json()) as { access_token: string };
-      expect(res.status, JSON.stringify(body)).to.equal(200);
-      return body.access_token;
-    };
+    let api: Awaited<ReturnType<typeof apiClient>>;
     const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
     const asBearer = (url: string, token: string) => fetch(`${url}/api/v1/auths/`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
 
     before(async () => {
-      // A test-only client that may use the password grant, its tokens meant for the gateway (audience).
-      await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
-        clientId: BEARER_CLIENT,
-        publicClient: true,
-        directAccessGrantsEnabled: true,
-        standardFlowEnabled: false,
-        protocolMappers: [
-          {
-            name: 'audience',
-            protocol: 'openid-connect',
-            protocolMapper: 'oidc-audience-mapper',
-            config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
-          },
-        ],
-      });
+      // A test-only API client, its tokens meant for the gateway (audience).
+      api = await apiClient(w, BEARER_CLIENT);
     });
+    after(async () => api?.remove());
 
     it('a new RS256 key, the old one disabled: new tokens are accepted without a restart, the old key’s tokens refused', async () => {
-      const old = await tokenFor('alice', 'alice-pass');
+      const old = await api.tokenFor('alice', 'alice-pass');
       expect(await asBearer(w.a.url, old)).to.equal(200);
       expect(await asBearer(w.b.url, old)).to.equal(200);
       const realmId = (await w.kc.admin<{ id: string }>('GET', `/admin/realms/${REALM}`)).body.id;
@@ -790,7 +779,7 @@ describe('the real Keycloak: every sign-in flow against the deployment realm', f
         config: { ...oldRsa[0]!.config, enabled: ['false'], active: ['false'] },
       });
 
-      const fresh = await tokenFor('alice', 'alice-pass');
+      const fresh = await api.tokenFor('alice', 'alice-pass');
       expect(kidOf(fresh)).to.not.equal(kidOf(old));
       const jwks = (await (await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/certs`)).json()) as { keys: Array<{ kid: string }> };
       expect(jwks.keys.map((k) => k.kid))

@@ -16,7 +16,7 @@ import { capturingObservability } from '../support/gateway-harness.js';
 import { freePort, STACK_TRACE } from '../support/raw-http.js';
 import { sleep, until } from '../support/wait.js';
 import { groupStates } from '../support/process-tree.js';
-import { kcWorld, CLIENT_ID, CLIENT_SECRET, REALM, SESSION_SECRET, type GatewayInstance, type KcWorld } from './world.js';
+import { apiClient, kcWorld, CLIENT_ID, CLIENT_SECRET, REALM, SESSION_SECRET, type GatewayInstance, type KcWorld } from './world.js';
 
 /** gateway/auth/realm.ts HTTP_TIMEOUT_MS: each request of the gateway's to the realm (discovery, tokens, keys) */
 const REALM_TIMEOUT_MS = 5_000;
@@ -80,34 +80,12 @@ describe('the real Keycloak hung (SIGSTOP), then resumed (SIGCONT), behind two g
         ),
       { ms: 60_000, everyMs: 100 },
     );
-  const passwordGrant = async (username: string, password: string) => {
-    const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: BEARER_CLIENT, username, password, scope: 'openid' }).toString(),
-    });
-    const body = (await res.json()) as { access_token: string };
-    expect(res.status, JSON.stringify(body)).to.equal(200);
-    return body.access_token;
-  };
+  let api: Awaited<ReturnType<typeof apiClient>>;
 
   before(async function () {
     this.timeout(400_000);
     w = await kcWorld();
-    await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
-      clientId: BEARER_CLIENT,
-      publicClient: true,
-      directAccessGrantsEnabled: true,
-      standardFlowEnabled: false,
-      protocolMappers: [
-        {
-          name: 'audience',
-          protocol: 'openid-connect',
-          protocolMapper: 'oidc-audience-mapper',
-          config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
-        },
-      ],
-    });
+    api = await apiClient(w, BEARER_CLIENT);
   });
   // Whatever a test came to, Keycloak runs again (and answers) before the next one.
   afterEach(async function () {
@@ -121,8 +99,7 @@ describe('the real Keycloak hung (SIGSTOP), then resumed (SIGCONT), behind two g
     resume();
     if (!w) return;
     await answering();
-    const clients = await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/clients?clientId=${BEARER_CLIENT}`);
-    for (const c of clients.body) await w.kc.admin('DELETE', `/admin/realms/${REALM}/clients/${c.id}`);
+    await api?.remove();
   });
 
   it('signed-in users keep using the chat at both instances; the login page, the provider list and /auth/session answer at once; /healthz 200, /readyz 503 naming the identity provider within its bounds', async () => {
@@ -193,7 +170,7 @@ describe('the real Keycloak hung (SIGSTOP), then resumed (SIGCONT), behind two g
   });
 
   it('realm bearer tokens: one already seen is still served; one signed by a key the realm never published is refused (401) within the realm timeout, never reaching the chat front-end; the same once resumed', async () => {
-    const seen = await passwordGrant('alice', 'alice-pass');
+    const seen = await api.tokenFor('alice', 'alice-pass');
     expect((await asBearer(w.a, seen)).status).to.equal(200);
     const { privateKey } = await generateKeyPair('RS256');
     const now = Math.floor(Date.now() / 1000);

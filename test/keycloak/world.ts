@@ -133,3 +133,43 @@ async function startWorld(): Promise<KcWorld> {
     throw err;
   }
 }
+
+/**
+ * A public client of the realm that may use the password grant, its access tokens meant for the
+ * gateway (audience): a platform API client. `tokenFor` is a user's access token from it.
+ */
+export async function apiClient(
+  w: KcWorld,
+  clientId: string,
+): Promise<{ tokenFor(username: string, password: string): Promise<string>; remove(): Promise<void> }> {
+  await w.kc.admin('POST', `/admin/realms/${REALM}/clients`, {
+    clientId,
+    publicClient: true,
+    directAccessGrantsEnabled: true,
+    standardFlowEnabled: false,
+    protocolMappers: [
+      {
+        name: 'audience',
+        protocol: 'openid-connect',
+        protocolMapper: 'oidc-audience-mapper',
+        config: { 'included.client.audience': CLIENT_ID, 'access.token.claim': 'true', 'id.token.claim': 'false' },
+      },
+    ],
+  });
+  return {
+    async tokenFor(username, password) {
+      const res = await fetch(`${w.kc.issuer(REALM)}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: clientId, username, password, scope: 'openid' }).toString(),
+      });
+      const body = (await res.json()) as { access_token?: string };
+      if (res.status !== 200 || !body.access_token) throw new Error(`password grant for ${username}: ${res.status} ${JSON.stringify(body)}`);
+      return body.access_token;
+    },
+    async remove() {
+      const clients = await w.kc.admin<Array<{ id: string }>>('GET', `/admin/realms/${REALM}/clients?clientId=${clientId}`);
+      for (const c of clients.body) await w.kc.admin('DELETE', `/admin/realms/${REALM}/clients/${c.id}`);
+    },
+  };
+}

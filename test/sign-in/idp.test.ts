@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createRemoteJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
 import { startIdp, type TestIdp } from '../../sandbox/idp.js';
 import { loginThroughIdp, logoutThroughIdp } from '../../sandbox/idp-browser.js';
+import { apiClientToken } from '../support/cookie-jar.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 
 const CLIENT_ID = 'gateway';
@@ -275,24 +276,7 @@ describe('test IdP (oidc-provider dressed as a Keycloak realm)', function () {
   });
 
   it('introspects its JWT access tokens as Keycloak does (oidc-provider alone refuses structured tokens): the calling client authenticated, another client’s token active until its session ends at the realm, a token it never issued not active', async () => {
-    const authorize = new URL(d.authorization_endpoint);
-    authorize.search = new URLSearchParams({
-      client_id: API_CLIENT.client_id,
-      redirect_uri: API_CLIENT.redirect_uris[0]!,
-      response_type: 'code',
-      scope: 'openid',
-    }).toString();
-    const { callbackUrl, jar } = await loginThroughIdp(authorize.href, 'bob');
-    const issued = await fetch(d.token_endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${API_CLIENT.client_id}:${API_CLIENT.client_secret}`)}` },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code: new URL(callbackUrl).searchParams.get('code')!,
-        redirect_uri: API_CLIENT.redirect_uris[0]!,
-      }),
-    });
-    const token = ((await issued.json()) as { access_token: string }).access_token;
+    const { token, realmSession: jar } = await apiClientToken(idp.issuer, 'bob', API_CLIENT);
     const { payload } = await jwtVerify(token, jwks, { issuer: idp.issuer, audience: CLIENT_ID });
     expect(payload).to.include({ azp: API_CLIENT.client_id });
     const introspect = (t: string, secret = CLIENT_SECRET) =>

@@ -9,10 +9,10 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPair, exportJWK, SignJWT } from 'jose';
-import { browse, CLIENT_ID, SESSION_SECRET, startWorld, type World } from '../support/cookie-jar.js';
+import { API_CLIENT, apiClientToken as apiClientTokenAt, browse, CLIENT_ID, SESSION_SECRET, startWorld, type World } from '../support/cookie-jar.js';
 import { capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { CookieJar } from '../../sandbox/cookie-jar.js';
-import { loginThroughIdp, logoutThroughIdp } from '../../sandbox/idp-browser.js';
+import { logoutThroughIdp } from '../../sandbox/idp-browser.js';
 import { demoAccounts } from '../../sandbox/demo-realm.js';
 import { loadSettings, type Settings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
@@ -20,7 +20,6 @@ import type { Observability } from '../../gateway/observability/observability.js
 import { sleep } from '../support/wait.js';
 import { rawWebSocket } from '../support/websocket-wire.js';
 
-const API_CLIENT = { client_id: 'platform-cli', client_secret: 'platform-cli-secret', redirect_uris: ['http://127.0.0.1:9/cli/callback'], audience: CLIENT_ID };
 const NOT_AUTHENTICATED = { detail: 'Not authenticated' };
 const UNCHECKABLE = { detail: 'Your sign-in cannot be checked right now; try again in a few seconds' };
 
@@ -53,29 +52,7 @@ describe('sign-in: another client’s bearer token, confirmed with the realm (th
     await w?.close();
   });
 
-  /** The API client signs `username` in at the realm (a session of its own, in a browser of its own) and gets a token meant for the gateway. */
-  async function apiClientToken(username: string): Promise<{ token: string; realmSession: CookieJar }> {
-    const authorize = new URL(`${w.idp.issuer}/protocol/openid-connect/auth`);
-    authorize.search = new URLSearchParams({
-      client_id: API_CLIENT.client_id,
-      redirect_uri: API_CLIENT.redirect_uris[0]!,
-      response_type: 'code',
-      scope: 'openid',
-    }).toString();
-    const { callbackUrl, jar } = await loginThroughIdp(authorize.href, username);
-    const res = await fetch(`${w.idp.issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${API_CLIENT.client_id}:${API_CLIENT.client_secret}`)}` },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code: new URL(callbackUrl).searchParams.get('code')!,
-        redirect_uri: API_CLIENT.redirect_uris[0]!,
-      }),
-    });
-    const body = (await res.json()) as { access_token: string };
-    expect(res.status, JSON.stringify(body)).to.equal(200);
-    return { token: body.access_token, realmSession: jar };
-  }
+  const apiClientToken = (username: string) => apiClientTokenAt(w.idp.issuer, username);
   const signOutAtRealm = (jar: CookieJar) => logoutThroughIdp(`${w.idp.issuer}/protocol/openid-connect/logout`, jar);
   const call = (token: string, url = w.url) => callAs(w, url, token);
 

@@ -72,6 +72,44 @@ import { sleep } from './wait.js';
 
 export const CLIENT_ID = 'chat-gateway';
 export const CLIENT_SECRET = 'gateway-client-secret';
+/** Another confidential client of the embedded realm (a platform command-line tool), its tokens meant for the gateway. */
+export const API_CLIENT = {
+  client_id: 'platform-cli',
+  client_secret: 'platform-cli-secret',
+  redirect_uris: ['http://127.0.0.1:9/cli/callback'],
+  audience: CLIENT_ID,
+};
+
+/**
+ * A confidential client (API_CLIENT by default) signs `username` in at the embedded realm `issuer` (a
+ * realm session of its own, in a browser of its own) with the code flow: its access token, and that browser.
+ */
+export async function apiClientToken(
+  issuer: string,
+  username: string,
+  client: { client_id: string; client_secret: string; redirect_uris: string[] } = API_CLIENT,
+): Promise<{ token: string; realmSession: Jar }> {
+  const authorize = new URL(`${issuer}/protocol/openid-connect/auth`);
+  authorize.search = new URLSearchParams({
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uris[0]!,
+    response_type: 'code',
+    scope: 'openid',
+  }).toString();
+  const { callbackUrl, jar } = await loginThroughIdp(authorize.href, username);
+  const res = await fetch(`${issuer}/protocol/openid-connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${client.client_id}:${client.client_secret}`)}` },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: new URL(callbackUrl).searchParams.get('code')!,
+      redirect_uri: client.redirect_uris[0]!,
+    }),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (res.status !== 200 || !body.access_token) throw new Error(`the API client's code grant for ${username}: ${res.status} ${JSON.stringify(body)}`);
+  return { token: body.access_token, realmSession: jar };
+}
 export const SESSION_SECRET = 'sign-in-test-session-secret-0123456789abcdef';
 
 export interface World {
