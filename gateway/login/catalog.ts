@@ -59,6 +59,9 @@ function tokenFailure(err: unknown, timeoutMs: number): CatalogUnavailableError 
   return new CatalogUnavailableError(`service-account token: answer is ${e.message}`);
 }
 
+/** A listener that keeps a timeout signal alive until it fires (KeycloakAdminSource.signal). */
+const keepTimeout = () => undefined;
+
 const PAGE_SIZE = 100;
 const MAX_PAGES = 1000;
 
@@ -97,8 +100,15 @@ export class KeycloakAdminSource implements CatalogSource {
     this.tokenClient[oidc.customFetch] = (url, options) => this.http(url, { ...(options as RequestInit), redirect: 'error', signal: this.signal() });
   }
 
+  /**
+   * Its timeout or the shutdown. The timeout gets a listener of its own: Node 20 keeps a timeout
+   * signal alive only while something listens to it, AbortSignal.any listens weakly, and a GC
+   * during the wait lost the timeout: a hung Keycloak held the request for ever.
+   */
   private signal(): AbortSignal {
-    return AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing]);
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    timeout.addEventListener('abort', keepTimeout, { once: true });
+    return AbortSignal.any([timeout, this.closing]);
   }
 
   private async request(url: string, init: RequestInit): Promise<globalThis.Response> {

@@ -2,6 +2,10 @@
 // openid-client: what Keycloak receives (client_credentials, the client in HTTP Basic only) and
 // what each failure is called where readiness shows it. The catalog fails closed on every one.
 import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { KeycloakAdminSource } from '../../gateway/login/catalog.js';
 
 const ADMIN = 'http://kc.invalid/admin/realms/platform';
@@ -51,4 +55,35 @@ describe('the catalog’s service-account token', () => {
       expect(err?.message).to.match(message);
     });
   }
+});
+
+describe('the catalog’s requests to a Keycloak that hangs', () => {
+  it('each gives up at its timeout, also when garbage is collected meanwhile (Node 20 lost a timeout only AbortSignal.any listened to)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const held: http.ServerResponse[] = [];
+    const hung = http.createServer((_req, res) => void held.push(res));
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    const admin = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/admin/realms/platform`;
+    const collecting = setInterval(gc, 50);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const s = new KeycloakAdminSource(admin, 'chat-gateway', 'secret', fetch, 500, () => Date.now(), new AbortController().signal);
+        const started = Date.now();
+        const err = await Promise.race([
+          s.list().then(
+            () => new Error('answered'),
+            (e: Error) => e,
+          ),
+          new Promise<Error>((resolve) => setTimeout(() => resolve(new Error('still waiting after 3 s')), 3_000)),
+        ]);
+        expect(err.message).to.match(/no answer within 500 ms/);
+        expect(Date.now() - started).to.be.below(1_500);
+      }
+    } finally {
+      clearInterval(collecting);
+      for (const res of held) res.destroy();
+      hung.close();
+    }
+  });
 });
