@@ -38,7 +38,7 @@ export function releaseAtLeast(version: string): boolean {
  * run without OWUI_VERSION uses, and one of those `npm test` runs every suite against), pending
  * against the others, where it would only repeat the same proof at the cost of CI time.
  */
-export function itOnTableRelease(title: string, fn: Mocha.AsyncFunc): void {
+export function itOnTableRelease(title: string, fn: Mocha.Func | Mocha.AsyncFunc): void {
   if (OPEN_WEBUI_VERSION === TABLE_RELEASE) it(title, fn);
   else it.skip(`${title} (run against Open WebUI ${TABLE_RELEASE} only: the same behind every release)`, fn);
 }
