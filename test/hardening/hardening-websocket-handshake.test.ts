@@ -18,7 +18,7 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { startWorld, CLIENT_ID, type World } from '../support/cookie-jar.js';
-import { sleep } from '../support/wait.js';
+import { eventually, sleep } from '../support/wait.js';
 
 const ROUNDS = 25;
 /** When the client goes away, and how (RST or FIN). */
@@ -134,7 +134,8 @@ describe('hardening: a client leaving during the WebSocket handshake', function 
       });
     }
     expect(new Set(statuses)).to.deep.equal(new Set(['HTTP/1.1 404 Not Found']));
-    await sleep(1_500);
+    // a closed socket stays closed: none open within 1.5 s is none open 1.5 s after
+    await eventually(() => world.gateway.openWebSockets() === 0, { ms: 1_500 });
     expect(world.gateway.openWebSockets(), 'gateway sockets still open after every client left').to.equal(0);
   });
 
@@ -163,7 +164,7 @@ describe('hardening: a client leaving during the WebSocket handshake', function 
         setTimeout(() => s.destroy(), 5_000).unref();
       });
     }
-    await sleep(1_500);
+    await eventually(() => world.gateway.openWebSockets() - before === 0, { ms: 1_500 });
     expect(world.gateway.openWebSockets() - before, 'gateway sockets still open after every client left').to.equal(0);
   });
 
@@ -183,8 +184,9 @@ describe('hardening: a client leaving during the WebSocket handshake', function 
         });
       });
     }
-    await sleep(3_000);
-    const conns = await new Promise<number>((r) => world.gateway.server.getConnections((_e, n) => r(n)));
+    const connections = () => new Promise<number>((r) => world.gateway.server.getConnections((_e, n) => r(n)));
+    await eventually(async () => world.gateway.openWebSockets() - before === 0 && (await connections()) === 0, { ms: 3_000 });
+    const conns = await connections();
     expect({ tracked: world.gateway.openWebSockets() - before, connections: conns }, 'tracker entries of sockets already closed').to.deep.equal({
       tracked: 0,
       connections: 0,

@@ -262,20 +262,26 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
 
   it('check-config with Sentinel or Cluster, valid and invalid, a password in a node list included', async () => {
     const withoutUrl = { ...production, ...secrets, REDIS_URL: '' };
-    for (const redis of [sentinelSecrets, clusterSecrets]) {
-      const ok = await checkConfig({ ...withoutUrl, ...redis });
+    // each check-config a process of its own: run at once, judged in turn
+    const [both, inList, ...topologies] = await Promise.all([
+      checkConfig({ ...production, ...secrets, ...sentinelSecrets }),
+      checkConfig({ ...withoutUrl, ...listWithPassword }),
+      ...[sentinelSecrets, clusterSecrets].flatMap((redis) => [
+        checkConfig({ ...withoutUrl, ...redis }),
+        checkConfig({ ...withoutUrl, ...redis, PORT: 'eighty' }),
+      ]),
+    ]);
+    for (let i = 0; i < topologies.length; i += 2) {
+      const [ok, bad] = [topologies[i]!, topologies[i + 1]!];
       expect(ok.code, ok.out).to.equal(0);
       expect(ok.out).to.match(/REDIS_PASSWORD\s+\[redacted\]/);
       clean('check-config', ok.out);
-      const bad = await checkConfig({ ...withoutUrl, ...redis, PORT: 'eighty' });
       expect(bad.code).to.equal(2);
       clean('check-config (invalid)', bad.out);
     }
-    const both = await checkConfig({ ...production, ...secrets, ...sentinelSecrets });
     expect(both.code).to.equal(2);
     expect(both.out).to.include('REDIS_SENTINELS: set together with REDIS_URL');
     clean('check-config (two topologies)', both.out);
-    const inList = await checkConfig({ ...withoutUrl, ...listWithPassword });
     expect(inList.code).to.equal(2);
     expect(inList.out).to.include('REDIS_CLUSTER_NODES: entry 1 of 2 carries credentials');
     clean('check-config (a password in a node list)', inList.out);
@@ -326,8 +332,9 @@ describe('redactSettings: no secret printed by check-config, the startup log or 
   });
 
   it('gateway processes on Sentinel and on Cluster: their startup lines and their Redis warnings', async () => {
-    for (const redis of [sentinelSecrets, clusterSecrets]) {
-      const output = await gatewayOutput({ REDIS_URL: '', ...redis });
+    // two processes, each watched for its own first 3 s: side by side
+    const outputs = await Promise.all([sentinelSecrets, clusterSecrets].map((redis) => gatewayOutput({ REDIS_URL: '', ...redis })));
+    for (const output of outputs) {
       expect(output).to.include('effective settings');
       expect(output).to.match(/shared-state-unreachable/);
       clean('the gateway log', output);
@@ -392,8 +399,9 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
   };
 
   it('check-config: the ones read as written are OK and redacted; the others refused, naming REDIS_URL and saying to percent-encode', async () => {
-    for (const { url, read, why } of cases) {
-      const r = await checkConfig({ ...production, REDIS_URL: url });
+    const runs = await Promise.all(cases.map(({ url }) => checkConfig({ ...production, REDIS_URL: url })));
+    for (const [i, { url, read, why }] of cases.entries()) {
+      const r = runs[i]!;
       expect(r.code, `${why}: ${r.out}`).to.equal(read ? 0 : 2);
       if (!read) expect(r.out, why).to.match(/REDIS_URL: [^\n]*percent-encode/);
       clean('check-config', url, r.out);
@@ -401,29 +409,33 @@ describe('a Redis password holding \u2018@\u2019, \u2018#\u2019, \u2018/\u2019, 
   });
 
   it('the gateway process: its startup lines and its Redis warnings, or the reason it does not start', async () => {
-    for (const { url, read, why } of cases) {
-      const env = { ...baseEnv('http://127.0.0.1:9'), HOST: '127.0.0.1', PORT: '0', DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'debug', REDIS_URL: url };
-      if (!read) {
-        const err = await gatewayProcess(env).then(
-          (gw) => (gw.child.kill('SIGKILL'), expect.fail(`${why}: started`)),
-          (e: Error) => e.message,
-        );
-        expect(err, why).to.match(/REDIS_URL: [^\n]*percent-encode/);
-        clean('the refusal at startup', url, err);
-        continue;
-      }
-      const gw = await gatewayProcess(env);
-      try {
-        // Redis at nothing: its warning comes once the connect timeout passed
-        for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await sleep(100);
-        expect(gw.output(), why).to.include('effective settings').and.include('shared-state-unreachable');
-        clean('the gateway log', url, gw.output());
-        const ready = await fetch(`http://127.0.0.1:${gw.port}/readyz`);
-        clean('/readyz', url, await ready.text());
-      } finally {
-        gw.child.kill('SIGKILL');
-      }
-    }
+    // a process of its own for each URL, each mostly waiting on Redis's connect timeout: all at once,
+    // every one stopped before the test ends, whichever failed
+    const runs = await Promise.allSettled(
+      cases.map(async ({ url, read, why }) => {
+        const env = { ...baseEnv('http://127.0.0.1:9'), HOST: '127.0.0.1', PORT: '0', DRIFT_CHECK_SECONDS: '0', LOG_LEVEL: 'debug', REDIS_URL: url };
+        if (!read) {
+          const err = await gatewayProcess(env).then(
+            (gw) => (gw.child.kill('SIGKILL'), expect.fail(`${why}: started`)),
+            (e: Error) => e.message,
+          );
+          expect(err, why).to.match(/REDIS_URL: [^\n]*percent-encode/);
+          return clean('the refusal at startup', url, err);
+        }
+        const gw = await gatewayProcess(env);
+        try {
+          // Redis at nothing: its warning comes once the connect timeout passed
+          for (let t = 0; t < 6_000 && !gw.output().includes('shared-state-unreachable'); t += 100) await sleep(100);
+          expect(gw.output(), why).to.include('effective settings').and.include('shared-state-unreachable');
+          clean('the gateway log', url, gw.output());
+          const ready = await fetch(`http://127.0.0.1:${gw.port}/readyz`);
+          clean('/readyz', url, await ready.text());
+        } finally {
+          gw.child.kill('SIGKILL');
+        }
+      }),
+    );
+    for (const run of runs) if (run.status === 'rejected') throw run.reason;
   });
 
   it('the shared state itself (every warning naming the URL, its readiness detail), also given a URL the settings would refuse', async () => {

@@ -1,11 +1,13 @@
 // A real peer that fails to start ends the run at once, failed, naming why, with nothing left open
 // behind it (the canned-answers server, the realm, the browser): mocha must not wait on handles.
 // A suite of this folder is run in a mocha process of its own, its Open WebUI given no time to
-// boot (OPEN_WEBUI_BOOT_TIMEOUT_MS=1), and one with a release that is not installed.
+// boot (OPEN_WEBUI_BOOT_TIMEOUT_MS=1), and one with a release that is not installed. Neither gets
+// as far as anything of the release under test, so both run against the table's release only.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { itOnTableRelease } from '../support/open-webui.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -26,7 +28,7 @@ function mochaRun(file: string, env: Record<string, string>): Promise<{ code: nu
 describe('a real peer that fails to start', function () {
   this.timeout(120_000);
 
-  it('Open WebUI that does not come up: the suite fails at once, naming it, and mocha ends without waiting on anything left open', async () => {
+  itOnTableRelease('Open WebUI that does not come up: the suite fails at once, naming it, and mocha ends without waiting on anything left open', async () => {
     const r = await mochaRun('test/real-open-webui/browser.test.ts', { OPEN_WEBUI_BOOT_TIMEOUT_MS: '1' });
     expect(r.code, r.out).to.not.equal(0);
     expect(r.out).to.include('Open WebUI did not answer /health within 1 ms');
@@ -34,7 +36,7 @@ describe('a real peer that fails to start', function () {
     expect(r.seconds, 'ended well before the exit watch\u2019s minute').to.be.below(45);
   });
 
-  it('a release that is not installed: the suite fails at once with what to run', async () => {
+  itOnTableRelease('a release that is not installed: the suite fails at once with what to run', async () => {
     const r = await mochaRun('test/real-open-webui/admin-socket-frames.test.ts', { OWUI_VERSION: '0.0.1' });
     expect(r.code, r.out).to.not.equal(0);
     expect(r.out).to.include('Open WebUI 0.0.1 is not installed: run `npm test`');
