@@ -95,21 +95,28 @@ function get(
   });
 }
 
+/** The faulty upstream behind a gateway with the suite's short timeouts (and `extra`). */
+async function faultyWorld(extra: Record<string, string> = {}) {
+  const up = await faultyUpstream();
+  const gw = await startGateway(
+    baseEnv(up.url, {
+      ALLOW_UPSTREAM_API_KEYS: 'true',
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+      IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+      LOG_LEVEL: 'error',
+      ...extra,
+    }),
+  );
+  return { up, gw };
+}
+
 describe('hardening: upstream faults', function () {
   this.timeout(30_000);
   let up: Awaited<ReturnType<typeof faultyUpstream>>;
   let gw: RunningGateway;
 
   before(async () => {
-    up = await faultyUpstream();
-    gw = await startGateway(
-      baseEnv(up.url, {
-        ALLOW_UPSTREAM_API_KEYS: 'true',
-        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
-        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
-        LOG_LEVEL: 'error',
-      }),
-    );
+    ({ up, gw } = await faultyWorld());
   });
   after(async () => {
     await gw?.close();
@@ -320,16 +327,7 @@ describe('hardening: every pooled socket to the upstream taken (UPSTREAM_MAX_SOC
   let gw: RunningGateway;
 
   before(async () => {
-    up = await faultyUpstream();
-    gw = await startGateway(
-      baseEnv(up.url, {
-        ALLOW_UPSTREAM_API_KEYS: 'true',
-        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
-        IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
-        UPSTREAM_MAX_SOCKETS: String(POOL),
-        LOG_LEVEL: 'error',
-      }),
-    );
+    ({ up, gw } = await faultyWorld({ UPSTREAM_MAX_SOCKETS: String(POOL) }));
     // the API key's owner is asked once (and kept), before the upstream stalls
     up.set(ok);
     expect((await get(`${gw.url}/api/v1/files/f1/content`)).status).to.equal(200);

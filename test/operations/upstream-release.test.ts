@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
-import WebSocket from 'ws';
+import { socketIoUpgradeStatus } from '../support/websocket-wire.js';
 import { startOpenWebUI, type OpenWebUIStandIn } from '../../sandbox/open-webui/stand-in.js';
 import { baseEnv, capturingObservability, type LogLine } from '../support/gateway-harness.js';
 import { loadSettings } from '../../config/settings.js';
@@ -104,21 +104,8 @@ const warnings = (w: World) => w.lines.filter((l) => l.event === 'upstream-relea
 /** /readyz answers are shared for one second: the next one reads the release again. */
 const nextReadiness = () => sleep(1_100);
 
-/** Does an admin's Socket.IO WebSocket open through the gateway? The status of the refusal, or 101. */
-function socketStatus(url: string, who: 'admin' | 'user'): Promise<number> {
-  return new Promise((done, fail) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers: { 'x-test-caller': who } });
-    ws.once('upgrade', (res) => {
-      done(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      done(res.statusCode ?? 0);
-      res.resume();
-    });
-    ws.once('error', (err) => (err.message.includes('Unexpected server response') ? undefined : fail(err)));
-  });
-}
+/** Does this caller's Socket.IO WebSocket open through the gateway? The status of the refusal, or 101. */
+const socketStatus = (url: string, who: 'admin' | 'user') => socketIoUpgradeStatus(url, { 'x-test-caller': who });
 
 describe('the Open WebUI release behind the gateway', function () {
   this.timeout(30_000);

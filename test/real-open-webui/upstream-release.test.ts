@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import WebSocket from 'ws';
+import { socketIoUpgradeStatus } from '../support/websocket-wire.js';
 import { CHECKED_VERSIONS } from '../../policies/open-webui-releases.js';
 import { loadSettings } from '../../config/settings.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
@@ -102,21 +102,7 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} reporting ${REPORTED}: a rel
       expect(page.text).to.include('id="release-not-checked"');
       expect((await browse(user, '/api/v1/auths/')).status).to.equal(200);
       expect((await browse(user, '/api/config')).status).to.equal(200);
-      const socket = (jar: Jar) =>
-        new Promise<number>((done, fail) => {
-          const ws = new WebSocket(`${w.url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, {
-            headers: { cookie: jar.header('/ws/socket.io/'), origin: w.url },
-          });
-          ws.once('upgrade', (res) => {
-            done(res.statusCode ?? 0);
-            ws.terminate();
-          });
-          ws.once('unexpected-response', (_q, res) => {
-            done(res.statusCode ?? 0);
-            res.resume();
-          });
-          ws.once('error', (err) => (err.message.includes('Unexpected server response') ? undefined : fail(err)));
-        });
+      const socket = (jar: Jar) => socketIoUpgradeStatus(w.url, { cookie: jar.header('/ws/socket.io/'), origin: w.url });
       expect(await socket(admin)).to.equal(403);
       expect(await socket(user)).to.equal(101);
     },

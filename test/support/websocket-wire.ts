@@ -4,6 +4,7 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import type { Writable } from 'node:stream';
+import WebSocket from 'ws';
 import { sleep } from './wait.js';
 
 export const HANDSHAKE =
@@ -94,4 +95,20 @@ export async function rawWebSocket(
   );
   for (let t = 0; !open && !out.state.ended && t < 10_000; t += 10) await sleep(10);
   return out;
+}
+
+/** Does a Socket.IO WebSocket open at `url` (the gateway) with these headers? 101, or the status it was refused with. */
+export function socketIoUpgradeStatus(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((done, fail) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/socket.io/?EIO=4&transport=websocket`, { headers });
+    ws.once('upgrade', (res) => {
+      done(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      done(res.statusCode ?? 0);
+      res.resume();
+    });
+    ws.once('error', (err) => (err.message.includes('Unexpected server response') ? undefined : fail(err)));
+  });
 }
