@@ -208,8 +208,7 @@ export class SessionAuthenticator implements Authenticator {
   private async bearerIdentity(token: string): Promise<Identity | undefined> {
     const identity = await this.bearerTokens.bearerIdentity(token);
     if (!identity) return undefined;
-    const { sid, sub, iat } = decodeJwt(token);
-    const ended = this.shared.isEnded({ id: '', sid: typeof sid === 'string' ? sid : null, sub: sub ?? '', iat: iat ?? 0 });
+    const ended = this.shared.isEnded({ id: '', ...this.bearerTokens.sessionOf(token) });
     if (ended === true) return undefined;
     // Only a token the realm must be asked about waits here (the gateway's own client's do not).
     const stands = this.bearerTokens.sessionStands(token);

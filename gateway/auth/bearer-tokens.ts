@@ -44,14 +44,27 @@ export interface BearerTokens {
    * RealmUnavailable when the realm gives no answer.
    */
   sessionStands(token: string): boolean | Promise<boolean>;
+  /** What an ended session is looked up by (its `sid`, `sub` and `iat`), kept with a verified token. */
+  sessionOf(token: string): TokenSession;
   clear(): void;
+}
+
+/** A token's session as the record of ended sessions knows it (policies/session-ends.ts). */
+export interface TokenSession {
+  sid: string | null;
+  sub: string;
+  iat: number;
+}
+
+function sessionOfPayload({ sid, sub, iat }: JWTPayload): TokenSession {
+  return { sid: typeof sid === 'string' ? sid : null, sub: sub ?? '', iat: iat ?? 0 };
 }
 
 export function createBearerTokens({ issuer, clientId, introspection, o, verifyRealmJwt, obs, identityOf }: BearerTokenParts): BearerTokens {
   // A verified bearer JWT is not checked again for as long as the realm's keys are trusted (a key
   // removed from the realm must stop its tokens within that time). `ask`: what the realm is asked
   // about, for a token whose session's end the realm would not tell (policies/tokens.ts).
-  const bearers = new TtlCache<string, { identity: Identity; exp: number; ask?: TokenFacts }>(20_000, JWKS_MAX_AGE_MS);
+  const bearers = new TtlCache<string, { identity: Identity; exp: number; session: TokenSession; ask?: TokenFacts }>(20_000, JWKS_MAX_AGE_MS);
 
   function realmBearer(authorization: string | string[] | undefined): string | undefined {
     const m = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
@@ -84,7 +97,7 @@ export function createBearerTokens({ issuer, clientId, introspection, o, verifyR
       }
       // Its facts are as old as the token (the newest facts of a user win: policies/session-ends.ts).
       const identity = identityOf(user, defaultTenant(user), 'bearer', typeof payload.iat === 'number' ? payload.iat : undefined);
-      bearers.set(token, { identity, exp: payload.exp!, ask: askOf(token, payload) });
+      bearers.set(token, { identity, exp: payload.exp!, session: sessionOfPayload(payload), ask: askOf(token, payload) });
       return identity;
     } catch (err) {
       obs.log.debug({ reason: (err as Error).message }, 'bearer token refused');
@@ -109,6 +122,8 @@ export function createBearerTokens({ issuer, clientId, introspection, o, verifyR
     realmBearer,
     bearerIdentity,
     sessionStands,
+    // decoded again only for an entry gone since `bearerIdentity` (its time up, evicted)
+    sessionOf: (token) => bearers.get(token)?.session ?? sessionOfPayload(decodeJwt(token)),
     clear: () => {
       bearers.clear();
       introspection?.clear();

@@ -104,8 +104,9 @@ function requestListener(state: ServerState, server: () => http.Server): (req: I
     answered.req = req;
     answered.res = res;
     if (state.closing) res.setHeader('connection', 'close');
-    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short.
-    res.once('close', () => {
+    // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short (once:
+    // `on` spares the wrapper `once` makes).
+    res.on('close', () => {
       // A socket with no answer open needs no entry (clientError reads a missing one as none open):
       // kept, it held the last request and response, headers and all, for as long as the
       // keep-alive connection stayed idle (memory per idle connection).

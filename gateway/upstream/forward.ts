@@ -33,7 +33,8 @@ export interface ForwardHooks {
 
 /**
  * Forward `req` (its url and headers already the gateway's) with `body` (a body read to judge it) or
- * its own. Returns the upstream request at once, before it has a pooled socket.
+ * its own. Returns the upstream request at once, before it has a pooled socket; the caller destroys
+ * it when the client's answer closes unfinished.
  */
 export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: ServerResponse, body: Readable | undefined, hooks: ForwardHooks): ClientRequest {
   const headers: OutgoingHttpHeaders = { ...req.headers };
@@ -50,11 +51,11 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
     path: to.base === undefined ? req.url : joinPath(to.base, req.url ?? ''),
     headers,
     agent: to.agent,
+    // the socket's idle timeout, set by the agent when it hands the socket over (as setTimeout
+    // would, without its two 'socket' listeners per request)
+    timeout: to.idleTimeoutMs,
   });
-  proxyReq.setTimeout(to.idleTimeoutMs, () => proxyReq.destroy());
-  res.on('close', () => {
-    if (!res.writableFinished) proxyReq.destroy();
-  });
+  proxyReq.on('timeout', () => proxyReq.destroy());
   const failed = (err: Error & { code?: string }) => {
     if (req.socket.destroyed && err.code === 'ECONNRESET') {
       hooks.clientGone();
@@ -68,7 +69,11 @@ export function forwardRequest(to: ForwardTarget, req: IncomingMessage, res: Ser
   };
   req.on('error', failed);
   proxyReq.on('error', failed);
-  (body ?? req).pipe(proxyReq);
+  if (body) body.pipe(proxyReq);
+  // Nothing left of the client's body (none was sent, and the request is complete): ended at
+  // once, without a pipe's listeners on both streams.
+  else if (req.complete && req.readableLength === 0) proxyReq.end();
+  else req.pipe(proxyReq);
   proxyReq.on('response', (answer: IncomingMessage) => {
     if (!hooks.answer(answer)) relayAnswer(req, res, answer);
   });

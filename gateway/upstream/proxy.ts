@@ -48,6 +48,8 @@ function pathOf(url: string | undefined): string {
 /** One proxied exchange, kept beside the request (never as fields added to Node's objects). */
 interface Exchange {
   timer?: NodeJS.Timeout;
+  /** the upstream request of the latest try */
+  request?: ClientRequest;
   /** the upstream's answer being streamed */
   answer?: IncomingMessage;
   timedOut: boolean;
@@ -191,12 +193,14 @@ export class Upstream {
     // generation, a mark-compact every 2 s under load (docs/design/hot-path.md, "The exchange's state ends with its answer"). An
     // answer cut short (the client left first) also stops its upstream timer, which would hold
     // the exchange until UPSTREAM_TIMEOUT_MS: the forward has already aborted that request.
-    res.once('close', () => {
+    // The answer closed unfinished (the client left, or it was cut): its upstream request is aborted.
+    res.on('close', () => {
       const tracked = this.exchanges.get(req);
       if (!tracked) return;
       clearTimeout(tracked.timer);
       tracked.answered = true;
       this.exchanges.delete(req);
+      if (!res.writableFinished) tracked.request?.destroy();
     });
     // `body`: a request body the gateway had to read to judge it, sent on byte for byte
     this.send(req, res, body ? Readable.from([body]) : undefined, body, renewal);
@@ -221,6 +225,7 @@ export class Upstream {
         if (!superseded) this.onError(err, req, res);
       },
     });
+    this.exchangeOf(req).request = proxyReq;
     this.armTimer(proxyReq, req, res);
   }
 
@@ -283,7 +288,7 @@ export class Upstream {
 
   private exchangeOf(req: IncomingMessage): Exchange {
     let x = this.exchanges.get(req);
-    if (!x) this.exchanges.set(req, (x = { timedOut: false, answered: false, setCookies: undefined }));
+    if (!x) this.exchanges.set(req, (x = { timer: undefined, request: undefined, answer: undefined, timedOut: false, answered: false, setCookies: undefined }));
     return x;
   }
 
