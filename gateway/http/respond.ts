@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { Observability } from '../observability/observability.js';
 import { classify, localeOf } from '../../policies/routes.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
-import { PAGE_HEADERS, renderSessionCheckDown, renderSessionRenewalDown } from '../pages/templates.js';
+import { PAGE_HEADERS, renderChatDown, renderSessionCheckDown, renderSessionRenewalDown } from '../pages/templates.js';
 import { pageLocale } from '../pages/locale.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
@@ -122,14 +122,26 @@ export function sendPage(res: ServerResponse, status: number, html: string): voi
  * (`check`) or the realm (`renewal`) is back.
  */
 export function sessionUnavailable(res: ServerResponse, why: 'check' | 'renewal'): void {
+  const detail = why === 'check' ? SESSION_CHECK_UNAVAILABLE : SESSION_RENEWAL_UNAVAILABLE;
+  const page = pageNavigation(res);
+  if (!page) return sendJson(res, 503, { detail }, { 'retry-after': '5', 'cache-control': 'no-store' });
+  const render = why === 'check' ? renderSessionCheckDown : renderSessionRenewalDown;
+  sendTryAgainPage(res, 503, render(page), { 'retry-after': '5' });
+}
+
+/**
+ * A browser navigating to a page of the chat front-end (a GET that accepts HTML, on a page path):
+ * what its try-again page is rendered with. Undefined for everything else, which gets JSON.
+ */
+function pageNavigation(res: ServerResponse): { locale: ReturnType<typeof pageLocale>; retryHref: string } | undefined {
   const req = res.req;
   const path = req.url?.split('?')[0] ?? '/';
-  const navigating = req.method === 'GET' && /text\/html/.test(req.headers.accept ?? '') && classify(path) === 'page';
-  const detail = why === 'check' ? SESSION_CHECK_UNAVAILABLE : SESSION_RENEWAL_UNAVAILABLE;
-  if (!navigating) return sendJson(res, 503, { detail }, { 'retry-after': '5', 'cache-control': 'no-store' });
-  const render = why === 'check' ? renderSessionCheckDown : renderSessionRenewalDown;
-  const html = render({ locale: pageLocale(localeOf(path)), retryHref: safeReturnTo(req.url ?? '/') ?? '/' });
-  res.writeHead(503, { ...PAGE_HEADERS, 'retry-after': '5', 'content-length': Buffer.byteLength(html) });
+  if (req.method !== 'GET' || !/text\/html/.test(req.headers.accept ?? '') || classify(path) !== 'page') return undefined;
+  return { locale: pageLocale(localeOf(path), req.headers['accept-language']), retryHref: safeReturnTo(req.url ?? '/') ?? '/' };
+}
+
+function sendTryAgainPage(res: ServerResponse, status: number, html: string, extraHeaders: Record<string, string>): void {
+  res.writeHead(status, { ...PAGE_HEADERS, ...extraHeaders, 'content-length': Buffer.byteLength(html) });
   res.end(html);
 }
 
@@ -262,6 +274,9 @@ export function answerFailure(
     // A WebSocket handshake the upstream failed: nothing was written to the client yet, so it gets
     // the same 502/504 a request would, then the end of the connection.
     if (!res) return void (to.writable ? finishSocket(to as Duplex, rawJsonAnswer(err.status, err.detail)) : to.destroy());
+    // A browser opening a page gets a page in its language with a way back, not JSON.
+    const page = res.headersSent ? undefined : pageNavigation(res);
+    if (page) return sendTryAgainPage(res, err.status, renderChatDown(page, err.kind === 'timeout'), extraHeaders);
     return sendJson(res, err.status, { detail: err.detail }, extraHeaders);
   }
   if (!res) {

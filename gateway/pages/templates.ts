@@ -185,6 +185,14 @@ export function renderSessionRenewalDown(model: LoginPageModel & { retryHref: st
   return renderTryAgain(model, t.sessionRenewalDownTitle, t.sessionRenewalDownText, 'session-renewal-down');
 }
 
+/** A signed-in browser's page whose answer Open WebUI did not give (down, hung, broken): 502 or 504. */
+export function renderChatDown(model: LoginPageModel & { retryHref: string }, timedOut: boolean): string {
+  const t = TEXTS[model.locale.lang];
+  return timedOut
+    ? renderTryAgain(model, t.chatSlowTitle, t.chatSlowText, 'chat-timeout')
+    : renderTryAgain(model, t.chatDownTitle, t.chatDownText, 'chat-down');
+}
+
 const SIGN_OUT_PENDING = template<{ t: Texts; continueHref: string }>(
   `<h1 id="page-title"><%= it.t.signOutPendingTitle %></h1>
 <p role="status" id="sign-out-pending"><%= it.t.signOutPendingText %></p>

@@ -21,6 +21,10 @@ export interface Texts {
   sessionCheckDownText: string;
   sessionRenewalDownTitle: string;
   sessionRenewalDownText: string;
+  chatDownTitle: string;
+  chatDownText: string;
+  chatSlowTitle: string;
+  chatSlowText: string;
   tryAgain: string;
   signOutPendingTitle: string;
   signOutPendingText: string;
@@ -78,6 +82,10 @@ export const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownText: 'The gateway cannot reach its session store. Nothing is lost: please try again in a few seconds.',
     sessionRenewalDownTitle: 'Your sign-in cannot be renewed right now',
     sessionRenewalDownText: 'The sign-in service does not answer the gateway. You are still signed in: please try again in a few seconds.',
+    chatDownTitle: 'The chat is not available right now',
+    chatDownText: 'The chat service cannot be reached. You are still signed in and nothing is lost: please try again in a few moments.',
+    chatSlowTitle: 'The chat did not answer in time',
+    chatSlowText: 'The chat service is busy or not answering. You are still signed in and nothing is lost: please try again in a few moments.',
     tryAgain: 'Try again',
     signOutPendingTitle: 'You are signed out in this browser',
     signOutPendingText:
@@ -164,6 +172,12 @@ export const TEXTS: Record<Lang, Texts> = {
     sessionCheckDownText: 'Das Gateway erreicht seinen Sitzungsspeicher nicht. Es geht nichts verloren: bitte versuchen Sie es in einigen Sekunden erneut.',
     sessionRenewalDownTitle: 'Ihre Anmeldung kann gerade nicht erneuert werden',
     sessionRenewalDownText: 'Der Anmeldedienst antwortet dem Gateway nicht. Sie bleiben angemeldet: bitte versuchen Sie es in einigen Sekunden erneut.',
+    chatDownTitle: 'Der Chat ist gerade nicht verfügbar',
+    chatDownText:
+      'Der Chat-Dienst ist nicht erreichbar. Sie bleiben angemeldet und es geht nichts verloren: bitte versuchen Sie es in einigen Augenblicken erneut.',
+    chatSlowTitle: 'Der Chat hat nicht rechtzeitig geantwortet',
+    chatSlowText:
+      'Der Chat-Dienst ist ausgelastet oder antwortet nicht. Sie bleiben angemeldet und es geht nichts verloren: bitte versuchen Sie es in einigen Augenblicken erneut.',
     tryAgain: 'Erneut versuchen',
     signOutPendingTitle: 'Sie sind in diesem Browser abgemeldet',
     signOutPendingText:

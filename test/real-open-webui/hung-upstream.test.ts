@@ -111,7 +111,7 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} hung (SIGSTOP), resumed (SIG
   });
 
   itOnTableRelease(
-    'while it is hung: the user’s API requests and pages are answered 504 within UPSTREAM_TIMEOUT_MS; the gateway’s own routes at once; /healthz 200, /readyz 503 naming the chat front-end within its probe’s bound',
+    'while it is hung: the user’s API requests (JSON) and pages (a try-again page) are answered 504 within UPSTREAM_TIMEOUT_MS; the gateway’s own routes at once; /healthz 200, /readyz 503 naming the chat front-end within its probe’s bound',
     async () => {
       expect((await chatsOfAlice()).status).to.equal(200);
       const errorsBefore = metric(await (await fetch(`${w.url}/metrics`)).text(), 'gateway_upstream_errors_total{kind="timeout"}');
@@ -130,10 +130,17 @@ describe(`the real Open WebUI ${OPEN_WEBUI_VERSION} hung (SIGSTOP), resumed (SIG
         expect(own.ms, path).to.be.below(1_000);
       }
       expect(JSON.parse((await timed(`${w.url}/auth/session`, { jar: alice })).text)).to.include({ authenticated: true });
-      for (const answer of await upstreamBound) {
+      const [chats, files, page] = await upstreamBound;
+      for (const answer of [chats!, files!]) {
         expect(answer.status, answer.text).to.equal(504);
         expect(answer.contentType).to.match(/^application\/json/);
         expect(JSON.parse(answer.text)).to.deep.equal(TIMED_OUT);
+      }
+      // the browser opening a page gets a page of the gateway's own, with a way to try again
+      expect(page!.status, page!.text).to.equal(504);
+      expect(page!.contentType).to.match(/^text\/html/);
+      expect(page!.text).to.contain('id="chat-timeout"').and.to.contain(`href="/c/${aliceChat}"`);
+      for (const answer of [chats!, files!, page!]) {
         expect(answer.ms).to.be.within(UPSTREAM_TIMEOUT_MS - 50, UPSTREAM_TIMEOUT_MS + SLACK_MS);
         expect(answer.text).to.not.match(STACK_TRACE);
         // nothing of the session is cleared: the user is not signed out
