@@ -108,6 +108,8 @@ function rowOf(scenario: Scenario, unit: Row['unit'], t: Target, list: Sample[],
     errors: list.reduce((a, x) => a + x.errors, 0),
     count: list.reduce((a, x) => a + x.count, 0),
     rounds: list.length,
+    roundRates: list.map((x) => x.rate),
+    roundCpu: list.map((x) => (x.cpu !== null && cpuPerUnit && x.units > 0 ? (x.cpu * 1000) / x.units : null)),
     ...(notes.length ? { note: notes.join('; ') } : {}),
   };
 }

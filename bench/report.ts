@@ -20,6 +20,10 @@ export interface Row {
   count: number;
   /** measurements taken (interleaved with the other peers); the row is their median */
   rounds?: number;
+  /** each round's rate, in the order taken: round r of every peer ran in the same rotation */
+  roundRates?: number[];
+  /** each round's CPU per unit, microseconds (null where not counted) */
+  roundCpu?: Array<number | null>;
   note?: string;
   vsNginx?: number | null;
   vsDirect?: number | null;
@@ -122,7 +126,10 @@ class TargetList {
       id,
       scenario,
       goal: `>= ${min}x ${refName} (${gw?.unit ?? ''})`,
-      measured: ok(gw) && ok(ref) ? `${(gw.rate / ref.rate).toFixed(2)}x (${gw.rate.toFixed(0)} vs ${ref.rate.toFixed(0)})` : notMeasured(gw, ref),
+      measured:
+        ok(gw) && ok(ref)
+          ? `${(gw.rate / ref.rate).toFixed(2)}x (${gw.rate.toFixed(0)} vs ${ref.rate.toFixed(0)}${byRound(gw.roundRates, ref.roundRates)})`
+          : notMeasured(gw, ref),
       met: gw && !ok(gw) ? false : met,
     });
   }
@@ -146,6 +153,23 @@ function passThroughTargets(t: TargetList): void {
   t.added('pass-through p99', 'small-latency', t.gw('small-latency'), t.find('small-latency', 'direct'), 'direct', 'p99Ms', 5);
   const nginxMulti = t.startingWith('small-workers', 'nginx x');
   t.ratio('workers vs nginx', 'small-workers', t.startingWith('small-workers', 'gateway x'), nginxMulti, nginxMulti?.peer ?? 'nginx with as many workers', 0.8);
+}
+
+/**
+ * The same ratio round by round (round r of each peer ran in the same rotation, seconds apart), as
+ * "; by round 0.56x to 1.06x": how far this machine moved it within the run. Empty with fewer than
+ * two rounds on either side.
+ */
+export function byRound(num: Array<number | null> | undefined, den: Array<number | null> | undefined): string {
+  if (!num || !den || num.length < 2 || num.length !== den.length) return '';
+  const ratios: number[] = [];
+  for (let i = 0; i < num.length; i++) {
+    const a = num[i];
+    const b = den[i];
+    if (a == null || b == null || !(b > 0) || !Number.isFinite(a / b)) return '';
+    ratios.push(a / b);
+  }
+  return `; by round ${Math.min(...ratios).toFixed(2)}x to ${Math.max(...ratios).toFixed(2)}x`;
 }
 
 function filesRewriteTargets(t: TargetList): void {
@@ -175,7 +199,7 @@ function oauth2ProxyTargets(t: TargetList): void {
     scenario: 'small',
     goal: `>= ${O2P_PER_CORE}x oauth2-proxy requests per second per core (1 / CPU per request)`,
     measured: perCore
-      ? `${(cpuOf(o2pSmall)! / cpuOf(small)!).toFixed(2)}x (${cpuOf(small)!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${small!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s)`
+      ? `${(cpuOf(o2pSmall)! / cpuOf(small)!).toFixed(2)}x (${cpuOf(small)!.toFixed(0)} vs ${cpuOf(o2pSmall)!.toFixed(0)} us per request; ${small!.rate.toFixed(0)} vs ${o2pSmall!.rate.toFixed(0)} req/s${byRound(o2pSmall!.roundCpu, small!.roundCpu)})`
       : notMeasured(small, o2pSmall),
     met: perCore ? cpuOf(o2pSmall)! / cpuOf(small)! >= O2P_PER_CORE : null,
   });

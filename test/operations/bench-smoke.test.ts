@@ -209,6 +209,45 @@ describe('bench: the notice of a busy machine', () => {
   });
 });
 
+describe('bench: a ratio round by round', () => {
+  const small = (peer: string, roundRates: number[], roundCpu: number[]): Row => ({
+    scenario: 'small',
+    peer,
+    unit: 'req/s',
+    rate: [...roundRates].sort((a, b) => a - b)[roundRates.length >> 1]!,
+    p50Ms: 1,
+    p99Ms: 1,
+    peakRssMB: 1,
+    cpuUsPerUnit: [...roundCpu].sort((a, b) => a - b)[roundCpu.length >> 1]!,
+    errors: 0,
+    count: 1,
+    rounds: roundRates.length,
+    roundRates,
+    roundCpu,
+  });
+  const targets = evaluateTargets(
+    [
+      small('gateway', [4000, 6000, 4500], [250, 170, 230]),
+      small('bare http-proxy-3', [8000, 5000, 5000], [125, 200, 180]),
+      small('oauth2-proxy', [2000, 2200, 2100], [600, 550, 575]),
+    ],
+    { wsConnections: 1, smoke: true },
+  );
+
+  it('shows how far the rounds of one run moved the ratio the target is judged on (the medians)', () => {
+    const floor = targets.find((t) => t.id === 'pass-through vs floor')!;
+    expect(floor.measured).to.equal('0.90x (4500 vs 5000; by round 0.50x to 1.20x)');
+    expect(floor.met).to.equal(true);
+    const perCore = targets.find((t) => t.id === 'pass-through vs oauth2-proxy')!;
+    expect(perCore.measured).to.equal('2.50x (230 vs 575 us per request; 4500 vs 2100 req/s; by round 2.40x to 3.24x)');
+  });
+
+  it('is left out when a row has one round', () => {
+    const one = evaluateTargets([small('gateway', [4000], [250]), small('bare http-proxy-3', [8000], [125])], { wsConnections: 1, smoke: true });
+    expect(one.find((t) => t.id === 'pass-through vs floor')!.measured).to.equal('0.50x (4000 vs 8000)');
+  });
+});
+
 describe('bench: the streaming full-GC target', () => {
   const row = (scenario: string, peer: string, markCompacts: number, rounds = 1): Row => ({
     scenario,
