@@ -9,7 +9,7 @@ import type { Observability } from '../observability/observability.js';
 import { classify, localeOf } from '../../policies/routes.js';
 import { safeReturnTo } from '../../policies/login-routing.js';
 import { PAGE_HEADERS, renderChatDown, renderSessionCheckDown, renderSessionRenewalDown } from '../pages/templates.js';
-import { pageLocale } from '../pages/locale.js';
+import { pageLocale, type PageLocale } from '../pages/locale.js';
 
 export const NOT_AUTHENTICATED = 'Not authenticated';
 /** An id that names nothing (Open WebUI's own words for it). */
@@ -133,7 +133,7 @@ export function sessionUnavailable(res: ServerResponse, why: 'check' | 'renewal'
  * A browser navigating to a page of the chat front-end (a GET that accepts HTML, on a page path):
  * what its try-again page is rendered with. Undefined for everything else, which gets JSON.
  */
-function pageNavigation(res: ServerResponse): { locale: ReturnType<typeof pageLocale>; retryHref: string } | undefined {
+function pageNavigation(res: ServerResponse): { locale: PageLocale; retryHref: string } | undefined {
   const req = res.req;
   const path = req.url?.split('?')[0] ?? '/';
   if (req.method !== 'GET' || !/text\/html/.test(req.headers.accept ?? '') || classify(path) !== 'page') return undefined;

@@ -116,8 +116,7 @@ export class Upstream {
    * pooled socket is free: with every one held by an upstream that does not answer, a request
    * waiting for one gets its 504 on time too, not one UPSTREAM_TIMEOUT_MS per socket freed before it.
    */
-  private armTimer(proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse): void {
-    const tracked = this.exchangeOf(req);
+  private armTimer(tracked: Exchange, proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse): void {
     const arm = () => {
       if (tracked.answered) return;
       tracked.timer = setTimeout(() => {
@@ -191,9 +190,8 @@ export class Upstream {
     // listeners lead back to the request, its own key) kept every exchange alive through the
     // young-generation GCs until the next full one: 15 % of all allocation promoted to the old
     // generation, a mark-compact every 2 s under load (docs/design/hot-path.md, "The exchange's state ends with its answer"). An
-    // answer cut short (the client left first) also stops its upstream timer, which would hold
-    // the exchange until UPSTREAM_TIMEOUT_MS: the forward has already aborted that request.
-    // The answer closed unfinished (the client left, or it was cut): its upstream request is aborted.
+    // answer cut short (the client left first, or it was cut) also stops its upstream timer, which
+    // would hold the exchange until UPSTREAM_TIMEOUT_MS, and its upstream request is aborted here.
     res.on('close', () => {
       const tracked = this.exchanges.get(req);
       if (!tracked) return;
@@ -225,8 +223,9 @@ export class Upstream {
         if (!superseded) this.onError(err, req, res);
       },
     });
-    this.exchangeOf(req).request = proxyReq;
-    this.armTimer(proxyReq, req, res);
+    const tracked = this.exchangeOf(req);
+    tracked.request = proxyReq;
+    this.armTimer(tracked, proxyReq, req, res);
   }
 
   /**
