@@ -226,12 +226,24 @@ interface SigningKeys {
   privateJwk: JWK;
 }
 
+/**
+ * One RSA pair (and one foreign key) per process, made and exported once: every realm of a process
+ * signs with it under a `kid` of its own. Node 20 can deadlock exporting a freshly generated key
+ * while a collection finalizes its generation job (seen with eight realms started at once).
+ */
+let processKeys: (Omit<SigningKeys, 'kid' | 'privateJwk'> & { jwk: JWK }) | undefined;
+
 function signingKeys(): SigningKeys {
+  processKeys ??= generatedKeys();
   const kid = crypto.randomUUID();
+  const { jwk, ...keys } = processKeys;
+  return { kid, ...keys, privateJwk: { ...jwk, kid, alg: 'RS256', use: 'sig' } as JWK };
+}
+
+function generatedKeys(): Omit<SigningKeys, 'kid' | 'privateJwk'> & { jwk: JWK } {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const foreignKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-  const privateJwk = { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } as JWK;
-  return { kid, privateKey, publicKey, foreignKey, privateJwk };
+  return { privateKey, publicKey, foreignKey, jwk: privateKey.export({ format: 'jwk' }) as JWK };
 }
 
 /**
