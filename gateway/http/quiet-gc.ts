@@ -23,9 +23,10 @@ export function shouldCollect(state: QuietGcState, quietMs: number): boolean {
   return quietMs > 0 && state.busy === 0 && state.quietForMs >= quietMs && state.grownBytes >= QUIET_GC_MIN_GROWTH_BYTES;
 }
 
-/** A client connection as the watch sees it. */
+/** A client connection as the watch sees it; `answering` is the watch's own mark on it. */
 interface Connection {
   readonly destroyed: boolean;
+  answering?: boolean;
 }
 
 /**
@@ -36,7 +37,11 @@ export class QuietWatch {
   // Connections, not requests: Node never emits 'close' for pipelined answers still queued when
   // their connection dies, so a count of requests could stay above zero for good (and turn the
   // collection off); a destroyed connection is dropped from this set whatever its answers did.
-  private readonly busy = new Set<Connection>();
+  // A connection stays in the set between its answers and leaves it at the tick that finds it idle
+  // or gone: added and removed on every answer, the set's table was reallocated every few dozen
+  // requests, garbage that lived long enough to reach the old generation.
+  private readonly seen = new Set<Connection>();
+  private busy = 0;
   // Set on every begin and end (a store, nothing more on the request's path); `due` reads it.
   private active = false;
   private lastActive: number;
@@ -55,13 +60,14 @@ export class QuietWatch {
 
   /** The connection's first answer (or its handshake) began. */
   begin(connection: Connection): void {
-    this.busy.add(connection);
+    connection.answering = true;
+    this.seen.add(connection);
     this.active = true;
   }
 
   /** The connection has no answer (or handshake) under way any more. */
   end(connection: Connection): void {
-    this.busy.delete(connection);
+    connection.answering = false;
     this.active = true;
   }
 
@@ -73,15 +79,19 @@ export class QuietWatch {
       this.pending = true;
     }
     // Every tick, quiet or not: a dead connection is not kept (nor what it references) while traffic goes on.
-    for (const c of this.busy) if (c.destroyed) this.busy.delete(c);
-    if (!this.pending || this.busy.size > 0 || now - this.lastActive < this.quietMs) return false;
+    this.busy = 0;
+    for (const c of this.seen) {
+      if (c.destroyed || !c.answering) this.seen.delete(c);
+      else this.busy++;
+    }
+    if (!this.pending || this.busy > 0 || now - this.lastActive < this.quietMs) return false;
     this.pending = false;
-    return shouldCollect({ busy: this.busy.size, quietForMs: now - this.lastActive, grownBytes: oldGenerationBytes() - this.afterLast }, this.quietMs);
+    return shouldCollect({ busy: this.busy, quietForMs: now - this.lastActive, grownBytes: oldGenerationBytes() - this.afterLast }, this.quietMs);
   }
 
-  /** Connections now counted as busy (for tests and diagnostics). */
+  /** Connections counted as busy at the last tick (for tests and diagnostics). */
   get busyConnections(): number {
-    return this.busy.size;
+    return this.busy;
   }
 
   /** A collection ran; its result is the new base for "grown". */

@@ -33,8 +33,21 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-/** Per client socket: answers still being written, and the latest request (for `clientError`). */
-type Answering = WeakMap<object, { open: number; req: IncomingMessage; res: ServerResponse }>;
+/**
+ * Per client socket, for its life: answers still being written, and the latest request while one
+ * is (for `clientError`); the quiet collection's mark on the connection.
+ */
+class Answers {
+  open = 0;
+  req: IncomingMessage | undefined = undefined;
+  res: ServerResponse | undefined = undefined;
+  answering: boolean | undefined = undefined;
+  constructor(private readonly socket: Duplex) {}
+  get destroyed(): boolean {
+    return this.socket.destroyed;
+  }
+}
+type Answering = WeakMap<object, Answers>;
 
 /** What the server's listeners share. */
 interface ServerState {
@@ -98,22 +111,23 @@ function requestListener(state: ServerState, server: () => http.Server): (req: I
   return (req, res) => {
     const started = process.hrtime.bigint();
     const labels: RequestLabels = { routeClass: undefined };
+    // Kept for the socket's life: set and deleted on every request, the WeakMap's table was
+    // reallocated every few dozen requests (garbage reaching the old generation).
     let answered = answering.get(req.socket);
-    if (!answered) answering.set(req.socket, (answered = { open: 0, req, res }));
-    if (answered.open++ === 0) quietGc.begin(req.socket);
+    if (!answered) answering.set(req.socket, (answered = new Answers(req.socket)));
+    if (answered.open++ === 0) quietGc.begin(answered);
     answered.req = req;
     answered.res = res;
     if (state.closing) res.setHeader('connection', 'close');
     // 'close' comes after 'finish' for an answer sent in full, and alone for one cut short (once:
     // `on` spares the wrapper `once` makes).
     res.on('close', () => {
-      // A socket with no answer open needs no entry (clientError reads a missing one as none open):
-      // kept, it held the last request and response, headers and all, for as long as the
-      // keep-alive connection stayed idle (memory per idle connection).
+      // A socket with no answer open keeps no request or response: kept, they held the headers and
+      // all for as long as the keep-alive connection stayed idle (memory per idle connection).
       // A destroyed connection's queued (pipelined) answers never emit 'close': it has none in flight.
       if (--answered.open === 0 || req.socket.destroyed) {
-        quietGc.end(req.socket);
-        if (answering.get(req.socket) === answered) answering.delete(req.socket);
+        quietGc.end(answered);
+        if (answered.open === 0) answered.req = answered.res = undefined;
       }
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const cls = labels.routeClass ?? classifyTarget(req.url);
@@ -144,6 +158,7 @@ function upgradeListener(state: ServerState): (req: IncomingMessage, socket: Dup
     // The handshake being judged is in flight; the open WebSocket after it is not (its frames never
     // hold off a collection). A key of its own: an answer pipelined before it may still be open.
     const handshake = {
+      answering: undefined as boolean | undefined,
       get destroyed() {
         return socket.destroyed;
       },
@@ -175,14 +190,16 @@ function clientErrorListener(answering: Answering): (err: Error & { code?: strin
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const answer = rawJsonAnswer(status, status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request');
+    const req = entry?.req;
+    const res = entry?.res;
+    if (open === 0 || !req || !res) return void socket.end(answer);
     // The faulty bytes are the body of the request being answered: its own 400, unless its answer started.
-    const ownBody = open === 1 && !entry!.req.complete;
-    if (ownBody) return entry!.res.headersSent ? void socket.destroy() : void socket.end(answer);
-    if (open === 0) return void socket.end(answer);
+    const ownBody = open === 1 && !req.complete;
+    if (ownBody) return res.headersSent ? void socket.destroy() : void socket.end(answer);
     // A malformed request pipelined behind one still being answered: that answer is finished first
     // (cut off, the client would lose the answer to a request that was carried out), then the socket
     // closes. No 400 for it: written meanwhile it would land inside that answer's body.
-    entry!.res.once('close', () => (entry!.res.writableFinished && socket.writable ? socket.end() : socket.destroy()));
+    res.once('close', () => (res.writableFinished && socket.writable ? socket.end() : socket.destroy()));
   };
 }
 
