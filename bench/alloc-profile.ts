@@ -4,12 +4,13 @@
 // BENCH_ALLOC_PROFILE_SURVIVORS=1 keeps only what outlived the young generation.
 import diagnostics from 'node:diagnostics_channel';
 import inspector from 'node:inspector';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export function sampleAllocations(name: string): void {
   const dir = process.env.BENCH_ALLOC_PROFILE_DIR;
   if (!dir) return;
+  mkdirSync(dir, { recursive: true });
   let requests = 0;
   diagnostics.subscribe('http.server.request.start', () => requests++);
   const session = new inspector.Session();

@@ -231,7 +231,8 @@ interface SigningKeys {
  * signs with it under a `kid` of its own. Node 20 can deadlock exporting a freshly generated key
  * while a collection finalizes its generation job (seen with eight realms started at once).
  */
-let processKeys: (Omit<SigningKeys, 'kid' | 'privateJwk'> & { jwk: JWK }) | undefined;
+type ProcessKeys = Omit<SigningKeys, 'kid' | 'privateJwk'> & { jwk: JWK };
+let processKeys: ProcessKeys | undefined;
 
 function signingKeys(): SigningKeys {
   processKeys ??= generatedKeys();
@@ -240,7 +241,7 @@ function signingKeys(): SigningKeys {
   return { kid, ...keys, privateJwk: { ...jwk, kid, alg: 'RS256', use: 'sig' } as JWK };
 }
 
-function generatedKeys(): Omit<SigningKeys, 'kid' | 'privateJwk'> & { jwk: JWK } {
+function generatedKeys(): ProcessKeys {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const foreignKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
   return { privateKey, publicKey, foreignKey, jwk: privateKey.export({ format: 'jwk' }) as JWK };
